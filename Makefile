@@ -1,0 +1,29 @@
+# Two commands do all the set-up: `make demo` and `make test` (see README.md).
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.pgarena-installed
+PYTEST_ARGS ?=
+
+.PHONY: install demo test test-fast clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev,cdk]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+demo: install
+	$(BIN)/pgarena run --local --matrix examples/local-demo.json --out results
+
+test: install
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# Unit tests only: no PostgreSQL servers, no CDK synth.
+test-fast: install
+	$(BIN)/python -m pytest tests/unit $(PYTEST_ARGS)
+
+clean:
+	rm -rf $(VENV) results cdk.out

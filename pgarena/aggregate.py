@@ -1,0 +1,119 @@
+"""Aggregation: the plan, the state machine's outcomes and the workers' summaries become results.json. Pure."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel
+
+from pgarena.errors import ErrorInfo, from_step_functions
+from pgarena.plan import Plan, PlannedTarget, Step
+from pgarena.ranking import rank_targets
+from pgarena.results import CampaignResults, LoadResult, ServerInfo, StepSummary, TargetResult, WorkloadResult
+
+
+class StepOutcome(BaseModel):
+    step_id: str
+    status: str
+    failure: dict[str, Any] | None = None
+
+
+class TargetOutcome(BaseModel):
+    """One item of the state machine's Map output."""
+
+    name: str
+    server: ServerInfo | None = None
+    steps: list[StepOutcome] = []
+    failure: dict[str, Any] | None = None
+
+
+MISSING = ErrorInfo(kind="missing_result", message="the step reported success but wrote no summary")
+NOT_RUN = ErrorInfo(kind="not_run", message="the step did not run because the target failed before it")
+
+
+def _relative(campaign_id: str, keys: list[str]) -> list[str]:
+    return [k.removeprefix(f"{campaign_id}/") for k in keys]
+
+
+def _step_error(step: Step, outcome: StepOutcome | None, summary: StepSummary | None) -> ErrorInfo | None:
+    if summary is not None:
+        return summary.error
+    if outcome is None:
+        return NOT_RUN
+    return from_step_functions(outcome.failure) or MISSING
+
+
+def _target_result(
+    planned: PlannedTarget, outcome: TargetOutcome | None, summaries: dict[str, StepSummary], campaign_id: str
+) -> TargetResult:
+    step_outcomes = {s.step_id: s for s in (outcome.steps if outcome else [])}
+    loads: list[LoadResult] = []
+    workloads: list[WorkloadResult] = []
+    errors: list[ErrorInfo] = []
+    for step in planned.steps:
+        summary = summaries.get(step.step_id)
+        error = _step_error(step, step_outcomes.get(step.step_id), summary)
+        status = "succeeded" if summary is not None and summary.status == "succeeded" else "failed"
+        if status == "failed":
+            error = error or MISSING
+            errors.append(error)
+        raw = _relative(campaign_id, summary.raw if summary else [])
+        if step.kind == "init":
+            loads.append(
+                LoadResult(
+                    workload=step.workload,
+                    status=status,
+                    seconds=summary.load_s if summary else None,
+                    phases_s=summary.load_phases_s if summary else {},
+                    raw=raw,
+                    error=error if status == "failed" else None,
+                )
+            )
+            continue
+        workloads.append(
+            WorkloadResult(
+                name=step.workload,
+                tool=step.tool,
+                clients=step.clients,
+                repetition=step.repetition,
+                status=status,
+                tps=summary.tps if summary else None,
+                latency_ms=summary.latency_ms if summary else WorkloadResult.model_fields["latency_ms"].default,
+                transactions=summary.transactions if summary else None,
+                failed_transactions=summary.failed_transactions if summary else None,
+                progress=summary.progress if summary else [],
+                raw=raw,
+                error=error if status == "failed" else None,
+            )
+        )
+    target_error = from_step_functions(outcome.failure) if outcome else ErrorInfo(
+        kind="not_run", message="the state machine returned no outcome for this target"
+    )
+    if target_error is None and errors:
+        target_error = errors[0]
+    return TargetResult(
+        name=planned.name,
+        provider=planned.provider,
+        status="failed" if target_error else "succeeded",
+        error=target_error,
+        server=outcome.server if outcome else None,
+        hourly_cost_usd=planned.hourly_cost_usd,
+        loads=loads,
+        workloads=workloads,
+    )
+
+
+def aggregate(
+    plan: Plan, outcomes: list[TargetOutcome], summaries: list[StepSummary], started_at: str, finished_at: str
+) -> CampaignResults:
+    by_name = {o.name: o for o in outcomes}
+    by_step = {s.step_id: s for s in summaries}
+    targets = [_target_result(t, by_name.get(t.name), by_step, plan.campaign_id) for t in plan.targets]
+    return CampaignResults(
+        campaign_id=plan.campaign_id,
+        campaign=plan.campaign,
+        started_at=started_at,
+        finished_at=finished_at,
+        targets=targets,
+        ranking=rank_targets(targets),
+    )

@@ -1,0 +1,116 @@
+"""The pgarena command line: validate, schema, run, parse."""
+
+from __future__ import annotations
+
+import json
+import sys
+from enum import Enum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from pgarena.matrix import MatrixError, json_schema, load_campaign
+from pgarena.results import CampaignResults
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, help="Benchmark PostgreSQL services, rank them honestly.")
+console = Console()
+errors = Console(stderr=True, soft_wrap=True)
+
+
+def _load_or_exit(path: Path):
+    try:
+        return load_campaign(path)
+    except FileNotFoundError:
+        errors.print(f"[red]{path}: no such file[/red]")
+        raise typer.Exit(2) from None
+    except MatrixError as error:
+        errors.print(f"[red]{path}: {len(error.problems)} problem(s)[/red]")
+        for problem in error.problems:
+            errors.print(f"  {problem.path}: {problem.message}", markup=False, highlight=False)
+        raise typer.Exit(1) from None
+
+
+@app.command()
+def validate(matrix: Annotated[Path, typer.Argument(help="provider matrix JSON")]) -> None:
+    """Check a provider matrix; print every problem with its JSON path."""
+    campaign = _load_or_exit(matrix)
+    console.print(f"{matrix}: ok ({len(campaign.targets)} targets x {len(campaign.workloads)} workloads)")
+
+
+@app.command()
+def schema() -> None:
+    """Print the provider matrix's JSON Schema."""
+    print(json.dumps(json_schema(), indent=2))
+
+
+def ranking_table(results: CampaignResults) -> Table:
+    table = Table(title=f"pgarena ranking: {results.campaign_id}")
+    for column in ("rank", "target", "provider", "status", "score", "tps (mean)", "error"):
+        table.add_column(column)
+    providers = {t.name: t for t in results.targets}
+    for entry in results.ranking:
+        target = providers[entry.target]
+        tps = [w.tps for w in target.workloads if w.tps is not None]
+        table.add_row(str(entry.rank), entry.target, target.provider, target.status, f"{entry.score:.3f}",
+                      f"{sum(tps) / len(tps):,.1f}" if tps else "-", "")
+    ranked = {r.target for r in results.ranking}
+    for target in results.targets:
+        if target.name not in ranked:
+            error = f"{target.error.kind}: {target.error.message}" if target.error else ""
+            table.add_row("-", target.name, target.provider, target.status, "-", "-", error)
+    return table
+
+
+@app.command()
+def run(
+    matrix: Annotated[Path, typer.Option(help="provider matrix JSON")],
+    out: Annotated[Path, typer.Option(help="results folder")] = Path("results"),
+    local: Annotated[bool, typer.Option("--local", help="run on this machine (the only mode this command has today)")] = False,
+) -> None:
+    """Run a campaign through the campaign state machine and print the ranking."""
+    if not local:
+        errors.print("only --local runs are started from this command; in AWS start an execution (see README.md)")
+        raise typer.Exit(2)
+    campaign = _load_or_exit(matrix)
+    from pgarena.local.runtime import Event, run_local
+
+    def show(event: Event) -> None:
+        if event.kind == "step" and event.summary is not None:
+            s = event.summary
+            figure = f"{s.tps:,.1f} tps" if s.tps is not None else (f"loaded in {s.load_s:.2f} s" if s.load_s else "")
+            colour = "green" if s.status == "succeeded" else "red"
+            detail = f" {s.error.kind}: {s.error.message}" if s.error else ""
+            console.print(f"[dim]{event.elapsed_s:6.1f}s[/dim] [{colour}]{s.status:9}[/{colour}] {s.step_id} {figure}{detail}",
+                          highlight=False)
+        else:
+            console.print(f"[dim]{event.elapsed_s:6.1f}s {event.text}[/dim]", highlight=False)
+
+    with console.status(f"running {campaign.campaign} locally"):
+        result = run_local(campaign, out, on_event=show)
+    if result.results is None:
+        errors.print(f"[red]campaign {result.campaign_id} ended {result.status} without results: {result.error}[/red]")
+        raise typer.Exit(1)
+    console.print(ranking_table(result.results))
+    console.print(f"results: {result.results_dir / 'results.json'}  ({result.wall_s:.1f} s)")
+    if any(t.status == "failed" for t in result.results.targets):
+        raise typer.Exit(3)
+
+
+class Tool(str, Enum):
+    pgbench = "pgbench"
+
+
+@app.command()
+def parse(tool: Tool, file: Annotated[Path, typer.Argument(help="raw tool output; - for stdin")]) -> None:
+    """Parse a benchmark tool's raw output and print JSON (summary, progress, init phases)."""
+    from pgarena.parsers.pgbench import parse_pgbench
+
+    text = sys.stdin.read() if str(file) == "-" else file.read_text(errors="replace")
+    print(parse_pgbench(text).model_dump_json(indent=2))
+
+
+if __name__ == "__main__":
+    app()

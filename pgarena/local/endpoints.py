@@ -1,0 +1,180 @@
+"""Local stand-ins for the Lambda and ECS APIs, reached by the AWS SDK through AWS_ENDPOINT_URL_*.
+
+The Lambda endpoint runs the real handlers; the ECS endpoint starts the real worker entrypoint as a
+process. Both speak just enough of the wire protocol for Invoke and RunTask/StopTask.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import subprocess
+import sys
+import threading
+import traceback
+import uuid
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any, Callable
+from urllib.parse import unquote
+
+Handler = Callable[[dict, Any], Any]
+
+ACCOUNT = "123456789012"
+REGION = "us-east-1"
+FUNCTIONS = ("validate", "preflight", "launch_worker", "aggregate")
+
+
+def function_arn(name: str) -> str:
+    return f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:pgarena-{name.replace('_', '-')}"
+
+
+def load_handlers() -> dict[str, Handler]:
+    """The real Lambda handlers, by the function name their ARN ends with."""
+    return {
+        function_arn(name).rsplit(":", 1)[1]: importlib.import_module(f"functions.{name}.handler").handler
+        for name in FUNCTIONS
+    }
+
+
+@dataclass
+class LambdaContext:
+    function_name: str
+    aws_request_id: str = field(default_factory=lambda: str(uuid.uuid4()))
+    memory_limit_in_mb: int = 512
+    invoked_function_arn: str = ""
+    log_group_name: str = "local"
+    log_stream_name: str = "local"
+
+    def get_remaining_time_in_millis(self) -> int:
+        return 900_000
+
+
+class _Server:
+    def __init__(self, handler_class: type[BaseHTTPRequestHandler]):
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler_class)
+        self.httpd.daemon_threads = True
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.httpd.server_port}"
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+class _Quiet(BaseHTTPRequestHandler):
+    def log_message(self, *args) -> None:  # the runtime shows progress its own way
+        pass
+
+    def _body(self) -> dict:
+        length = int(self.headers.get("Content-Length") or 0)
+        return json.loads(self.rfile.read(length) or b"{}")
+
+    def _reply(self, payload: Any, headers: dict[str, str] | None = None, status: int = 200) -> None:
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        for key, value in (headers or {}).items():
+            self.send_header(key, value)
+        self.end_headers()
+        self.wfile.write(data)
+
+
+class LambdaEndpoint(_Server):
+    """POST /2015-03-31/functions/{name}/invocations runs the handler in this process."""
+
+    def __init__(self, handlers: dict[str, Handler]):
+        endpoint = self
+
+        class Invoke(_Quiet):
+            def do_POST(self) -> None:
+                name = unquote(self.path.split("/functions/", 1)[1].split("/", 1)[0]).rsplit(":", 1)[-1]
+                handler = endpoint.handlers.get(name)
+                if handler is None:
+                    self._reply({"Type": "User", "message": f"Function not found: {name}"}, status=404,
+                                headers={"x-amzn-ErrorType": "ResourceNotFoundException"})
+                    return
+                event = self._body()
+                try:
+                    result = handler(event, LambdaContext(function_name=name, invoked_function_arn=name))
+                except Exception as error:  # reported the way Lambda reports an unhandled error
+                    self._reply(
+                        {"errorType": type(error).__name__, "errorMessage": str(error),
+                         "stackTrace": traceback.format_exc().splitlines()[-5:]},
+                        headers={"X-Amz-Function-Error": "Unhandled"},
+                    )
+                    return
+                self._reply(result)
+
+        self.handlers = handlers
+        super().__init__(Invoke)
+
+
+class EcsEndpoint(_Server):
+    """RunTask starts `python -m workers.entrypoint` with the container overrides' environment."""
+
+    def __init__(self, worker_env: dict[str, str], logs_dir: Path):
+        endpoint = self
+        self.worker_env = worker_env
+        self.logs_dir = logs_dir
+        self.processes: dict[str, subprocess.Popen] = {}
+        self.lock = threading.Lock()
+
+        class Ecs(_Quiet):
+            def do_POST(self) -> None:
+                action = self.headers.get("X-Amz-Target", "").rsplit(".", 1)[-1]
+                body = self._body()
+                if action == "RunTask":
+                    self._reply(endpoint.run_task(body))
+                elif action == "StopTask":
+                    self._reply(endpoint.stop_task(body["task"]))
+                else:
+                    self._reply({"__type": "InvalidParameterException", "message": f"{action} is not served locally"},
+                                status=400)
+
+        super().__init__(Ecs)
+
+    def run_task(self, request: dict) -> dict:
+        task_id = uuid.uuid4().hex
+        task_arn = f"arn:aws:ecs:{REGION}:{ACCOUNT}:task/pgarena-local/{task_id}"
+        overrides = request.get("overrides", {}).get("containerOverrides", [{}])[0].get("environment", [])
+        env = {**os.environ, **self.worker_env, **{item["name"]: item["value"] for item in overrides}}
+        self.logs_dir.mkdir(parents=True, exist_ok=True)
+        with (self.logs_dir / f"worker-{task_id}.log").open("w") as log:
+            process = subprocess.Popen(
+                [sys.executable, "-m", "workers.entrypoint"], env=env, stdout=log, stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        with self.lock:
+            self.processes[task_arn] = process
+        return {"tasks": [{"taskArn": task_arn, "lastStatus": "PROVISIONING", "clusterArn": request.get("cluster")}],
+                "failures": []}
+
+    def stop_task(self, task_arn: str) -> dict:
+        with self.lock:
+            process = self.processes.get(task_arn)
+        if process is not None and process.poll() is None:
+            process.terminate()
+        return {"task": {"taskArn": task_arn, "lastStatus": "STOPPED"}}
+
+    def stop_all(self) -> None:
+        with self.lock:
+            processes = list(self.processes.values())
+        for process in processes:
+            if process.poll() is None:
+                process.terminate()
+        for process in processes:
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()

@@ -1,0 +1,211 @@
+"""Run a campaign on this machine: the same ASL file, executed by moto's Step Functions interpreter.
+
+The interpreter calls the real Lambda handlers through a local Lambda endpoint; the launcher's ECS
+RunTask starts the real worker entrypoint as a process, which reaches S3, DynamoDB and the task
+token API through a moto server sharing the interpreter's state.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import time
+import uuid
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable, Iterator
+
+import boto3
+
+from pgarena.local.embedded import EmbeddedServer
+from pgarena.local.endpoints import ACCOUNT, FUNCTIONS, REGION, EcsEndpoint, LambdaEndpoint, function_arn, load_handlers
+from pgarena.matrix import Campaign, Target
+from pgarena.results import CampaignResults, StepSummary
+from pgarena.store import ResultStore
+
+ASL_PATH = Path(__file__).resolve().parents[2] / "statemachines" / "campaign.asl.json"
+BUCKET = "pgarena-local-results"
+TABLE = "pgarena-local-results"
+POLL_S = 0.5
+
+
+@dataclass
+class Event:
+    """Something the user may want to watch while a campaign runs."""
+
+    elapsed_s: float
+    kind: str  # "state" | "step"
+    text: str
+    summary: StepSummary | None = None
+
+
+@dataclass
+class LocalRun:
+    campaign_id: str
+    status: str
+    results_dir: Path
+    results: CampaignResults | None
+    wall_s: float
+    error: str | None = None
+
+
+def new_campaign_id(name: str) -> str:
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    return f"{name}-{stamp}-{uuid.uuid4().hex[:6]}"
+
+
+def definition(asl_path: Path = ASL_PATH) -> str:
+    """The ASL file with its ${...Arn} placeholders bound to the local functions."""
+    text = asl_path.read_text()
+    values = {f"{''.join(p.capitalize() for p in name.split('_'))}FunctionArn": function_arn(name) for name in FUNCTIONS}
+
+    def bind(match: re.Match) -> str:
+        return values[match.group(1)]
+
+    return re.sub(r"\$\{(\w+)\}", bind, text)
+
+
+@contextmanager
+def patched_environ(values: dict[str, str]) -> Iterator[None]:
+    saved = {key: os.environ.get(key) for key in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+def _with_embedded_endpoints(campaign: Campaign, stack: ExitStack, servers_root: Path | None) -> Campaign:
+    """Start each embedded target's server and point the target at it."""
+    targets: list[Target] = []
+    for target in campaign.targets:
+        if target.embedded is None:
+            targets.append(target)
+            continue
+        server = EmbeddedServer(target.name, target.embedded.settings, root=servers_root)
+        stack.callback(server.stop)
+        endpoint = server.start()
+        targets.append(target.model_copy(update={"embedded": None, "endpoint": endpoint}))
+    return campaign.model_copy(update={"targets": targets})
+
+
+def _create_resources(sfn, s3, dynamodb) -> str:
+    s3.create_bucket(Bucket=BUCKET)
+    dynamodb.create_table(
+        TableName=TABLE,
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
+        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}, {"AttributeName": "sk", "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    return sfn.create_state_machine(
+        name="pgarena-campaign", definition=definition(), roleArn=f"arn:aws:iam::{ACCOUNT}:role/pgarena-local"
+    )["stateMachineArn"]
+
+
+def _state_events(history: list[dict], seen: int, t0: float) -> list[Event]:
+    events = []
+    for event in history[seen:]:
+        details = event.get("stateEnteredEventDetails")
+        if not details:
+            continue
+        try:
+            data = json.loads(details.get("input") or "{}")
+        except ValueError:
+            data = {}
+        subject = (data.get("step") or {}).get("step_id") or (data.get("target") or {}).get("name") or ""
+        events.append(Event(time.monotonic() - t0, "state", f"{details['name']} {subject}".strip()))
+    return events
+
+
+def _download(s3, prefix: str, out_dir: Path) -> None:
+    for page in s3.get_paginator("list_objects_v2").paginate(Bucket=BUCKET, Prefix=prefix):
+        for item in page.get("Contents", []):
+            path = out_dir / item["Key"]
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(s3.get_object(Bucket=BUCKET, Key=item["Key"])["Body"].read())
+
+
+def run_local(
+    campaign: Campaign,
+    out_dir: Path,
+    on_event: Callable[[Event], None] = lambda event: None,
+    servers_root: Path | None = None,
+    heartbeat_s: float = 10.0,
+) -> LocalRun:
+    """Run the campaign through the state machine on this machine; results land in out_dir/<campaign_id>/."""
+    from moto import mock_aws
+    from moto.server import ThreadedMotoServer
+
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # the moto server's access log drowns the progress
+    t0 = time.monotonic()
+    campaign_id = new_campaign_id(campaign.campaign)
+    results_dir = out_dir / campaign_id
+    aws_env = {
+        "AWS_ACCESS_KEY_ID": "local",
+        "AWS_SECRET_ACCESS_KEY": "local",
+        "AWS_SESSION_TOKEN": "local",
+        "AWS_DEFAULT_REGION": REGION,
+        "AWS_REGION": REGION,
+        "RESULTS_BUCKET": BUCKET,
+        "RESULTS_TABLE": TABLE,
+        "CLUSTER_ARN": f"arn:aws:ecs:{REGION}:{ACCOUNT}:cluster/pgarena-local",
+        "TASK_DEFINITION_ARN": f"arn:aws:ecs:{REGION}:{ACCOUNT}:task-definition/pgarena-worker:1",
+        "WORKER_CONTAINER_NAME": "worker",
+        "LAUNCH_TYPE": "FARGATE",
+        "POWERTOOLS_TRACE_DISABLED": "true",
+        "POWERTOOLS_METRICS_DISABLED": "true",
+        "POWERTOOLS_LOG_LEVEL": os.environ.get("POWERTOOLS_LOG_LEVEL", "WARNING"),
+    }
+    with ExitStack() as stack:
+        resolved = _with_embedded_endpoints(campaign, stack, servers_root)
+        stack.enter_context(patched_environ(aws_env))
+        stack.enter_context(mock_aws(config={"stepfunctions": {"execute_state_machine": True}}))
+        moto_server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+        moto_server.start()
+        stack.callback(moto_server.stop)
+        host, port = moto_server.get_host_and_port()
+        lambdas = stack.enter_context(LambdaEndpoint(load_handlers()))
+        workers = stack.enter_context(
+            EcsEndpoint(
+                worker_env={**aws_env, "AWS_ENDPOINT_URL": f"http://{host}:{port}", "PGARENA_HEARTBEAT_S": str(heartbeat_s)},
+                logs_dir=results_dir / "logs",
+            )
+        )
+        stack.callback(workers.stop_all)
+        stack.enter_context(
+            patched_environ({"AWS_ENDPOINT_URL_LAMBDA": lambdas.url, "AWS_ENDPOINT_URL_ECS": workers.url})
+        )
+        sfn, s3, dynamodb = (boto3.client(name, region_name=REGION) for name in ("stepfunctions", "s3", "dynamodb"))
+        machine_arn = _create_resources(sfn, s3, dynamodb)
+        execution_input = {"campaign_id": campaign_id, "matrix": resolved.model_dump(mode="json", exclude_none=True)}
+        execution_arn = sfn.start_execution(
+            stateMachineArn=machine_arn, name=campaign_id[:80], input=json.dumps(execution_input)
+        )["executionArn"]
+        store = ResultStore(BUCKET, TABLE, s3=s3, dynamodb=dynamodb)
+        seen_events, seen_steps = 0, set()
+        while True:
+            status = sfn.describe_execution(executionArn=execution_arn)
+            history = sfn.get_execution_history(executionArn=execution_arn, maxResults=1000)["events"]
+            for event in _state_events(history, seen_events, t0):
+                on_event(event)
+            seen_events = len(history)
+            for summary in store.summaries(campaign_id):
+                if summary.step_id not in seen_steps:
+                    seen_steps.add(summary.step_id)
+                    on_event(Event(time.monotonic() - t0, "step", summary.step_id, summary))
+            if status["status"] != "RUNNING":
+                break
+            time.sleep(POLL_S)
+        _download(s3, f"{campaign_id}/", out_dir)
+    results_path = results_dir / "results.json"
+    results = CampaignResults.model_validate_json(results_path.read_text()) if results_path.exists() else None
+    error = None if status["status"] == "SUCCEEDED" else f"{status.get('error')}: {status.get('cause')}"
+    return LocalRun(campaign_id, status["status"], results_dir, results, time.monotonic() - t0, error)

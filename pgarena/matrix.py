@@ -1,0 +1,214 @@
+"""The provider matrix: what a user writes to describe a campaign (targets x workloads)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+# Names end up in S3 keys, DynamoDB keys and file names: keep them boring.
+NAME_PATTERN = r"^[a-z0-9][a-z0-9_-]{0,62}$"
+ENV_VAR_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*$"
+SECRET_ARN_PATTERN = r"^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:.+$"
+Name = Annotated[str, Field(pattern=NAME_PATTERN, description="lower-case letters, digits, - and _")]
+EnvVarName = Annotated[str, Field(pattern=ENV_VAR_PATTERN)]
+SecretArn = Annotated[str, Field(pattern=SECRET_ARN_PATTERN)]
+
+INLINE_PASSWORD_FIX = (
+    "passwords are never written in the matrix: remove 'password' and set 'password_env' to the name "
+    "of an environment variable that holds it (local runs) or 'password_secret_arn' to a Secrets Manager "
+    "secret (AWS runs)"
+)
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Endpoint(Strict):
+    """A server pgarena connects to. Credentials by reference only."""
+
+    host: str = Field(min_length=1)
+    port: int = Field(5432, ge=1, le=65535)
+    dbname: str = Field("postgres", min_length=1)
+    user: str = Field(min_length=1)
+    password_env: EnvVarName | None = None
+    password_secret_arn: SecretArn | None = None
+    sslmode: Literal["disable", "allow", "prefer", "require", "verify-ca", "verify-full"] = "prefer"
+    # Declared only so that an inline password gets a message saying what to do instead.
+    password: None = Field(None, exclude=True, json_schema_extra={"deprecated": True})
+
+    @field_validator("password", mode="before")
+    @classmethod
+    def _reject_inline_password(cls, value: Any) -> None:
+        if value is not None:
+            raise ValueError(INLINE_PASSWORD_FIX)
+        return None
+
+    @model_validator(mode="after")
+    def _one_password_source(self) -> Endpoint:
+        if self.password_env and self.password_secret_arn:
+            raise ValueError("set either 'password_env' or 'password_secret_arn', not both")
+        return self
+
+
+class EmbeddedServer(Strict):
+    """A PostgreSQL server the local runtime starts on 127.0.0.1 for the campaign."""
+
+    settings: dict[str, str | int | float | bool] = Field(
+        default_factory=dict, description="postgresql.conf settings, e.g. {\"shared_buffers\": \"64MB\"}"
+    )
+
+    @field_validator("settings")
+    @classmethod
+    def _setting_names(cls, value: dict[str, Any]) -> dict[str, Any]:
+        for name in value:
+            if not name.replace("_", "").replace(".", "").isalnum():
+                raise ValueError(f"'{name}' is not a PostgreSQL setting name")
+        return value
+
+
+class Placement(Strict):
+    """Where workers and preflight run in AWS, next to the database."""
+
+    region: str | None = None
+    subnets: list[str] = Field(default_factory=list)
+    security_groups: list[str] = Field(default_factory=list)
+
+
+class Target(Strict):
+    name: Name
+    provider: str = Field(min_length=1, description="label shown in reports, e.g. rds, aurora, cloudsql")
+    endpoint: Endpoint | None = None
+    embedded: EmbeddedServer | None = None
+    placement: Placement | None = None
+    hourly_cost_usd: float | None = Field(None, ge=0)
+
+    @model_validator(mode="after")
+    def _endpoint_or_embedded(self) -> Target:
+        if (self.endpoint is None) == (self.embedded is None):
+            raise ValueError("set exactly one of 'endpoint' (a server to reach) or 'embedded' (a local server to start)")
+        return self
+
+
+class PgbenchInit(Strict):
+    scale: int = Field(1, ge=1)
+    fillfactor: int = Field(100, ge=10, le=100)
+
+
+class PgbenchRun(Strict):
+    clients: int | list[int] = Field(1, description="one client count, or a list for a sweep")
+    jobs: int = Field(1, ge=1)
+    duration_s: int = Field(ge=1)
+    protocol: Literal["simple", "extended", "prepared"] = "simple"
+    progress_s: int = Field(5, ge=1)
+    builtin: Literal["tpcb-like", "simple-update", "select-only"] = "tpcb-like"
+
+    @field_validator("clients")
+    @classmethod
+    def _positive_clients(cls, value: int | list[int]) -> int | list[int]:
+        counts = value if isinstance(value, list) else [value]
+        if not counts:
+            raise ValueError("give at least one client count")
+        if any(c < 1 for c in counts):
+            raise ValueError("client counts must be >= 1")
+        if len(set(counts)) != len(counts):
+            raise ValueError("client counts in a sweep must be distinct")
+        return value
+
+    @property
+    def client_counts(self) -> list[int]:
+        return list(self.clients) if isinstance(self.clients, list) else [self.clients]
+
+
+class PgbenchWorkload(Strict):
+    name: Name
+    tool: Literal["pgbench"]
+    init: PgbenchInit = PgbenchInit()
+    run: PgbenchRun
+
+
+Workload = PgbenchWorkload
+
+
+class Campaign(Strict):
+    campaign: Name
+    targets: list[Target] = Field(min_length=1)
+    workloads: list[Workload] = Field(min_length=1)
+    repetitions: int = Field(1, ge=1, le=100)
+    target_concurrency: int = Field(
+        1, ge=1, le=40, description="targets benchmarked at once; 1 keeps local targets from competing for CPU"
+    )
+
+    @field_validator("targets", "workloads")
+    @classmethod
+    def _unique_names(cls, items: list[Any]) -> list[Any]:
+        names = [item.name for item in items]
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise ValueError(f"names must be unique; repeated: {', '.join(duplicates)}")
+        return items
+
+
+class Problem(BaseModel):
+    path: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.message}"
+
+
+class MatrixError(ValueError):
+    def __init__(self, problems: list[Problem]):
+        self.problems = problems
+        super().__init__("; ".join(str(p) for p in problems))
+
+
+_PATTERN_HINTS = {
+    NAME_PATTERN: "use lower-case letters, digits, '-' and '_' (at most 63, starting with a letter or digit)",
+    ENV_VAR_PATTERN: "give the name of an environment variable, e.g. PGARENA_PW_A",
+    SECRET_ARN_PATTERN: "give a Secrets Manager secret ARN (arn:aws:secretsmanager:REGION:ACCOUNT:secret:NAME)",
+}
+
+
+def _json_path(loc: tuple[int | str, ...]) -> str:
+    path = "$"
+    for part in loc:
+        path += f"[{part}]" if isinstance(part, int) else f".{part}"
+    return path
+
+
+def problems_of(error: ValidationError) -> list[Problem]:
+    problems = []
+    for err in error.errors():
+        # Drop pydantic's union/function tags (e.g. "function-after[...]") from the location.
+        loc = tuple(p for p in err["loc"] if isinstance(p, int) or "[" not in p)
+        message = err["msg"].removeprefix("Value error, ")
+        if err["type"] == "string_pattern_mismatch":
+            message = _PATTERN_HINTS.get(err["ctx"]["pattern"], message)
+        if err["type"] == "extra_forbidden":
+            message = "unknown field: remove it or check its spelling (see `pgarena schema`)"
+        problems.append(Problem(path=_json_path(loc), message=message))
+    return problems
+
+
+def parse_campaign(data: Any) -> Campaign:
+    """Validate a decoded matrix; raise MatrixError listing every problem with its JSON path."""
+    try:
+        return Campaign.model_validate(data)
+    except ValidationError as error:
+        raise MatrixError(problems_of(error)) from None
+
+
+def load_campaign(path: Path) -> Campaign:
+    try:
+        data = json.loads(path.read_text())
+    except json.JSONDecodeError as error:
+        raise MatrixError([Problem(path="$", message=f"not valid JSON: {error}")]) from None
+    return parse_campaign(data)
+
+
+def json_schema() -> dict[str, Any]:
+    return Campaign.model_json_schema()

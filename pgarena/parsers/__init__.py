@@ -1,0 +1,1 @@
+"""Pure parsers of benchmark tool output."""

@@ -1,0 +1,53 @@
+"""The one way pgarena opens a SQL connection (pg8000) to a target."""
+
+from __future__ import annotations
+
+import ssl
+from contextlib import contextmanager
+from typing import Iterator
+
+import pg8000.dbapi
+
+from pgarena.credentials import resolve_password
+from pgarena.errors import classify, failure
+from pgarena.matrix import Endpoint
+
+CONNECT_TIMEOUT_S = 10
+
+
+def _ssl_context(sslmode: str) -> ssl.SSLContext | None:
+    if sslmode in ("disable", "allow", "prefer"):
+        return None
+    context = ssl.create_default_context()
+    if sslmode == "require":
+        # libpq's "require" encrypts without verifying the certificate.
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+    elif sslmode == "verify-ca":
+        context.check_hostname = False
+    return context
+
+
+@contextmanager
+def connect(endpoint: Endpoint, application_name: str = "pgarena") -> Iterator[pg8000.dbapi.Connection]:
+    password = resolve_password(endpoint)
+    try:
+        conn = pg8000.dbapi.connect(
+            host=endpoint.host,
+            port=endpoint.port,
+            database=endpoint.dbname,
+            user=endpoint.user,
+            password=password,
+            ssl_context=_ssl_context(endpoint.sslmode),
+            timeout=CONNECT_TIMEOUT_S,
+            application_name=application_name,
+        )
+    except Exception as error:  # pg8000 and socket errors: classify by their text
+        # pg8000 wraps socket errors; their cause says what went wrong (refused, DNS, ...).
+        detail = f"{error} {error.__cause__ or ''}".strip()
+        message = f"could not connect to {endpoint.host}:{endpoint.port} as {endpoint.user}: {detail}"
+        raise failure(classify(detail) or "connection_failed", message) from None
+    try:
+        yield conn
+    finally:
+        conn.close()

@@ -1,0 +1,116 @@
+"""Result records: the step summaries workers write and the results.json contract."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from pgarena.errors import ErrorInfo
+
+Status = Literal["succeeded", "failed"]
+
+
+class Latency(BaseModel):
+    avg: float | None = None
+    stddev: float | None = None
+    p50: float | None = None
+    p95: float | None = None
+    p99: float | None = None
+
+
+class ProgressSample(BaseModel):
+    elapsed_s: float
+    tps: float
+    latency_avg_ms: float | None = None
+
+
+class StepSummary(BaseModel):
+    """What one worker task measured; stored in DynamoDB and traceable to `raw`."""
+
+    campaign_id: str
+    step_id: str
+    target: str
+    workload: str
+    kind: Literal["init", "run"]
+    tool: str
+    repetition: int = 1
+    clients: int | None = None
+    status: Status
+    started_at: str
+    finished_at: str
+    wall_s: float
+    exit_code: int | None = None
+    tool_version: str | None = None
+    tps: float | None = None
+    tps_including_connections: float | None = None
+    latency_ms: Latency = Latency()
+    transactions: int | None = None
+    failed_transactions: int | None = None
+    progress: list[ProgressSample] = Field(default_factory=list)
+    load_s: float | None = None
+    load_phases_s: dict[str, float] = Field(default_factory=dict)
+    raw: list[str] = Field(default_factory=list, description="S3 keys of the raw output")
+    error: ErrorInfo | None = None
+
+
+class ServerInfo(BaseModel):
+    version: str
+    version_num: int
+    max_connections: int
+    superuser_reserved_connections: int = 0
+    reserved_connections: int = 0
+    other_sessions: int = 0
+    budget: int
+    connections_needed: int
+
+
+class WorkloadResult(BaseModel):
+    name: str
+    tool: str
+    clients: int | None
+    repetition: int
+    status: Status
+    tps: float | None = None
+    latency_ms: Latency = Latency()
+    transactions: int | None = None
+    failed_transactions: int | None = None
+    progress: list[ProgressSample] = Field(default_factory=list)
+    raw: list[str] = Field(default_factory=list, description="paths relative to the campaign folder")
+    error: ErrorInfo | None = None
+
+
+class LoadResult(BaseModel):
+    workload: str
+    status: Status
+    seconds: float | None = None
+    phases_s: dict[str, float] = Field(default_factory=dict)
+    raw: list[str] = Field(default_factory=list)
+    error: ErrorInfo | None = None
+
+
+class TargetResult(BaseModel):
+    name: str
+    provider: str
+    status: Status
+    error: ErrorInfo | None = None
+    server: ServerInfo | None = None
+    hourly_cost_usd: float | None = None
+    loads: list[LoadResult] = Field(default_factory=list)
+    workloads: list[WorkloadResult] = Field(default_factory=list)
+
+
+class RankEntry(BaseModel):
+    rank: int
+    target: str
+    score: float
+    basis: str
+
+
+class CampaignResults(BaseModel):
+    campaign_id: str
+    campaign: str
+    started_at: str
+    finished_at: str
+    targets: list[TargetResult]
+    ranking: list[RankEntry]

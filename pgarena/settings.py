@@ -1,0 +1,52 @@
+"""Environment variables of the handlers and the worker, as typed models."""
+
+from __future__ import annotations
+
+import os
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class FromEnv(BaseModel):
+    model_config = ConfigDict(populate_by_name=True, extra="ignore")
+
+    @classmethod
+    def from_env(cls):
+        return cls.model_validate(dict(os.environ))
+
+
+class ResultsEnv(FromEnv):
+    results_bucket: str = Field(alias="RESULTS_BUCKET")
+    results_table: str = Field(alias="RESULTS_TABLE")
+
+
+def _split(value: str) -> list[str]:
+    return [v.strip() for v in value.split(",") if v.strip()]
+
+
+class LauncherEnv(FromEnv):
+    results_bucket: str = Field(alias="RESULTS_BUCKET")
+    results_table: str = Field(alias="RESULTS_TABLE")
+    cluster_arn: str = Field(alias="CLUSTER_ARN")
+    task_definition_arn: str = Field(alias="TASK_DEFINITION_ARN")
+    container_name: str = Field("worker", alias="WORKER_CONTAINER_NAME")
+    subnets: str = Field("", alias="WORKER_SUBNETS")
+    security_groups: str = Field("", alias="WORKER_SECURITY_GROUPS")
+    launch_type: str = Field("FARGATE", alias="LAUNCH_TYPE")
+    assign_public_ip: str = Field("DISABLED", alias="ASSIGN_PUBLIC_IP")
+
+    @property
+    def subnet_list(self) -> list[str]:
+        return _split(self.subnets)
+
+    @property
+    def security_group_list(self) -> list[str]:
+        return _split(self.security_groups)
+
+
+class WorkerEnv(FromEnv):
+    step: str = Field(alias="PGARENA_STEP", description="the Step as JSON")
+    task_token: str = Field(alias="PGARENA_TASK_TOKEN")
+    results_bucket: str = Field(alias="RESULTS_BUCKET")
+    results_table: str = Field(alias="RESULTS_TABLE")
+    heartbeat_s: float = Field(10.0, alias="PGARENA_HEARTBEAT_S")

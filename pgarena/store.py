@@ -1,0 +1,65 @@
+"""Results storage: raw output in S3, step summaries in DynamoDB."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import boto3
+from botocore.exceptions import ClientError
+
+from pgarena.results import StepSummary
+
+
+class ConflictingSummary(RuntimeError):
+    """A different summary already exists for this step: a retried write must never replace a result."""
+
+
+class ResultStore:
+    def __init__(self, bucket: str, table: str, s3=None, dynamodb=None):
+        self.bucket = bucket
+        self.table = table
+        self.s3 = s3 or boto3.client("s3")
+        self.dynamodb = dynamodb or boto3.client("dynamodb")
+
+    def put_file(self, key: str, path: Path, content_type: str = "text/plain") -> str:
+        self.s3.put_object(Bucket=self.bucket, Key=key, Body=path.read_bytes(), ContentType=content_type)
+        return key
+
+    def put_json(self, key: str, data: dict) -> str:
+        body = json.dumps(data, indent=2).encode()
+        self.s3.put_object(Bucket=self.bucket, Key=key, Body=body, ContentType="application/json")
+        return key
+
+    def get_json(self, key: str) -> dict:
+        return json.loads(self.s3.get_object(Bucket=self.bucket, Key=key)["Body"].read())
+
+    def put_summary(self, summary: StepSummary) -> None:
+        """Write once; an identical retry succeeds, a different result for the same step is refused."""
+        document = summary.model_dump_json()
+        try:
+            self.dynamodb.put_item(
+                TableName=self.table,
+                Item={
+                    "pk": {"S": f"campaign#{summary.campaign_id}"},
+                    "sk": {"S": f"step#{summary.step_id}"},
+                    "status": {"S": summary.status},
+                    "summary": {"S": document},
+                },
+                ConditionExpression="attribute_not_exists(pk) OR #doc = :doc",
+                ExpressionAttributeNames={"#doc": "summary"},
+                ExpressionAttributeValues={":doc": {"S": document}},
+            )
+        except ClientError as error:
+            if error.response["Error"]["Code"] == "ConditionalCheckFailedException":
+                raise ConflictingSummary(f"step {summary.step_id} already has a different summary") from None
+            raise
+
+    def summaries(self, campaign_id: str) -> list[StepSummary]:
+        paginator = self.dynamodb.get_paginator("query")
+        pages = paginator.paginate(
+            TableName=self.table,
+            KeyConditionExpression="pk = :pk AND begins_with(sk, :step)",
+            ExpressionAttributeValues={":pk": {"S": f"campaign#{campaign_id}"}, ":step": {"S": "step#"}},
+        )
+        return [StepSummary.model_validate_json(item["summary"]["S"]) for page in pages for item in page["Items"]]

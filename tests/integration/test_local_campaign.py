@@ -1,0 +1,109 @@
+"""The full local campaign: real embedded PostgreSQL servers, real pgbench, the real ASL file."""
+
+import json
+
+import pytest
+
+from pgarena.local.embedded import free_port
+from pgarena.local.runtime import run_local
+from pgarena.matrix import parse_campaign
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def campaign_run(tmp_path_factory):
+    # Given two embedded targets with different durability settings, a target nobody listens on,
+    # and a target whose max_connections cannot fit the clients
+    matrix = {
+        "campaign": "itest",
+        "targets": [
+            {"name": "durable", "provider": "embedded", "embedded": {"settings": {"synchronous_commit": "on"}}},
+            {"name": "async", "provider": "embedded", "embedded": {"settings": {"synchronous_commit": "off", "fsync": "off"}}},
+            {"name": "unreachable", "provider": "self-hosted",
+             "endpoint": {"host": "127.0.0.1", "port": free_port(), "user": "postgres", "sslmode": "disable"}},
+            {"name": "tiny", "provider": "embedded", "embedded": {"settings": {"max_connections": 6, "superuser_reserved_connections": 2}}},
+        ],
+        "workloads": [
+            {"name": "tpcb", "tool": "pgbench", "init": {"scale": 1},
+             "run": {"clients": 4, "jobs": 2, "duration_s": 3, "progress_s": 1}},
+        ],
+    }
+    events = []
+    # When the campaign runs through the local runtime
+    run = run_local(parse_campaign(matrix), tmp_path_factory.mktemp("results"), on_event=events.append)
+    return run, events
+
+
+def target(run, name):
+    return next(t for t in run.results.targets if t.name == name)
+
+
+def test_campaign_finishes_with_every_target_listed(campaign_run):
+    run, _ = campaign_run
+    assert run.status == "SUCCEEDED"
+    assert [t.name for t in run.results.targets] == ["durable", "async", "unreachable", "tiny"]
+
+
+def test_embedded_targets_are_ranked_with_real_throughput(campaign_run):
+    run, _ = campaign_run
+    assert sorted(r.target for r in run.results.ranking) == ["async", "durable"]
+    for name in ("durable", "async"):
+        t = target(run, name)
+        assert t.status == "succeeded" and t.server.version_num >= 150000 and t.server.max_connections == 100
+        (w,) = t.workloads
+        assert w.tps > 0 and w.transactions > 0 and w.clients == 4 and w.latency_ms.avg > 0
+        assert len(w.progress) >= 2
+
+
+def test_unreachable_target_fails_clearly_and_loses_nothing_else(campaign_run):
+    run, _ = campaign_run
+    t = target(run, "unreachable")
+    assert t.status == "failed"
+    assert t.error.kind == "connection_refused"
+    assert "127.0.0.1" in t.error.message
+
+
+def test_plan_that_needs_more_connections_than_the_server_has_is_refused(campaign_run):
+    run, _ = campaign_run
+    t = target(run, "tiny")
+    # 6 max_connections - 2 superuser-reserved - 1 preflight = 3 < 4 clients + 1 pgbench setup
+    assert t.status == "failed" and t.error.kind == "budget_refused"
+    assert "needs 5 connections but only 3" in t.error.message
+    assert "raise max_connections to at least 8 or lower clients to 2" in t.error.message
+
+
+def test_every_figure_traces_to_raw_output(campaign_run):
+    run, _ = campaign_run
+    w = target(run, "async").workloads[0]
+    (raw,) = w.raw
+    text = (run.results_dir / raw).read_text()
+    # The tps in results.json is the one pgbench printed
+    assert f"tps = {w.tps:f}".rstrip("0") in text or f"tps = {w.tps}" in text
+    assert f"number of transactions actually processed: {w.transactions}" in text
+
+
+def test_results_json_follows_the_contract(campaign_run):
+    run, _ = campaign_run
+    data = json.loads((run.results_dir / "results.json").read_text())
+    assert {"campaign_id", "started_at", "finished_at", "targets", "ranking"} <= set(data)
+    assert data["campaign_id"] == run.campaign_id
+    for t in data["targets"]:
+        assert {"name", "provider", "status", "error", "server", "workloads"} <= set(t)
+        for w in t["workloads"]:
+            assert {"name", "tool", "clients", "tps", "latency_ms", "transactions", "failed_transactions", "raw"} <= set(w)
+    assert {"rank", "target", "score", "basis"} <= set(data["ranking"][0])
+
+
+def test_load_time_is_recorded_with_its_phases(campaign_run):
+    run, _ = campaign_run
+    (load,) = target(run, "durable").loads
+    assert load.status == "succeeded" and load.seconds > 0
+    assert "primary keys" in load.phases_s
+
+
+def test_progress_events_name_states_and_steps(campaign_run):
+    _, events = campaign_run
+    texts = [e.text for e in events]
+    assert "Preflight Target durable" in texts
+    assert any(e.kind == "step" and e.text == "async/tpcb/c4-r1" for e in events)

@@ -1,0 +1,62 @@
+import json
+
+from pgarena.aggregate import TargetOutcome, aggregate
+from pgarena.matrix import parse_campaign
+from pgarena.plan import plan_campaign
+from pgarena.results import StepSummary
+from tests.conftest import FIXTURES
+
+
+def plan_two_targets():
+    data = json.loads((FIXTURES / "matrices" / "minimal.json").read_text())
+    data["targets"][1] = {**data["targets"][0], "name": "b"}
+    return plan_campaign(parse_campaign(data), "cid")
+
+
+def summary(step_id, target, kind="run", tps=None, status="succeeded"):
+    return StepSummary(
+        campaign_id="cid", step_id=step_id, target=target, workload="tpcb", kind=kind, tool="pgbench",
+        clients=4 if kind == "run" else None, status=status, started_at="t0", finished_at="t1", wall_s=1.0, tps=tps,
+        load_s=0.5 if kind == "init" else None, raw=[f"cid/raw/{step_id}/pgbench.log"],
+    )
+
+
+def test_failed_target_keeps_its_error_and_the_other_is_ranked():
+    # Given target a ran and target b failed preflight
+    plan = plan_two_targets()
+    outcomes = [
+        TargetOutcome(name="a", steps=[{"step_id": "a/tpcb/init", "status": "succeeded"}, {"step_id": "a/tpcb/c4-r1", "status": "succeeded"}]),
+        TargetOutcome(name="b", failure={"Error": "ConnectionRefused", "Cause": json.dumps({"errorType": "ConnectionRefused", "errorMessage": "no server"})}),
+    ]
+    summaries = [summary("a/tpcb/init", "a", kind="init"), summary("a/tpcb/c4-r1", "a", tps=123.4)]
+    # When aggregated
+    results = aggregate(plan, outcomes, summaries, "s", "f")
+    a, b = results.targets
+    # Then a succeeded with traceable raw paths and b failed with a classified error
+    assert a.status == "succeeded" and a.workloads[0].tps == 123.4
+    assert a.workloads[0].raw == ["raw/a/tpcb/c4-r1/pgbench.log"]
+    assert a.loads[0].seconds == 0.5
+    assert b.status == "failed" and b.error.kind == "connection_refused" and b.error.message == "no server"
+    assert b.workloads[0].status == "failed" and b.workloads[0].error.kind == "not_run"
+    assert [r.target for r in results.ranking] == ["a"]
+
+
+def test_failed_step_fails_its_target_but_keeps_measured_results():
+    plan = plan_two_targets()
+    failure = {"Error": "too_many_clients", "Cause": json.dumps({"errorType": "too_many_clients", "errorMessage": "full"})}
+    outcomes = [
+        TargetOutcome(name="a", steps=[{"step_id": "a/tpcb/init", "status": "succeeded"}, {"step_id": "a/tpcb/c4-r1", "status": "failed", "failure": failure}]),
+        TargetOutcome(name="b", steps=[{"step_id": "b/tpcb/init", "status": "succeeded"}, {"step_id": "b/tpcb/c4-r1", "status": "succeeded"}]),
+    ]
+    summaries = [summary("a/tpcb/init", "a", kind="init"), summary("b/tpcb/init", "b", kind="init"), summary("b/tpcb/c4-r1", "b", tps=50.0)]
+    results = aggregate(plan, outcomes, summaries, "s", "f")
+    a, b = results.targets
+    assert a.status == "failed" and a.error.kind == "too_many_clients"
+    assert a.loads[0].status == "succeeded"
+    assert [r.target for r in results.ranking] == ["b"]
+
+
+def test_missing_outcome_is_reported_not_dropped():
+    results = aggregate(plan_two_targets(), [], [], "s", "f")
+    assert [t.status for t in results.targets] == ["failed", "failed"]
+    assert results.targets[0].error.kind == "not_run"

@@ -1,0 +1,44 @@
+import json
+
+import pytest
+
+from pgarena.errors import classify, failure, from_step_functions
+
+
+@pytest.mark.parametrize(
+    "text, kind",
+    [
+        ('pgbench: error: connection to server at "nope.invalid", port 5432 failed: could not translate host name "nope.invalid" to address', "dns_failure"),
+        ("FATAL:  sorry, too many clients already", "too_many_clients"),
+        ("FATAL:  remaining connection slots are reserved for non-replication superuser connections", "too_many_clients"),
+        ('connection to server at "127.0.0.1", port 1 failed: Connection refused', "connection_refused"),
+        ("server closed the connection unexpectedly", "server_closed_connection"),
+        ('FATAL:  password authentication failed for user "bench"', "authentication"),
+        ("ERROR:  canceling statement due to statement timeout", "statement_timeout"),
+        ("PANIC: could not write to file: No space left on device", "disk_full"),
+        ("all good", None),
+    ],
+)
+def test_classify(text, kind):
+    assert classify(text) == kind
+
+
+def test_failure_class_name_spells_the_kind():
+    error = failure("too_many_clients", "full")
+    assert type(error).__name__ == "TooManyClients" and error.kind == "too_many_clients"
+
+
+def test_lambda_error_becomes_kind_and_message():
+    cause = json.dumps({"errorType": "BudgetRefused", "errorMessage": "needs 9, has 5"})
+    info = from_step_functions({"Error": "BudgetRefused", "Cause": cause})
+    assert (info.kind, info.message) == ("budget_refused", "needs 9, has 5")
+
+
+def test_worker_failure_keeps_raw_pointer():
+    cause = json.dumps({"errorType": "dns_failure", "errorMessage": "could not translate", "raw": "c/raw/x.log"})
+    info = from_step_functions({"Error": "dns_failure", "Cause": cause})
+    assert (info.kind, info.raw) == ("dns_failure", "c/raw/x.log")
+
+
+def test_heartbeat_timeout_means_worker_lost():
+    assert from_step_functions({"Error": "States.HeartbeatTimeout", "Cause": ""}).kind == "worker_lost"
