@@ -79,7 +79,7 @@ def _failure(step: Step, report: PgbenchReport, exit_code: int | None, text: str
         return ErrorInfo(kind="timeout", message=f"pgbench ran past the step's {step.timeout_s} s timeout and was killed")
     if step.kind == "run" and (report.summary is None or report.summary.tps is None) and exit_code == 0:
         return ErrorInfo(kind="tool_failed", message="pgbench exited 0 but printed no tps")
-    if exit_code == 0:
+    if exit_code == 0 and not report.aborted:
         return None
     lines = report.errors or [line for line in text.splitlines() if line.strip()]
     message = " | ".join(lines[-ERROR_LINES:]) or f"pgbench exited with code {exit_code}"

@@ -181,7 +181,8 @@ def parse_summary(lines: list[str]) -> PgbenchSummary | None:
         for pattern, handler in _SUMMARY_RULES:
             m = pattern.match(line)
             if m:
-                found.update(handler(m))
+                # An unreadable number (e.g. past int()'s digit limit) counts as not printed.
+                found.update((k, v) for k, v in handler(m).items() if v is not None)
                 break
     if not found:
         return None
