@@ -7,6 +7,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from pgarena.errors import ErrorInfo, from_step_functions
+from pgarena.monitor import ConnectionReport
 from pgarena.plan import Plan, PlannedTarget, Step
 from pgarena.ranking import rank_targets
 from pgarena.results import CampaignResults, LoadResult, ServerInfo, StepSummary, TargetResult, WorkloadResult
@@ -33,6 +34,13 @@ NOT_RUN = ErrorInfo(kind="not_run", message="the step did not run because the ta
 
 def _relative(campaign_id: str, keys: list[str]) -> list[str]:
     return [k.removeprefix(f"{campaign_id}/") for k in keys]
+
+
+def _connections(campaign_id: str, summary: StepSummary | None) -> ConnectionReport | None:
+    if summary is None or summary.connections is None:
+        return None
+    report = summary.connections
+    return report.model_copy(update={"raw": _relative(campaign_id, [report.raw])[0] if report.raw else None})
 
 
 def _step_error(step: Step, outcome: StepOutcome | None, summary: StepSummary | None) -> ErrorInfo | None:
@@ -74,7 +82,8 @@ def _target_result(
             WorkloadResult(
                 name=step.workload,
                 tool=step.tool,
-                clients=step.clients,
+                clients=summary.clients if summary else step.clients,
+                requested_clients=summary.requested_clients if summary else None,
                 repetition=step.repetition,
                 status=status,
                 tps=summary.tps if summary else None,
@@ -82,6 +91,7 @@ def _target_result(
                 transactions=summary.transactions if summary else None,
                 failed_transactions=summary.failed_transactions if summary else None,
                 progress=summary.progress if summary else [],
+                connections=_connections(campaign_id, summary),
                 raw=raw,
                 error=error if status == "failed" else None,
             )

@@ -78,6 +78,26 @@ class Placement(Strict):
     security_groups: list[str] = Field(default_factory=list)
 
 
+class ConnectionPolicy(Strict):
+    """What to do when a workload needs more connections than the target can give."""
+
+    policy: Literal["clamp", "fail"] = Field(
+        "fail", description="fail: refuse the workload; clamp: run with the largest client count that fits"
+    )
+    safety_margin: int = Field(2, ge=0, description="slots left free for admins and the unexpected")
+    lease_wait_s: int = Field(
+        120, ge=0, le=600, description="how long to wait for slots held by another campaign on the same target"
+    )
+    monitor_interval_s: float = Field(5.0, ge=0.2, le=300, description="pg_stat_activity sampling interval during runs")
+
+
+class Pooler(Strict):
+    """A connection pooler in front of the target, with a client limit of its own."""
+
+    kind: Literal["pgbouncer", "pgpool", "rds_proxy", "other"]
+    max_client_connections: int = Field(ge=1, description="e.g. pgbouncer max_client_conn, pgpool num_init_children")
+
+
 class Target(Strict):
     name: Name
     provider: str = Field(min_length=1, description="label shown in reports, e.g. rds, aurora, cloudsql")
@@ -85,6 +105,8 @@ class Target(Strict):
     embedded: EmbeddedServer | None = None
     placement: Placement | None = None
     hourly_cost_usd: float | None = Field(None, ge=0)
+    pooler: Pooler | None = None
+    connections: ConnectionPolicy | None = Field(None, description="overrides the campaign's connection policy")
 
     @model_validator(mode="after")
     def _endpoint_or_embedded(self) -> Target:
@@ -141,6 +163,7 @@ class Campaign(Strict):
     target_concurrency: int = Field(
         1, ge=1, le=40, description="targets benchmarked at once; 1 keeps local targets from competing for CPU"
     )
+    connections: ConnectionPolicy = ConnectionPolicy()
 
     @field_validator("targets", "workloads")
     @classmethod

@@ -27,7 +27,7 @@ def pgbench_binary() -> str:
     return found
 
 
-def libpq_env(endpoint: Endpoint, password: str | None) -> dict[str, str]:
+def libpq_env(endpoint: Endpoint, password: str | None, application_name: str = "pgarena") -> dict[str, str]:
     """Connection settings go through libpq's environment so the password never appears in a command line."""
     env = {
         "PGHOST": endpoint.host,
@@ -35,7 +35,7 @@ def libpq_env(endpoint: Endpoint, password: str | None) -> dict[str, str]:
         "PGUSER": endpoint.user,
         "PGDATABASE": endpoint.dbname,
         "PGSSLMODE": endpoint.sslmode,
-        "PGAPPNAME": "pgarena",
+        "PGAPPNAME": application_name,
     }
     if password is not None:
         env["PGPASSWORD"] = password

@@ -2,20 +2,19 @@
 
 from __future__ import annotations
 
+import hashlib
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from pgarena.errors import InvalidMatrix
-from pgarena.matrix import Campaign, Endpoint, PgbenchInit, Placement, Target
+from pgarena.matrix import Campaign, ConnectionPolicy, Endpoint, PgbenchInit, Placement, Pooler, Target
 
 # A run gets its duration plus this before Step Functions gives up on it.
 RUN_TIMEOUT_MARGIN_S = 300
 # Loading is slow on big scales: a fixed floor plus time per scale unit (100,000 rows).
 INIT_TIMEOUT_BASE_S = 600
 INIT_TIMEOUT_PER_SCALE_S = 30
-# pgbench opens one connection of its own (table checks, vacuum) besides one per client.
-PGBENCH_SETUP_CONNECTIONS = 1
 
 
 class Boundary(BaseModel):
@@ -46,6 +45,8 @@ class Step(Boundary):
     run: PgbenchRunSpec | None = None
     repetition: int = 1
     timeout_s: int
+    requested_clients: int | None = Field(None, description="set when the budget clamped the client count")
+    monitor_interval_s: float = 5.0
 
     @property
     def clients(self) -> int | None:
@@ -55,6 +56,21 @@ class Step(Boundary):
     def raw_prefix(self) -> str:
         return f"{self.campaign_id}/raw/{self.step_id}"
 
+    @property
+    def connections(self) -> int:
+        """Connections this step opens at its peak.
+
+        pgbench -i uses one. A pgbench run opens one per client; its own setup connection (table
+        checks, vacuum) is closed before the clients connect, so the peak is the client count
+        (observed server-side by the monitor in tests/integration/test_connection_budget.py).
+        """
+        return self.run.clients if self.run else 1
+
+    @property
+    def application_name(self) -> str:
+        """Tags the step's sessions in pg_stat_activity (at most 63 bytes) so the monitor can count them."""
+        return "pgarena/" + hashlib.sha1(f"{self.campaign_id}/{self.step_id}".encode()).hexdigest()[:16]
+
 
 class PlannedTarget(Boundary):
     name: str
@@ -62,6 +78,8 @@ class PlannedTarget(Boundary):
     endpoint: Endpoint
     placement: Placement | None = None
     hourly_cost_usd: float | None = None
+    pooler: Pooler | None = None
+    connections: ConnectionPolicy
     connections_needed: int
     steps: list[Step]
 
@@ -74,13 +92,16 @@ class Plan(Boundary):
     targets: list[PlannedTarget]
 
 
-def connections_needed(clients: int) -> int:
-    return clients + PGBENCH_SETUP_CONNECTIONS
-
-
 def _steps(campaign_id: str, target: Target, campaign: Campaign) -> list[Step]:
     assert target.endpoint is not None
-    common = dict(campaign_id=campaign_id, target=target.name, endpoint=target.endpoint, placement=target.placement)
+    policy = target.connections or campaign.connections
+    common = dict(
+        campaign_id=campaign_id,
+        target=target.name,
+        endpoint=target.endpoint,
+        placement=target.placement,
+        monitor_interval_s=policy.monitor_interval_s,
+    )
     steps: list[Step] = []
     for workload in campaign.workloads:
         steps.append(
@@ -128,7 +149,7 @@ def plan_campaign(campaign: Campaign, campaign_id: str) -> Plan:
     targets = []
     for target in campaign.targets:
         steps = _steps(campaign_id, target, campaign)
-        peak = max(connections_needed(s.run.clients) for s in steps if s.run)
+        peak = max(s.connections for s in steps)
         targets.append(
             PlannedTarget(
                 name=target.name,
@@ -136,6 +157,8 @@ def plan_campaign(campaign: Campaign, campaign_id: str) -> Plan:
                 endpoint=target.endpoint,
                 placement=target.placement,
                 hourly_cost_usd=target.hourly_cost_usd,
+                pooler=target.pooler,
+                connections=target.connections or campaign.connections,
                 connections_needed=peak,
                 steps=steps,
             )

@@ -1,57 +1,116 @@
-"""Preflight: read the target's live facts before any benchmark connection opens."""
+"""Preflight: read the target's live facts and take a connection budget before any benchmark connection opens."""
 
 from __future__ import annotations
 
-from pgarena.errors import BudgetRefused
-from pgarena.plan import PlannedTarget
+import time
+from collections import Counter
+
+from pydantic import BaseModel
+
+from pgarena.budget import COORDINATOR_CONNECTIONS, ConnectionFacts, Sessions, apply_budget, compute_budget
+from pgarena.leases import LeaseStore, holder_id, lease_key
+from pgarena.plan import PlannedTarget, Step
 from pgarena.postgres import connect
 from pgarena.results import ServerInfo
 
-# The coordinator's own connection (this preflight) counts against the server's slots.
-COORDINATOR_CONNECTIONS = 1
+LEASE_POLL_S = 2.0
+# Sessions whose application_name starts with this are pgarena's: leases account for them.
+PGARENA_APP_PREFIX = "pgarena"
 
-SERVER_FACTS_SQL = """
+SETTINGS_SQL = """
 select version(),
        current_setting('server_version_num')::int,
        current_setting('max_connections')::int,
        current_setting('superuser_reserved_connections')::int,
        coalesce(current_setting('reserved_connections', true), '0')::int,
-       (select count(*) from pg_stat_activity
-         where backend_type = 'client backend' and pid <> pg_backend_pid())::int
+       r.rolname, r.rolsuper, r.rolconnlimit, d.datname, d.datconnlimit
+  from pg_roles r, pg_database d
+ where r.rolname = current_user and d.datname = current_database()
+"""
+# pg_use_reserved_connections exists from PostgreSQL 16 on.
+RESERVED_ROLE_SQL = "select pg_has_role(current_user, 'pg_use_reserved_connections', 'MEMBER')"
+SESSIONS_SQL = """
+select usename, datname, coalesce(state, 'unknown'), coalesce(application_name, '')
+  from pg_stat_activity
+ where backend_type = 'client backend' and pid <> pg_backend_pid()
 """
 
 
-def budget_of(max_connections: int, superuser_reserved: int, reserved: int, other_sessions: int) -> int:
-    """Slots left for the benchmark: what a non-superuser can get, minus sessions already held and our own."""
-    return max_connections - superuser_reserved - reserved - other_sessions - COORDINATOR_CONNECTIONS
+class PreflightResult(BaseModel):
+    server: ServerInfo
+    steps: list[Step]
 
 
-def preflight(target: PlannedTarget) -> ServerInfo:
-    with connect(target.endpoint, application_name="pgarena-preflight") as conn:
-        cursor = conn.cursor()
-        cursor.execute(SERVER_FACTS_SQL)
-        version, version_num, max_conn, su_reserved, reserved, others = cursor.fetchone()
-    budget = budget_of(max_conn, su_reserved, reserved, others)
-    info = ServerInfo(
-        version=version,
-        version_num=version_num,
+def sessions_of(rows: list[tuple[str | None, str | None, str, str]], role: str, database: str) -> Sessions:
+    """Count open sessions; pgarena's own (other campaigns) are counted apart."""
+    others = [r for r in rows if not r[3].startswith(PGARENA_APP_PREFIX)]
+    return Sessions(
+        total=len(others),
+        role=sum(1 for r in others if r[0] == role),
+        database=sum(1 for r in others if r[1] == database),
+        pgarena=len(rows) - len(others),
+        by_role=dict(Counter(r[0] or "unknown" for r in others)),
+        by_state=dict(Counter(r[2] for r in others)),
+    )
+
+
+def read_facts(cursor) -> tuple[str, int, ConnectionFacts]:
+    cursor.execute(SETTINGS_SQL)
+    version, version_num, max_conn, su_reserved, reserved, role, is_super, role_limit, database, db_limit = cursor.fetchone()
+    can_use_reserved = False
+    if version_num >= 160000:
+        cursor.execute(RESERVED_ROLE_SQL)
+        can_use_reserved = bool(cursor.fetchone()[0])
+    cursor.execute(SESSIONS_SQL)
+    facts = ConnectionFacts(
         max_connections=max_conn,
         superuser_reserved_connections=su_reserved,
         reserved_connections=reserved,
-        other_sessions=others,
-        budget=budget,
-        connections_needed=target.connections_needed,
+        role=role,
+        role_is_superuser=is_super,
+        role_can_use_reserved=can_use_reserved,
+        role_conn_limit=role_limit,
+        database=database,
+        database_conn_limit=db_limit,
+        sessions=sessions_of(cursor.fetchall(), role, database),
     )
-    if target.connections_needed > budget:
-        raise BudgetRefused(
-            f"target {target.name} needs {target.connections_needed} connections but only {budget} are available "
-            f"(max_connections {max_conn} - superuser_reserved_connections {su_reserved} - reserved_connections "
-            f"{reserved} - {others} sessions already open - {COORDINATOR_CONNECTIONS} for pgarena): raise "
-            f"max_connections to at least {max_conn + target.connections_needed - budget} or lower clients to "
-            f"{max(budget - (target.connections_needed - max_clients(target)), 0)}"
-        )
-    return info
+    return version, version_num, facts
 
 
-def max_clients(target: PlannedTarget) -> int:
-    return max(s.run.clients for s in target.steps if s.run)
+def _lease_ttl_s(steps: list[Step]) -> float:
+    return float(sum(step.timeout_s for step in steps))
+
+
+def preflight(target: PlannedTarget, campaign_id: str, leases: LeaseStore | None = None) -> PreflightResult:
+    """Refuse or clamp the plan to the live budget, then lease the slots it will use."""
+    with connect(target.endpoint, application_name=f"{PGARENA_APP_PREFIX}-preflight") as conn:
+        version, version_num, facts = read_facts(conn.cursor())
+    budget = compute_budget(facts, target.connections, target.pooler)
+    key, holder = lease_key(target.endpoint), holder_id(campaign_id, target.name)
+    deadline = time.monotonic() + target.connections.lease_wait_s
+    while True:
+        others = leases.held_by_others(key, holder) if leases else 0
+        short = target.connections_needed > budget.capacity - others
+        if others and short and time.monotonic() < deadline:
+            time.sleep(LEASE_POLL_S)  # another campaign holds slots we need: wait for it to finish
+            continue
+        steps = apply_budget(target, budget, others)
+        slots = max(step.connections for step in steps) + COORDINATOR_CONNECTIONS
+        if leases is None or leases.acquire(key, holder, slots, budget.capacity + COORDINATOR_CONNECTIONS, _lease_ttl_s(steps)):
+            break
+    server = ServerInfo(
+        version=version,
+        version_num=version_num,
+        max_connections=facts.max_connections,
+        facts=facts,
+        budget=budget,
+        leased_by_others=others,
+        allowed=budget.capacity - others,
+        connections_needed=target.connections_needed,
+        clamped=any(step.requested_clients for step in steps),
+    )
+    return PreflightResult(server=server, steps=steps)
+
+
+def release(target: PlannedTarget, campaign_id: str, leases: LeaseStore) -> None:
+    leases.release(lease_key(target.endpoint), holder_id(campaign_id, target.name))

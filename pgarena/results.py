@@ -6,7 +6,9 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from pgarena.budget import Budget, ConnectionFacts
 from pgarena.errors import ErrorInfo
+from pgarena.monitor import ConnectionReport
 
 Status = Literal["succeeded", "failed"]
 
@@ -36,6 +38,7 @@ class StepSummary(BaseModel):
     tool: str
     repetition: int = 1
     clients: int | None = None
+    requested_clients: int | None = None
     status: Status
     started_at: str
     finished_at: str
@@ -50,25 +53,30 @@ class StepSummary(BaseModel):
     progress: list[ProgressSample] = Field(default_factory=list)
     load_s: float | None = None
     load_phases_s: dict[str, float] = Field(default_factory=dict)
+    connections: ConnectionReport | None = None
     raw: list[str] = Field(default_factory=list, description="S3 keys of the raw output")
     error: ErrorInfo | None = None
 
 
 class ServerInfo(BaseModel):
+    """What preflight read from the live server, and the connection budget it derived."""
+
     version: str
     version_num: int
     max_connections: int
-    superuser_reserved_connections: int = 0
-    reserved_connections: int = 0
-    other_sessions: int = 0
-    budget: int
+    facts: ConnectionFacts
+    budget: Budget
+    leased_by_others: int = 0
+    allowed: int = Field(description="benchmark connections this campaign may open: budget capacity - leased by others")
     connections_needed: int
+    clamped: bool = False
 
 
 class WorkloadResult(BaseModel):
     name: str
     tool: str
-    clients: int | None
+    clients: int | None = Field(description="clients that actually ran (after any budget clamp)")
+    requested_clients: int | None = Field(None, description="clients the matrix asked for; differs from clients when clamped")
     repetition: int
     status: Status
     tps: float | None = None
@@ -76,6 +84,7 @@ class WorkloadResult(BaseModel):
     transactions: int | None = None
     failed_transactions: int | None = None
     progress: list[ProgressSample] = Field(default_factory=list)
+    connections: ConnectionReport | None = None
     raw: list[str] = Field(default_factory=list, description="paths relative to the campaign folder")
     error: ErrorInfo | None = None
 

@@ -22,6 +22,7 @@ from aws_lambda_powertools import Logger
 
 from pgarena.credentials import resolve_password
 from pgarena.errors import ErrorInfo, PgarenaError, classify
+from pgarena.monitor import ConnectionReport, Monitor
 from pgarena.parsers.pgbench import PgbenchReport, parse_pgbench
 from pgarena.pgbench import init_args, libpq_env, pgbench_binary, run_args
 from pgarena.plan import Step
@@ -96,6 +97,7 @@ def summarize(
     wall_s: float,
     raw: list[str],
     version: str | None,
+    connections: ConnectionReport | None = None,
 ) -> StepSummary:
     """What the step measured, from the parsed report only: every figure is one pgbench printed."""
     error = _failure(step, report, exit_code, text)
@@ -111,6 +113,7 @@ def summarize(
         tool=step.tool,
         repetition=step.repetition,
         clients=step.clients,
+        requested_clients=step.requested_clients,
         status="failed" if error else "succeeded",
         started_at=started_at,
         finished_at=finished_at,
@@ -125,6 +128,7 @@ def summarize(
         progress=[ProgressSample(elapsed_s=p.elapsed_s, tps=p.tps, latency_avg_ms=p.latency_avg_ms) for p in report.progress],
         load_s=report.init.total_s if report.init else None,
         load_phases_s=report.init.phases_s if report.init else {},
+        connections=connections,
         raw=raw,
         error=error,
     )
@@ -134,20 +138,38 @@ def run_step(step: Step, store: ResultStore, workdir: Path) -> StepSummary:
     binary = pgbench_binary()
     args = init_args(step.init) if step.kind == "init" else run_args(step.run)
     argv = [binary, *args]
-    env = {**os.environ, **libpq_env(step.endpoint, resolve_password(step.endpoint))}
+    env = {**os.environ, **libpq_env(step.endpoint, resolve_password(step.endpoint), step.application_name)}
     raw_path = workdir / "pgbench.log"
     raw_key = f"{step.raw_prefix}/pgbench.log"
     logger.info("step starting", step_id=step.step_id, argv=argv)  # argv holds no secret: libpq env does
     started_at, t0 = _now(), time.monotonic()
-    exit_code = run_tool(argv, env, raw_path, step.timeout_s, on_chunk=lambda: store.put_file(raw_key, raw_path))
+    with _monitor(step, workdir) as monitor:
+        exit_code = run_tool(argv, env, raw_path, step.timeout_s, on_chunk=lambda: store.put_file(raw_key, raw_path))
     wall_s, finished_at = time.monotonic() - t0, _now()
-    store.put_file(raw_key, raw_path)  # upload before parsing: the raw output is the evidence
+    raw = [store.put_file(raw_key, raw_path)]  # upload before parsing: the raw output is the evidence
+    connections = None
+    if monitor is not None:
+        series_key = store.put_file(f"{step.raw_prefix}/monitor.jsonl", monitor.series_path, "application/x-ndjson")
+        connections = monitor.report().model_copy(update={"raw": series_key})
+        raw.append(series_key)
     text = raw_path.read_text(errors="replace")
-    summary = summarize(step, parse_pgbench(text), exit_code, text, started_at, finished_at, wall_s, [raw_key], tool_version(binary))
+    summary = summarize(
+        step, parse_pgbench(text), exit_code, text, started_at, finished_at, wall_s, raw, tool_version(binary), connections
+    )
     store.put_json(f"{step.raw_prefix}/summary.json", summary.model_dump(mode="json"))
     store.put_summary(summary)
     logger.info("step finished", step_id=step.step_id, status=summary.status, tps=summary.tps, wall_s=summary.wall_s)
     return summary
+
+
+@contextmanager
+def _monitor(step: Step, workdir: Path) -> Iterator[Monitor | None]:
+    """Runs are watched by the live monitor; loads are not (one connection, nothing to watch)."""
+    if step.kind != "run":
+        yield None
+        return
+    with Monitor(step.endpoint, step.application_name, step.monitor_interval_s, workdir / "monitor.jsonl") as monitor:
+        yield monitor
 
 
 @contextmanager

@@ -17,6 +17,7 @@ def campaign_run(tmp_path_factory):
     # and a target whose max_connections cannot fit the clients
     matrix = {
         "campaign": "itest",
+        "connections": {"policy": "fail", "monitor_interval_s": 0.5},
         "targets": [
             {"name": "durable", "provider": "embedded", "embedded": {"settings": {"synchronous_commit": "on"}}},
             {"name": "async", "provider": "embedded", "embedded": {"settings": {"synchronous_commit": "off", "fsync": "off"}}},
@@ -67,20 +68,28 @@ def test_unreachable_target_fails_clearly_and_loses_nothing_else(campaign_run):
 def test_plan_that_needs_more_connections_than_the_server_has_is_refused(campaign_run):
     run, _ = campaign_run
     t = target(run, "tiny")
-    # 6 max_connections - 2 superuser-reserved - 1 preflight = 3 < 4 clients + 1 pgbench setup
+    # postgres is a superuser (reserved slots are its): 6 - 0 open - 2 pgarena - margin 2 = 2 < 4 clients
     assert t.status == "failed" and t.error.kind == "budget_refused"
-    assert "needs 5 connections but only 3" in t.error.message
-    assert "raise max_connections to at least 8 or lower clients to 2" in t.error.message
+    assert "needs 4 connections but only 2 are available" in t.error.message
+    assert "Raise max_connections to at least 8, or lower clients to 2" in t.error.message
 
 
 def test_every_figure_traces_to_raw_output(campaign_run):
     run, _ = campaign_run
     w = target(run, "async").workloads[0]
-    (raw,) = w.raw
+    raw = next(path for path in w.raw if path.endswith("pgbench.log"))
     text = (run.results_dir / raw).read_text()
     # The tps in results.json is the one pgbench printed
     assert f"tps = {w.tps:f}".rstrip("0") in text or f"tps = {w.tps}" in text
     assert f"number of transactions actually processed: {w.transactions}" in text
+
+
+def test_monitor_series_and_peaks_are_kept(campaign_run):
+    run, _ = campaign_run
+    w = target(run, "async").workloads[0]
+    # The monitor saw the benchmark's 4 clients and kept its series with the raw output
+    assert w.connections.peak_benchmark == 4 and w.connections.samples >= 2
+    assert w.connections.raw in w.raw and (run.results_dir / w.connections.raw).exists()
 
 
 def test_results_json_follows_the_contract(campaign_run):

@@ -24,9 +24,9 @@ def test_steps_are_init_then_runs_per_client_count_and_repetition():
     assert [s.step_id for s in target.steps] == ["a/tpcb/init", "a/tpcb/c2-r1", "a/tpcb/c8-r1", "a/tpcb/c2-r2", "a/tpcb/c8-r2"]
 
 
-def test_connections_needed_is_the_peak_client_count_plus_pgbench_setup():
+def test_connections_needed_is_the_peak_client_count():
     (target,) = plan_campaign(campaign(clients=[2, 8]), "cid").targets
-    assert target.connections_needed == 9
+    assert target.connections_needed == 8
 
 
 def test_jobs_never_exceed_clients():

@@ -1,0 +1,26 @@
+"""Release Connection Lease: give a target's slots back, after its steps or after its failure."""
+
+import boto3
+from aws_lambda_powertools.utilities.parser import event_parser
+from aws_lambda_powertools.utilities.typing import LambdaContext
+from pydantic import BaseModel
+
+from functions.observability import logger, tracer
+from pgarena.leases import LeaseStore
+from pgarena.plan import PlannedTarget
+from pgarena.preflight import release
+from pgarena.settings import ResultsEnv
+
+
+class ReleaseEvent(BaseModel):
+    campaign_id: str
+    target: PlannedTarget
+
+
+@logger.inject_lambda_context
+@tracer.capture_lambda_handler
+@event_parser(model=ReleaseEvent)
+def handler(event: ReleaseEvent, context: LambdaContext) -> dict:
+    release(event.target, event.campaign_id, LeaseStore(boto3.client("dynamodb"), ResultsEnv.from_env().results_table))
+    logger.info("lease released", target=event.target.name)
+    return {"released": event.target.name}

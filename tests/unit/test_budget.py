@@ -1,0 +1,96 @@
+import json
+
+import pytest
+
+from pgarena.budget import COORDINATOR_CONNECTIONS, ConnectionFacts, Sessions, apply_budget, compute_budget
+from pgarena.errors import BudgetRefused
+from pgarena.matrix import ConnectionPolicy, Pooler, parse_campaign
+from pgarena.plan import plan_campaign
+from tests.conftest import FIXTURES
+
+
+def facts(**overrides) -> ConnectionFacts:
+    base = dict(max_connections=30, superuser_reserved_connections=3, reserved_connections=0, role="bench",
+                database="postgres", sessions=Sessions())
+    return ConnectionFacts(**{**base, **overrides})
+
+
+def target(clients, policy="fail", margin=2):
+    data = json.loads((FIXTURES / "matrices" / "minimal.json").read_text())
+    data["targets"] = data["targets"][:1]
+    data["workloads"][0]["run"]["clients"] = clients
+    data["connections"] = {"policy": policy, "safety_margin": margin}
+    return plan_campaign(parse_campaign(data), "cid").targets[0]
+
+
+def test_cloud_sql_style_budget_subtracts_reserved_slots_agents_and_pgarena():
+    # Given max_connections 30, 3 superuser-reserved, 2 reserved (PG16), and provider agents holding 4 slots
+    f = facts(reserved_connections=2, sessions=Sessions(total=4, by_role={"cloudsqladmin": 3, "cloudsqlagent": 1}))
+    # When the budget of a plain role is computed
+    budget = compute_budget(f, ConnectionPolicy(safety_margin=2))
+    # Then 30 - 3 - 2 - 4 - 2 (preflight, monitor) - 2 margin = 17, bound by the server
+    assert budget.capacity == 17 and budget.binding == "server"
+    assert "cloudsqladmin 3" in budget.explanation and "= 17" in budget.explanation
+
+
+def test_superuser_may_use_reserved_slots():
+    budget = compute_budget(facts(role_is_superuser=True, reserved_connections=2), ConnectionPolicy(safety_margin=0))
+    assert budget.capacity == 30 - COORDINATOR_CONNECTIONS
+
+
+def test_pg_use_reserved_connections_unlocks_reserved_but_not_superuser_slots():
+    budget = compute_budget(facts(reserved_connections=5, role_can_use_reserved=True), ConnectionPolicy(safety_margin=0))
+    assert budget.capacity == 30 - 3 - COORDINATOR_CONNECTIONS
+
+
+def test_role_connection_limit_binds_when_lower():
+    f = facts(role_conn_limit=10, sessions=Sessions(total=1, role=1))
+    budget = compute_budget(f, ConnectionPolicy(safety_margin=0))
+    assert (budget.binding, budget.capacity) == ("role", 10 - 1 - COORDINATOR_CONNECTIONS)
+
+
+def test_database_connection_limit_binds_when_lower():
+    budget = compute_budget(facts(database_conn_limit=8), ConnectionPolicy(safety_margin=0))
+    assert (budget.binding, budget.capacity) == ("database", 8 - COORDINATOR_CONNECTIONS)
+
+
+def test_pooler_limit_binds_when_lower_and_report_says_so():
+    budget = compute_budget(facts(max_connections=500), ConnectionPolicy(safety_margin=0), Pooler(kind="pgpool", max_client_connections=32))
+    assert (budget.binding, budget.capacity) == ("pooler", 32 - COORDINATOR_CONNECTIONS)
+    assert "pooler limit" in budget.explanation
+
+
+def test_fail_policy_refuses_with_budget_consumers_and_fix():
+    # Given 20 clients against a budget of 30 - 3 - 5 held - 2 - 2 = 18
+    budget = compute_budget(facts(sessions=Sessions(total=5, by_role={"rdsadmin": 5})), ConnectionPolicy())
+    with pytest.raises(BudgetRefused) as caught:
+        apply_budget(target(20), budget)
+    message = str(caught.value)
+    assert "needs 20 connections but only 18 are available" in message
+    assert "rdsadmin 5" in message
+    assert "Raise max_connections to at least 29, or lower clients to 18" in message
+
+
+def test_clamp_policy_runs_the_largest_count_that_fits_and_keeps_the_request():
+    budget = compute_budget(facts(), ConnectionPolicy())  # 30 - 3 - 2 - 2 = 23
+    steps = apply_budget(target(40, policy="clamp"), budget)
+    run = steps[1]
+    assert (run.run.clients, run.requested_clients) == (23, 40)
+
+
+def test_sweep_points_above_the_budget_are_clamped_below_it_untouched():
+    budget = compute_budget(facts(), ConnectionPolicy())
+    steps = apply_budget(target([8, 16, 32], policy="clamp"), budget)
+    assert [(s.run.clients, s.requested_clients) for s in steps if s.run] == [(8, None), (16, None), (23, 32)]
+
+
+def test_leases_of_other_campaigns_reduce_what_is_allowed():
+    budget = compute_budget(facts(), ConnectionPolicy())
+    steps = apply_budget(target(20, policy="clamp"), budget, leased_by_others=10)
+    assert steps[1].run.clients == 13
+
+
+def test_clamp_refuses_when_nothing_fits():
+    budget = compute_budget(facts(max_connections=6), ConnectionPolicy())
+    with pytest.raises(BudgetRefused):
+        apply_budget(target(4, policy="clamp"), budget)

@@ -1,0 +1,33 @@
+from pgarena.monitor import ActivitySample, detect_drops, report_of, sample_of
+
+
+def sample(t, benchmark, total=None):
+    return ActivitySample(t_s=t, total=total or benchmark, benchmark=benchmark, by_state={"active": benchmark},
+                          by_role={"bench": benchmark}, longest_s_by_state={"active": 0.1})
+
+
+def test_sample_counts_by_state_role_and_the_benchmarks_own():
+    rows = [("bench", "active", "pgarena/x", 0.5), ("bench", "idle in transaction", "pgarena/x", 2.0),
+            ("rdsadmin", "idle", "", 300.0)]
+    s = sample_of(rows, "pgarena/x", 1.0)
+    assert (s.total, s.benchmark) == (3, 2)
+    assert s.by_state == {"active": 1, "idle in transaction": 1, "idle": 1}
+    assert s.by_role == {"bench": 2, "rdsadmin": 1}
+    assert s.longest_s_by_state["idle"] == 300.0
+
+
+def test_collapse_mid_run_is_an_incident():
+    # Given 950 connections falling to 628 within one interval (the Azure study)
+    incidents = detect_drops([sample(0, 950), sample(5, 950), sample(10, 628), sample(15, 630)])
+    (incident,) = incidents
+    assert incident.kind == "connection_drop" and "950 to 628" in incident.message
+
+
+def test_connections_closing_at_the_end_are_not_a_collapse():
+    assert detect_drops([sample(0, 8), sample(1, 8), sample(2, 0)]) == []
+
+
+def test_report_keeps_peaks():
+    report = report_of([sample(0, 3, 5), sample(1, 8, 9), sample(2, 8, 9)], 1.0, [])
+    assert (report.peak_benchmark, report.peak_total, report.samples) == (8, 9, 3)
+    assert report.peak_by_state == {"active": 8}
