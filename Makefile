@@ -11,6 +11,8 @@ $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev,cdk]'
+# sysbench (pgsql driver) for sysbench workloads: installed from apt when missing and running as root, else a warning.
+	command -v sysbench >/dev/null || { [ "$$(id -u)" = 0 ] && apt-get update -qq && apt-get install -y -qq sysbench >/dev/null; } || echo "warning: sysbench not installed; sysbench workloads cannot run" >&2
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -125,5 +125,5 @@ def aggregate(
         started_at=started_at,
         finished_at=finished_at,
         targets=targets,
-        ranking=rank_targets(targets),
+        ranking=rank_targets(targets, plan.ranking),
     )

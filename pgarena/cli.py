@@ -12,7 +12,9 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from pgarena.compare import DEFAULT_THRESHOLD, Comparison, compare_campaigns, load_results
 from pgarena.matrix import MatrixError, json_schema, load_campaign
+from pgarena.report import write_to_folder
 from pgarena.results import CampaignResults
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Benchmark PostgreSQL services, rank them honestly.")
@@ -54,7 +56,7 @@ def ranking_table(results: CampaignResults) -> Table:
     for entry in results.ranking:
         target = providers[entry.target]
         tps = [w.tps for w in target.workloads if w.tps is not None]
-        table.add_row(str(entry.rank), entry.target, target.provider, target.status, f"{entry.score:.3f}",
+        table.add_row(f"{entry.rank}{'=' if entry.tied_with else ''}", entry.target, target.provider, target.status, f"{entry.score:.3f}",
                       f"{sum(tps) / len(tps):,.1f}" if tps else "-", "")
     ranked = {r.target for r in results.ranking}
     for target in results.targets:
@@ -95,8 +97,62 @@ def run(
         raise typer.Exit(1)
     console.print(ranking_table(result.results))
     console.print(f"results: {result.results_dir / 'results.json'}  ({result.wall_s:.1f} s)")
+    if (result.results_dir / "report.html").exists():
+        console.print(f"report:  {result.results_dir / 'report.html'}")
     if any(t.status == "failed" for t in result.results.targets):
         raise typer.Exit(3)
+
+
+def _results_or_exit(path: Path) -> CampaignResults:
+    try:
+        return load_results(path)
+    except FileNotFoundError:
+        errors.print(f"[red]{path}: no results.json there[/red]")
+        raise typer.Exit(2) from None
+    except ValueError as error:
+        errors.print(f"[red]{path}: not a pgarena results.json: {error}[/red]", markup=False)
+        raise typer.Exit(1) from None
+
+
+@app.command()
+def report(folder: Annotated[Path, typer.Argument(help="campaign folder holding results.json")]) -> None:
+    """Rebuild the reports (report.html, summary.md, CSV tables) from FOLDER/results.json."""
+    results = _results_or_exit(folder)
+    out = folder if folder.is_dir() else folder.parent
+    for path in write_to_folder(results, out):
+        console.print(str(path), highlight=False)
+
+
+def comparison_table(comparison: Comparison) -> Table:
+    table = Table(title=f"{comparison.a} -> {comparison.b} (changes beyond {comparison.threshold:.0%})")
+    for column in ("target", "workload", "clients", "tps A", "tps B", "Δ tps", "Δ latency", "verdict"):
+        table.add_column(column, justify="left" if column in ("target", "workload", "verdict") else "right")
+    colours = {"regression": "red", "failed": "red", "improvement": "green", "recovered": "green"}
+    for c in comparison.changes:
+        colour = colours.get(c.verdict, "default")
+        why = "; ".join(r for r in c.reasons if not r.startswith(("tps ", "latency ")))
+        table.add_row(
+            c.target, c.workload, str(c.clients if c.clients is not None else "-"),
+            f"{c.tps_a:,.1f}" if c.tps_a is not None else "-", f"{c.tps_b:,.1f}" if c.tps_b is not None else "-",
+            f"{c.tps_change:+.1%}" if c.tps_change is not None else "-",
+            f"{c.latency_change:+.1%} {c.latency_field}" if c.latency_change is not None else "-",
+            f"[{colour}]{c.verdict}[/{colour}]" + (f" ({why})" if why else ""),
+        )
+    return table
+
+
+@app.command()
+def compare(
+    a: Annotated[Path, typer.Argument(help="the earlier campaign: its folder or its results.json")],
+    b: Annotated[Path, typer.Argument(help="the later campaign: its folder or its results.json")],
+    threshold: Annotated[float, typer.Option(help="relative change beyond which a difference counts", min=0)] = DEFAULT_THRESHOLD,
+) -> None:
+    """Show what changed from campaign A to campaign B per target, workload and client count; flag regressions."""
+    comparison = compare_campaigns(_results_or_exit(a), _results_or_exit(b), threshold)
+    console.print(comparison_table(comparison))
+    regressions = comparison.regressions
+    summary = f"{len(regressions)} regression(s)" + (": " + ", ".join(f"{c.target}/{c.workload}/c{c.clients}" for c in regressions) if regressions else "")
+    console.print(summary, style="red" if regressions else "green", highlight=False)
 
 
 class Tool(str, Enum):

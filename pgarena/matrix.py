@@ -154,6 +154,31 @@ class PgbenchWorkload(Strict):
 
 Workload = PgbenchWorkload
 
+RankingMetric = Literal["throughput", "latency", "stability", "cost"]
+# The composite score's default weights (README.md, "Reports and ranking").
+DEFAULT_RANKING_WEIGHTS: dict[str, float] = {"throughput": 0.5, "latency": 0.3, "stability": 0.1, "cost": 0.1}
+
+
+class RankingConfig(Strict):
+    """How targets are ranked: the composite score's weights and the tie rule."""
+
+    weights: dict[RankingMetric, float] = Field(
+        default_factory=lambda: dict(DEFAULT_RANKING_WEIGHTS),
+        description="weight of each metric in the composite score; a metric left out weighs 0",
+    )
+    tie_tolerance: float = Field(
+        0.02, ge=0, le=1, description="composite scores closer than this relative difference are ties (same rank)"
+    )
+
+    @field_validator("weights")
+    @classmethod
+    def _usable_weights(cls, value: dict[str, float]) -> dict[str, float]:
+        if any(w < 0 for w in value.values()):
+            raise ValueError("weights must be >= 0")
+        if not any(w > 0 for w in value.values()):
+            raise ValueError("give at least one metric a weight > 0")
+        return value
+
 
 class Campaign(Strict):
     campaign: Name
@@ -164,6 +189,7 @@ class Campaign(Strict):
         1, ge=1, le=40, description="targets benchmarked at once; 1 keeps local targets from competing for CPU"
     )
     connections: ConnectionPolicy = ConnectionPolicy()
+    ranking: RankingConfig | None = Field(None, description="composite score weights and tie rule; defaults when absent")
 
     @field_validator("targets", "workloads")
     @classmethod

@@ -16,6 +16,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from pgarena.matrix import Endpoint
+from pgarena.postgres import CLIENT_SESSIONS, connect
 
 # A fall of more than this fraction of the benchmark's connections between two samples is an incident.
 DROP_FRACTION = 0.25
@@ -24,8 +25,8 @@ ACTIVITY_SQL = """
 select coalesce(usename, 'unknown'), coalesce(state, 'unknown'), coalesce(application_name, ''),
        coalesce(extract(epoch from now() - state_change), 0)::float8
   from pg_stat_activity
- where backend_type = 'client backend' and pid <> pg_backend_pid()
-"""
+ where """ + CLIENT_SESSIONS
+
 
 
 class ActivitySample(BaseModel):
@@ -116,8 +117,6 @@ class Monitor:
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self) -> None:
-        from pgarena.postgres import connect  # imported here: the monitor is optional for pure callers
-
         t0 = time.monotonic()
         try:
             with connect(self.endpoint, application_name="pgarena-monitor") as conn, self.series_path.open("w") as out:

@@ -8,7 +8,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from pgarena.errors import InvalidMatrix
-from pgarena.matrix import Campaign, ConnectionPolicy, Endpoint, PgbenchInit, Placement, Pooler, Target
+from pgarena.matrix import Campaign, ConnectionPolicy, Endpoint, PgbenchInit, Placement, Pooler, RankingConfig, Target
 
 # A run gets its duration plus this before Step Functions gives up on it.
 RUN_TIMEOUT_MARGIN_S = 300
@@ -90,6 +90,7 @@ class Plan(Boundary):
     repetitions: int
     target_concurrency: int
     targets: list[PlannedTarget]
+    ranking: RankingConfig | None = None
 
 
 def _steps(campaign_id: str, target: Target, campaign: Campaign) -> list[Step]:
@@ -168,5 +169,6 @@ def plan_campaign(campaign: Campaign, campaign_id: str) -> Plan:
         campaign=campaign.campaign,
         repetitions=campaign.repetitions,
         target_concurrency=campaign.target_concurrency,
+        ranking=campaign.ranking,
         targets=targets,
     )

@@ -14,6 +14,14 @@ from pgarena.matrix import Endpoint
 
 CONNECT_TIMEOUT_S = 10
 
+# Client sessions in pg_stat_activity. Without pg_read_all_stats a role sees other roles' backend_type
+# as NULL; such rows with a database and a user are counted as client sessions (an autovacuum worker
+# may be counted too: the budget errs on the safe side).
+CLIENT_SESSIONS = (
+    "(backend_type = 'client backend' or (backend_type is null and datid is not null and usesysid is not null))"
+    " and pid <> pg_backend_pid()"
+)
+
 
 def _ssl_context(sslmode: str) -> ssl.SSLContext | None:
     if sslmode in ("disable", "allow", "prefer"):
@@ -47,6 +55,8 @@ def connect(endpoint: Endpoint, application_name: str = "pgarena") -> Iterator[p
         detail = f"{error} {error.__cause__ or ''}".strip()
         message = f"could not connect to {endpoint.host}:{endpoint.port} as {endpoint.user}: {detail}"
         raise failure(classify(detail) or "connection_failed", message) from None
+    # Autocommit: inside one transaction pg_stat_activity would keep returning its first snapshot.
+    conn.autocommit = True
     try:
         yield conn
     finally:

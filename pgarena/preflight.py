@@ -10,7 +10,7 @@ from pydantic import BaseModel
 from pgarena.budget import COORDINATOR_CONNECTIONS, ConnectionFacts, Sessions, apply_budget, compute_budget
 from pgarena.leases import LeaseStore, holder_id, lease_key
 from pgarena.plan import PlannedTarget, Step
-from pgarena.postgres import connect
+from pgarena.postgres import CLIENT_SESSIONS, connect
 from pgarena.results import ServerInfo
 
 LEASE_POLL_S = 2.0
@@ -32,8 +32,8 @@ RESERVED_ROLE_SQL = "select pg_has_role(current_user, 'pg_use_reserved_connectio
 SESSIONS_SQL = """
 select usename, datname, coalesce(state, 'unknown'), coalesce(application_name, '')
   from pg_stat_activity
- where backend_type = 'client backend' and pid <> pg_backend_pid()
-"""
+ where """ + CLIENT_SESSIONS
+
 
 
 class PreflightResult(BaseModel):

@@ -114,6 +114,10 @@ class RankEntry(BaseModel):
     target: str
     score: float
     basis: str
+    metrics: dict[str, float] = Field(default_factory=dict, description="per-metric scores, 1.0 = best ranked target")
+    metric_ranks: dict[str, int] = Field(default_factory=dict, description="rank on each metric alone, ties shared")
+    tied_with: list[str] = Field(default_factory=list, description="targets within run-to-run noise: same rank")
+    flags: list[str] = Field(default_factory=list, description="runs left out of the comparison, and why")
 
 
 class CampaignResults(BaseModel):

@@ -11,6 +11,9 @@ from botocore.exceptions import ClientError
 from pgarena.results import StepSummary
 
 
+RAW_TAG = "pgarena-kind=raw"
+
+
 class ConflictingSummary(RuntimeError):
     """A different summary already exists for this step: a retried write must never replace a result."""
 
@@ -23,7 +26,10 @@ class ResultStore:
         self.dynamodb = dynamodb or boto3.client("dynamodb")
 
     def put_file(self, key: str, path: Path, content_type: str = "text/plain") -> str:
-        self.s3.put_object(Bucket=self.bucket, Key=key, Body=path.read_bytes(), ContentType=content_type)
+        # Raw output is tagged: the bucket's lifecycle rule expires it by tag (keys start with the campaign id).
+        self.s3.put_object(
+            Bucket=self.bucket, Key=key, Body=path.read_bytes(), ContentType=content_type, Tagging=RAW_TAG
+        )
         return key
 
     def put_json(self, key: str, data: dict) -> str:

@@ -133,6 +133,115 @@ def _download(s3, prefix: str, out_dir: Path) -> None:
             path.write_bytes(s3.get_object(Bucket=BUCKET, Key=item["Key"])["Body"].read())
 
 
+@dataclass
+class Execution:
+    campaign_id: str
+    arn: str
+    results_dir: Path
+    t0: float
+
+
+class LocalRuntime:
+    """moto (Step Functions interpreter, S3, DynamoDB), the local Lambda and ECS endpoints, and the
+    embedded servers, for as long as the context lasts. Several campaigns may run at once: they share
+    the DynamoDB table, and so the connection leases, as campaigns in one AWS account do."""
+
+    def __init__(self, out_dir: Path, servers_root: Path | None = None, heartbeat_s: float = 10.0):
+        self.out_dir = out_dir
+        self.servers_root = servers_root
+        self.heartbeat_s = heartbeat_s
+        self.stack = ExitStack()
+
+    def __enter__(self) -> LocalRuntime:
+        from moto import mock_aws
+        from moto.server import ThreadedMotoServer
+
+        logging.getLogger("werkzeug").setLevel(logging.ERROR)  # the moto server's access log drowns the progress
+        stack = self.stack
+        aws_env = {
+            "AWS_ACCESS_KEY_ID": "local",
+            "AWS_SECRET_ACCESS_KEY": "local",
+            "AWS_SESSION_TOKEN": "local",
+            "AWS_DEFAULT_REGION": REGION,
+            "AWS_REGION": REGION,
+            "RESULTS_BUCKET": BUCKET,
+            "RESULTS_TABLE": TABLE,
+            "CLUSTER_ARN": f"arn:aws:ecs:{REGION}:{ACCOUNT}:cluster/pgarena-local",
+            "TASK_DEFINITION_ARN": f"arn:aws:ecs:{REGION}:{ACCOUNT}:task-definition/pgarena-worker:1",
+            "WORKER_CONTAINER_NAME": "worker",
+            "LAUNCH_TYPE": "FARGATE",
+            "POWERTOOLS_TRACE_DISABLED": "true",
+            "POWERTOOLS_METRICS_DISABLED": "true",
+            "POWERTOOLS_LOG_LEVEL": os.environ.get("POWERTOOLS_LOG_LEVEL", "WARNING"),
+        }
+        try:
+            stack.enter_context(patched_environ(aws_env))
+            stack.enter_context(mock_aws(config={"stepfunctions": {"execute_state_machine": True}}))
+            moto_server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+            moto_server.start()
+            stack.callback(moto_server.stop)
+            host, port = moto_server.get_host_and_port()
+            lambdas = stack.enter_context(LambdaEndpoint(load_handlers()))
+            self.workers = stack.enter_context(
+                EcsEndpoint(
+                    worker_env={**aws_env, "AWS_ENDPOINT_URL": f"http://{host}:{port}",
+                                "PGARENA_HEARTBEAT_S": str(self.heartbeat_s)},
+                    logs_dir=self.out_dir / "logs",
+                )
+            )
+            stack.callback(self.workers.stop_all)
+            stack.enter_context(
+                patched_environ({"AWS_ENDPOINT_URL_LAMBDA": lambdas.url, "AWS_ENDPOINT_URL_ECS": self.workers.url})
+            )
+            self.sfn, self.s3, self.dynamodb = (
+                boto3.client(name, region_name=REGION) for name in ("stepfunctions", "s3", "dynamodb")
+            )
+            self.machine_arn = _create_resources(self.sfn, self.s3, self.dynamodb)
+            self.store = ResultStore(BUCKET, TABLE, s3=self.s3, dynamodb=self.dynamodb)
+        except BaseException:
+            stack.close()
+            raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stack.close()
+
+    def start(self, campaign: Campaign) -> Execution:
+        """Start the campaign's embedded servers and its execution; return without waiting."""
+        t0 = time.monotonic()
+        campaign_id = new_campaign_id(campaign.campaign)
+        resolved = _with_embedded_endpoints(campaign, self.stack, self.servers_root)
+        execution_input = {"campaign_id": campaign_id, "matrix": resolved.model_dump(mode="json", exclude_none=True)}
+        arn = self.sfn.start_execution(
+            stateMachineArn=self.machine_arn, name=campaign_id[:80], input=json.dumps(execution_input)
+        )["executionArn"]
+        return Execution(campaign_id, arn, self.out_dir / campaign_id, t0)
+
+    def wait(self, execution: Execution, on_event: Callable[[Event], None] = lambda event: None) -> LocalRun:
+        """Follow the execution to its end, reporting progress; then copy its results to the results folder."""
+        seen_events, seen_steps = 0, set()
+        while True:
+            status = self.sfn.describe_execution(executionArn=execution.arn)
+            history = self.sfn.get_execution_history(executionArn=execution.arn, maxResults=1000)["events"]
+            for event in _state_events(history, seen_events, execution.t0):
+                on_event(event)
+            seen_events = len(history)
+            for summary in self.store.summaries(execution.campaign_id):
+                if summary.step_id not in seen_steps:
+                    seen_steps.add(summary.step_id)
+                    on_event(Event(time.monotonic() - execution.t0, "step", summary.step_id, summary))
+            if status["status"] != "RUNNING":
+                break
+            time.sleep(POLL_S)
+        _download(self.s3, f"{execution.campaign_id}/", self.out_dir)
+        results_path = execution.results_dir / "results.json"
+        results = CampaignResults.model_validate_json(results_path.read_text()) if results_path.exists() else None
+        error = None if status["status"] == "SUCCEEDED" else f"{status.get('error')}: {status.get('cause')}"
+        return LocalRun(
+            execution.campaign_id, status["status"], execution.results_dir, results, time.monotonic() - execution.t0, error
+        )
+
+
 def run_local(
     campaign: Campaign,
     out_dir: Path,
@@ -140,72 +249,6 @@ def run_local(
     servers_root: Path | None = None,
     heartbeat_s: float = 10.0,
 ) -> LocalRun:
-    """Run the campaign through the state machine on this machine; results land in out_dir/<campaign_id>/."""
-    from moto import mock_aws
-    from moto.server import ThreadedMotoServer
-
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # the moto server's access log drowns the progress
-    t0 = time.monotonic()
-    campaign_id = new_campaign_id(campaign.campaign)
-    results_dir = out_dir / campaign_id
-    aws_env = {
-        "AWS_ACCESS_KEY_ID": "local",
-        "AWS_SECRET_ACCESS_KEY": "local",
-        "AWS_SESSION_TOKEN": "local",
-        "AWS_DEFAULT_REGION": REGION,
-        "AWS_REGION": REGION,
-        "RESULTS_BUCKET": BUCKET,
-        "RESULTS_TABLE": TABLE,
-        "CLUSTER_ARN": f"arn:aws:ecs:{REGION}:{ACCOUNT}:cluster/pgarena-local",
-        "TASK_DEFINITION_ARN": f"arn:aws:ecs:{REGION}:{ACCOUNT}:task-definition/pgarena-worker:1",
-        "WORKER_CONTAINER_NAME": "worker",
-        "LAUNCH_TYPE": "FARGATE",
-        "POWERTOOLS_TRACE_DISABLED": "true",
-        "POWERTOOLS_METRICS_DISABLED": "true",
-        "POWERTOOLS_LOG_LEVEL": os.environ.get("POWERTOOLS_LOG_LEVEL", "WARNING"),
-    }
-    with ExitStack() as stack:
-        resolved = _with_embedded_endpoints(campaign, stack, servers_root)
-        stack.enter_context(patched_environ(aws_env))
-        stack.enter_context(mock_aws(config={"stepfunctions": {"execute_state_machine": True}}))
-        moto_server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-        moto_server.start()
-        stack.callback(moto_server.stop)
-        host, port = moto_server.get_host_and_port()
-        lambdas = stack.enter_context(LambdaEndpoint(load_handlers()))
-        workers = stack.enter_context(
-            EcsEndpoint(
-                worker_env={**aws_env, "AWS_ENDPOINT_URL": f"http://{host}:{port}", "PGARENA_HEARTBEAT_S": str(heartbeat_s)},
-                logs_dir=results_dir / "logs",
-            )
-        )
-        stack.callback(workers.stop_all)
-        stack.enter_context(
-            patched_environ({"AWS_ENDPOINT_URL_LAMBDA": lambdas.url, "AWS_ENDPOINT_URL_ECS": workers.url})
-        )
-        sfn, s3, dynamodb = (boto3.client(name, region_name=REGION) for name in ("stepfunctions", "s3", "dynamodb"))
-        machine_arn = _create_resources(sfn, s3, dynamodb)
-        execution_input = {"campaign_id": campaign_id, "matrix": resolved.model_dump(mode="json", exclude_none=True)}
-        execution_arn = sfn.start_execution(
-            stateMachineArn=machine_arn, name=campaign_id[:80], input=json.dumps(execution_input)
-        )["executionArn"]
-        store = ResultStore(BUCKET, TABLE, s3=s3, dynamodb=dynamodb)
-        seen_events, seen_steps = 0, set()
-        while True:
-            status = sfn.describe_execution(executionArn=execution_arn)
-            history = sfn.get_execution_history(executionArn=execution_arn, maxResults=1000)["events"]
-            for event in _state_events(history, seen_events, t0):
-                on_event(event)
-            seen_events = len(history)
-            for summary in store.summaries(campaign_id):
-                if summary.step_id not in seen_steps:
-                    seen_steps.add(summary.step_id)
-                    on_event(Event(time.monotonic() - t0, "step", summary.step_id, summary))
-            if status["status"] != "RUNNING":
-                break
-            time.sleep(POLL_S)
-        _download(s3, f"{campaign_id}/", out_dir)
-    results_path = results_dir / "results.json"
-    results = CampaignResults.model_validate_json(results_path.read_text()) if results_path.exists() else None
-    error = None if status["status"] == "SUCCEEDED" else f"{status.get('error')}: {status.get('cause')}"
-    return LocalRun(campaign_id, status["status"], results_dir, results, time.monotonic() - t0, error)
+    """Run one campaign through the state machine on this machine; results land in out_dir/<campaign_id>/."""
+    with LocalRuntime(out_dir, servers_root, heartbeat_s) as runtime:
+        return runtime.wait(runtime.start(campaign), on_event)

@@ -1,0 +1,140 @@
+"""The Fargate worker: one task per benchmark step, started by the launch_worker function."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_ecr_assets as ecr_assets
+from aws_cdk import aws_ecs as ecs
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_s3 as s3
+from constructs import Construct
+
+from pgarena_cdk import constants
+from pgarena_cdk.nag import acknowledge
+from pgarena_cdk.permissions import grant_read_pgarena_secrets, leading_keys, object_finding
+from pgarena_cdk.placement_construct import PlacementConstruct
+from pgarena_cdk.settings import DeploySettings
+
+
+class ComputeConstruct(Construct):
+    """The cluster and the worker's task definition, the single source of truth for the container's shape.
+
+    The task role (what the benchmark code may do) is kept apart from the execution role (what
+    ECS needs to pull the image and ship logs).
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        id_: str,
+        settings: DeploySettings,
+        repo_root: Path,
+        placement: PlacementConstruct,
+        bucket: s3.IBucket,
+        table: dynamodb.ITable,
+    ) -> None:
+        super().__init__(scope, id_)
+        self.cluster = self._build_cluster(settings, placement)
+        self.task_role = self._build_task_role(bucket, table)
+        self.execution_role = self._build_execution_role()
+        self.log_group = logs.LogGroup(self, "WorkerLogGroup", retention=settings.log_retention)
+        self.task_definition = self._build_task_definition(settings, repo_root)
+        self.container_name = constants.WORKER_CONTAINER_NAME
+        # RunTask takes a capacity provider strategy or a launch type, never both: with Spot on,
+        # launch_worker is given CAPACITY_PROVIDER and must prefer it to LAUNCH_TYPE.
+        self.capacity_provider = constants.SPOT_CAPACITY_PROVIDER if settings.fargate_spot else None
+
+    def _build_cluster(self, settings: DeploySettings, placement: PlacementConstruct) -> ecs.Cluster:
+        return ecs.Cluster(
+            self,
+            "Cluster",
+            vpc=placement.vpc,
+            container_insights_v2=ecs.ContainerInsights.ENABLED,
+            enable_fargate_capacity_providers=settings.fargate_spot,
+        )
+
+    def _build_task_role(self, bucket: s3.IBucket, table: dynamodb.ITable) -> iam.Role:
+        role = iam.Role(
+            self,
+            "TaskRole",
+            assumed_by=iam.ServicePrincipal("ecs-tasks.amazonaws.com"),
+            description="pgarena worker: writes raw output and its step summary, answers the task token",
+        )
+        raw_output = bucket.arn_for_objects(constants.RAW_OUTPUT_OBJECTS)
+        statements = [
+            # PutObjectTagging lets the worker tag raw output for the lifecycle rule that expires it.
+            iam.PolicyStatement(actions=["s3:PutObject", "s3:PutObjectTagging"], resources=[raw_output]),
+            iam.PolicyStatement(
+                actions=["dynamodb:PutItem"],
+                resources=[table.table_arn],
+                conditions=leading_keys(constants.SUMMARY_PARTITION_KEYS),
+            ),
+            iam.PolicyStatement(
+                actions=["states:SendTaskSuccess", "states:SendTaskFailure", "states:SendTaskHeartbeat"],
+                resources=["*"],
+            ),
+        ]
+        for statement in statements:
+            role.add_to_policy(statement)
+        grant_read_pgarena_secrets(role, self)
+        acknowledge(
+            role,
+            "AwsSolutions-IAM5",
+            "Task-token callbacks (states:SendTaskSuccess/Failure/Heartbeat) do not support resource-level "
+            "permissions; the token itself is the authorization.",
+            finding="Resource::*",
+        )
+        acknowledge(
+            role,
+            "AwsSolutions-IAM5",
+            "Workers write raw output only under <campaign_id>/raw/; campaign and step ids are chosen at run time.",
+            finding=object_finding(bucket, constants.RAW_OUTPUT_OBJECTS),
+        )
+        return role
+
+    def _build_execution_role(self) -> iam.Role:
+        role = iam.Role(
+            self,
+            "ExecutionRole",
+            assumed_by=iam.ServicePrincipal("ecs-tasks.amazonaws.com"),
+            description="pgarena worker: ECS pulls the image and ships the container's logs",
+        )
+        acknowledge(
+            role,
+            "AwsSolutions-IAM5",
+            "ecr:GetAuthorizationToken does not support resource-level permissions; image pulls themselves are "
+            "scoped to the asset repository.",
+            finding="Resource::*",
+        )
+        return role
+
+    def _build_task_definition(self, settings: DeploySettings, repo_root: Path) -> ecs.FargateTaskDefinition:
+        task_definition = ecs.FargateTaskDefinition(
+            self,
+            "WorkerTask",
+            cpu=settings.worker_cpu_units,
+            memory_limit_mib=settings.worker_memory_mib,
+            task_role=self.task_role,
+            execution_role=self.execution_role,
+            runtime_platform=ecs.RuntimePlatform(
+                operating_system_family=ecs.OperatingSystemFamily.LINUX,
+                cpu_architecture=ecs.CpuArchitecture.X86_64,
+            ),
+        )
+        # from_asset only fingerprints the directory at synth; `cdk deploy` builds and pushes the image.
+        image = ecs.ContainerImage.from_asset(
+            str(repo_root),
+            file=constants.WORKER_DOCKERFILE,
+            exclude=constants.WORKER_IMAGE_CONTEXT_EXCLUDE,
+            platform=ecr_assets.Platform.LINUX_AMD64,
+        )
+        task_definition.add_container(
+            constants.WORKER_CONTAINER_NAME,
+            container_name=constants.WORKER_CONTAINER_NAME,
+            image=image,
+            logging=ecs.LogDrivers.aws_logs(stream_prefix=constants.WORKER_LOG_STREAM_PREFIX, log_group=self.log_group),
+        )
+        return task_definition

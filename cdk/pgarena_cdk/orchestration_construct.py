@@ -1,0 +1,256 @@
+"""The campaign state machine (ASL kept in statemachines/) and the functions it invokes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from aws_cdk import Annotations, Duration
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_stepfunctions as sfn
+from constructs import Construct
+
+from pgarena_cdk import constants
+from pgarena_cdk.compute_construct import ComputeConstruct
+from pgarena_cdk.nag import acknowledge
+from pgarena_cdk.permissions import grant_read_pgarena_secrets, leading_keys, object_finding
+from pgarena_cdk.placement_construct import PlacementConstruct
+from pgarena_cdk.settings import DeploySettings
+
+RUNTIME = lambda_.Runtime.PYTHON_3_12
+ARCHITECTURE = lambda_.Architecture.ARM_64
+
+
+class OrchestrationConstruct(Construct):
+    def __init__(
+        self,
+        scope: Construct,
+        id_: str,
+        settings: DeploySettings,
+        repo_root: Path,
+        placement: PlacementConstruct,
+        compute: ComputeConstruct,
+        bucket: s3.IBucket,
+        table: dynamodb.ITable,
+    ) -> None:
+        super().__init__(scope, id_)
+        self._settings = settings
+        self._code = lambda_.Code.from_asset(str(repo_root), exclude=constants.LAMBDA_CODE_EXCLUDE)
+        self._layers = self._build_layers(repo_root)
+        results_env = {"RESULTS_BUCKET": bucket.bucket_name, "RESULTS_TABLE": table.table_name}
+
+        # Preflight connects to the targets: inside the given VPC, it reaches them as the workers do.
+        self.validate_function = self._build_function(constants.VALIDATE, environment={})
+        self.preflight_function = self._build_function(
+            constants.PREFLIGHT, environment=results_env, placement=placement if placement.given_vpc else None
+        )
+        self.launch_worker_function = self._build_function(
+            constants.LAUNCH_WORKER, environment={**results_env, **self._launcher_environment(placement, compute)}
+        )
+        self.release_lease_function = self._build_function(constants.RELEASE_LEASE, environment=results_env)
+        self.aggregate_function = self._build_function(constants.AGGREGATE, environment=results_env)
+
+        grant_read_pgarena_secrets(self.preflight_function.role, self)
+        self._grant_leases(self.preflight_function, table)
+        self._grant_leases(self.release_lease_function, table)
+        self._grant_launch_worker(self.launch_worker_function, compute)
+        self._grant_aggregate(self.aggregate_function, bucket, table)
+        self.state_machine = self._build_state_machine(repo_root)
+
+    @property
+    def functions(self) -> dict[constants.FunctionSpec, lambda_.Function]:
+        return {
+            constants.VALIDATE: self.validate_function,
+            constants.PREFLIGHT: self.preflight_function,
+            constants.LAUNCH_WORKER: self.launch_worker_function,
+            constants.RELEASE_LEASE: self.release_lease_function,
+            constants.AGGREGATE: self.aggregate_function,
+        }
+
+    def _build_layers(self, repo_root: Path) -> list[lambda_.ILayerVersion]:
+        layer_dir = self._settings.layer_dir
+        if layer_dir is None:
+            # Synth stays offline and builds nothing: without a layer the functions deploy but
+            # cannot import pydantic, pg8000 or Powertools. See cdk/README.md, "Lambda layer".
+            Annotations.of(self).add_warning_v2(
+                "pgarena:noLayer",
+                f"No Lambda layer: set the context key {constants.CONTEXT_LAYER_DIR} to a directory built "
+                "with `pip install --target <dir>/python ...` before deploying (cdk/README.md).",
+            )
+            return []
+        layer = lambda_.LayerVersion(
+            self,
+            "DependenciesLayer",
+            code=lambda_.Code.from_asset(str(layer_dir if layer_dir.is_absolute() else repo_root / layer_dir)),
+            compatible_runtimes=[RUNTIME],
+            compatible_architectures=[ARCHITECTURE],
+            description="pgarena's third-party dependencies: pydantic, pg8000, Powertools",
+        )
+        return [layer]
+
+    def _launcher_environment(self, placement: PlacementConstruct, compute: ComputeConstruct) -> dict[str, str]:
+        environment = {
+            "CLUSTER_ARN": compute.cluster.cluster_arn,
+            "TASK_DEFINITION_ARN": compute.task_definition.task_definition_arn,
+            "WORKER_CONTAINER_NAME": compute.container_name,
+            "WORKER_SUBNETS": placement.subnet_ids_csv,
+            "WORKER_SECURITY_GROUPS": placement.security_group_ids_csv,
+            "LAUNCH_TYPE": constants.LAUNCH_TYPE,
+            "ASSIGN_PUBLIC_IP": constants.ASSIGN_PUBLIC_IP,
+        }
+        if compute.capacity_provider:
+            environment["CAPACITY_PROVIDER"] = compute.capacity_provider
+        return environment
+
+    def _build_function(
+        self,
+        spec: constants.FunctionSpec,
+        environment: dict[str, str],
+        placement: PlacementConstruct | None = None,
+    ) -> lambda_.Function:
+        log_group = logs.LogGroup(self, f"{spec.construct_id}LogGroup", retention=self._settings.log_retention)
+        # An explicit role instead of the AWSLambdaBasicExecutionRole managed policy: logs go to this
+        # function's own log group only.
+        role = iam.Role(
+            self,
+            f"{spec.construct_id}Role",
+            assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+            description=f"pgarena {spec.handler}",
+        )
+        log_group.grant_write(role)
+        wildcard_reasons = [
+            "X-Ray trace segments and telemetry (active tracing) do not support resource-level permissions."
+        ]
+        network: dict = {}
+        if placement is not None:
+            wildcard_reasons.append(self._grant_network_interfaces(role))
+            network = {
+                "vpc": placement.vpc,
+                "vpc_subnets": placement.subnet_selection,
+                "security_groups": placement.security_groups,
+            }
+        function = lambda_.Function(
+            self,
+            spec.construct_id,
+            runtime=RUNTIME,
+            architecture=ARCHITECTURE,
+            handler=spec.handler,
+            code=self._code,
+            layers=self._layers,
+            role=role,
+            log_group=log_group,
+            tracing=lambda_.Tracing.ACTIVE,
+            memory_size=spec.memory_mib,
+            timeout=Duration.seconds(spec.timeout_s),
+            environment={
+                "POWERTOOLS_SERVICE_NAME": constants.SERVICE_NAME,
+                "POWERTOOLS_LOG_LEVEL": constants.POWERTOOLS_LOG_LEVEL,
+                **environment,
+            },
+            **network,
+        )
+        acknowledge(role, "AwsSolutions-IAM5", " ".join(wildcard_reasons), finding="Resource::*")
+        acknowledge(
+            function,
+            "AwsSolutions-L1",
+            "Pinned to python3.12 on purpose: the dependency layer is built from cp312 wheels and the worker "
+            "image runs the same interpreter.",
+        )
+        return function
+
+    @staticmethod
+    def _grant_network_interfaces(role: iam.Role) -> str:
+        """What Lambda needs to attach a function to subnets; returns the reason for its wildcard."""
+        role.add_to_policy(
+            iam.PolicyStatement(
+                actions=[
+                    "ec2:CreateNetworkInterface",
+                    "ec2:DescribeNetworkInterfaces",
+                    "ec2:DescribeSubnets",
+                    "ec2:DeleteNetworkInterface",
+                    "ec2:AssignPrivateIpAddresses",
+                    "ec2:UnassignPrivateIpAddresses",
+                ],
+                resources=["*"],
+            )
+        )
+        return (
+            "Lambda's network-interface actions (those of AWSLambdaVPCAccessExecutionRole) are granted on * "
+            "as in that managed policy; the function runs in the given subnets only."
+        )
+
+    def _grant_leases(self, function: lambda_.Function, table: dynamodb.ITable) -> None:
+        # Leases are read-then-conditionally-written items; the condition keeps these functions
+        # away from the step summaries that share the table.
+        function.add_to_role_policy(
+            iam.PolicyStatement(
+                actions=["dynamodb:GetItem", "dynamodb:PutItem"],
+                resources=[table.table_arn],
+                conditions=leading_keys(constants.LEASE_PARTITION_KEYS),
+            )
+        )
+
+    def _grant_launch_worker(self, function: lambda_.Function, compute: ComputeConstruct) -> None:
+        function.add_to_role_policy(
+            iam.PolicyStatement(
+                actions=["ecs:RunTask"],
+                resources=[compute.task_definition.task_definition_arn],
+                conditions={"ArnEquals": {"ecs:cluster": compute.cluster.cluster_arn}},
+            )
+        )
+        function.add_to_role_policy(
+            iam.PolicyStatement(
+                actions=["iam:PassRole"],
+                resources=[compute.task_role.role_arn, compute.execution_role.role_arn],
+                conditions={"StringEquals": {"iam:PassedToService": "ecs-tasks.amazonaws.com"}},
+            )
+        )
+
+    def _grant_aggregate(self, function: lambda_.Function, bucket: s3.IBucket, table: dynamodb.ITable) -> None:
+        function.add_to_role_policy(
+            iam.PolicyStatement(
+                actions=["dynamodb:Query"],
+                resources=[table.table_arn],
+                conditions=leading_keys(constants.SUMMARY_PARTITION_KEYS),
+            )
+        )
+        function.add_to_role_policy(
+            iam.PolicyStatement(actions=["s3:GetObject", "s3:PutObject"], resources=[bucket.arn_for_objects("*")])
+        )
+        acknowledge(
+            function.role,
+            "AwsSolutions-IAM5",
+            "Aggregate writes <campaign_id>/results.json and reads back objects under the campaign's prefix; "
+            "campaign ids are chosen at run time.",
+            finding=object_finding(bucket, "*"),
+        )
+
+    def _build_state_machine(self, repo_root: Path) -> sfn.StateMachine:
+        log_group = logs.LogGroup(self, "StateMachineLogGroup", retention=self._settings.log_retention)
+        state_machine = sfn.StateMachine(
+            self,
+            "CampaignStateMachine",
+            state_machine_type=sfn.StateMachineType.STANDARD,
+            # The ASL stays a file (it also runs in the local runtime); CDK uploads it as an asset.
+            definition_body=sfn.DefinitionBody.from_file(str(repo_root / constants.STATE_MACHINE_ASL)),
+            definition_substitutions={
+                spec.asl_placeholder: function.function_arn for spec, function in self.functions.items()
+            },
+            logs=sfn.LogOptions(destination=log_group, level=sfn.LogLevel.ALL, include_execution_data=False),
+            tracing_enabled=True,
+        )
+        # A file-loaded definition gets no automatic grants. The ASL invokes unqualified ARNs, so
+        # $LATEST is all the role needs.
+        for function in self.functions.values():
+            function.grant_invoke_latest_version(state_machine)
+        acknowledge(
+            state_machine.role,
+            "AwsSolutions-IAM5",
+            "CloudWatch Logs delivery (logs:CreateLogDelivery and related) and X-Ray tracing actions do not "
+            "support resource-level permissions.",
+            finding="Resource::*",
+        )
+        return state_machine

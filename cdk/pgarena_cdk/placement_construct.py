@@ -1,0 +1,92 @@
+"""Where workers (and the preflight function, when a VPC is given) run: a given VPC, or a small new one."""
+
+from __future__ import annotations
+
+from aws_cdk import Fn
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_s3 as s3
+from constructs import Construct
+
+from pgarena_cdk import constants
+from pgarena_cdk.settings import DeploySettings
+
+
+class PlacementConstruct(Construct):
+    """Subnets and security groups for the workers.
+
+    With `pgarena:vpcId` in the context the ids are used as given: nothing is looked up, so synth
+    stays offline. Without it, a two-AZ VPC with one NAT gateway is created (no interface
+    endpoints: they would cost more than the NAT gateway for a benchmark's traffic).
+    """
+
+    def __init__(self, scope: Construct, id_: str, settings: DeploySettings, flow_log_bucket: s3.IBucket) -> None:
+        super().__init__(scope, id_)
+        self.given_vpc = settings.vpc_id is not None
+        if self.given_vpc:
+            self.vpc = self._build_imported_vpc(settings)
+            self.subnets = [
+                ec2.Subnet.from_subnet_id(self, f"Subnet{index}", subnet_id)
+                for index, subnet_id in enumerate(settings.subnet_ids)
+            ]
+            self.security_groups = [
+                ec2.SecurityGroup.from_security_group_id(self, f"SecurityGroup{index}", group_id)
+                for index, group_id in enumerate(settings.security_group_ids)
+            ]
+        else:
+            self.vpc = self._build_vpc(flow_log_bucket)
+            self.subnets = self.vpc.private_subnets
+            self.security_groups = [self._build_worker_security_group()]
+
+    @property
+    def subnet_selection(self) -> ec2.SubnetSelection:
+        return ec2.SubnetSelection(subnets=self.subnets)
+
+    @property
+    def subnet_ids_csv(self) -> str:
+        return Fn.join(",", [subnet.subnet_id for subnet in self.subnets])
+
+    @property
+    def security_group_ids_csv(self) -> str:
+        return Fn.join(",", [group.security_group_id for group in self.security_groups])
+
+    def _build_imported_vpc(self, settings: DeploySettings) -> ec2.IVpc:
+        # Subnets are passed explicitly wherever they are used, so the VPC needs no subnet attributes
+        # (and no AZ list that synth could only get from a lookup).
+        return ec2.Vpc.from_vpc_attributes(self, "Vpc", vpc_id=settings.vpc_id, availability_zones=Fn.get_azs())
+
+    def _build_vpc(self, flow_log_bucket: s3.IBucket) -> ec2.Vpc:
+        vpc = ec2.Vpc(
+            self,
+            "Vpc",
+            max_azs=constants.VPC_MAX_AZS,
+            nat_gateways=constants.VPC_NAT_GATEWAYS,
+            subnet_configuration=[
+                ec2.SubnetConfiguration(
+                    name="Public", subnet_type=ec2.SubnetType.PUBLIC, cidr_mask=constants.VPC_SUBNET_CIDR_MASK
+                ),
+                ec2.SubnetConfiguration(
+                    name="Workers",
+                    subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS,
+                    cidr_mask=constants.VPC_SUBNET_CIDR_MASK,
+                ),
+            ],
+            # Restricting the default security group deploys a custom-resource Lambda; nothing is
+            # ever placed in the default group, the workers have their own.
+            restrict_default_security_group=False,
+        )
+        vpc.add_flow_log(
+            "FlowLog",
+            destination=ec2.FlowLogDestination.to_s3(flow_log_bucket, constants.FLOW_LOG_PREFIX),
+            traffic_type=ec2.FlowLogTrafficType.ALL,
+        )
+        return vpc
+
+    def _build_worker_security_group(self) -> ec2.SecurityGroup:
+        # No ingress: workers only open connections, to the targets and to AWS APIs.
+        return ec2.SecurityGroup(
+            self,
+            "WorkerSecurityGroup",
+            vpc=self.vpc,
+            description="pgarena workers: outbound only, to the PostgreSQL targets and AWS APIs",
+            allow_all_outbound=True,
+        )

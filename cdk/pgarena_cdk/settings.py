@@ -1,0 +1,90 @@
+"""Deployment settings read from the CDK context, validated like any other input."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from aws_cdk import aws_logs as logs
+from constructs import Node
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from pgarena_cdk import constants
+
+# CloudWatch Logs accepts only these retention periods (days).
+RETENTION_DAYS = {
+    1: logs.RetentionDays.ONE_DAY,
+    3: logs.RetentionDays.THREE_DAYS,
+    5: logs.RetentionDays.FIVE_DAYS,
+    7: logs.RetentionDays.ONE_WEEK,
+    14: logs.RetentionDays.TWO_WEEKS,
+    30: logs.RetentionDays.ONE_MONTH,
+    60: logs.RetentionDays.TWO_MONTHS,
+    90: logs.RetentionDays.THREE_MONTHS,
+    120: logs.RetentionDays.FOUR_MONTHS,
+    150: logs.RetentionDays.FIVE_MONTHS,
+    180: logs.RetentionDays.SIX_MONTHS,
+    365: logs.RetentionDays.ONE_YEAR,
+    400: logs.RetentionDays.THIRTEEN_MONTHS,
+    545: logs.RetentionDays.EIGHTEEN_MONTHS,
+    731: logs.RetentionDays.TWO_YEARS,
+    1827: logs.RetentionDays.FIVE_YEARS,
+    3653: logs.RetentionDays.TEN_YEARS,
+}
+
+
+def _id_list(value: object) -> list[str]:
+    # `cdk synth -c key=a,b` passes a string; cdk.json can hold a JSON list.
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [item.strip() for item in value.split(",") if item.strip()]
+    return [str(item) for item in value]
+
+
+class DeploySettings(BaseModel):
+    model_config = ConfigDict(populate_by_name=True, frozen=True)
+
+    vpc_id: str | None = Field(None, alias=constants.CONTEXT_VPC_ID)
+    subnet_ids: list[str] = Field(default_factory=list, alias=constants.CONTEXT_SUBNET_IDS)
+    security_group_ids: list[str] = Field(default_factory=list, alias=constants.CONTEXT_SECURITY_GROUP_IDS)
+    worker_cpu_units: int = Field(constants.DEFAULT_WORKER_CPU_UNITS, alias=constants.CONTEXT_WORKER_CPU_UNITS, gt=0)
+    worker_memory_mib: int = Field(constants.DEFAULT_WORKER_MEMORY_MIB, alias=constants.CONTEXT_WORKER_MEMORY_MIB, gt=0)
+    fargate_spot: bool = Field(False, alias=constants.CONTEXT_FARGATE_SPOT)
+    log_retention_days: int = Field(constants.DEFAULT_LOG_RETENTION_DAYS, alias=constants.CONTEXT_LOG_RETENTION_DAYS)
+    raw_output_expiration_days: int = Field(
+        constants.DEFAULT_RAW_OUTPUT_EXPIRATION_DAYS, alias=constants.CONTEXT_RAW_OUTPUT_EXPIRATION_DAYS, gt=0
+    )
+    layer_dir: Path | None = Field(None, alias=constants.CONTEXT_LAYER_DIR)
+
+    @field_validator("subnet_ids", "security_group_ids", mode="before")
+    @classmethod
+    def _split_ids(cls, value: object) -> list[str]:
+        return _id_list(value)
+
+    @field_validator("log_retention_days")
+    @classmethod
+    def _known_retention(cls, value: int) -> int:
+        if value not in RETENTION_DAYS:
+            raise ValueError(f"CloudWatch Logs retention must be one of {sorted(RETENTION_DAYS)} days")
+        return value
+
+    @model_validator(mode="after")
+    def _placement_is_complete(self) -> DeploySettings:
+        if self.vpc_id and not (self.subnet_ids and self.security_group_ids):
+            raise ValueError(
+                f"{constants.CONTEXT_VPC_ID} needs {constants.CONTEXT_SUBNET_IDS} and "
+                f"{constants.CONTEXT_SECURITY_GROUP_IDS}: nothing is looked up at synth time"
+            )
+        if not self.vpc_id and (self.subnet_ids or self.security_group_ids):
+            raise ValueError(f"subnet and security group ids are only used with {constants.CONTEXT_VPC_ID}")
+        return self
+
+    @property
+    def log_retention(self) -> logs.RetentionDays:
+        return RETENTION_DAYS[self.log_retention_days]
+
+    @classmethod
+    def from_context(cls, node: Node) -> DeploySettings:
+        keys = [field.alias for field in cls.model_fields.values()]
+        present = {key: node.try_get_context(key) for key in keys}
+        return cls.model_validate({key: value for key, value in present.items() if value is not None})

@@ -1,0 +1,49 @@
+"""The one pgarena stack, composed of its constructs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from aws_cdk import CfnOutput, Stack, Tags
+from constructs import Construct
+
+from pgarena_cdk import constants
+from pgarena_cdk.compute_construct import ComputeConstruct
+from pgarena_cdk.orchestration_construct import OrchestrationConstruct
+from pgarena_cdk.placement_construct import PlacementConstruct
+from pgarena_cdk.results_construct import ResultsConstruct
+from pgarena_cdk.settings import DeploySettings
+
+
+class PgarenaStack(Stack):
+    def __init__(self, scope: Construct, id_: str, settings: DeploySettings, repo_root: Path, **kwargs) -> None:
+        super().__init__(scope, id_, description="pgarena: serverless PostgreSQL benchmark coordinator", **kwargs)
+        Tags.of(self).add("service", constants.SERVICE_NAME)
+
+        self.results = ResultsConstruct(self, "Results", settings)
+        self.placement = PlacementConstruct(self, "Placement", settings, flow_log_bucket=self.results.access_log_bucket)
+        self.compute = ComputeConstruct(
+            self,
+            "Compute",
+            settings,
+            repo_root,
+            self.placement,
+            bucket=self.results.bucket,
+            table=self.results.table,
+        )
+        self.orchestration = OrchestrationConstruct(
+            self,
+            "Orchestration",
+            settings,
+            repo_root,
+            self.placement,
+            self.compute,
+            bucket=self.results.bucket,
+            table=self.results.table,
+        )
+        self._build_outputs()
+
+    def _build_outputs(self) -> None:
+        CfnOutput(self, constants.OUTPUT_STATE_MACHINE_ARN, value=self.orchestration.state_machine.state_machine_arn)
+        CfnOutput(self, constants.OUTPUT_RESULTS_BUCKET, value=self.results.bucket.bucket_name)
+        CfnOutput(self, constants.OUTPUT_RESULTS_TABLE, value=self.results.table.table_name)

@@ -1,0 +1,54 @@
+"""Reports built from results.json: CSV tables, a Markdown summary and a self-contained HTML report.
+
+`write_reports` hands each file to a `write(name, data, content_type)` callback, so the same code
+writes to S3 in the aggregate Lambda and to a folder from the CLI.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from pgarena.report.model import Report, build_report
+from pgarena.report.render import render_html, render_markdown
+from pgarena.report.tables import TABLES, to_csv
+from pgarena.results import CampaignResults
+
+CSV = "text/csv; charset=utf-8"
+CONTENT_TYPES = {
+    "report.html": "text/html; charset=utf-8",
+    "summary.md": "text/markdown; charset=utf-8",
+    **{name: CSV for name in TABLES},
+}
+REPORT_FILES = tuple(CONTENT_TYPES)
+
+Writer = Callable[[str, bytes, str], None]
+
+
+def build_reports(results: CampaignResults) -> dict[str, bytes]:
+    """Every report file's name (relative to the campaign folder) and content."""
+    report = build_report(results)
+    files = {name: to_csv(table(report)) for name, table in TABLES.items()}
+    files["summary.md"] = render_markdown(report).encode()
+    files["report.html"] = render_html(report).encode()
+    return {name: files[name] for name in REPORT_FILES}
+
+
+def write_reports(results: CampaignResults, write: Writer) -> list[str]:
+    """Build the reports and pass each one to `write(name, data, content_type)`; returns the names."""
+    files = build_reports(results)
+    for name, data in files.items():
+        write(name, data, CONTENT_TYPES[name])
+    return list(files)
+
+
+def write_to_folder(results: CampaignResults, folder: Path) -> list[Path]:
+    folder.mkdir(parents=True, exist_ok=True)
+
+    def write(name: str, data: bytes, content_type: str) -> None:
+        (folder / name).write_bytes(data)
+
+    return [folder / name for name in write_reports(results, write)]
+
+
+__all__ = ["REPORT_FILES", "Report", "build_report", "build_reports", "write_reports", "write_to_folder"]

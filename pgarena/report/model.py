@@ -1,0 +1,142 @@
+"""What every report shows, computed once from results.json: the ranking with its reasons, the
+metrics per point, scaling, findings and a one-paragraph verdict. Pure."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from pgarena.metrics import Finding, PointMetrics, Scaling, TargetMetrics, campaign_metrics
+from pgarena.ranking import METRICS, unranked_reasons
+from pgarena.report.charts import colour
+from pgarena.results import CampaignResults
+
+Key = tuple[str, int | None]
+
+
+@dataclass
+class RankRow:
+    target: str
+    provider: str
+    status: str
+    rank: int | None = None
+    score: float | None = None
+    metrics: dict[str, float] = field(default_factory=dict)
+    metric_ranks: dict[str, int] = field(default_factory=dict)
+    tied_with: list[str] = field(default_factory=list)
+    flags: list[str] = field(default_factory=list)
+    reason: str = ""
+
+
+@dataclass
+class Report:
+    results: CampaignResults
+    targets: list[TargetMetrics]
+    colours: dict[str, str]
+    rows: list[RankRow]
+    keys: list[Key]
+    points: dict[Key, list[PointMetrics]]
+    scaling: list[Scaling]
+    findings: list[Finding]
+    verdict: str
+    basis: str
+    duration_s: float | None
+    metrics: tuple[str, ...] = METRICS
+
+    @property
+    def has_costs(self) -> bool:
+        return any(p.tps_per_usd_hour is not None for points in self.points.values() for p in points)
+
+    @property
+    def has_latency(self) -> bool:
+        return any(p.latency_ms.avg is not None for points in self.points.values() for p in points)
+
+    @property
+    def has_percentiles(self) -> bool:
+        return any(p.latency_ms.p95 is not None for points in self.points.values() for p in points)
+
+    @property
+    def loads(self) -> list[tuple[str, str, float]]:
+        return [(t.target, workload, seconds) for t in self.targets for workload, seconds in t.load_s.items()]
+
+
+def point_label(key: Key, single_workload: bool) -> str:
+    workload, clients = key
+    count = f"{clients} client{'s' if clients != 1 else ''}" if clients is not None else "?"
+    return count if single_workload else f"{workload} · {count}"
+
+
+def _seconds_between(start: str, end: str) -> float | None:
+    try:
+        return (datetime.fromisoformat(end) - datetime.fromisoformat(start)).total_seconds()
+    except ValueError:
+        return None
+
+
+def _names(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def verdict(results: CampaignResults, rows: list[RankRow]) -> str:
+    ranked = [r for r in rows if r.rank is not None]
+    failed = [r for r in rows if r.status != "succeeded"]
+    parts = []
+    if not ranked:
+        parts.append("No target could be ranked: none has a complete measurement to compare.")
+    else:
+        first = [r for r in ranked if r.rank == 1]
+        if len(first) > 1:
+            parts.append(f"{_names([r.target for r in first])} tie for first (scores "
+                         f"{', '.join(f'{r.score:.3f}' for r in first)}): the difference is within run-to-run noise "
+                         "or the tie tolerance, so neither is a win.")
+        else:
+            leader = first[0]
+            provider = f" ({leader.provider})" if leader.provider != leader.target else ""
+            text = f"{leader.target}{provider} ranks first with a composite score of {leader.score:.3f}"
+            others = [r for r in ranked if r.rank != 1]
+            if others:
+                text += "; then " + ", ".join(f"{r.target} {r.score:.3f}" for r in others)
+            parts.append(text + ".")
+    if failed:
+        parts.append(f"{len(failed)} target(s) failed and are not ranked: "
+                     + "; ".join(f"{r.target} ({r.reason.removeprefix('failed: ').split(':')[0]})" for r in failed) + ".")
+    unranked = [r for r in rows if r.rank is None and r.status == "succeeded"]
+    if unranked:
+        parts.append(f"Not ranked for lack of a comparable complete run: {_names([r.target for r in unranked])}.")
+    return " ".join(parts)
+
+
+def build_report(results: CampaignResults) -> Report:
+    targets = campaign_metrics(results)
+    colours = {t.name: colour(i) for i, t in enumerate(results.targets)}
+    providers = {t.name: t for t in results.targets}
+    rows = [
+        RankRow(target=e.target, provider=providers[e.target].provider, status=providers[e.target].status, rank=e.rank,
+                score=e.score, metrics=e.metrics, metric_ranks=e.metric_ranks, tied_with=e.tied_with, flags=e.flags)
+        for e in results.ranking if e.target in providers
+    ]
+    for name, reason in unranked_reasons(results.targets, results.ranking).items():
+        rows.append(RankRow(target=name, provider=providers[name].provider, status=providers[name].status, reason=reason))
+    keys: list[Key] = []
+    points: dict[Key, list[PointMetrics]] = {}
+    for t in targets:
+        for p in t.points:
+            if p.key not in points:
+                keys.append(p.key)
+                points[p.key] = []
+            points[p.key].append(p)
+    workloads = list(dict.fromkeys(w for w, _ in keys))
+    keys.sort(key=lambda k: (workloads.index(k[0]), k[1] or 0))
+    return Report(
+        results=results,
+        targets=targets,
+        colours=colours,
+        rows=rows,
+        keys=keys,
+        points=points,
+        scaling=[s for t in targets for s in t.scaling],
+        findings=[f for t in targets for f in t.findings],
+        verdict=verdict(results, rows),
+        basis=results.ranking[0].basis if results.ranking else "",
+        duration_s=_seconds_between(results.started_at, results.finished_at),
+    )

@@ -1,0 +1,205 @@
+"""The Markdown summary and the self-contained HTML report, rendered with Jinja2 templates."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
+from markupsafe import Markup
+
+from pgarena.metrics import DROP_FRACTION, PointMetrics, nominal_clients
+from pgarena.report.charts import Bars, Line, bar_chart, line_chart
+from pgarena.report.model import Key, Report, point_label
+
+TEMPLATES = Path(__file__).parent / "templates"
+PROGRESS_HEIGHT = 220  # time series are many and read as shapes: shorter than the other charts
+
+
+@dataclass
+class Chart:
+    id: str
+    title: str
+    svg: Markup
+    legend: list[tuple[str, str, str]]  # (name, colour, style: solid/dashed/dotted)
+    note: str = ""
+
+
+def slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+
+
+def _fmt(value: float | None, digits: int = 1, suffix: str = "") -> str:
+    if value is None:
+        return "–"
+    return f"{value:,.{digits}f}{suffix}"
+
+
+def _pct(value: float | None, digits: int = 1) -> str:
+    return "–" if value is None else f"{value * 100:.{digits}f}%"
+
+
+def _md(value: object) -> str:
+    """A Markdown table cell: pipes escaped, one line."""
+    return str(value).replace("|", "\\|").replace("\n", " ")
+
+
+def _labels(report: Report) -> dict[Key, str]:
+    single = len({w for w, _ in report.keys}) == 1
+    return {k: point_label(k, single) for k in report.keys}
+
+
+def _target_names(report: Report) -> list[str]:
+    return [t.name for t in report.results.targets]
+
+
+def _not_compared(point: PointMetrics | None) -> str | None:
+    if point is None or point.tps is None:
+        return None
+    if point.clamped:
+        return f"clamped to {', '.join(str(c) for c in point.ran_clients)} clients: not compared"
+    if point.failed_runs:
+        return f"{point.failed_runs} failed run(s): not compared"
+    return None
+
+
+def throughput_chart(report: Report) -> Chart | None:
+    labels = _labels(report)
+    series = []
+    for name in _target_names(report):
+        by_key = {p.key: p for k in report.keys for p in report.points[k] if p.target == name}
+        values = [by_key[k].tps if k in by_key else None for k in report.keys]
+        if any(v is not None for v in values):
+            errors = [by_key[k].tps_stddev if k in by_key else None for k in report.keys]
+            faded = [_not_compared(by_key.get(k)) for k in report.keys]
+            series.append(Bars(name, report.colours[name], values, errors=errors, faded=faded))
+    if not series:
+        return None
+    title = "Throughput per target (mean tps over repetitions; whiskers: ± stddev)"
+    svg = bar_chart("chart-throughput", title, [labels[k] for k in report.keys], series, "tps", unit="tps",
+                    css="bars throughput")
+    return Chart("chart-throughput", title, svg, [(s.name, s.colour, "solid") for s in series])
+
+
+def latency_chart(report: Report) -> Chart | None:
+    if not report.has_latency:
+        return None
+    labels = _labels(report)
+    series = []
+    for name in _target_names(report):
+        by_key = {p.key: p for k in report.keys for p in report.points[k] if p.target == name}
+        values = [by_key[k].latency_ms.avg if k in by_key else None for k in report.keys]
+        markers = [by_key[k].latency_ms.p95 if k in by_key else None for k in report.keys]
+        if any(v is not None for v in values):
+            series.append(Bars(name, report.colours[name], values, markers=markers, marker_label="p95"))
+    title = "Latency per target (bars: average; diamonds: p95 where measured)"
+    svg = bar_chart("chart-latency", title, [labels[k] for k in report.keys], series, "latency (ms)", unit="ms",
+                    css="bars latency")
+    return Chart("chart-latency", title, svg, [(s.name, s.colour, "solid") for s in series])
+
+
+def progress_charts(report: Report) -> list[Chart]:
+    labels = _labels(report)
+    charts = []
+    for key in report.keys:
+        lines, legend = [], []
+        for t in report.results.targets:
+            runs = [w for w in t.workloads if w.name == key[0] and nominal_clients(w) == key[1] and w.progress]
+            for w in runs:
+                name = t.name if len(runs) == 1 else f"{t.name} r{w.repetition}"
+                dash = None if w.repetition == 1 else "6 4"
+                lines.append(Line(name, report.colours[t.name], [(s.elapsed_s, s.tps) for s in w.progress], dash=dash,
+                                  labels=[f"{s.elapsed_s:g} s: {s.tps:,.1f} tps" for s in w.progress]))
+                legend.append((name, report.colours[t.name], "dashed" if dash else "solid"))
+        if not lines:
+            continue
+        chart_id = f"chart-progress-{slug(key[0])}-c{key[1]}"
+        title = f"tps per interval over the run: {labels[key]}"
+        incidents = [f for f in report.findings if f.source == "stability" and (f.workload, f.clients) == key]
+        grouped: dict[tuple[float, str], list[str]] = {}
+        for f in incidents:
+            if f.at_s is not None:
+                grouped.setdefault((f.at_s, f.kind), []).append(f"{f.target} r{f.repetition}")
+        events = [(at_s, f"{kind}: {', '.join(who)}") for (at_s, kind), who in grouped.items()]
+        svg = line_chart(chart_id, title, lines, "seconds since start", "tps", css="lines timeseries",
+                         height=PROGRESS_HEIGHT, events=events)
+        note = "; ".join(dict.fromkeys(f"{f.target}: {f.message}" for f in incidents))
+        charts.append(Chart(chart_id, title, svg, legend, note))
+    return charts
+
+
+def scaling_charts(report: Report) -> list[Chart]:
+    charts = []
+    for workload in dict.fromkeys(s.workload for s in report.scaling):
+        lines, legend = [], []
+        for s in (s for s in report.scaling if s.workload == workload):
+            c = report.colours[s.target]
+            lines.append(Line(f"{s.target} measured", c, [(p.clients, p.tps) for p in s.points], css="series measured",
+                              labels=[f"{p.clients} clients: {p.tps:,.1f} tps ({p.efficiency:.0%} of ideal)" for p in s.points]))
+            lines.append(Line(f"{s.target} ideal", c, [(p.clients, p.ideal_tps) for p in s.points], dash="6 4",
+                              dots=False, css="series ideal"))
+            legend += [(f"{s.target} measured", c, "solid"), (f"{s.target} ideal linear", c, "dashed")]
+            if s.usl is not None and s.usl.good:
+                top = max(max(p.clients for p in s.points), min(s.usl.peak_clients or 0, 3 * max(p.clients for p in s.points)))
+                xs = sorted({*(p.clients for p in s.points), *(1 + (top - 1) * i / 40 for i in range(41))})
+                lines.append(Line(f"{s.target} USL fit", c, [(x, s.usl.predict(x)) for x in xs], dash="2 3", dots=False,
+                                  css="series usl"))
+                legend.append((f"{s.target} USL fit", c, "dotted"))
+        chart_id = f"chart-scaling-{slug(workload)}"
+        title = f"Scaling with clients: {workload} (measured vs ideal linear vs USL fit)"
+        svg = line_chart(chart_id, title, lines, "clients", "tps", css="lines scaling")
+        charts.append(Chart(chart_id, title, svg, legend))
+    return charts
+
+
+def cost_chart(report: Report) -> Chart | None:
+    if not report.has_costs:
+        return None
+    labels = _labels(report)
+    series = []
+    for name in _target_names(report):
+        by_key = {p.key: p for k in report.keys for p in report.points[k] if p.target == name}
+        values = [by_key[k].tps_per_usd_hour if k in by_key else None for k in report.keys]
+        if any(v is not None for v in values):
+            faded = [_not_compared(by_key.get(k)) for k in report.keys]
+            series.append(Bars(name, report.colours[name], values, faded=faded))
+    title = "Cost efficiency (tps per dollar-hour of the target)"
+    svg = bar_chart("chart-cost", title, [labels[k] for k in report.keys], series, "tps per $/h", unit="tps per $/h",
+                    css="bars cost")
+    return Chart("chart-cost", title, svg, [(s.name, s.colour, "solid") for s in series])
+
+
+def _environment(autoescape: bool) -> Environment:
+    env = Environment(
+        loader=FileSystemLoader(TEMPLATES),
+        autoescape=select_autoescape(enabled_extensions=("html.j2",), default=False) if autoescape else False,
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+    env.filters.update(fmt=_fmt, pct=_pct, md=_md, slug=slug)
+    return env
+
+
+def _context(report: Report) -> dict:
+    return dict(r=report, results=report.results, labels=_labels(report), drop_fraction=DROP_FRACTION)
+
+
+def render_markdown(report: Report) -> str:
+    return _environment(autoescape=False).get_template("summary.md.j2").render(**_context(report))
+
+
+def render_html(report: Report) -> str:
+    charts = dict(
+        throughput=throughput_chart(report),
+        latency=latency_chart(report),
+        progress=progress_charts(report),
+        scaling=scaling_charts(report),
+        cost=cost_chart(report),
+    )
+    css = (TEMPLATES / "report.css").read_text()
+    return _environment(autoescape=True).get_template("report.html.j2").render(
+        **_context(report), charts=charts, css=Markup(css)
+    )

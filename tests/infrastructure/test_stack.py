@@ -1,0 +1,599 @@
+"""The stack as synthesized from cdk.json alone."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from aws_cdk import App, Stack
+from aws_cdk import aws_s3 as s3
+from aws_cdk.assertions import Annotations, Match
+from pgarena_cdk import constants
+from pgarena_cdk.nag import add_security_checks
+
+from pgarena.settings import LauncherEnv, ResultsEnv
+
+pytestmark = pytest.mark.infrastructure
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+ASL_FILE = REPO_ROOT / constants.STATE_MACHINE_ASL
+HANDLERS = {
+    "functions/validate/handler.handler",
+    "functions/preflight/handler.handler",
+    "functions/launch_worker/handler.handler",
+    "functions/release_lease/handler.handler",
+    "functions/aggregate/handler.handler",
+}
+
+
+@pytest.fixture(scope="module")
+def default_synth(synthesize_app, tmp_path_factory):
+    """The app as `cdk synth` builds it from cdk.json alone: a new VPC, no layer. Synthesized once."""
+    return synthesize_app(tmp_path_factory.mktemp("cdk.out"))
+
+
+def _logical_id(synth, type_: str, name_part: str) -> str:
+    (name,) = [name for name in synth.resources_of_type(type_) if name_part in name]
+    return name
+
+
+def _function(synth, handler: str) -> dict:
+    (body,) = [
+        body
+        for body in synth.resources_of_type("AWS::Lambda::Function").values()
+        if body["Properties"]["Handler"] == handler
+    ]
+    return body["Properties"]
+
+
+def _function_logical_id(synth, handler: str) -> str:
+    (name,) = [
+        name
+        for name, body in synth.resources_of_type("AWS::Lambda::Function").items()
+        if body["Properties"]["Handler"] == handler
+    ]
+    return name
+
+
+def _statements_of_role(synth, role_logical_id: str) -> list[dict]:
+    statements = []
+    for body in synth.resources_of_type("AWS::IAM::Policy").values():
+        if {"Ref": role_logical_id} in body["Properties"]["Roles"]:
+            statements.extend(body["Properties"]["PolicyDocument"]["Statement"])
+    return statements
+
+
+def _statement_with(statements: list[dict], action: str) -> dict:
+    (statement,) = [s for s in statements if action in _as_list(s["Action"])]
+    return statement
+
+
+def _as_list(value) -> list:
+    return value if isinstance(value, list) else [value]
+
+
+def _get_att_targets(value) -> list[str]:
+    """Logical ids named by Fn::GetAtt anywhere inside a template value."""
+    if isinstance(value, dict):
+        if "Fn::GetAtt" in value:
+            return [value["Fn::GetAtt"][0]]
+        return [target for item in value.values() for target in _get_att_targets(item)]
+    if isinstance(value, list):
+        return [target for item in value for target in _get_att_targets(item)]
+    return []
+
+
+def _results_bucket(synth) -> dict:
+    return synth.resources[_logical_id(synth, "AWS::S3::Bucket", "ResultsBucket")]["Properties"]
+
+
+# --- Results ---------------------------------------------------------------------------------
+
+
+def test_results_bucket_is_encrypted(default_synth):
+    # Given the default synth / When reading the results bucket
+    encryption = _results_bucket(default_synth)["BucketEncryption"]
+
+    # Then every object is encrypted at rest with S3-managed keys
+    assert encryption["ServerSideEncryptionConfiguration"][0]["ServerSideEncryptionByDefault"] == {
+        "SSEAlgorithm": "AES256"
+    }
+
+
+def test_results_bucket_blocks_public_access(default_synth):
+    # Given the default synth / When reading the results bucket
+    block = _results_bucket(default_synth)["PublicAccessBlockConfiguration"]
+
+    # Then all four public-access switches are on
+    assert block == {
+        "BlockPublicAcls": True,
+        "BlockPublicPolicy": True,
+        "IgnorePublicAcls": True,
+        "RestrictPublicBuckets": True,
+    }
+
+
+def test_results_bucket_refuses_requests_without_tls(default_synth):
+    # Given the results bucket's policy
+    bucket_id = _logical_id(default_synth, "AWS::S3::Bucket", "ResultsBucket")
+    (policy,) = [
+        body["Properties"]["PolicyDocument"]
+        for body in default_synth.resources_of_type("AWS::S3::BucketPolicy").values()
+        if body["Properties"]["Bucket"] == {"Ref": bucket_id}
+    ]
+
+    # When looking for the deny on insecure transport
+    denies = [
+        s
+        for s in policy["Statement"]
+        if s["Effect"] == "Deny" and s.get("Condition") == {"Bool": {"aws:SecureTransport": "false"}}
+    ]
+
+    # Then every S3 action is denied without TLS
+    assert [d["Action"] for d in denies] == ["s3:*"]
+
+
+def test_results_bucket_is_versioned(default_synth):
+    # Given the default synth / When reading the results bucket
+    versioning = _results_bucket(default_synth)["VersioningConfiguration"]
+
+    # Then it keeps every version of an object
+    assert versioning == {"Status": "Enabled"}
+
+
+def test_results_bucket_logs_access_to_a_separate_bucket(default_synth):
+    # Given the default synth / When reading the results bucket's logging
+    destination = _results_bucket(default_synth)["LoggingConfiguration"]["DestinationBucketName"]
+
+    # Then access logs go to the log bucket
+    assert destination == {"Ref": _logical_id(default_synth, "AWS::S3::Bucket", "AccessLogBucket")}
+
+
+def test_raw_output_expires_after_configured_days(default_synth):
+    # Given the context's expiry for raw output
+    days = json.loads((REPO_ROOT / "cdk.json").read_text())["context"][constants.CONTEXT_RAW_OUTPUT_EXPIRATION_DAYS]
+
+    # When reading the lifecycle rule that expires raw output
+    rules = _results_bucket(default_synth)["LifecycleConfiguration"]["Rules"]
+    (rule,) = [r for r in rules if r.get("Id") == "ExpireRawOutput"]
+
+    # Then objects tagged as raw output (and their old versions) expire after that many days
+    assert rule["TagFilters"] == [{"Key": constants.RAW_OUTPUT_TAG_KEY, "Value": constants.RAW_OUTPUT_TAG_VALUE}]
+    assert (rule["ExpirationInDays"], rule["NoncurrentVersionExpiration"]["NoncurrentDays"]) == (days, days)
+
+
+def test_table_has_point_in_time_recovery(default_synth):
+    # Given the default synth / When reading the table
+    default_synth.template.has_resource_properties(
+        "AWS::DynamoDB::Table",
+        # Then point-in-time recovery is on
+        {"PointInTimeRecoverySpecification": {"PointInTimeRecoveryEnabled": True}},
+    )
+
+
+def test_table_is_encrypted_with_aws_managed_key(default_synth):
+    # Given the default synth / When reading the table
+    default_synth.template.has_resource_properties(
+        "AWS::DynamoDB::Table",
+        # Then server-side encryption uses the AWS-managed KMS key (no customer key given)
+        {"SSESpecification": {"SSEEnabled": True, "KMSMasterKeyId": Match.absent()}},
+    )
+
+
+def test_table_keys_are_pk_and_sk_strings_on_demand(default_synth):
+    # Given the default synth / When reading the table
+    default_synth.template.has_resource_properties(
+        "AWS::DynamoDB::Table",
+        # Then it has the string keys pgarena.store writes, billed per request
+        {
+            "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
+            "AttributeDefinitions": [
+                {"AttributeName": "pk", "AttributeType": "S"},
+                {"AttributeName": "sk", "AttributeType": "S"},
+            ],
+            "BillingMode": "PAY_PER_REQUEST",
+        },
+    )
+
+
+# --- Functions -------------------------------------------------------------------------------
+
+
+def test_one_function_per_handler(default_synth):
+    # Given the default synth
+    functions = default_synth.resources_of_type("AWS::Lambda::Function").values()
+
+    # When listing their handlers
+    handlers = sorted(body["Properties"]["Handler"] for body in functions)
+
+    # Then there is exactly one function per handler
+    assert handlers == sorted(HANDLERS)
+
+
+def test_functions_run_python_312_traced_with_powertools_service_name(default_synth):
+    # Given the default synth / When reading each function's runtime, tracing and service name
+    shapes = {
+        handler: (
+            _function(default_synth, handler)["Runtime"],
+            _function(default_synth, handler)["TracingConfig"]["Mode"],
+            _function(default_synth, handler)["Environment"]["Variables"]["POWERTOOLS_SERVICE_NAME"],
+        )
+        for handler in HANDLERS
+    }
+
+    # Then all run Python 3.12 with active tracing and the pgarena service name
+    assert set(shapes.values()) == {("python3.12", "Active", "pgarena")}
+
+
+def test_every_handler_module_is_in_the_code_asset(default_synth):
+    # Given the staged code asset of each function
+    modules = {}
+    for handler in HANDLERS:
+        asset_hash = _function(default_synth, handler)["Code"]["S3Key"].removesuffix(".zip")
+        module = handler.rsplit(".", 1)[0] + ".py"
+        modules[handler] = (default_synth.asset_dir(asset_hash) / module).is_file()
+
+    # When looking for each handler's module / Then every one is there
+    assert modules == {handler: True for handler in HANDLERS}
+
+
+def test_function_code_asset_holds_only_functions_and_pgarena(default_synth):
+    # Given the code asset of a function
+    code = _function(default_synth, "functions/validate/handler.handler")["Code"]
+    asset_hash = code["S3Key"].removesuffix(".zip")
+
+    # When listing the staged directory
+    entries = sorted(path.name for path in default_synth.asset_dir(asset_hash).iterdir())
+
+    # Then only the handlers and the library are in it
+    assert entries == ["functions", "pgarena"]
+
+
+def test_launch_worker_environment_satisfies_launcher_settings(default_synth):
+    # Given the environment CDK gives launch_worker
+    variables = _function(default_synth, "functions/launch_worker/handler.handler")["Environment"]["Variables"]
+
+    # When validating it with the handler's own settings model (every required name present)
+    names = {field.alias for field in LauncherEnv.model_fields.values()}
+
+    # Then every name the handler reads is set
+    assert names - set(variables) == set()
+
+
+def test_launch_worker_fixed_settings(default_synth):
+    # Given the environment CDK gives launch_worker
+    variables = _function(default_synth, "functions/launch_worker/handler.handler")["Environment"]["Variables"]
+
+    # When reading the fixed values
+    fixed = {name: variables[name] for name in ("WORKER_CONTAINER_NAME", "LAUNCH_TYPE", "ASSIGN_PUBLIC_IP")}
+
+    # Then they name the worker container and a private Fargate launch
+    assert fixed == {"WORKER_CONTAINER_NAME": "worker", "LAUNCH_TYPE": "FARGATE", "ASSIGN_PUBLIC_IP": "DISABLED"}
+
+
+def test_launch_worker_targets_the_created_subnets_and_security_group(default_synth):
+    # Given the environment CDK gives launch_worker
+    variables = _function(default_synth, "functions/launch_worker/handler.handler")["Environment"]["Variables"]
+    group_id = _logical_id(default_synth, "AWS::EC2::SecurityGroup", "WorkerSecurityGroup")
+
+    # When reading the placement variables
+    subnets = variables["WORKER_SUBNETS"]["Fn::Join"]
+
+    # Then the two private subnets are joined with commas and the worker group is given
+    assert subnets[0] == "," and len(subnets[1]) == 2
+    assert all("WorkersSubnet" in ref["Ref"] for ref in subnets[1])
+    assert variables["WORKER_SECURITY_GROUPS"] == {"Fn::GetAtt": [group_id, "GroupId"]}
+
+
+@pytest.mark.parametrize(
+    "handler",
+    [
+        "functions/preflight/handler.handler",
+        "functions/release_lease/handler.handler",
+        "functions/aggregate/handler.handler",
+    ],
+)
+def test_results_environment_satisfies_results_settings(default_synth, handler):
+    # Given the environment CDK gives a function that reads or writes results or leases
+    variables = _function(default_synth, handler)["Environment"]["Variables"]
+
+    # When comparing with the handlers' settings model
+    names = {field.alias for field in ResultsEnv.model_fields.values()}
+
+    # Then every name it reads is set
+    assert names - set(variables) == set()
+
+
+@pytest.mark.parametrize("handler", ["functions/preflight/handler.handler", "functions/release_lease/handler.handler"])
+def test_lease_functions_may_touch_only_lease_items(default_synth, handler):
+    # Given the statements of a function that takes or gives back connection leases
+    role_id = _function(default_synth, handler)["Role"]["Fn::GetAtt"][0]
+    statement = _statement_with(_statements_of_role(default_synth, role_id), "dynamodb:PutItem")
+    table_id = _logical_id(default_synth, "AWS::DynamoDB::Table", "ResultsTable")
+
+    # When reading its DynamoDB grant
+    grant = (sorted(_as_list(statement["Action"])), statement["Resource"], statement["Condition"])
+
+    # Then it reads and writes lease items of the results table, and no other items
+    assert grant == (
+        ["dynamodb:GetItem", "dynamodb:PutItem"],
+        {"Fn::GetAtt": [table_id, "Arn"]},
+        {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["lease#*"]}},
+    )
+
+
+def test_preflight_runs_outside_a_vpc_when_none_is_given(default_synth):
+    # Given the default synth (no pgarena:vpcId) / When reading the preflight function
+    function = _function(default_synth, "functions/preflight/handler.handler")
+
+    # Then it has no VPC configuration
+    assert "VpcConfig" not in function
+
+
+def test_missing_layer_is_reported_as_a_warning(default_synth):
+    # Given the default synth (no pgarena:layerDir)
+    annotations = Annotations.from_stack(default_synth.stack)
+
+    # When looking for the layer warning / Then it is there, and no function has a layer
+    annotations.has_warning("*", Match.string_like_regexp("No Lambda layer"))
+    functions = default_synth.resources_of_type("AWS::Lambda::Function").values()
+    assert all("Layers" not in body["Properties"] for body in functions)
+
+
+# --- State machine ---------------------------------------------------------------------------
+
+
+def _state_machine(synth) -> dict:
+    (body,) = synth.resources_of_type("AWS::StepFunctions::StateMachine").values()
+    return body["Properties"]
+
+
+def test_definition_substitutions_match_the_asl_placeholders(default_synth):
+    # Given the placeholders the ASL file uses
+    placeholders = set(re.findall(r"\$\{(\w+)\}", ASL_FILE.read_text()))
+
+    # When reading the state machine's substitutions
+    substitutions = _state_machine(default_synth)["DefinitionSubstitutions"]
+
+    # Then the keys are exactly those placeholders
+    assert placeholders and set(substitutions) == placeholders
+
+
+def test_each_placeholder_points_at_its_function(default_synth):
+    # Given the state machine's substitutions
+    substitutions = _state_machine(default_synth)["DefinitionSubstitutions"]
+
+    # When resolving each to the function it names
+    resolved = {key: value["Fn::GetAtt"][0] for key, value in substitutions.items()}
+
+    # Then each placeholder is the ARN of the function of the same name
+    assert resolved == {
+        "ValidateFunctionArn": _function_logical_id(default_synth, "functions/validate/handler.handler"),
+        "PreflightFunctionArn": _function_logical_id(default_synth, "functions/preflight/handler.handler"),
+        "LaunchWorkerFunctionArn": _function_logical_id(default_synth, "functions/launch_worker/handler.handler"),
+        "ReleaseLeaseFunctionArn": _function_logical_id(default_synth, "functions/release_lease/handler.handler"),
+        "AggregateFunctionArn": _function_logical_id(default_synth, "functions/aggregate/handler.handler"),
+    }
+
+
+def test_template_does_not_inline_the_asl(default_synth):
+    # Given the synthesized template
+    state_machine = _state_machine(default_synth)
+
+    # When looking for the definition
+    text = json.dumps(default_synth.template.to_json())
+
+    # Then the definition is an uploaded asset, and no state name appears in the template
+    assert "DefinitionString" not in state_machine and "DefinitionS3Location" in state_machine
+    assert "Validate And Plan" not in text
+
+
+def test_state_machine_may_invoke_exactly_its_functions(default_synth):
+    # Given the state machine role's statements
+    role_id = _state_machine(default_synth)["RoleArn"]["Fn::GetAtt"][0]
+    statement = _statement_with(_statements_of_role(default_synth, role_id), "lambda:InvokeFunction")
+
+    # When resolving every resource to the function it names
+    resources = _as_list(statement["Resource"])
+    named = {logical_id for resource in resources for logical_id in _get_att_targets(resource)}
+
+    # Then only the campaign's functions are named, and no resource is a wildcard
+    assert named == {_function_logical_id(default_synth, h) for h in HANDLERS}
+    assert not any("*" in json.dumps(r) for r in resources)
+
+
+def test_state_machine_logs_all_events_without_execution_data(default_synth):
+    # Given the default synth / When reading the state machine's logging configuration
+    logging = _state_machine(default_synth)["LoggingConfiguration"]
+
+    # Then every event is logged to a log group, without inputs and outputs
+    assert (logging["Level"], logging["IncludeExecutionData"]) == ("ALL", False)
+    assert "CloudWatchLogsLogGroup" in logging["Destinations"][0]
+
+
+def test_state_machine_is_standard_and_traced(default_synth):
+    # Given the default synth / When reading the state machine
+    state_machine = _state_machine(default_synth)
+
+    # Then it is a STANDARD workflow with X-Ray tracing
+    assert (state_machine["StateMachineType"], state_machine["TracingConfiguration"]) == ("STANDARD", {"Enabled": True})
+
+
+# --- Worker ----------------------------------------------------------------------------------
+
+
+def _launch_worker_statements(synth) -> list[dict]:
+    role_id = _function(synth, "functions/launch_worker/handler.handler")["Role"]["Fn::GetAtt"][0]
+    return _statements_of_role(synth, role_id)
+
+
+def test_launch_worker_may_run_only_the_worker_task_on_its_cluster(default_synth):
+    # Given launch_worker's statements
+    statement = _statement_with(_launch_worker_statements(default_synth), "ecs:RunTask")
+
+    # When reading the RunTask grant
+    task_id = _logical_id(default_synth, "AWS::ECS::TaskDefinition", "WorkerTask")
+    cluster_id = _logical_id(default_synth, "AWS::ECS::Cluster", "Cluster")
+
+    # Then it names the worker task definition, on the pgarena cluster only
+    assert statement["Resource"] == {"Ref": task_id}
+    assert statement["Condition"] == {"ArnEquals": {"ecs:cluster": {"Fn::GetAtt": [cluster_id, "Arn"]}}}
+
+
+def test_launch_worker_may_pass_only_the_task_and_execution_roles(default_synth):
+    # Given launch_worker's statements
+    statement = _statement_with(_launch_worker_statements(default_synth), "iam:PassRole")
+
+    # When reading the PassRole grant
+    task = _task_definition(default_synth)
+    expected = [task["TaskRoleArn"], task["ExecutionRoleArn"]]
+
+    # Then exactly the worker's two roles can be passed, and only to ECS tasks
+    assert sorted(map(json.dumps, _as_list(statement["Resource"]))) == sorted(map(json.dumps, expected))
+    assert statement["Condition"] == {"StringEquals": {"iam:PassedToService": "ecs-tasks.amazonaws.com"}}
+
+
+def _task_definition(synth) -> dict:
+    (body,) = synth.resources_of_type("AWS::ECS::TaskDefinition").values()
+    return body["Properties"]
+
+
+def test_worker_task_roles_are_separate(default_synth):
+    # Given the worker task definition / When comparing its roles
+    task = _task_definition(default_synth)
+
+    # Then the task role and the execution role are different roles
+    assert task["TaskRoleArn"] != task["ExecutionRoleArn"]
+
+
+def test_worker_container_shape_comes_from_context(default_synth):
+    # Given cdk.json's worker size
+    context = json.loads((REPO_ROOT / "cdk.json").read_text())["context"]
+
+    # When reading the task definition
+    task = _task_definition(default_synth)
+    (container,) = task["ContainerDefinitions"]
+
+    # Then CPU and memory are the context's, and the container is "worker" logging with awslogs
+    assert (task["Cpu"], task["Memory"]) == (
+        str(context[constants.CONTEXT_WORKER_CPU_UNITS]),
+        str(context[constants.CONTEXT_WORKER_MEMORY_MIB]),
+    )
+    assert (container["Name"], container["LogConfiguration"]["LogDriver"]) == ("worker", "awslogs")
+
+
+def test_worker_image_context_holds_only_what_the_dockerfile_copies(default_synth):
+    # Given the worker image's asset hash (the image tag)
+    image = _task_definition(default_synth)["ContainerDefinitions"][0]["Image"]["Fn::Sub"]
+    asset_hash = image.rsplit(":", 1)[1]
+
+    # When listing its staged build context
+    entries = sorted(path.name for path in default_synth.asset_dir(asset_hash).iterdir())
+
+    # Then only the package, the worker and the project files are sent to Docker
+    assert entries == ["README.md", "pgarena", "pyproject.toml", "workers"]
+
+
+def test_worker_task_role_grants(default_synth):
+    # Given the worker's task role statements
+    role_id = _task_definition(default_synth)["TaskRoleArn"]["Fn::GetAtt"][0]
+    statements = _statements_of_role(default_synth, role_id)
+
+    # When collecting actions per resource
+    grants = {json.dumps(s["Resource"]): sorted(_as_list(s["Action"])) for s in statements}
+    bucket_id = _logical_id(default_synth, "AWS::S3::Bucket", "ResultsBucket")
+    table_id = _logical_id(default_synth, "AWS::DynamoDB::Table", "ResultsTable")
+
+    # Then it writes raw output, puts its summary, answers the token and reads pgarena/ secrets
+    raw = json.dumps({"Fn::Join": ["", [{"Fn::GetAtt": [bucket_id, "Arn"]}, "/*/raw/*"]]})
+    assert grants[raw] == ["s3:PutObject", "s3:PutObjectTagging"]
+    assert grants[json.dumps({"Fn::GetAtt": [table_id, "Arn"]})] == ["dynamodb:PutItem"]
+    assert grants[json.dumps("*")] == ["states:SendTaskFailure", "states:SendTaskHeartbeat", "states:SendTaskSuccess"]
+    (secrets,) = [resource for resource in grants if "secret:pgarena/*" in resource]
+    assert grants[secrets] == ["secretsmanager:GetSecretValue"]
+
+
+def test_worker_may_write_only_summary_items(default_synth):
+    # Given the worker's task role statements
+    role_id = _task_definition(default_synth)["TaskRoleArn"]["Fn::GetAtt"][0]
+    statement = _statement_with(_statements_of_role(default_synth, role_id), "dynamodb:PutItem")
+
+    # When reading the condition on its PutItem / Then only step summaries ("campaign#...") qualify
+    assert statement["Condition"] == {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["campaign#*"]}}
+
+
+def test_cluster_has_container_insights(default_synth):
+    # Given the default synth / When reading the cluster
+    default_synth.template.has_resource_properties(
+        "AWS::ECS::Cluster",
+        # Then Container Insights is enabled
+        {"ClusterSettings": [{"Name": "containerInsights", "Value": "enabled"}]},
+    )
+
+
+# --- Placement and outputs -------------------------------------------------------------------
+
+
+def test_created_vpc_has_two_azs_and_one_nat_gateway(default_synth):
+    # Given the default synth (no pgarena:vpcId) / When counting the network resources
+    counts = {
+        type_: len(default_synth.resources_of_type(type_))
+        for type_ in ("AWS::EC2::VPC", "AWS::EC2::NatGateway", "AWS::EC2::Subnet", "AWS::EC2::VPCEndpoint")
+    }
+
+    # Then one VPC spans two AZs (a public and a private subnet each) behind a single NAT gateway
+    assert counts == {"AWS::EC2::VPC": 1, "AWS::EC2::NatGateway": 1, "AWS::EC2::Subnet": 4, "AWS::EC2::VPCEndpoint": 0}
+
+
+def test_outputs_name_state_machine_bucket_and_table(default_synth):
+    # Given the default synth / When reading the outputs
+    outputs = default_synth.template.to_json()["Outputs"]
+
+    # Then the state machine ARN, the bucket and the table are exported by name
+    assert {
+        constants.OUTPUT_STATE_MACHINE_ARN,
+        constants.OUTPUT_RESULTS_BUCKET,
+        constants.OUTPUT_RESULTS_TABLE,
+    } <= set(outputs)
+
+
+# --- cdk-nag ---------------------------------------------------------------------------------
+
+
+def test_cdk_nag_leaves_no_unacknowledged_finding(default_synth):
+    # Given the synthesis of the app with AwsSolutionsChecks
+    report = json.loads((default_synth.outdir / "validation-report.json").read_text())
+
+    # When reading the validation outcome / Then synthesis passed and no plugin reported anything
+    assert default_synth.validation_error is None, str(default_synth.validation_error)
+    assert report["pluginReports"] == []
+
+
+def test_every_acknowledgement_carries_a_reason(default_synth):
+    # Given the acknowledgements recorded in the cloud assembly
+    metadata = json.loads((default_synth.outdir / f"{default_synth.stack.artifact_id}.metadata.json").read_text())
+    acknowledged = {
+        (path, rule): reason
+        for path, entries in metadata.items()
+        for entry in entries
+        if entry["type"] == "aws:cdk:acknowledged-rules"
+        for rule, reason in entry["data"].items()
+        if "AwsSolutions-" in rule
+    }
+
+    # When checking their reasons / Then there are some, and each explains itself in a sentence
+    assert acknowledged
+    assert {key: reason for key, reason in acknowledged.items() if len(reason) < 40} == {}
+
+
+def test_cdk_nag_fails_synthesis_on_an_unacknowledged_finding(tmp_path: Path):
+    # Given an app with a bucket that breaks AwsSolutions-S1 and -S10, checked the way pgarena is
+    app = App(outdir=str(tmp_path))
+    s3.Bucket(Stack(app, "Careless"), "Bucket")
+    add_security_checks(app)
+
+    # When synthesizing / Then the findings fail it (so the passing synth above means something)
+    with pytest.raises(RuntimeError, match="AwsSolutions-S1"):
+        app.synth()
