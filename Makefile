@@ -15,7 +15,9 @@ $(STAMP): pyproject.toml
 	command -v sysbench >/dev/null || { [ "$$(id -u)" = 0 ] && apt-get update -qq && apt-get install -y -qq sysbench >/dev/null; } || echo "warning: sysbench not installed; sysbench workloads cannot run" >&2
 	touch $(STAMP)
 
+# The browser test opens the HTML report in headless Chromium (Debian's package; root installs it).
 install: $(STAMP)
+	@command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] && apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } || echo "warning: chromium not installed; the report's browser test will be skipped" >&2
 
 demo: install
 	$(BIN)/pgarena run --local --matrix examples/local-demo.json --out results

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from pydantic import BaseModel
@@ -66,10 +67,11 @@ def _target_result(
             error = error or MISSING
             errors.append(error)
         raw = _relative(campaign_id, summary.raw if summary else [])
-        if step.kind == "init":
+        if step.kind in ("init", "cleanup"):
             loads.append(
                 LoadResult(
                     workload=step.workload,
+                    kind=step.kind,
                     status=status,
                     seconds=summary.load_s if summary else None,
                     phases_s=summary.load_phases_s if summary else {},
@@ -91,6 +93,7 @@ def _target_result(
                 transactions=summary.transactions if summary else None,
                 failed_transactions=summary.failed_transactions if summary else None,
                 progress=summary.progress if summary else [],
+                extra=summary.extra if summary else {},
                 connections=_connections(campaign_id, summary),
                 raw=raw,
                 error=error if status == "failed" else None,
@@ -114,8 +117,17 @@ def _target_result(
 
 
 def aggregate(
-    plan: Plan, outcomes: list[TargetOutcome], summaries: list[StepSummary], started_at: str, finished_at: str
+    plan: Plan,
+    outcomes: list[TargetOutcome],
+    summaries: list[StepSummary],
+    started_at: str,
+    finished_at: str,
+    refusal: ErrorInfo | None = None,
 ) -> CampaignResults:
+    """`refusal`: the campaign was refused before any target ran (the cost guard); every target fails with it."""
+    if refusal is not None:
+        cause = json.dumps({"errorType": refusal.kind, "errorMessage": refusal.message})
+        outcomes = [TargetOutcome(name=t.name, failure={"Error": refusal.kind, "Cause": cause}) for t in plan.targets]
     by_name = {o.name: o for o in outcomes}
     by_step = {s.step_id: s for s in summaries}
     targets = [_target_result(t, by_name.get(t.name), by_step, plan.campaign_id) for t in plan.targets]

@@ -127,10 +127,9 @@ def compute_budget(facts: ConnectionFacts, policy: ConnectionPolicy, pooler: Poo
 
 
 def _clamped(step: Step, allowed: int) -> Step:
-    if step.run is None or step.run.clients <= allowed:
+    if step.kind != "run" or step.connections <= allowed:
         return step
-    run = step.run.model_copy(update={"clients": allowed, "jobs": min(step.run.jobs, allowed)})
-    return step.model_copy(update={"run": run, "requested_clients": step.run.clients})
+    return step.model_copy(update={"clients": allowed, "requested_clients": step.clients})
 
 
 def apply_budget(target: PlannedTarget, budget: Budget, leased_by_others: int = 0) -> list[Step]:

@@ -43,6 +43,33 @@ def validate(matrix: Annotated[Path, typer.Argument(help="provider matrix JSON")
 
 
 @app.command()
+def estimate(
+    matrix: Annotated[Path, typer.Option(help="provider matrix JSON")],
+    region: Annotated[str | None, typer.Option(help="price table region; default: the matrix's cost.region, else us-east-1")] = None,
+    worker_cpu: Annotated[int, typer.Option(help="Fargate CPU units of a worker, as pgarena:workerCpu")] = 1024,
+    worker_memory_mib: Annotated[int, typer.Option(help="Fargate memory of a worker, as pgarena:workerMemoryMiB")] = 2048,
+    spot: Annotated[bool, typer.Option("--spot", help="price workers at the typical Fargate Spot discount")] = False,
+) -> None:
+    """Print what the campaign would cost in AWS, line by line, as the cost guard estimates it."""
+    from pgarena.cost import estimate_campaign, format_lines
+
+    campaign = _load_or_exit(matrix)
+    result = estimate_campaign(campaign, worker_cpu, worker_memory_mib, region, spot)
+    print(f"{campaign.campaign}: {result.tasks} worker tasks, about {result.wall_s / 60:.0f} min, "
+          f"{result.region} list prices as of {result.prices_as_of}")
+    for row in format_lines(result) + [f"note: {note}" for note in result.notes]:
+        print(row)
+    cap = campaign.cost.cap_usd if campaign.cost else None
+    if campaign.cost and campaign.cost.monthly_cap_usd is not None:
+        print(f"monthly cap ${campaign.cost.monthly_cap_usd:.2f}: checked against the month's ledger when it starts")
+    if cap is not None and result.total_usd > cap:
+        errors.print(f"over the campaign cap ${cap:.2f}: the cost guard would refuse it", highlight=False)
+        raise typer.Exit(1)
+    if cap is not None:
+        print(f"within the campaign cap ${cap:.2f}")
+
+
+@app.command()
 def schema() -> None:
     """Print the provider matrix's JSON Schema."""
     print(json.dumps(json_schema(), indent=2))

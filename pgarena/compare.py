@@ -72,10 +72,11 @@ def _latency(a: PointMetrics, b: PointMetrics) -> tuple[str | None, float | None
     return None, None, None
 
 
-def _beyond_noise(a: PointMetrics, b: PointMetrics) -> bool:
-    """The tps difference exceeds the two campaigns' run-to-run stddevs added (0 without repetitions)."""
-    assert a.tps is not None and b.tps is not None
-    return abs(b.tps - a.tps) > (a.tps_stddev or 0.0) + (b.tps_stddev or 0.0)
+def _noise(a: PointMetrics, b: PointMetrics) -> float:
+    """Run-to-run relative noise of the pair: the two campaigns' tps stddevs added, over A's tps (0 without
+    repetitions). In pgbench's closed loop latency is clients / tps, so it stands for latency too."""
+    assert a.tps
+    return ((a.tps_stddev or 0.0) + (b.tps_stddev or 0.0)) / a.tps
 
 
 def compare_points(a: PointMetrics, b: PointMetrics, threshold: float = DEFAULT_THRESHOLD) -> Change:
@@ -93,23 +94,28 @@ def compare_points(a: PointMetrics, b: PointMetrics, threshold: float = DEFAULT_
     if not (a.complete and b.complete):
         which = "A and B" if not (a.complete or b.complete) else ("A" if not a.complete else "B")
         return change.model_copy(update={"verdict": "not_comparable", "reasons": [f"failed or clamped in {which}"]})
-    reasons = []
-    worse = better = False
-    if change.tps_change is not None and abs(change.tps_change) > threshold:
-        reasons.append(f"tps {change.tps_change:+.1%}")
-        worse, better = worse or change.tps_change < 0, better or change.tps_change > 0
-    if change.latency_change is not None and abs(change.latency_change) > threshold:
-        reasons.append(f"latency {field} {change.latency_change:+.1%}")
-        worse, better = worse or change.latency_change > 0, better or change.latency_change < 0
-    collapsed = b.stability.collapsed and not a.stability.collapsed
-    if collapsed:
+    noise = _noise(a, b)
+    reasons, noisy = [], []
+    worse = False
+    for label, relative, higher_is_worse in (
+        ("tps", change.tps_change, False),
+        (f"latency {field}", change.latency_change, True),
+    ):
+        if relative is None or abs(relative) <= threshold:
+            continue
+        if abs(relative) <= noise:
+            noisy.append(f"{label} {relative:+.1%}")
+            continue
+        reasons.append(f"{label} {relative:+.1%}")
+        worse = worse or (relative > 0) == higher_is_worse
+    if b.stability.collapsed and not a.stability.collapsed:
         reasons.append("tps collapsed during the run in B")
         worse = True
-    if not reasons:
-        return change
-    if not collapsed and not _beyond_noise(a, b):
-        return change.model_copy(update={"verdict": "within_noise", "reasons": [*reasons, "within run-to-run noise"]})
-    return change.model_copy(update={"verdict": "regression" if worse else "improvement", "reasons": reasons})
+    if reasons:
+        return change.model_copy(update={"verdict": "regression" if worse else "improvement", "reasons": reasons})
+    if noisy:
+        return change.model_copy(update={"verdict": "within_noise", "reasons": [*noisy, "within run-to-run noise"]})
+    return change
 
 
 def compare_campaigns(a: CampaignResults, b: CampaignResults, threshold: float = DEFAULT_THRESHOLD) -> Comparison:

@@ -8,6 +8,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from pgarena.sysbench import SysbenchPrepare, SysbenchRun
+
 # Names end up in S3 keys, DynamoDB keys and file names: keep them boring.
 NAME_PATTERN = r"^[a-z0-9][a-z0-9_-]{0,62}$"
 ENV_VAR_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*$"
@@ -116,17 +118,54 @@ class Target(Strict):
 
 
 class PgbenchInit(Strict):
+    """pgbench --initialize: timed, its phases recorded; load time is a result of its own."""
+
     scale: int = Field(1, ge=1)
     fillfactor: int = Field(100, ge=10, le=100)
+    partitions: int | None = Field(None, ge=1, description="partition pgbench_accounts")
+    partition_method: Literal["range", "hash"] | None = None
+    foreign_keys: bool = False
+    unlogged_tables: bool = False
+    data_generation: Literal["client", "server"] = Field("client", description="client-side (g) or server-side (G)")
+    init_steps: str | None = Field(
+        None, pattern=r"^[dtgGvpf]+$", description="pgbench -I steps, e.g. dtGvp; overrides data_generation"
+    )
+
+    @model_validator(mode="after")
+    def _partitioning(self) -> PgbenchInit:
+        if self.partition_method and not self.partitions:
+            raise ValueError("partition_method needs partitions")
+        return self
+
+
+class PgbenchScript(Strict):
+    """A script in a weighted mix: a builtin one, or custom SQL shipped in the matrix."""
+
+    builtin: Literal["tpcb-like", "simple-update", "select-only"] | None = None
+    sql: str | None = Field(None, min_length=1, description="pgbench script text (meta-commands allowed)")
+    weight: int = Field(1, ge=1)
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> PgbenchScript:
+        if (self.builtin is None) == (self.sql is None):
+            raise ValueError("set exactly one of 'builtin' or 'sql'")
+        return self
 
 
 class PgbenchRun(Strict):
     clients: int | list[int] = Field(1, description="one client count, or a list for a sweep")
     jobs: int = Field(1, ge=1)
-    duration_s: int = Field(ge=1)
+    duration_s: int | None = Field(None, ge=1, description="run for this long (-T)")
+    transactions: int | None = Field(None, ge=1, description="or run this many transactions per client (-t)")
     protocol: Literal["simple", "extended", "prepared"] = "simple"
     progress_s: int = Field(5, ge=1)
     builtin: Literal["tpcb-like", "simple-update", "select-only"] = "tpcb-like"
+    scripts: list[PgbenchScript] | None = Field(None, min_length=1, description="a weighted mix; replaces builtin")
+    rate_tps: float | None = Field(None, gt=0, description="throttle to this rate (--rate); schedule lag is reported")
+    latency_limit_ms: float | None = Field(None, gt=0, description="count transactions slower than this as late")
+    max_tries: int | None = Field(None, ge=1, description="retry serialization/deadlock failures (pgbench 15+)")
+    percentiles: bool = Field(True, description="log every transaction's latency for exact p50/p95/p99")
+    no_vacuum: bool = Field(False, description="skip pgbench's vacuum of its tables before the run (-n)")
 
     @field_validator("clients")
     @classmethod
@@ -140,6 +179,12 @@ class PgbenchRun(Strict):
             raise ValueError("client counts in a sweep must be distinct")
         return value
 
+    @model_validator(mode="after")
+    def _duration_or_transactions(self) -> PgbenchRun:
+        if (self.duration_s is None) == (self.transactions is None):
+            raise ValueError("set exactly one of 'duration_s' (-T) or 'transactions' (-t)")
+        return self
+
     @property
     def client_counts(self) -> list[int]:
         return list(self.clients) if isinstance(self.clients, list) else [self.clients]
@@ -152,7 +197,18 @@ class PgbenchWorkload(Strict):
     run: PgbenchRun
 
 
-Workload = PgbenchWorkload
+class SysbenchWorkload(Strict):
+    """sysbench's bundled OLTP scripts: prepare, run, then cleanup."""
+
+    name: Name
+    tool: Literal["sysbench"]
+    prepare: SysbenchPrepare = SysbenchPrepare()
+    run: SysbenchRun
+    cleanup: bool = Field(True, description="drop the sbtest tables after the runs")
+
+
+Workload = Annotated[PgbenchWorkload | SysbenchWorkload, Field(discriminator="tool")]
+TOOLS = ("pgbench", "sysbench")
 
 RankingMetric = Literal["throughput", "latency", "stability", "cost"]
 # The composite score's default weights (README.md, "Reports and ranking").
@@ -180,6 +236,19 @@ class RankingConfig(Strict):
         return value
 
 
+class CostPolicy(Strict):
+    """Spending limits checked by the cost guard before any worker starts (pgarena.cost, pgarena.ledger)."""
+
+    cap_usd: float | None = Field(None, gt=0, description="refuse the campaign when its estimate exceeds this")
+    monthly_cap_usd: float | None = Field(
+        None, gt=0, description="refuse it when the month's ledger (all campaigns) plus its estimate exceeds this"
+    )
+    region: str | None = Field(
+        None, pattern=r"^[a-z]{2}(-[a-z]+)+-\d$", description="price table region; default: the coordinator's region"
+    )
+    schedule: Name | None = Field(None, description="the schedule that started the campaign, recorded in the ledger")
+
+
 class Campaign(Strict):
     campaign: Name
     targets: list[Target] = Field(min_length=1)
@@ -190,6 +259,7 @@ class Campaign(Strict):
     )
     connections: ConnectionPolicy = ConnectionPolicy()
     ranking: RankingConfig | None = Field(None, description="composite score weights and tie rule; defaults when absent")
+    cost: CostPolicy | None = Field(None, description="cost caps and the price region; no caps when absent")
 
     @field_validator("targets", "workloads")
     @classmethod
@@ -232,8 +302,13 @@ def _json_path(loc: tuple[int | str, ...]) -> str:
 def problems_of(error: ValidationError) -> list[Problem]:
     problems = []
     for err in error.errors():
-        # Drop pydantic's union/function tags (e.g. "function-after[...]") from the location.
-        loc = tuple(p for p in err["loc"] if isinstance(p, int) or "[" not in p)
+        # Drop pydantic's union tags from the location: function tags ("function-after[...]") and the
+        # workload discriminator ("pgbench", "sysbench") that follows a list index.
+        raw_loc = err["loc"]
+        loc = tuple(
+            p for i, p in enumerate(raw_loc)
+            if isinstance(p, int) or ("[" not in p and not (p in TOOLS and i > 0 and isinstance(raw_loc[i - 1], int)))
+        )
         message = err["msg"].removeprefix("Value error, ")
         if err["type"] == "string_pattern_mismatch":
             message = _PATTERN_HINTS.get(err["ctx"]["pattern"], message)

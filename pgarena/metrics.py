@@ -28,7 +28,9 @@ USL_GOOD_FIT_ERROR = 0.25
 # A scaling curve needs at least two client counts.
 SCALING_MIN_POINTS = 2
 
-LATENCY_FIELDS = ("avg", "p50", "p95", "p99")
+# Figures in WorkloadResult.extra that count retried transactions: pgbench's (15+, --max-tries) and
+# sysbench's ignored errors, after each of which sysbench restarts the transaction.
+RETRY_COUNTS = ("retried", "ignored_errors")
 
 
 class Stability(BaseModel):
@@ -56,9 +58,11 @@ class PointMetrics(BaseModel):
     clamped: bool = Field(False, description="a repetition ran with fewer clients than asked (budget clamp)")
     runs: int = Field(0, description="succeeded repetitions")
     failed_runs: int = 0
+    error_kinds: list[str] = Field(default_factory=list, description="error kind of each failed repetition")
     tps: float | None = Field(None, description="mean over succeeded repetitions")
     tps_stddev: float | None = Field(None, description="sample stddev over repetitions; None with one")
     tps_runs: list[float] = Field(default_factory=list)
+    qps: float | None = Field(None, description="queries per second (sysbench), mean over repetitions")
     latency_ms: Latency = Latency()
     error_rate: float | None = Field(None, description="failed / (processed + failed) transactions")
     retry_rate: float | None = Field(None, description="retried / processed transactions, where the tool reports it")
@@ -99,6 +103,7 @@ class UslFit(BaseModel):
     peak_clients: float | None = Field(None, description="sqrt((1 - sigma) / kappa); None when kappa = 0")
     peak_tps: float | None = None
     max_error: float = Field(description="largest relative error of the fit over the measured points")
+    points: int = Field(description="client counts fitted; with three, three parameters fit them exactly")
 
     @property
     def good(self) -> bool:
@@ -225,9 +230,10 @@ def _sum(values: list[int | None]) -> int | None:
 
 def _mean_latency(runs: list[WorkloadResult]) -> Latency:
     fields: dict[str, float | None] = {}
-    for name in (*LATENCY_FIELDS, "stddev"):
+    for name in Latency.model_fields:
         values = [getattr(w.latency_ms, name) for w in runs]
-        fields[name] = fmean(values) if values and all(v is not None for v in values) else None  # type: ignore[arg-type]
+        known = [v for v in values if v is not None]
+        fields[name] = fmean(known) if known and len(known) == len(values) else None
     return Latency(**fields)
 
 
@@ -238,8 +244,8 @@ def point_metrics(target: str, workload: str, clients: int | None, runs: list[Wo
     tps_runs = [w.tps for w in ok if w.tps is not None]
     tps = fmean(tps_runs) if tps_runs else None
     processed = _sum([w.transactions for w in ok])
-    # WorkloadResult carries no retry count yet; read one if the contract grows it.
-    retried = _sum([getattr(w, "retried_transactions", None) for w in ok])
+    retried = _sum([next((w.extra[k] for k in RETRY_COUNTS if w.extra.get(k) is not None), None) for w in ok])
+    qps = [w.extra["qps"] for w in ok if w.extra.get("qps") is not None]
     return PointMetrics(
         target=target,
         workload=workload,
@@ -248,9 +254,11 @@ def point_metrics(target: str, workload: str, clients: int | None, runs: list[Wo
         clamped=any(is_clamped(w) for w in runs),
         runs=len(ok),
         failed_runs=len(runs) - len(ok),
+        error_kinds=[w.error.kind for w in runs if w not in ok and w.error is not None],
         tps=tps,
         tps_stddev=stdev(tps_runs) if len(tps_runs) > 1 else None,
         tps_runs=tps_runs,
+        qps=fmean(qps) if qps and len(qps) == len(ok) else None,
         latency_ms=_mean_latency(ok) if ok else Latency(),
         error_rate=error_rate(processed, _sum([w.failed_transactions for w in ok])),
         retry_rate=retry_rate(processed, retried),
@@ -333,6 +341,7 @@ def fit_usl(points: list[tuple[int, float]]) -> UslFit | None:
         peak_clients=peak_clients,
         peak_tps=usl(peak_clients, lambda_tps, sigma, kappa) if peak_clients is not None else None,
         max_error=max_error,
+        points=len(points),
     )
 
 
@@ -370,13 +379,14 @@ def relative_raw(campaign_id: str, raw: str | None) -> list[str]:
 def findings(target: TargetResult, campaign_id: str = "") -> list[Finding]:
     """Every classified failure and incident of a target, each with its evidence."""
     found: list[Finding] = []
-    step_errors = {(e.kind, e.message) for e in [*(w.error for w in target.workloads), *(lo.error for lo in target.loads)] if e}
+    errors = [*(w.error for w in target.workloads), *(lo.error for lo in target.loads)]
+    step_errors = {(e.kind, e.message) for e in errors if e is not None}
     # The aggregate repeats a target's first failed step as the target's error: show it once.
     if target.error is not None and (target.error.kind, target.error.message) not in step_errors:
         found.append(Finding(target=target.name, source="target", kind=target.error.kind,
                              message=target.error.message, raw=relative_raw(campaign_id, target.error.raw)))
     for load in target.loads:
-        if load.error is not None:
+        if load.error is not None and not (target.error is not None and load.error.kind == "not_run"):
             found.append(Finding(target=target.name, source="load", kind=load.error.kind, message=load.error.message,
                                  workload=load.workload, raw=load.raw or relative_raw(campaign_id, load.error.raw)))
     for w in target.workloads:
@@ -419,7 +429,7 @@ def target_metrics(target: TargetResult, campaign_id: str = "") -> TargetMetrics
         provider=target.provider,
         status=target.status,
         hourly_cost_usd=target.hourly_cost_usd,
-        load_s={load.workload: load.seconds for load in target.loads if load.seconds is not None},
+        load_s={lo.workload: lo.seconds for lo in target.loads if lo.kind == "init" and lo.seconds is not None},
         points=points,
         scaling=curves,
         findings=findings(target, campaign_id),

@@ -6,8 +6,10 @@ import os
 import shutil
 from pathlib import Path
 
-from pgarena.matrix import Endpoint, PgbenchInit
-from pgarena.plan import PgbenchRunSpec
+from pgarena.matrix import Endpoint, PgbenchInit, PgbenchRun
+
+# pgbench --log writes <prefix>.<pid> and <prefix>.<pid>.<thread>: one line per transaction.
+TRANSACTION_LOG_PREFIX = "transactions"
 
 
 def pgbench_binary() -> str:
@@ -43,15 +45,46 @@ def libpq_env(endpoint: Endpoint, password: str | None, application_name: str = 
 
 
 def init_args(init: PgbenchInit) -> list[str]:
-    return ["--initialize", f"--scale={init.scale}", f"--fillfactor={init.fillfactor}"]
-
-
-def run_args(run: PgbenchRunSpec) -> list[str]:
+    steps = init.init_steps or ("dtGvp" if init.data_generation == "server" else None)
     return [
-        f"--builtin={run.builtin}",
-        f"--client={run.clients}",
-        f"--jobs={run.jobs}",
-        f"--time={run.duration_s}",
+        "--initialize",
+        f"--scale={init.scale}",
+        f"--fillfactor={init.fillfactor}",
+        *([f"--partitions={init.partitions}"] if init.partitions else []),
+        *([f"--partition-method={init.partition_method}"] if init.partition_method else []),
+        *(["--foreign-keys"] if init.foreign_keys else []),
+        *(["--unlogged-tables"] if init.unlogged_tables else []),
+        *([f"--init-steps={steps}"] if steps else []),
+    ]
+
+
+def script_args(run: PgbenchRun, workdir: Path) -> list[str]:
+    """Builtin or custom scripts with weights; custom SQL is written to files in workdir."""
+    if not run.scripts:
+        return [f"--builtin={run.builtin}"]
+    args = []
+    for index, script in enumerate(run.scripts):
+        if script.builtin:
+            args.append(f"--builtin={script.builtin}@{script.weight}")
+        else:
+            path = workdir / f"script-{index}.sql"
+            path.write_text(script.sql)
+            args.append(f"--file={path}@{script.weight}")
+    return args
+
+
+def run_args(run: PgbenchRun, clients: int, workdir: Path) -> list[str]:
+    jobs = min(run.jobs, clients)  # pgbench refuses more threads than clients
+    return [
+        *script_args(run, workdir),
+        f"--client={clients}",
+        f"--jobs={jobs}",
+        *([f"--time={run.duration_s}"] if run.duration_s else [f"--transactions={run.transactions}"]),
         f"--protocol={run.protocol}",
         f"--progress={run.progress_s}",
+        *([f"--rate={run.rate_tps}"] if run.rate_tps else []),
+        *([f"--latency-limit={run.latency_limit_ms}"] if run.latency_limit_ms else []),
+        *([f"--max-tries={run.max_tries}"] if run.max_tries else []),
+        *(["--no-vacuum"] if run.no_vacuum else []),
+        *(["--log", f"--log-prefix={workdir / TRANSACTION_LOG_PREFIX}"] if run.percentiles else []),
     ]

@@ -8,10 +8,25 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from pgarena.errors import InvalidMatrix
-from pgarena.matrix import Campaign, ConnectionPolicy, Endpoint, PgbenchInit, Placement, Pooler, RankingConfig, Target
+from pgarena.sysbench import connections_used as sysbench_connections
+from pgarena.matrix import (
+    Campaign,
+    ConnectionPolicy,
+    CostPolicy,
+    Endpoint,
+    Placement,
+    Pooler,
+    RankingConfig,
+    SysbenchWorkload,
+    Target,
+    Workload,
+)
 
 # A run gets its duration plus this before Step Functions gives up on it.
 RUN_TIMEOUT_MARGIN_S = 300
+# A worker process exits this long after its step's timeout, whatever it is doing (pgarena.worker):
+# a stuck task stops its Fargate bill even though Step Functions, having timed out, no longer waits.
+WORKER_HARD_STOP_GRACE_S = 120
 # Loading is slow on big scales: a fixed floor plus time per scale unit (100,000 rows).
 INIT_TIMEOUT_BASE_S = 600
 INIT_TIMEOUT_PER_SCALE_S = 30
@@ -21,15 +36,6 @@ class Boundary(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-class PgbenchRunSpec(Boundary):
-    clients: int = Field(ge=1)
-    jobs: int = Field(ge=1)
-    duration_s: int = Field(ge=1)
-    protocol: Literal["simple", "extended", "prepared"]
-    progress_s: int = Field(ge=1)
-    builtin: Literal["tpcb-like", "simple-update", "select-only"]
-
-
 class Step(Boundary):
     """One worker task: everything a worker needs, secrets by reference only."""
 
@@ -37,20 +43,19 @@ class Step(Boundary):
     campaign_id: str
     target: str
     workload: str
-    kind: Literal["init", "run"]
-    tool: Literal["pgbench"] = "pgbench"
+    kind: Literal["init", "run", "cleanup"]
+    spec: Workload = Field(description="the workload as the matrix gives it")
     endpoint: Endpoint
     placement: Placement | None = None
-    init: PgbenchInit | None = None
-    run: PgbenchRunSpec | None = None
+    clients: int | None = Field(None, description="pgbench clients or sysbench threads this run opens")
+    requested_clients: int | None = Field(None, description="set when the budget clamped the client count")
     repetition: int = 1
     timeout_s: int
-    requested_clients: int | None = Field(None, description="set when the budget clamped the client count")
     monitor_interval_s: float = 5.0
 
     @property
-    def clients(self) -> int | None:
-        return self.run.clients if self.run else None
+    def tool(self) -> str:
+        return self.spec.tool
 
     @property
     def raw_prefix(self) -> str:
@@ -58,13 +63,20 @@ class Step(Boundary):
 
     @property
     def connections(self) -> int:
-        """Connections this step opens at its peak.
+        """Connections this step opens at its peak (measured server-side, see README "Connection budgets").
 
-        pgbench -i uses one. A pgbench run opens one per client; its own setup connection (table
-        checks, vacuum) is closed before the clients connect, so the peak is the client count
-        (observed server-side by the monitor in tests/integration/test_connection_budget.py).
+        pgbench: -i uses one; a run one per client (its setup connection closes before the clients
+        connect). sysbench: a run one per thread; prepare one per thread plus one per table being
+        loaded; cleanup one.
         """
-        return self.run.clients if self.run else 1
+        if isinstance(self.spec, SysbenchWorkload):
+            command = {"init": "prepare", "run": "run", "cleanup": "cleanup"}[self.kind]
+            threads = self.clients if self.kind == "run" else self.spec.prepare.threads
+            return sysbench_connections(command, threads, self.spec.prepare.tables)
+        if self.kind == "run":
+            assert self.clients is not None
+            return self.clients
+        return 1
 
     @property
     def application_name(self) -> str:
@@ -91,6 +103,20 @@ class Plan(Boundary):
     target_concurrency: int
     targets: list[PlannedTarget]
     ranking: RankingConfig | None = None
+    cost: CostPolicy | None = None
+
+
+def _init_timeout_s(workload: Workload) -> int:
+    size = workload.init.scale if workload.tool == "pgbench" else workload.prepare.tables * workload.prepare.table_size // 100_000
+    return INIT_TIMEOUT_BASE_S + INIT_TIMEOUT_PER_SCALE_S * max(size, 1)
+
+
+def _run_shape(workload: Workload) -> tuple[list[int], int]:
+    """Client counts of the sweep and the run's time bound in seconds."""
+    if workload.tool == "pgbench":
+        # -t runs have no duration: give them the init-sized floor.
+        return workload.run.client_counts, workload.run.duration_s or INIT_TIMEOUT_BASE_S
+    return [workload.run.threads], workload.run.duration_s + (workload.run.forced_shutdown_s or 0)
 
 
 def _steps(campaign_id: str, target: Target, campaign: Campaign) -> list[Step]:
@@ -105,37 +131,18 @@ def _steps(campaign_id: str, target: Target, campaign: Campaign) -> list[Step]:
     )
     steps: list[Step] = []
     for workload in campaign.workloads:
-        steps.append(
-            Step(
-                step_id=f"{target.name}/{workload.name}/init",
-                workload=workload.name,
-                kind="init",
-                init=workload.init,
-                timeout_s=INIT_TIMEOUT_BASE_S + INIT_TIMEOUT_PER_SCALE_S * workload.init.scale,
-                **common,
-            )
-        )
+        prefix = f"{target.name}/{workload.name}"
+        steps.append(Step(step_id=f"{prefix}/init", workload=workload.name, kind="init", spec=workload,
+                          timeout_s=_init_timeout_s(workload), **common))
+        counts, run_s = _run_shape(workload)
         for repetition in range(1, campaign.repetitions + 1):
-            for clients in workload.run.client_counts:
-                spec = PgbenchRunSpec(
-                    clients=clients,
-                    jobs=min(workload.run.jobs, clients),  # pgbench refuses more threads than clients
-                    duration_s=workload.run.duration_s,
-                    protocol=workload.run.protocol,
-                    progress_s=workload.run.progress_s,
-                    builtin=workload.run.builtin,
-                )
-                steps.append(
-                    Step(
-                        step_id=f"{target.name}/{workload.name}/c{clients}-r{repetition}",
-                        workload=workload.name,
-                        kind="run",
-                        run=spec,
-                        repetition=repetition,
-                        timeout_s=workload.run.duration_s + RUN_TIMEOUT_MARGIN_S,
-                        **common,
-                    )
-                )
+            for clients in counts:
+                steps.append(Step(step_id=f"{prefix}/c{clients}-r{repetition}", workload=workload.name, kind="run",
+                                  spec=workload, clients=clients, repetition=repetition,
+                                  timeout_s=run_s + RUN_TIMEOUT_MARGIN_S, **common))
+        if workload.tool == "sysbench" and workload.cleanup:
+            steps.append(Step(step_id=f"{prefix}/cleanup", workload=workload.name, kind="cleanup", spec=workload,
+                              timeout_s=INIT_TIMEOUT_BASE_S, **common))
     return steps
 
 
@@ -170,5 +177,6 @@ def plan_campaign(campaign: Campaign, campaign_id: str) -> Plan:
         repetitions=campaign.repetitions,
         target_concurrency=campaign.target_concurrency,
         ranking=campaign.ranking,
+        cost=campaign.cost,
         targets=targets,
     )

@@ -14,11 +14,15 @@ Status = Literal["succeeded", "failed"]
 
 
 class Latency(BaseModel):
+    """Milliseconds. avg/stddev as the tool printed them; percentiles from an HdrHistogram of every
+    transaction's latency (pgbench --log) or as the tool printed them (sysbench --percentile)."""
+
     avg: float | None = None
     stddev: float | None = None
     p50: float | None = None
     p95: float | None = None
     p99: float | None = None
+    max: float | None = None
 
 
 class ProgressSample(BaseModel):
@@ -34,7 +38,7 @@ class StepSummary(BaseModel):
     step_id: str
     target: str
     workload: str
-    kind: Literal["init", "run"]
+    kind: Literal["init", "run", "cleanup"]
     tool: str
     repetition: int = 1
     clients: int | None = None
@@ -53,6 +57,8 @@ class StepSummary(BaseModel):
     progress: list[ProgressSample] = Field(default_factory=list)
     load_s: float | None = None
     load_phases_s: dict[str, float] = Field(default_factory=dict)
+    latency_histogram: str | None = Field(None, description="HdrHistogram of every transaction's latency (us), encoded")
+    extra: dict[str, float | int | None] = Field(default_factory=dict, description="tool-specific figures, e.g. sysbench qps")
     connections: ConnectionReport | None = None
     raw: list[str] = Field(default_factory=list, description="S3 keys of the raw output")
     error: ErrorInfo | None = None
@@ -84,13 +90,17 @@ class WorkloadResult(BaseModel):
     transactions: int | None = None
     failed_transactions: int | None = None
     progress: list[ProgressSample] = Field(default_factory=list)
+    extra: dict[str, float | int | None] = Field(default_factory=dict, description="tool-specific figures, e.g. sysbench qps")
     connections: ConnectionReport | None = None
     raw: list[str] = Field(default_factory=list, description="paths relative to the campaign folder")
     error: ErrorInfo | None = None
 
 
 class LoadResult(BaseModel):
+    """Loading the data set (pgbench -i, sysbench prepare), or removing it (sysbench cleanup)."""
+
     workload: str
+    kind: Literal["init", "cleanup"] = "init"
     status: Status
     seconds: float | None = None
     phases_s: dict[str, float] = Field(default_factory=dict)
@@ -120,6 +130,19 @@ class RankEntry(BaseModel):
     flags: list[str] = Field(default_factory=list, description="runs left out of the comparison, and why")
 
 
+class CampaignCost(BaseModel):
+    """The cost guard's estimate and, once the campaign ran, what it cost (pgarena.cost, pgarena.ledger)."""
+
+    region: str
+    estimated_usd: float
+    actual_usd: float | None = Field(None, description="priced from the workers' measured times and the wall time")
+    bound_usd: float | None = Field(None, description="the most the campaign could have cost: every step to its timeout")
+    cap_usd: float | None = None
+    monthly_cap_usd: float | None = None
+    month: str | None = Field(None, description="the ledger month the campaign is booked in (YYYY-MM)")
+    refused: str | None = Field(None, description="why the cost guard refused the campaign")
+
+
 class CampaignResults(BaseModel):
     campaign_id: str
     campaign: str
@@ -127,3 +150,4 @@ class CampaignResults(BaseModel):
     finished_at: str
     targets: list[TargetResult]
     ranking: list[RankEntry]
+    cost: CampaignCost | None = None

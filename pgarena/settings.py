@@ -50,3 +50,19 @@ class WorkerEnv(FromEnv):
     results_bucket: str = Field(alias="RESULTS_BUCKET")
     results_table: str = Field(alias="RESULTS_TABLE")
     heartbeat_s: float = Field(10.0, alias="PGARENA_HEARTBEAT_S")
+
+
+class CostGuardEnv(FromEnv):
+    """The cost guard: the ledger's table and the worker's size, which prices its Fargate time."""
+
+    results_table: str = Field(alias="RESULTS_TABLE")
+    worker_cpu_units: int = Field(1024, alias="WORKER_CPU_UNITS", gt=0)
+    worker_memory_mib: int = Field(2048, alias="WORKER_MEMORY_MIB", gt=0)
+    region: str = Field("us-east-1", alias="AWS_REGION", description="prices used when the matrix names no region")
+
+
+class StartCampaignEnv(FromEnv):
+    """start_campaign: where schedules' matrices are kept and the state machine to start."""
+
+    results_bucket: str = Field(alias="RESULTS_BUCKET")
+    state_machine_arn: str = Field(alias="STATE_MACHINE_ARN")

@@ -32,6 +32,10 @@ class ResultStore:
         )
         return key
 
+    def put_bytes(self, key: str, data: bytes, content_type: str) -> str:
+        self.s3.put_object(Bucket=self.bucket, Key=key, Body=data, ContentType=content_type)
+        return key
+
     def put_json(self, key: str, data: dict) -> str:
         body = json.dumps(data, indent=2).encode()
         self.s3.put_object(Bucket=self.bucket, Key=key, Body=body, ContentType="application/json")

@@ -5,8 +5,10 @@ The Fargate container's entrypoint and the local runtime's worker processes both
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -15,27 +17,27 @@ import time
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 import boto3
 from aws_lambda_powertools import Logger
 
 from pgarena.credentials import resolve_password
-from pgarena.errors import ErrorInfo, PgarenaError, classify
+from pgarena.errors import ErrorInfo, PgarenaError
 from pgarena.monitor import ConnectionReport, Monitor
-from pgarena.parsers.pgbench import PgbenchReport, parse_pgbench
-from pgarena.pgbench import init_args, libpq_env, pgbench_binary, run_args
-from pgarena.plan import Step
-from pgarena.results import Latency, ProgressSample, StepSummary
+from pgarena.plan import WORKER_HARD_STOP_GRACE_S, Step
+from pgarena.results import StepSummary
 from pgarena.settings import WorkerEnv
 from pgarena.store import ResultStore
+from pgarena.tools import KILLED, TOOLS, Measured
 
 logger = Logger(service="pgarena-worker")
 
+# The exit code of a worker ended by its hard stop (timeout(1)'s).
+HARD_STOP_EXIT_CODE = 124
+
 # Raw output is uploaded this often while the tool runs, so a killed worker leaves what it had.
 UPLOAD_EVERY_S = 15.0
-# How many of the tool's last error lines go into an error message.
-ERROR_LINES = 3
 
 
 def _now() -> str:
@@ -71,27 +73,14 @@ def run_tool(argv: list[str], env: dict[str, str], raw_path: Path, timeout_s: fl
         finally:
             killer.cancel()
     if time.monotonic() > deadline:
-        return -9
+        return KILLED
     return code
-
-
-def _failure(step: Step, report: PgbenchReport, exit_code: int | None, text: str) -> ErrorInfo | None:
-    if exit_code == -9:
-        return ErrorInfo(kind="timeout", message=f"pgbench ran past the step's {step.timeout_s} s timeout and was killed")
-    if step.kind == "run" and (report.summary is None or report.summary.tps is None) and exit_code == 0:
-        return ErrorInfo(kind="tool_failed", message="pgbench exited 0 but printed no tps")
-    if exit_code == 0 and not report.aborted:
-        return None
-    lines = report.errors or [line for line in text.splitlines() if line.strip()]
-    message = " | ".join(lines[-ERROR_LINES:]) or f"pgbench exited with code {exit_code}"
-    return ErrorInfo(kind=classify(text) or "tool_failed", message=message)
 
 
 def summarize(
     step: Step,
-    report: PgbenchReport,
+    measured: Measured,
     exit_code: int | None,
-    text: str,
     started_at: str,
     finished_at: str,
     wall_s: float,
@@ -99,11 +88,10 @@ def summarize(
     version: str | None,
     connections: ConnectionReport | None = None,
 ) -> StepSummary:
-    """What the step measured, from the parsed report only: every figure is one pgbench printed."""
-    error = _failure(step, report, exit_code, text)
+    """What the step measured: every figure is one the tool printed or logged in the raw output."""
+    error = measured.error
     if error is not None and raw:
         error = error.model_copy(update={"raw": raw[0]})
-    s = report.summary
     return StepSummary(
         campaign_id=step.campaign_id,
         step_id=step.step_id,
@@ -120,41 +108,52 @@ def summarize(
         wall_s=round(wall_s, 3),
         exit_code=exit_code,
         tool_version=version,
-        tps=s.tps if s else None,
-        tps_including_connections=s.tps_including_connections if s else None,
-        latency_ms=Latency(avg=s.latency_avg_ms, stddev=s.latency_stddev_ms) if s else Latency(),
-        transactions=s.transactions if s else None,
-        failed_transactions=s.failed_transactions if s else None,
-        progress=[ProgressSample(elapsed_s=p.elapsed_s, tps=p.tps, latency_avg_ms=p.latency_avg_ms) for p in report.progress],
-        load_s=report.init.total_s if report.init else None,
-        load_phases_s=report.init.phases_s if report.init else {},
+        tps=measured.tps,
+        tps_including_connections=measured.tps_including_connections,
+        latency_ms=measured.latency,
+        transactions=measured.transactions,
+        failed_transactions=measured.failed_transactions,
+        progress=measured.progress,
+        load_s=measured.load_s,
+        load_phases_s=measured.load_phases_s,
+        latency_histogram=measured.histogram,
+        extra=measured.extra,
         connections=connections,
         raw=raw,
         error=error,
     )
 
 
+def _gzip(path: Path) -> Path:
+    target = path.parent / "upload" / (path.name + ".gz")
+    target.parent.mkdir(exist_ok=True)
+    with path.open("rb") as source, gzip.open(target, "wb") as out:
+        shutil.copyfileobj(source, out)
+    return target
+
+
 def run_step(step: Step, store: ResultStore, workdir: Path) -> StepSummary:
-    binary = pgbench_binary()
-    args = init_args(step.init) if step.kind == "init" else run_args(step.run)
-    argv = [binary, *args]
-    env = {**os.environ, **libpq_env(step.endpoint, resolve_password(step.endpoint), step.application_name)}
-    raw_path = workdir / "pgbench.log"
-    raw_key = f"{step.raw_prefix}/pgbench.log"
-    logger.info("step starting", step_id=step.step_id, argv=argv)  # argv holds no secret: libpq env does
+    tool = TOOLS[step.tool]
+    argv, tool_env = tool.command(step, resolve_password(step.endpoint), workdir)
+    env = {**os.environ, **tool_env}
+    raw_path = workdir / f"{step.tool}.log"
+    raw_key = f"{step.raw_prefix}/{step.tool}.log"
+    logger.info("step starting", step_id=step.step_id, argv=argv)  # argv holds no secret: the environment does
     started_at, t0 = _now(), time.monotonic()
     with _monitor(step, workdir) as monitor:
         exit_code = run_tool(argv, env, raw_path, step.timeout_s, on_chunk=lambda: store.put_file(raw_key, raw_path))
     wall_s, finished_at = time.monotonic() - t0, _now()
     raw = [store.put_file(raw_key, raw_path)]  # upload before parsing: the raw output is the evidence
+    for artifact in tool.artifacts(workdir):
+        raw.append(store.put_file(f"{step.raw_prefix}/{artifact.name}.gz", _gzip(artifact), "application/gzip"))
     connections = None
     if monitor is not None:
         series_key = store.put_file(f"{step.raw_prefix}/monitor.jsonl", monitor.series_path, "application/x-ndjson")
         connections = monitor.report().model_copy(update={"raw": series_key})
         raw.append(series_key)
-    text = raw_path.read_text(errors="replace")
+    measured = tool.measure(step, raw_path.read_text(errors="replace"), exit_code, workdir)
     summary = summarize(
-        step, parse_pgbench(text), exit_code, text, started_at, finished_at, wall_s, raw, tool_version(binary), connections
+        step, measured, exit_code, started_at, finished_at, wall_s, raw, tool_version(argv[0]), connections
     )
     store.put_json(f"{step.raw_prefix}/summary.json", summary.model_dump(mode="json"))
     store.put_summary(summary)
@@ -193,29 +192,67 @@ def heartbeat(sfn, task_token: str, every_s: float) -> Iterator[None]:
         thread.join(timeout=5)
 
 
+def _exit_now() -> None:
+    sys.stdout.flush()
+    os._exit(HARD_STOP_EXIT_CODE)
+
+
+@contextmanager
+def hard_stop(after_s: float, on_expiry: Callable[[], None] = _exit_now) -> Iterator[None]:
+    """End the process `after_s` from now, whatever it is doing (a hung upload, a wedged monitor): the
+    container's only process exits, so the Fargate task stops and stops billing."""
+
+    def expire() -> None:
+        logger.error("hard stop: the worker outlived its step's timeout", after_s=after_s)
+        on_expiry()
+
+    timer = threading.Timer(after_s, expire)
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()
+
+
 def _cause(error: ErrorInfo) -> str:
     return json.dumps({"errorType": error.kind, "errorMessage": error.message[:8000], "raw": error.raw})
+
+
+def _record_failure(step: Step, store: ResultStore, error: ErrorInfo) -> None:
+    """A failure before the tool produced a summary is still written down, with its kind and message:
+    the summary, not the task token's cause, is what results.json is built from (moto also drops the
+    cause of SendTaskFailure: moto/stepfunctions/responses.py passes only `error`)."""
+    now = _now()
+    try:
+        store.put_summary(summarize(step, Measured(error=error), None, now, now, 0.0, [], None))
+    except Exception:  # best effort: the state machine still gets the failure
+        logger.exception("could not record the failure", step_id=step.step_id)
 
 
 def main() -> int:
     env = WorkerEnv.from_env()
     step = Step.model_validate_json(env.step)
-    sfn = boto3.client("stepfunctions")
-    store = ResultStore(env.results_bucket, env.results_table)
-    with heartbeat(sfn, env.task_token, env.heartbeat_s), tempfile.TemporaryDirectory(prefix="pgarena-") as tmp:
-        try:
-            summary = run_step(step, store, Path(tmp))
-            error = summary.error
-        except PgarenaError as failure:
-            error = failure.info()
-        except Exception as crash:  # report any crash to the state machine rather than leave it waiting
-            logger.exception("worker crashed", step_id=step.step_id)
-            error = ErrorInfo(kind="worker_crashed", message=f"{type(crash).__name__}: {crash}")
-    if error is None:
-        sfn.send_task_success(taskToken=env.task_token, output=json.dumps({"step_id": step.step_id}))
-        return 0
-    sfn.send_task_failure(taskToken=env.task_token, error=error.kind, cause=_cause(error))
-    return 1
+    with hard_stop(step.timeout_s + WORKER_HARD_STOP_GRACE_S):
+        sfn = boto3.client("stepfunctions")
+        store = ResultStore(env.results_bucket, env.results_table)
+        with heartbeat(sfn, env.task_token, env.heartbeat_s), tempfile.TemporaryDirectory(prefix="pgarena-") as tmp:
+            summary = None
+            try:
+                summary = run_step(step, store, Path(tmp))
+                error = summary.error
+            except PgarenaError as failure:
+                error = failure.info()
+            except Exception as crash:  # report any crash to the state machine rather than leave it waiting
+                logger.exception("worker crashed", step_id=step.step_id)
+                error = ErrorInfo(kind="worker_crashed", message=f"{type(crash).__name__}: {crash}")
+            if summary is None:
+                _record_failure(step, store, error)
+        if error is None:
+            sfn.send_task_success(taskToken=env.task_token, output=json.dumps({"step_id": step.step_id}))
+            return 0
+        sfn.send_task_failure(taskToken=env.task_token, error=error.kind, cause=_cause(error))
+        return 1
 
 
 if __name__ == "__main__":

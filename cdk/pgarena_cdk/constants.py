@@ -15,6 +15,7 @@ CONTEXT_FARGATE_SPOT = "pgarena:fargateSpot"
 CONTEXT_LOG_RETENTION_DAYS = "pgarena:logRetentionDays"
 CONTEXT_RAW_OUTPUT_EXPIRATION_DAYS = "pgarena:rawOutputExpirationDays"
 CONTEXT_LAYER_DIR = "pgarena:layerDir"
+CONTEXT_SCHEDULES = "pgarena:schedules"
 
 # Defaults used when the context does not set a value.
 DEFAULT_WORKER_CPU_UNITS = 1024
@@ -99,11 +100,24 @@ RELEASE_LEASE = FunctionSpec(
 )
 # Aggregate reads every step summary of a campaign and ranks them in memory.
 AGGREGATE = FunctionSpec("AggregateFunction", "functions/aggregate/handler.handler", "AggregateFunctionArn", 1024, 300)
+# The cost guard prices the plan and books it in the month's ledger (pgarena.ledger).
+COST_GUARD = FunctionSpec("CostGuardFunction", "functions/cost_guard/handler.handler", "CostGuardFunctionArn", 256, 30)
+# Started by EventBridge Scheduler, not by the state machine (no ASL placeholder): reads a schedule's
+# matrix from the results bucket and starts the campaign's execution.
+START_CAMPAIGN = FunctionSpec("StartCampaignFunction", "functions/start_campaign/handler.handler", "", 256, 30)
 
 # The results table holds step summaries (pgarena.store, "campaign#<id>") and connection leases
 # (pgarena.leases, "lease#<host:port>"); each function may touch only its own kind of item.
 SUMMARY_PARTITION_KEYS = "campaign#*"
 LEASE_PARTITION_KEYS = "lease#*"
+# The cost ledger (pgarena.ledger, "ledger#<YYYY-MM>"): the cost guard books, aggregate settles.
+LEDGER_PARTITION_KEYS = "ledger#*"
+
+# Schedules (EventBridge Scheduler): a schedule's matrix is inline in the context or an object
+# under this prefix of the results bucket, which only start_campaign may read.
+SCHEDULE_MATRIX_PREFIX = "matrices/"
+SCHEDULE_RETRY_ATTEMPTS = 2
+SCHEDULE_MAX_EVENT_AGE_S = 3600
 
 POWERTOOLS_LOG_LEVEL = "INFO"
 

@@ -52,12 +52,24 @@ class OrchestrationConstruct(Construct):
         )
         self.release_lease_function = self._build_function(constants.RELEASE_LEASE, environment=results_env)
         self.aggregate_function = self._build_function(constants.AGGREGATE, environment=results_env)
+        # The guard prices worker time with the task definition's size.
+        self.cost_guard_function = self._build_function(
+            constants.COST_GUARD,
+            environment={
+                "RESULTS_TABLE": table.table_name,
+                "WORKER_CPU_UNITS": str(settings.worker_cpu_units),
+                "WORKER_MEMORY_MIB": str(settings.worker_memory_mib),
+            },
+        )
 
         grant_read_pgarena_secrets(self.preflight_function.role, self)
         self._grant_leases(self.preflight_function, table)
         self._grant_leases(self.release_lease_function, table)
         self._grant_launch_worker(self.launch_worker_function, compute)
         self._grant_aggregate(self.aggregate_function, bucket, table)
+        # The guard books campaigns in the ledger; aggregate settles them with what they cost.
+        self._grant_ledger(self.cost_guard_function, table, ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"])
+        self._grant_ledger(self.aggregate_function, table, ["dynamodb:GetItem", "dynamodb:UpdateItem"])
         self.state_machine = self._build_state_machine(repo_root)
 
     @property
@@ -68,7 +80,12 @@ class OrchestrationConstruct(Construct):
             constants.LAUNCH_WORKER: self.launch_worker_function,
             constants.RELEASE_LEASE: self.release_lease_function,
             constants.AGGREGATE: self.aggregate_function,
+            constants.COST_GUARD: self.cost_guard_function,
         }
+
+    def add_function(self, spec: constants.FunctionSpec, environment: dict[str, str]) -> lambda_.Function:
+        """A function built like the state machine's (role, log group, tracing, layer) for another caller."""
+        return self._build_function(spec, environment=environment)
 
     def _build_layers(self, repo_root: Path) -> list[lambda_.ILayerVersion]:
         layer_dir = self._settings.layer_dir
@@ -190,6 +207,18 @@ class OrchestrationConstruct(Construct):
                 actions=["dynamodb:GetItem", "dynamodb:PutItem"],
                 resources=[table.table_arn],
                 conditions=leading_keys(constants.LEASE_PARTITION_KEYS),
+            )
+        )
+
+    @staticmethod
+    def _grant_ledger(function: lambda_.Function, table: dynamodb.ITable, actions: list[str]) -> None:
+        # Ledger writes are transactions of conditional puts and updates; IAM checks each item's
+        # action, so the condition keeps both functions on ledger items.
+        function.add_to_role_policy(
+            iam.PolicyStatement(
+                actions=actions,
+                resources=[table.table_arn],
+                conditions=leading_keys(constants.LEDGER_PARTITION_KEYS),
             )
         )
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from aws_cdk import aws_logs as logs
@@ -9,6 +10,7 @@ from constructs import Node
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from pgarena_cdk import constants
+from pgarena_cdk.schedules_construct import ScheduleSpec
 
 # CloudWatch Logs accepts only these retention periods (days).
 RETENTION_DAYS = {
@@ -55,6 +57,22 @@ class DeploySettings(BaseModel):
         constants.DEFAULT_RAW_OUTPUT_EXPIRATION_DAYS, alias=constants.CONTEXT_RAW_OUTPUT_EXPIRATION_DAYS, gt=0
     )
     layer_dir: Path | None = Field(None, alias=constants.CONTEXT_LAYER_DIR)
+    schedules: list[ScheduleSpec] = Field(default_factory=list, alias=constants.CONTEXT_SCHEDULES)
+
+    @field_validator("schedules", mode="before")
+    @classmethod
+    def _decode_schedules(cls, value: object) -> object:
+        # `cdk deploy -c pgarena:schedules='[...]'` passes the list as a JSON string.
+        return json.loads(value) if isinstance(value, str) else value
+
+    @field_validator("schedules")
+    @classmethod
+    def _unique_schedule_names(cls, value: list[ScheduleSpec]) -> list[ScheduleSpec]:
+        names = [spec.name for spec in value]
+        repeated = sorted({name for name in names if names.count(name) > 1})
+        if repeated:
+            raise ValueError(f"schedule names must be unique; repeated: {', '.join(repeated)}")
+        return value
 
     @field_validator("subnet_ids", "security_group_ids", mode="before")
     @classmethod

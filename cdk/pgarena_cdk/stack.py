@@ -12,6 +12,7 @@ from pgarena_cdk.compute_construct import ComputeConstruct
 from pgarena_cdk.orchestration_construct import OrchestrationConstruct
 from pgarena_cdk.placement_construct import PlacementConstruct
 from pgarena_cdk.results_construct import ResultsConstruct
+from pgarena_cdk.schedules_construct import SchedulesConstruct
 from pgarena_cdk.settings import DeploySettings
 
 
@@ -40,6 +41,14 @@ class PgarenaStack(Stack):
             self.compute,
             bucket=self.results.bucket,
             table=self.results.table,
+        )
+        self.schedules = SchedulesConstruct(
+            self,
+            "Schedules",
+            settings.schedules,
+            state_machine=self.orchestration.state_machine,
+            bucket=self.results.bucket,
+            add_function=self.orchestration.add_function,
         )
         self._build_outputs()
 

@@ -1,7 +1,8 @@
-"""Aggregate And Rank: join the outcomes with the workers' summaries, rank, write results.json."""
+"""Aggregate And Rank: join the outcomes with the workers' summaries, rank, write results.json and the reports."""
 
 from datetime import datetime, timezone
 
+import boto3
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.parser import event_parser
 from aws_lambda_powertools.utilities.typing import LambdaContext
@@ -9,7 +10,9 @@ from pydantic import BaseModel
 
 from functions.observability import logger, metrics, tracer
 from pgarena.aggregate import TargetOutcome, aggregate
+from pgarena.ledger import CostDecision, Ledger, settle_campaign
 from pgarena.plan import Plan
+from pgarena.report import write_reports
 from pgarena.settings import ResultsEnv
 from pgarena.store import ResultStore
 
@@ -19,6 +22,7 @@ class AggregateEvent(BaseModel):
     started_at: str
     plan: Plan
     outcomes: list[TargetOutcome]
+    cost: CostDecision | None = None  # the cost guard's decision: a refusal to list, an estimate to settle
 
 
 @logger.inject_lambda_context
@@ -29,8 +33,24 @@ def handler(event: AggregateEvent, context: LambdaContext) -> dict:
     env = ResultsEnv.from_env()
     store = ResultStore(env.results_bucket, env.results_table)
     finished_at = datetime.now(timezone.utc).isoformat(timespec="milliseconds")
-    results = aggregate(event.plan, event.outcomes, store.summaries(event.campaign_id), event.started_at, finished_at)
+    summaries = store.summaries(event.campaign_id)
+    refusal = event.cost.refusal if event.cost else None
+    results = aggregate(event.plan, event.outcomes, summaries, event.started_at, finished_at, refusal)
+    if event.cost is not None:
+        ledger = Ledger(boto3.client("dynamodb"), env.results_table)
+        spent = settle_campaign(event.cost, event.plan, event.outcomes, summaries, event.started_at, finished_at, ledger)
+        results = results.model_copy(update={"cost": spent})
+        logger.info("campaign cost", campaign_id=event.campaign_id, estimated_usd=spent.estimated_usd,
+                    actual_usd=spent.actual_usd, refused=spent.refused is not None)
     key = store.put_json(f"{event.campaign_id}/results.json", results.model_dump(mode="json"))
+    try:
+        reports = write_reports(
+            results, lambda name, data, content_type: store.put_bytes(f"{event.campaign_id}/{name}", data, content_type)
+        )
+        logger.info("reports written", campaign_id=event.campaign_id, files=reports)
+    except Exception:  # results.json is the contract; a report can be rebuilt from it with `pgarena report`
+        logger.exception("reports not written", campaign_id=event.campaign_id)
+        metrics.add_metric(name="ReportsFailed", unit=MetricUnit.Count, value=1)
     failed = sum(t.status == "failed" for t in results.targets)
     metrics.add_metric(name="TargetsFailed", unit=MetricUnit.Count, value=failed)
     logger.info("campaign aggregated", campaign_id=event.campaign_id, failed_targets=failed)

@@ -24,7 +24,7 @@ Handler = Callable[[dict, Any], Any]
 
 ACCOUNT = "123456789012"
 REGION = "us-east-1"
-FUNCTIONS = ("validate", "preflight", "launch_worker", "release_lease", "aggregate")
+FUNCTIONS = ("validate", "cost_guard", "preflight", "launch_worker", "release_lease", "aggregate")
 
 
 def function_arn(name: str) -> str:

@@ -123,17 +123,20 @@ def bar_chart(chart_id: str, title: str, categories: list[str], series: list[Bar
             faded = s.faded[c] if s.faded else None
             if faded:
                 tip += f" ({faded})"
-            out.append(f'<rect class="bar{" faded" if faded else ""}" data-series="{escape(s.name)}" x="{x + 1:.1f}" y="{y:.1f}" '
-                       f'width="{bar_w - 2:.1f}" height="{base - y:.1f}" fill="{s.colour}"><title>{escape(tip)}</title></rect>')
+            out.append(f'<rect class="bar{" faded" if faded else ""}" data-series="{escape(s.name)}" '
+                       f'x="{x + 1:.1f}" y="{y:.1f}" width="{bar_w - 2:.1f}" height="{base - y:.1f}" '
+                       f'fill="{s.colour}"><title>{escape(tip)}</title></rect>')
             cx = x + bar_w / 2
             if s.errors and s.errors[c]:
                 lo, hi = _scale_y(max(value - s.errors[c], 0), top), _scale_y(value + s.errors[c], top)
-                out.append(f'<path class="error-bar" d="M{cx:.1f} {lo:.1f}V{hi:.1f}M{cx - 5:.1f} {hi:.1f}h10M{cx - 5:.1f} '
+                out.append(f'<path class="error-bar" d="M{cx:.1f} {lo:.1f}V{hi:.1f}'
+                           f'M{cx - 5:.1f} {hi:.1f}h10M{cx - 5:.1f} '
                            f'{lo:.1f}h10"><title>± {s.errors[c]:,.2f} (stddev over repetitions)</title></path>')
             if s.markers and s.markers[c] is not None:
                 my = _scale_y(s.markers[c], top)
                 out.append(f'<path class="marker" d="M{cx:.1f} {my - 5:.1f}l5 5l-5 5l-5 -5z" fill="{s.colour}">'
-                           f"<title>{escape(s.name)} {escape(s.marker_label)}: {s.markers[c]:,.2f} {escape(unit)}</title></path>")
+                           f"<title>{escape(s.name)} {escape(s.marker_label)}: {s.markers[c]:,.2f} {escape(unit)}"
+                           "</title></path>")
         label_x = MARGIN_LEFT + (c + 0.5) * group_w
         out.append(f'<text class="category" x="{label_x:.1f}" y="{HEIGHT - MARGIN_BOTTOM + 18}" text-anchor="middle">'
                    f"{escape(category)}</text>")
@@ -164,7 +167,8 @@ def line_chart(chart_id: str, title: str, lines: list[Line], x_label: str, y_lab
 
     base = sy(0)
     for tick in x_ticks:
-        out.append(f'<text class="tick" x="{sx(tick):.1f}" y="{base + 16:.1f}" text-anchor="middle">{compact(tick)}</text>')
+        out.append(f'<text class="tick" x="{sx(tick):.1f}" y="{base + 16:.1f}" text-anchor="middle">'
+                   f"{compact(tick)}</text>")
     out.append(f'<text class="axis-label" x="{MARGIN_LEFT + plot_w / 2:.1f}" y="{height - 10}" text-anchor="middle">'
                f"{escape(x_label)}</text>")
     out.append(f'<line class="axis" x1="{MARGIN_LEFT}" x2="{WIDTH - MARGIN_RIGHT}" y1="{base:.1f}" y2="{base:.1f}"/>')

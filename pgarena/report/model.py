@@ -52,6 +52,10 @@ class Report:
         return any(p.latency_ms.avg is not None for points in self.points.values() for p in points)
 
     @property
+    def has_qps(self) -> bool:
+        return any(p.qps is not None for points in self.points.values() for p in points)
+
+    @property
     def has_percentiles(self) -> bool:
         return any(p.latency_ms.p95 is not None for points in self.points.values() for p in points)
 
@@ -71,6 +75,11 @@ def _seconds_between(start: str, end: str) -> float | None:
         return (datetime.fromisoformat(end) - datetime.fromisoformat(start)).total_seconds()
     except ValueError:
         return None
+
+
+def _kind(reason: str) -> str:
+    """'failed: too_many_clients: ...' -> 'too_many_clients'."""
+    return reason.removeprefix("failed: ").split(":")[0]
 
 
 def _names(names: list[str]) -> str:
@@ -99,11 +108,16 @@ def verdict(results: CampaignResults, rows: list[RankRow]) -> str:
             parts.append(text + ".")
     if failed:
         parts.append(f"{len(failed)} target(s) failed and are not ranked: "
-                     + "; ".join(f"{r.target} ({r.reason.removeprefix('failed: ').split(':')[0]})" for r in failed) + ".")
+                     + "; ".join(f"{r.target} ({_kind(r.reason)})" for r in failed) + ".")
     unranked = [r for r in rows if r.rank is None and r.status == "succeeded"]
     if unranked:
         parts.append(f"Not ranked for lack of a comparable complete run: {_names([r.target for r in unranked])}.")
     return " ".join(parts)
+
+
+def _never_ran(point: PointMetrics) -> bool:
+    """A point whose runs were all skipped because their target had already failed: its row would say nothing."""
+    return point.runs == 0 and bool(point.error_kinds) and all(kind == "not_run" for kind in point.error_kinds)
 
 
 def build_report(results: CampaignResults) -> Report:
@@ -116,11 +130,14 @@ def build_report(results: CampaignResults) -> Report:
         for e in results.ranking if e.target in providers
     ]
     for name, reason in unranked_reasons(results.targets, results.ranking).items():
-        rows.append(RankRow(target=name, provider=providers[name].provider, status=providers[name].status, reason=reason))
+        target = providers[name]
+        rows.append(RankRow(target=name, provider=target.provider, status=target.status, reason=reason))
     keys: list[Key] = []
     points: dict[Key, list[PointMetrics]] = {}
     for t in targets:
         for p in t.points:
+            if _never_ran(p):
+                continue
             if p.key not in points:
                 keys.append(p.key)
                 points[p.key] = []

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
@@ -136,12 +137,15 @@ def scaling_charts(report: Report) -> list[Chart]:
         for s in (s for s in report.scaling if s.workload == workload):
             c = report.colours[s.target]
             lines.append(Line(f"{s.target} measured", c, [(p.clients, p.tps) for p in s.points], css="series measured",
-                              labels=[f"{p.clients} clients: {p.tps:,.1f} tps ({p.efficiency:.0%} of ideal)" for p in s.points]))
+                              labels=[f"{p.clients} clients: {p.tps:,.1f} tps ({p.efficiency:.0%} of ideal)"
+                                      for p in s.points]))
             lines.append(Line(f"{s.target} ideal", c, [(p.clients, p.ideal_tps) for p in s.points], dash="6 4",
                               dots=False, css="series ideal"))
             legend += [(f"{s.target} measured", c, "solid"), (f"{s.target} ideal linear", c, "dashed")]
             if s.usl is not None and s.usl.good:
-                top = max(max(p.clients for p in s.points), min(s.usl.peak_clients or 0, 3 * max(p.clients for p in s.points)))
+                measured = max(p.clients for p in s.points)
+                # Drawn up to the predicted peak, within three times the largest measured client count.
+                top = max(measured, min(s.usl.peak_clients or 0, 3 * measured))
                 xs = sorted({*(p.clients for p in s.points), *(1 + (top - 1) * i / 40 for i in range(41))})
                 lines.append(Line(f"{s.target} USL fit", c, [(x, s.usl.predict(x)) for x in xs], dash="2 3", dots=False,
                                   css="series usl"))
@@ -170,6 +174,7 @@ def cost_chart(report: Report) -> Chart | None:
     return Chart("chart-cost", title, svg, [(s.name, s.colour, "solid") for s in series])
 
 
+@cache  # compiling the templates costs more than rendering them
 def _environment(autoescape: bool) -> Environment:
     env = Environment(
         loader=FileSystemLoader(TEMPLATES),

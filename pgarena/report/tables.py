@@ -40,6 +40,7 @@ def targets_table(report: Report) -> Table:
     header = ["campaign_id", "target", "provider", "status", "rank", "score", "error_kind", "error_message",
               "server_version", "max_connections", "budget_capacity", "budget_binding", "hourly_cost_usd", "load_s"]
     ranks = {r.target: r for r in report.rows}
+    metrics = {m.target: m for m in report.targets}
     rows = []
     for t in report.results.targets:
         server = t.server
@@ -48,7 +49,7 @@ def targets_table(report: Report) -> Table:
             t.error.kind if t.error else None, t.error.message if t.error else None,
             server.version if server else None, server.max_connections if server else None,
             server.budget.capacity if server else None, server.budget.binding if server else None,
-            t.hourly_cost_usd, sum(load.seconds for load in t.loads if load.seconds is not None) if t.loads else None,
+            t.hourly_cost_usd, sum(metrics[t.name].load_s.values()) if metrics[t.name].load_s else None,
         ])
     return header, rows
 
@@ -84,7 +85,8 @@ def progress_table(report: Report) -> Table:
 
 def ranking_table(report: Report) -> Table:
     header = ["campaign_id", "rank", "target", "provider", "status", "score",
-              *(f"{m}_score" for m in METRICS), *(f"{m}_rank" for m in METRICS), "tied_with", "flags", "reason", "basis"]
+              *(f"{m}_score" for m in METRICS), *(f"{m}_rank" for m in METRICS),
+              "tied_with", "flags", "reason", "basis"]
     rows = [
         [report.results.campaign_id, r.rank, r.target, r.provider, r.status, r.score,
          *(r.metrics.get(m) for m in METRICS), *(r.metric_ranks.get(m) for m in METRICS),
@@ -96,9 +98,11 @@ def ranking_table(report: Report) -> Table:
 
 def metrics_table(report: Report) -> Table:
     """One row per target x workload x client count, over repetitions, with scaling where swept."""
-    header = ["campaign_id", "target", "workload", "clients", "clamped", "runs", "failed_runs", "tps_mean", "tps_stddev",
+    header = ["campaign_id", "target", "workload", "clients", "clamped", "runs", "failed_runs", "tps_mean",
+              "tps_stddev",
               "latency_avg_ms", "latency_p95_ms", "latency_p99_ms", "error_rate", "retry_rate", "tps_cv",
-              "worst_vs_median", "collapsed", "tps_per_usd_hour", "ideal_tps", "scaling_efficiency", "usl_tps"]
+              "worst_vs_median", "collapsed", "qps_mean", "tps_per_usd_hour", "ideal_tps", "scaling_efficiency",
+              "usl_tps"]
     curves = {(s.target, s.workload, p.clients): p for s in report.scaling for p in s.points}
     rows = []
     for key in report.keys:
@@ -107,7 +111,7 @@ def metrics_table(report: Report) -> Table:
             rows.append([
                 report.results.campaign_id, p.target, p.workload, p.clients, p.clamped, p.runs, p.failed_runs, p.tps,
                 p.tps_stddev, p.latency_ms.avg, p.latency_ms.p95, p.latency_ms.p99, p.error_rate, p.retry_rate,
-                p.stability.cv, p.stability.worst_vs_median, p.stability.collapsed, p.tps_per_usd_hour,
+                p.stability.cv, p.stability.worst_vs_median, p.stability.collapsed, p.qps, p.tps_per_usd_hour,
                 c.ideal_tps if c else None, c.efficiency if c else None, c.usl_tps if c else None,
             ])
     return header, rows

@@ -25,6 +25,7 @@ HANDLERS = {
     "functions/launch_worker/handler.handler",
     "functions/release_lease/handler.handler",
     "functions/aggregate/handler.handler",
+    "functions/cost_guard/handler.handler",
 }
 
 
@@ -375,6 +376,7 @@ def test_each_placeholder_points_at_its_function(default_synth):
         "LaunchWorkerFunctionArn": _function_logical_id(default_synth, "functions/launch_worker/handler.handler"),
         "ReleaseLeaseFunctionArn": _function_logical_id(default_synth, "functions/release_lease/handler.handler"),
         "AggregateFunctionArn": _function_logical_id(default_synth, "functions/aggregate/handler.handler"),
+        "CostGuardFunctionArn": _function_logical_id(default_synth, "functions/cost_guard/handler.handler"),
     }
 
 

@@ -75,19 +75,19 @@ def test_clamp_policy_runs_the_largest_count_that_fits_and_keeps_the_request():
     budget = compute_budget(facts(), ConnectionPolicy())  # 30 - 3 - 2 - 2 = 23
     steps = apply_budget(target(40, policy="clamp"), budget)
     run = steps[1]
-    assert (run.run.clients, run.requested_clients) == (23, 40)
+    assert (run.clients, run.requested_clients) == (23, 40)
 
 
 def test_sweep_points_above_the_budget_are_clamped_below_it_untouched():
     budget = compute_budget(facts(), ConnectionPolicy())
     steps = apply_budget(target([8, 16, 32], policy="clamp"), budget)
-    assert [(s.run.clients, s.requested_clients) for s in steps if s.run] == [(8, None), (16, None), (23, 32)]
+    assert [(s.clients, s.requested_clients) for s in steps if s.kind == "run"] == [(8, None), (16, None), (23, 32)]
 
 
 def test_leases_of_other_campaigns_reduce_what_is_allowed():
     budget = compute_budget(facts(), ConnectionPolicy())
     steps = apply_budget(target(20, policy="clamp"), budget, leased_by_others=10)
-    assert steps[1].run.clients == 13
+    assert steps[1].clients == 13
 
 
 def test_clamp_refuses_when_nothing_fits():

@@ -29,9 +29,9 @@ def test_connections_needed_is_the_peak_client_count():
     assert target.connections_needed == 8
 
 
-def test_jobs_never_exceed_clients():
+def test_each_sweep_point_is_a_run_with_its_client_count():
     (target,) = plan_campaign(campaign(clients=[1, 4], jobs=2), "cid").targets
-    assert [s.run.jobs for s in target.steps if s.run] == [1, 2]
+    assert [s.clients for s in target.steps if s.kind == "run"] == [1, 4]
 
 
 def test_run_timeout_covers_duration_plus_margin():

@@ -1,0 +1,31 @@
+"""Start a scheduled campaign whose matrix is kept in S3 (EventBridge Scheduler invokes this)."""
+
+import boto3
+from aws_lambda_powertools.utilities.parser import event_parser
+from aws_lambda_powertools.utilities.typing import LambdaContext
+from pydantic import BaseModel, Field
+
+from functions.observability import logger, tracer
+from pgarena.matrix import NAME_PATTERN
+from pgarena.schedule import start_from_s3
+from pgarena.settings import StartCampaignEnv
+
+
+class StartCampaignEvent(BaseModel):
+    schedule: str = Field(pattern=NAME_PATTERN)
+    matrix_s3_key: str = Field(min_length=1)
+    execution_id: str = Field(pattern=r"^[A-Za-z0-9_-]{1,64}$", description="<aws.scheduler.execution-id>")
+
+
+@logger.inject_lambda_context
+@tracer.capture_lambda_handler
+@event_parser(model=StartCampaignEvent)
+def handler(event: StartCampaignEvent, context: LambdaContext) -> dict:
+    env = StartCampaignEnv.from_env()
+    arn = start_from_s3(
+        boto3.client("s3"), boto3.client("stepfunctions"), env.results_bucket, event.matrix_s3_key,
+        env.state_machine_arn, event.schedule, event.execution_id,
+    )
+    logger.info("scheduled campaign started", schedule=event.schedule, matrix_s3_key=event.matrix_s3_key,
+                execution_arn=arn)
+    return {"execution_arn": arn}

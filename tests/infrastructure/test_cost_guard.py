@@ -1,0 +1,108 @@
+"""The cost guard in the stack: its function, its ledger-only access, and the cost model's view of the stack."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from pgarena_cdk import constants
+
+from pgarena import cost
+from pgarena.settings import CostGuardEnv
+
+pytestmark = pytest.mark.infrastructure
+
+COST_GUARD_HANDLER = "functions/cost_guard/handler.handler"
+AGGREGATE_HANDLER = "functions/aggregate/handler.handler"
+
+
+@pytest.fixture(scope="module")
+def default_synth(synthesize_app, tmp_path_factory):
+    return synthesize_app(tmp_path_factory.mktemp("cdk.out"))
+
+
+def _function(synth, handler: str) -> dict:
+    (body,) = [b for b in synth.resources_of_type("AWS::Lambda::Function").values() if b["Properties"]["Handler"] == handler]
+    return body["Properties"]
+
+
+def _dynamodb_statements(synth, handler: str) -> list[dict]:
+    role_id = _function(synth, handler)["Role"]["Fn::GetAtt"][0]
+    return [
+        statement
+        for body in synth.resources_of_type("AWS::IAM::Policy").values()
+        if {"Ref": role_id} in body["Properties"]["Roles"]
+        for statement in body["Properties"]["PolicyDocument"]["Statement"]
+        if any(a.startswith("dynamodb:") for a in (statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]))
+    ]
+
+
+def _table_arn(synth) -> dict:
+    (table_id,) = synth.resources_of_type("AWS::DynamoDB::Table")
+    return {"Fn::GetAtt": [table_id, "Arn"]}
+
+
+LEDGER_ONLY = {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["ledger#*"]}}
+
+
+def test_cost_guard_may_touch_only_ledger_items(default_synth):
+    # Given the cost guard's DynamoDB statements
+    (statement,) = _dynamodb_statements(default_synth, COST_GUARD_HANDLER)
+
+    # Then it reads, puts and updates ledger items of the results table, and nothing else
+    assert (sorted(statement["Action"]), statement["Resource"], statement["Condition"]) == (
+        ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"],
+        _table_arn(default_synth),
+        LEDGER_ONLY,
+    )
+
+
+def test_cost_guard_has_no_other_grant_than_logs_tracing_and_the_ledger(default_synth):
+    # Given every statement of the cost guard's role
+    role_id = _function(default_synth, COST_GUARD_HANDLER)["Role"]["Fn::GetAtt"][0]
+    actions = {
+        action
+        for body in default_synth.resources_of_type("AWS::IAM::Policy").values()
+        if {"Ref": role_id} in body["Properties"]["Roles"]
+        for statement in body["Properties"]["PolicyDocument"]["Statement"]
+        for action in (statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]])
+    }
+
+    # Then no S3, no ECS, no secrets
+    assert {a.split(":")[0] for a in actions} == {"logs", "xray", "dynamodb"}
+
+
+def test_aggregate_settles_ledger_items_only_besides_its_summaries(default_synth):
+    # Given aggregate's DynamoDB statements
+    statements = _dynamodb_statements(default_synth, AGGREGATE_HANDLER)
+
+    # When reading them by condition
+    by_keys = {json.dumps(s["Condition"]): sorted(s["Action"] if isinstance(s["Action"], list) else [s["Action"]]) for s in statements}
+
+    # Then it queries step summaries and reads/updates ledger items, nothing else
+    assert by_keys == {
+        json.dumps({"ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["campaign#*"]}}): ["dynamodb:Query"],
+        json.dumps(LEDGER_ONLY): ["dynamodb:GetItem", "dynamodb:UpdateItem"],
+    }
+
+
+def test_cost_guard_environment_prices_the_deployed_worker_size(default_synth):
+    # Given the guard's environment and the worker's task definition
+    variables = _function(default_synth, COST_GUARD_HANDLER)["Environment"]["Variables"]
+    task = next(iter(default_synth.resources_of_type("AWS::ECS::TaskDefinition").values()))["Properties"]
+
+    # Then every setting the guard reads is set, to the task definition's CPU and memory
+    assert {f.alias for f in CostGuardEnv.model_fields.values()} - set(variables) == {"AWS_REGION"}  # set by Lambda
+    assert (variables["WORKER_CPU_UNITS"], variables["WORKER_MEMORY_MIB"]) == (task["Cpu"], task["Memory"])
+
+
+def test_cost_model_knows_each_function_at_its_deployed_memory(default_synth):
+    # Given the memory of each function the state machine invokes
+    deployed = {
+        spec.handler.split("/")[1]: _function(default_synth, spec.handler)["MemorySize"]
+        for spec in (constants.VALIDATE, constants.COST_GUARD, constants.PREFLIGHT, constants.LAUNCH_WORKER,
+                     constants.RELEASE_LEASE, constants.AGGREGATE)
+    }
+
+    # When comparing with the cost model's Lambda shapes / Then the estimate prices what is deployed
+    assert {name: memory for name, (memory, _) in cost.LAMBDA_SHAPE.items()} == deployed

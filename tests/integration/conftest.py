@@ -1,0 +1,34 @@
+import pytest
+
+from pgarena.local.embedded import free_port
+from pgarena.local.runtime import LocalRun, run_local
+from pgarena.matrix import parse_campaign
+
+# A short campaign that exercises every part of the report: two embedded targets with prices, a
+# client sweep (scaling curves, USL fit), progress lines every second, and a target nobody listens
+# on (an incident).
+DEMO_MATRIX = {
+    "campaign": "report-demo",
+    "targets": [
+        {"name": "durable", "provider": "embedded", "hourly_cost_usd": 0.25,
+         "embedded": {"settings": {"synchronous_commit": "on"}}},
+        {"name": "tuned", "provider": "embedded", "hourly_cost_usd": 0.5,
+         "embedded": {"settings": {"synchronous_commit": "off", "fsync": "off"}}},
+        {"name": "unreachable", "provider": "self-hosted",
+         "endpoint": {"host": "127.0.0.1", "port": 0, "user": "postgres", "sslmode": "disable"}},
+    ],
+    "workloads": [
+        {"name": "tpcb", "tool": "pgbench", "init": {"scale": 1},
+         "run": {"clients": [1, 2, 4], "jobs": 2, "duration_s": 3, "progress_s": 1}},
+    ],
+}
+
+
+@pytest.fixture(scope="session")
+def demo_campaign(tmp_path_factory) -> LocalRun:
+    """A real local campaign, run once per session, with its results folder."""
+    matrix = {**DEMO_MATRIX, "targets": [dict(t) for t in DEMO_MATRIX["targets"]]}
+    matrix["targets"][2]["endpoint"] = {**matrix["targets"][2]["endpoint"], "port": free_port()}
+    run = run_local(parse_campaign(matrix), tmp_path_factory.mktemp("demo-results"))
+    assert run.status == "SUCCEEDED", run.error
+    return run

@@ -1,0 +1,97 @@
+import pytest
+from typer.testing import CliRunner
+
+from pgarena.cli import app
+from pgarena.compare import compare_campaigns, compare_points, load_results
+from pgarena.metrics import point_metrics
+from pgarena.results import Latency, ProgressSample, WorkloadResult
+from tests.conftest import FIXTURES
+
+WEEK1, WEEK2 = FIXTURES / "results" / "week1", FIXTURES / "results" / "week2"
+
+
+def point(*tps, latency=None, status="succeeded", requested=None, progress=()):
+    runs = [
+        WorkloadResult(name="tpcb", tool="pgbench", clients=4 if requested is None else 3, requested_clients=requested,
+                       repetition=i + 1, status=status, tps=value if status == "succeeded" else None,
+                       latency_ms=Latency(avg=latency),
+                       progress=[ProgressSample(elapsed_s=float(k), tps=v) for k, v in enumerate(progress)])
+        for i, value in enumerate(tps)
+    ]
+    return point_metrics("a", "tpcb", 4, runs)
+
+
+def test_throughput_drop_beyond_the_threshold_is_a_regression():
+    # Given tps fell 12% from A to B
+    change = compare_points(point(1000.0), point(880.0))
+    # Then it is flagged
+    assert change.verdict == "regression" and change.tps_change == pytest.approx(-0.12)
+    assert change.reasons == ["tps -12.0%"]
+
+
+def test_latency_rise_beyond_the_threshold_is_a_regression():
+    change = compare_points(point(1000.0, latency=4.0), point(1000.0, latency=5.0))
+    assert change.verdict == "regression" and change.latency_field == "avg"
+    assert change.latency_change == pytest.approx(0.25)
+
+
+def test_change_within_the_threshold_is_unchanged():
+    assert compare_points(point(1000.0), point(970.0)).verdict == "unchanged"
+
+
+def test_threshold_is_configurable():
+    assert compare_points(point(1000.0), point(970.0), threshold=0.02).verdict == "regression"
+
+
+def test_gain_is_an_improvement():
+    assert compare_points(point(1000.0), point(1100.0)).verdict == "improvement"
+
+
+def test_change_within_run_to_run_noise_is_not_a_regression():
+    # Given repetitions that spread by +-10% in both campaigns
+    change = compare_points(point(900.0, 1100.0), point(850.0, 1030.0))
+    # Then a 6.5% lower mean is reported as noise
+    assert change.verdict == "within_noise"
+
+
+def test_point_that_now_fails_is_flagged():
+    change = compare_points(point(1000.0), point(1000.0, status="failed"))
+    assert change.verdict == "failed" and change.worse
+
+
+def test_clamped_run_is_not_compared():
+    change = compare_points(point(1000.0), point(800.0, requested=4))
+    assert change.verdict == "not_comparable" and change.reasons == ["failed or clamped in B"]
+
+
+def test_collapse_in_b_is_a_regression_even_with_equal_mean():
+    change = compare_points(point(100.0, progress=(100, 101, 99, 100)), point(100.0, progress=(300, 30, 40, 30)))
+    assert change.verdict == "regression" and "collapsed" in change.reasons[-1]
+
+
+def test_campaigns_are_matched_by_target_workload_and_clients():
+    # Given last week's and this week's campaign: aurora slower, rds faster, azure down
+    comparison = compare_campaigns(load_results(WEEK1), load_results(WEEK2 / "results.json"))
+    verdicts = {(c.target, c.clients): c.verdict for c in comparison.changes}
+    # Then each change is classified
+    assert verdicts[("aurora", 4)] == "regression" and verdicts[("rds", 4)] == "improvement"
+    assert verdicts[("azure", 1)] == "failed" and verdicts[("cloudsql", 1)] == "unchanged"
+    assert len(comparison.regressions) == 8
+
+
+def test_points_only_in_one_campaign_are_new_or_gone():
+    a, b = load_results(WEEK1), load_results(WEEK2)
+    b.targets = [t for t in b.targets if t.name != "aurora"]
+    a.targets = [t for t in a.targets if t.name != "cloudsql"]
+    verdicts = {(c.target, c.clients): c.verdict for c in compare_campaigns(a, b).changes}
+    assert verdicts[("aurora", 1)] == "gone" and verdicts[("cloudsql", 1)] == "new"
+
+
+def test_cli_compare_prints_the_table_and_exits_zero():
+    # When two campaign folders are compared from the command line
+    result = CliRunner().invoke(app, ["compare", str(WEEK1), str(WEEK2), "--threshold", "0.1"], env={"COLUMNS": "140"})
+    # Then the table shows the regression and the command succeeds
+    assert result.exit_code == 0, result.output
+    assert "providers-20240506 -> providers-20240513" in result.output
+    assert "regression" in result.output and "-12.0%" in result.output
+    assert "8 regression(s)" in result.output

@@ -1,0 +1,205 @@
+"""The cost model: an itemised estimate from the plan and the price table."""
+
+import json
+
+import pytest
+
+from pgarena import cost
+from pgarena.matrix import parse_campaign
+from pgarena.plan import RUN_TIMEOUT_MARGIN_S, WORKER_HARD_STOP_GRACE_S, plan_campaign
+from tests.conftest import FIXTURES, ROOT
+
+ASL = ROOT / "statemachines" / "campaign.asl.json"
+
+
+def plan(targets=1, hourly=None, concurrency=1, clients=4, duration_s=60, repetitions=1, scale=1, **cost_policy):
+    data = json.loads((FIXTURES / "matrices" / "minimal.json").read_text())
+    endpoint = data["targets"][0]["endpoint"]
+    data["targets"] = [
+        {"name": f"t{i}", "provider": "rds", "endpoint": endpoint,
+         **({"hourly_cost_usd": hourly} if hourly is not None else {})}
+        for i in range(targets)
+    ]
+    data["workloads"][0]["run"].update(clients=clients, duration_s=duration_s)
+    data["workloads"][0]["init"]["scale"] = scale
+    data.update(repetitions=repetitions, target_concurrency=concurrency)
+    if cost_policy:
+        data["cost"] = cost_policy
+    return plan_campaign(parse_campaign(data), "cid")
+
+
+def line(estimate, item):
+    (found,) = [entry for entry in estimate.lines if entry.item == item]
+    return found
+
+
+def test_total_is_the_sum_of_the_itemised_lines():
+    # Given a two-target sweep / When estimated
+    e = cost.estimate(plan(targets=2, hourly=1.0, clients=[2, 8]), 1, 2, "us-east-1")
+
+    # Then every line is priced, and the total is their sum
+    assert [entry.item for entry in e.lines] == [
+        "Fargate vCPU", "Fargate memory", "target t0", "target t1", "Lambda requests", "Lambda compute",
+        "Step Functions transitions", "DynamoDB writes", "S3 requests",
+    ]
+    assert e.total_usd == pytest.approx(sum(entry.usd for entry in e.lines))
+    assert all(entry.usd == pytest.approx(entry.quantity * entry.unit_price_usd, abs=1e-6) for entry in e.lines)
+
+
+def test_worker_time_is_each_run_duration_and_a_load_estimate_plus_start_up():
+    # Given one target: a load at scale 10, then three 600 s runs
+    p = plan(clients=[1, 2, 4], duration_s=600, scale=10)
+
+    # When estimated with 1 vCPU and 2 GB workers
+    e = cost.estimate(p, 1, 2, "us-east-1")
+
+    # Then Fargate bills the runs' duration, the load estimate and each task's start-up
+    load_s = cost.INIT_BASE_S + cost.INIT_PER_SIZE_S * 10
+    expected_s = 3 * 600 + load_s + 4 * cost.TASK_OVERHEAD_S
+    assert (e.tasks, e.worker_task_s) == (4, pytest.approx(expected_s))
+    assert line(e, "Fargate vCPU").quantity == pytest.approx(expected_s / 3600, abs=1e-6)
+    assert line(e, "Fargate memory").quantity == pytest.approx(2 * expected_s / 3600, abs=1e-6)
+    assert line(e, "Fargate vCPU").unit_price_usd == cost.PRICES["us-east-1"].fargate_vcpu_hour
+
+
+def test_a_short_task_is_billed_fargate_minimum():
+    # Given a 1 s run: with its start-up it stays under a minute
+    e = cost.estimate(plan(duration_s=1, scale=1), 1, 2, "us-east-1")
+
+    # Then the run's task is billed a minute, beside the load's task
+    load_s = cost.INIT_BASE_S + cost.INIT_PER_SIZE_S + cost.TASK_OVERHEAD_S
+    assert 1 + cost.TASK_OVERHEAD_S < cost.FARGATE_MINIMUM_S < load_s
+    assert e.worker_task_s == cost.FARGATE_MINIMUM_S + load_s
+
+
+def test_targets_cost_their_hourly_price_for_the_campaign_wall_time():
+    # Given two targets at $2/h benchmarked one after the other
+    e = cost.estimate(plan(targets=2, hourly=2.0, duration_s=600), 1, 2, "us-east-1")
+
+    # Then each target line is $2/h x the campaign's wall time
+    assert line(e, "target t0").usd == pytest.approx(2.0 * e.wall_s / 3600, abs=1e-6)
+    assert line(e, "target t1").usd == line(e, "target t0").usd
+
+
+def test_target_concurrency_shortens_the_wall_time_not_the_worker_time():
+    # Given four targets, one at a time and then all at once
+    serial = cost.estimate(plan(targets=4, hourly=1.0, duration_s=600), 1, 2, "us-east-1")
+    parallel = cost.estimate(plan(targets=4, hourly=1.0, duration_s=600, concurrency=4), 1, 2, "us-east-1")
+
+    # Then the same Fargate time is billed, in a quarter of the target time
+    assert parallel.worker_task_s == serial.worker_task_s
+    per_target = (serial.wall_s - cost.CAMPAIGN_FIXED_S) / 4
+    assert parallel.wall_s == pytest.approx(cost.CAMPAIGN_FIXED_S + per_target)
+
+
+def test_target_without_hourly_cost_is_free_and_says_so():
+    e = cost.estimate(plan(), 1, 2, "us-east-1")
+    assert line(e, "target t0").usd == 0 and "no hourly_cost_usd" in line(e, "target t0").note
+
+
+def test_spot_discounts_fargate_only():
+    # Given the same plan on demand and on Spot
+    p = plan(hourly=1.0, duration_s=600)
+    on_demand, spot = cost.estimate(p, 1, 2, "us-east-1"), cost.estimate(p, 1, 2, "us-east-1", spot=True)
+
+    # Then Fargate lines drop by the Spot discount and the rest is unchanged
+    discount = 1 - cost.PRICES["us-east-1"].fargate_spot_discount
+    assert spot.line_usd("Fargate") == pytest.approx(on_demand.line_usd("Fargate") * discount, abs=1e-6)
+    assert spot.line_usd("target") == on_demand.line_usd("target")
+
+
+def test_region_prices_come_from_the_table():
+    p = plan(duration_s=600)
+    assert cost.estimate(p, 1, 2, "eu-central-1").line_usd("Fargate") > cost.estimate(p, 1, 2, "us-east-1").line_usd("Fargate")
+
+
+def test_unknown_region_is_priced_as_the_default_and_noted():
+    # Given a region missing from the table / When estimated
+    e = cost.estimate(plan(), 1, 2, "ap-south-2")
+
+    # Then the default region's prices are used, and the estimate says so
+    assert e.total_usd == cost.estimate(plan(), 1, 2, cost.DEFAULT_REGION).total_usd
+    assert e.notes and "ap-south-2" in e.notes[0]
+
+
+def test_bound_runs_every_step_to_its_timeout_and_hard_stop():
+    # Given one target with one 60 s run / When estimated
+    p = plan(duration_s=60, scale=1)
+    e = cost.estimate(p, 1, 2, "us-east-1")
+
+    # Then the bound prices each step at its timeout plus the worker's hard stop
+    (target,) = p.targets
+    bound_s = sum(s.timeout_s + WORKER_HARD_STOP_GRACE_S + cost.TASK_OVERHEAD_S for s in target.steps)
+    bound_fargate = bound_s / 3600 * (cost.PRICES["us-east-1"].fargate_vcpu_hour + 2 * cost.PRICES["us-east-1"].fargate_gb_hour)
+    assert e.bound_usd > e.total_usd
+    assert e.bound_usd == pytest.approx(bound_fargate + (e.total_usd - e.line_usd("Fargate")), rel=0.05)
+
+
+def test_expected_run_time_is_the_planned_duration():
+    (target,) = plan(duration_s=90).targets
+    run = target.steps[1]
+    assert cost.expected_work_s(run) == 90 == run.timeout_s - RUN_TIMEOUT_MARGIN_S
+
+
+def test_actual_prices_measured_seconds_and_leaves_out_steps_that_never_ran():
+    # Given a plan of two steps of which only the load ran, for 3 s, in a 20 s campaign
+    p = plan(hourly=3.6)
+    (target,) = p.targets
+    work = cost.measured_work_s(p, {target.steps[0].step_id: 3.0}, set())
+
+    # When priced / Then one task is billed (its minute) and the target costs 20 s
+    spent = cost.actual(p, work, 20.0, 1, 2, "us-east-1")
+    assert (spent.tasks, spent.worker_task_s, spent.wall_s) == (1, cost.FARGATE_MINIMUM_S, 20.0)
+    assert line(spent, "target t0").usd == pytest.approx(3.6 * 20 / 3600)
+
+
+def test_a_lost_worker_is_counted_up_to_its_hard_stop():
+    # Given a step launched that never wrote a summary
+    p = plan()
+    (target,) = p.targets
+    run = target.steps[1]
+
+    # When measuring / Then it counts until its timeout and the hard stop
+    assert cost.measured_work_s(p, {}, {run.step_id}) == {run.step_id: run.timeout_s + WORKER_HARD_STOP_GRACE_S}
+
+
+def _success_path(states: dict, start: str) -> list[str]:
+    """State names entered by a campaign that runs and succeeds: Next, the allowed branch of a Choice."""
+    names, name = [], start
+    while name:
+        state = states[name]
+        names.append(name)
+        if state["Type"] == "Choice":
+            (allowed,) = [c for c in state["Choices"] if c.get("BooleanEquals") is True]
+            name = allowed["Next"]
+        else:
+            name = state.get("Next")
+    return names
+
+
+def test_transition_counts_follow_the_asl():
+    # Given the state machine file
+    asl = json.loads(ASL.read_text())
+    campaign = _success_path(asl["States"], asl["StartAt"])
+    targets = asl["States"]["Benchmark Targets"]["ItemProcessor"]
+    target = _success_path(targets["States"], targets["StartAt"])
+    steps = targets["States"]["Run Steps In Order"]["ItemProcessor"]
+    step = _success_path(steps["States"], steps["StartAt"])
+
+    # When counting the states a successful campaign enters at each level / Then the model agrees
+    assert "Check Cost Cap" in campaign
+    assert (len(campaign), len(target), len(step)) == (
+        cost.TRANSITIONS_PER_CAMPAIGN, cost.TRANSITIONS_PER_TARGET, cost.TRANSITIONS_PER_STEP
+    )
+
+
+def test_format_lines_prints_each_item_and_the_total():
+    e = cost.estimate(plan(hourly=1.0), 1, 2, "us-east-1")
+    text = "\n".join(cost.format_lines(e))
+    assert all(entry.item in text for entry in e.lines)
+    assert f"{e.total_usd:.4f}" in text and "at most" in text
+
+
+def test_every_region_in_the_table_prices_every_item():
+    assert cost.DEFAULT_REGION in cost.PRICES
+    assert all(all(v > 0 for v in prices.model_dump().values()) for prices in cost.PRICES.values())
