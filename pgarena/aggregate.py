@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, field_validator
 
 from pgarena.errors import ErrorInfo, from_step_functions
+from pgarena.latency import ShardSeries
+from pgarena.merge import NoCommonWindow, merge
 from pgarena.monitor import ConnectionReport
 from pgarena.plan import Plan, PlannedTarget, Step
 from pgarena.ranking import rank_targets
-from pgarena.results import CampaignResults, LoadResult, ServerInfo, StepSummary, TargetResult, WorkloadResult
+from pgarena.results import CampaignResults, LoadResult, ServerInfo, ShardResult, StepSummary, TargetResult, WorkloadResult
 
 
 class StepOutcome(BaseModel):
@@ -27,6 +30,14 @@ class TargetOutcome(BaseModel):
     server: ServerInfo | None = None
     steps: list[StepOutcome] = []
     failure: dict[str, Any] | None = None
+
+    @field_validator("steps", mode="before")
+    @classmethod
+    def _flatten_shards(cls, value: Any) -> Any:
+        """Each step comes back as {"shards": [outcome, ...]}: one outcome per worker."""
+        if not isinstance(value, list):
+            return value
+        return [shard for item in value for shard in (item["shards"] if isinstance(item, dict) and "shards" in item else [item])]
 
 
 MISSING = ErrorInfo(kind="missing_result", message="the step reported success but wrote no summary")
@@ -52,8 +63,79 @@ def _step_error(step: Step, outcome: StepOutcome | None, summary: StepSummary | 
     return from_step_functions(outcome.failure) or MISSING
 
 
+def _shard_ids(step_id: str, summaries: dict[str, StepSummary], outcomes: dict[str, StepOutcome]) -> list[str]:
+    """Ids of the step's shards (step_id/s0, step_id/s1, ...) known from summaries or outcomes."""
+    pattern = re.compile(re.escape(step_id) + r"/s(\d+)$")
+    found = {i for i in [*summaries, *outcomes] if pattern.match(i)}
+    return sorted(found, key=lambda i: int(pattern.match(i).group(1)))
+
+
+def _sharded_result(
+    step: Step,
+    shard_ids: list[str],
+    outcomes: dict[str, StepOutcome],
+    summaries: dict[str, StepSummary],
+    campaign_id: str,
+    series: dict[str, ShardSeries],
+) -> WorkloadResult:
+    """One result for a step run by several workers, merged over the window when all of them ran."""
+    shards, ran = [], []
+    for shard_id in shard_ids:
+        summary = summaries.get(shard_id)
+        error = _step_error(step, outcomes.get(shard_id), summary)
+        ok = summary is not None and summary.status == "succeeded" and shard_id in series
+        shards.append(ShardResult(
+            step_id=shard_id,
+            clients=summary.clients if summary else None,
+            status="succeeded" if ok else "failed",
+            tps=summary.tps if summary else None,
+            transactions=summary.transactions if summary else None,
+            barrier=summary.barrier if summary else None,
+            raw=_relative(campaign_id, summary.raw if summary else []),
+            error=None if ok else (error or MISSING),
+        ))
+        if ok:
+            ran.append((summary, series[shard_id]))
+    requested = step.clients
+    common = dict(name=step.workload, tool=step.tool, repetition=step.repetition, shards=shards,
+                  raw=[path for s in shards for path in s.raw])
+    failed = [s for s in shards if s.status == "failed"]
+    if not ran:
+        return WorkloadResult(clients=step.clients, status="failed", error=failed[0].error, **common)
+    try:
+        merged = merge([s for _, s in ran])
+    except NoCommonWindow as why:
+        return WorkloadResult(clients=step.clients, status="failed",
+                              error=ErrorInfo(kind="no_common_window", message=str(why)), **common)
+    covered = sum(summary.clients or 0 for summary, _ in ran)
+    degraded = None
+    if failed:
+        reasons = "; ".join(f"{s.step_id}: {s.error.kind}: {s.error.message}" for s in failed)
+        degraded = ErrorInfo(kind="degraded", message=f"covers {covered} of {requested} clients; failed shards: {reasons}")
+    clamped_from = next((s.requested_clients for s, _ in ran if s.requested_clients), None)
+    return WorkloadResult(
+        clients=covered,
+        requested_clients=(clamped_from or requested) if (failed or clamped_from) else None,
+        status="succeeded",
+        tps=round(merged.tps, 6),
+        latency_ms=merged.latency,
+        transactions=merged.transactions,
+        failed_transactions=merged.failed_transactions,
+        progress=merged.progress,
+        start_skew_s=merged.start_skew_s,
+        window_s=merged.window_s,
+        degraded=bool(failed),
+        error=degraded,
+        **common,
+    )
+
+
 def _target_result(
-    planned: PlannedTarget, outcome: TargetOutcome | None, summaries: dict[str, StepSummary], campaign_id: str
+    planned: PlannedTarget,
+    outcome: TargetOutcome | None,
+    summaries: dict[str, StepSummary],
+    campaign_id: str,
+    series: dict[str, ShardSeries],
 ) -> TargetResult:
     step_outcomes = {s.step_id: s for s in (outcome.steps if outcome else [])}
     loads: list[LoadResult] = []
@@ -61,6 +143,13 @@ def _target_result(
     errors: list[ErrorInfo] = []
     for step in planned.steps:
         summary = summaries.get(step.step_id)
+        shard_ids = _shard_ids(step.step_id, summaries, step_outcomes)
+        if shard_ids:
+            result = _sharded_result(step, shard_ids, step_outcomes, summaries, campaign_id, series)
+            if result.status == "failed":
+                errors.append(result.error)
+            workloads.append(result)
+            continue
         error = _step_error(step, step_outcomes.get(step.step_id), summary)
         status = "succeeded" if summary is not None and summary.status == "succeeded" else "failed"
         if status == "failed":
@@ -123,6 +212,7 @@ def aggregate(
     started_at: str,
     finished_at: str,
     refusal: ErrorInfo | None = None,
+    series: dict[str, ShardSeries] | None = None,
 ) -> CampaignResults:
     """`refusal`: the campaign was refused before any target ran (the cost guard); every target fails with it."""
     if refusal is not None:
@@ -130,7 +220,7 @@ def aggregate(
         outcomes = [TargetOutcome(name=t.name, failure={"Error": refusal.kind, "Cause": cause}) for t in plan.targets]
     by_name = {o.name: o for o in outcomes}
     by_step = {s.step_id: s for s in summaries}
-    targets = [_target_result(t, by_name.get(t.name), by_step, plan.campaign_id) for t in plan.targets]
+    targets = [_target_result(t, by_name.get(t.name), by_step, plan.campaign_id, series or {}) for t in plan.targets]
     return CampaignResults(
         campaign_id=plan.campaign_id,
         campaign=plan.campaign,

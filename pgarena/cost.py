@@ -9,7 +9,8 @@ the matrix's caps before any worker starts; the aggregate step prices what actua
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterable
+import re
+from collections.abc import Callable, Iterable
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -23,6 +24,7 @@ from pgarena.plan import (
     Step,
     plan_campaign,
 )
+from pgarena.shards import shard
 
 
 class RegionPrices(BaseModel):
@@ -98,7 +100,8 @@ LAMBDA_SHAPE: dict[str, tuple[int, float]] = {
 # (a unit test walks the file and keeps these equal); retries and failures add a few.
 TRANSITIONS_PER_CAMPAIGN = 5  # Validate And Plan, Check Cost Cap, Within Cost Cap?, Benchmark Targets, Aggregate And Rank
 TRANSITIONS_PER_TARGET = 4  # Preflight Target, Run Steps In Order, Release Connection Lease, Target Finished
-TRANSITIONS_PER_STEP = 1  # Run Worker Task
+TRANSITIONS_PER_STEP = 1  # Run Shards Together
+TRANSITIONS_PER_WORKER = 1  # Run Worker Task, once per shard
 
 # Requests per worker step: raw output (once every UPLOAD_EVERY_S while the tool runs, then
 # once more), the monitor series, summary.json; one summary item.
@@ -198,29 +201,35 @@ def _line(item: str, quantity: float, unit: str, unit_price: float, note: str = 
                     usd=round(quantity * unit_price, 6), note=note)
 
 
+Worker = tuple[Step, float]  # one worker task: the step (or shard) it runs and its tool seconds
+
+
 def _price(
     plan: Plan,
-    work_s: dict[str, float],
+    workers: list[Worker],
     wall_s: float | None,
     worker_vcpu: float,
     worker_memory_gb: float,
     region: str,
     spot: bool,
 ) -> CostEstimate:
-    """Price the steps in `work_s` (step id -> seconds of tool time); steps left out did not run."""
+    """Price these worker tasks (a step's shards run together); steps without a worker did not run."""
     prices, notes = prices_for(region)
-    task_s = {step_id: seconds + TASK_OVERHEAD_S for step_id, seconds in work_s.items()}
-    billed_s = sum(_billed_s(seconds) for seconds in task_s.values())
+    task_s = [seconds + TASK_OVERHEAD_S for _, seconds in workers]
+    billed_s = sum(_billed_s(seconds) for seconds in task_s)
+    step_s: dict[str, float] = {}  # a step lasts as long as its slowest shard
+    for (step, _), seconds in zip(workers, task_s):
+        key = step.group_id or step.step_id
+        step_s[key] = max(step_s.get(key, 0.0), seconds)
     if wall_s is None:
-        per_target = [TARGET_FIXED_S + sum(task_s.get(s.step_id, 0.0) for s in t.steps) for t in plan.targets]
+        per_target = [TARGET_FIXED_S + sum(step_s.get(s.step_id, 0.0) for s in t.steps) for t in plan.targets]
         wall_s = CAMPAIGN_FIXED_S + _makespan(per_target, plan.target_concurrency)
     wall_h = wall_s / 3600
     discount = (1 - prices.fargate_spot_discount) if spot else 1.0
     kind = "Fargate Spot" if spot else "Fargate"
-    steps = [s for t in plan.targets for s in t.steps if s.step_id in work_s]
     lines = [
         _line(f"{kind} vCPU", billed_s / 3600 * worker_vcpu, "vCPU-hours", prices.fargate_vcpu_hour * discount,
-              f"{len(task_s)} tasks x {worker_vcpu:g} vCPU, {TASK_OVERHEAD_S} s start-up each, at least "
+              f"{len(workers)} tasks x {worker_vcpu:g} vCPU, {TASK_OVERHEAD_S} s start-up each, at least "
               f"{FARGATE_MINIMUM_S} s"),
         _line(f"{kind} memory", billed_s / 3600 * worker_memory_gb, "GB-hours", prices.fargate_gb_hour * discount,
               f"{worker_memory_gb:g} GB per task"),
@@ -234,14 +243,14 @@ def _price(
         )
     invocations = {
         "validate": 1, "cost_guard": 1, "aggregate": 1,
-        "preflight": len(plan.targets), "release_lease": len(plan.targets), "launch_worker": len(task_s),
+        "preflight": len(plan.targets), "release_lease": len(plan.targets), "launch_worker": len(workers),
     }
     requests = sum(invocations.values())
     gb_s = sum(count * LAMBDA_SHAPE[name][0] / 1024 * LAMBDA_SHAPE[name][1] for name, count in invocations.items())
     transitions = (TRANSITIONS_PER_CAMPAIGN + TRANSITIONS_PER_TARGET * len(plan.targets)
-                   + TRANSITIONS_PER_STEP * len(task_s))
-    s3_puts = sum(S3_PUTS_PER_STEP + work_s[s.step_id] // S3_UPLOAD_EVERY_S for s in steps) + 1  # + results.json
-    dynamodb_writes = (DYNAMODB_WRITES_PER_STEP * len(task_s) + DYNAMODB_WRITES_PER_TARGET * len(plan.targets)
+                   + TRANSITIONS_PER_STEP * len(step_s) + TRANSITIONS_PER_WORKER * len(workers))
+    s3_puts = sum(S3_PUTS_PER_STEP + seconds // S3_UPLOAD_EVERY_S for _, seconds in workers) + 1  # + results.json
+    dynamodb_writes = (DYNAMODB_WRITES_PER_STEP * len(workers) + DYNAMODB_WRITES_PER_TARGET * len(plan.targets)
                        + DYNAMODB_WRITES_PER_CAMPAIGN)
     lines += [
         _line("Lambda requests", requests, "requests", prices.lambda_request),
@@ -256,7 +265,7 @@ def _price(
         worker_vcpu=worker_vcpu,
         worker_memory_gb=worker_memory_gb,
         spot=spot,
-        tasks=len(task_s),
+        tasks=len(workers),
         worker_task_s=round(billed_s, 3),
         wall_s=round(wall_s, 3),
         lines=lines,
@@ -269,36 +278,39 @@ def _all_steps(plan: Plan) -> Iterable[Step]:
     return (step for target in plan.targets for step in target.steps)
 
 
+def _workers(plan: Plan, seconds: Callable[[Step], float]) -> list[Worker]:
+    """Every worker task the plan starts: one per step, or one per shard of a sharded run."""
+    return [(worker, seconds(step)) for step in _all_steps(plan) for worker in shard(step).shards]
+
+
 def estimate(plan: Plan, worker_cpu: float, worker_memory_gb: float, region: str, spot: bool = False) -> CostEstimate:
     """The campaign's expected cost, itemised, with the most it can cost (`bound_usd`) beside it.
 
     `worker_cpu` is in vCPU (Fargate CPU units / 1024). Spot prices vary; the cost guard prices on-demand.
     """
-    expected = _price(plan, {s.step_id: expected_work_s(s) for s in _all_steps(plan)}, None,
-                      worker_cpu, worker_memory_gb, region, spot)
-    bound = _price(plan, {s.step_id: bounded_work_s(s) for s in _all_steps(plan)}, None,
-                   worker_cpu, worker_memory_gb, region, spot)
+    expected = _price(plan, _workers(plan, expected_work_s), None, worker_cpu, worker_memory_gb, region, spot)
+    bound = _price(plan, _workers(plan, bounded_work_s), None, worker_cpu, worker_memory_gb, region, spot)
     return expected.model_copy(update={"bound_usd": bound.total_usd})
 
 
 def actual(
-    plan: Plan, work_s: dict[str, float], wall_s: float, worker_cpu: float, worker_memory_gb: float, region: str,
+    plan: Plan, workers: list[Worker], wall_s: float, worker_cpu: float, worker_memory_gb: float, region: str,
     spot: bool = False,
 ) -> CostEstimate:
     """What a finished campaign cost, priced like its estimate from measured tool seconds and wall time."""
-    return _price(plan, work_s, wall_s, worker_cpu, worker_memory_gb, region, spot)
+    return _price(plan, workers, wall_s, worker_cpu, worker_memory_gb, region, spot)
 
 
-def measured_work_s(plan: Plan, summaries: dict[str, float], launched_without_summary: set[str]) -> dict[str, float]:
-    """Tool seconds per step that ran: a summary's wall time, or, for a worker that was launched but
+def measured_workers(plan: Plan, tool_s: dict[str, float], launched_without_summary: set[str]) -> list[Worker]:
+    """The workers that ran, by step or shard id: a summary's wall time, or, for a worker launched that
     never wrote one (lost, killed), everything up to its hard stop."""
-    work: dict[str, float] = {}
+    workers: list[Worker] = []
     for step in _all_steps(plan):
-        if step.step_id in summaries:
-            work[step.step_id] = summaries[step.step_id]
-        elif step.step_id in launched_without_summary:
-            work[step.step_id] = bounded_work_s(step)
-    return work
+        shard_id = re.compile(re.escape(step.step_id) + r"(/s\d+)?$")
+        for worker_id in sorted(i for i in tool_s.keys() | launched_without_summary if shard_id.match(i)):
+            worker = step.model_copy(update={"step_id": worker_id, "group_id": step.step_id})
+            workers.append((worker, tool_s.get(worker_id, bounded_work_s(step))))
+    return workers
 
 
 def worker_size(cpu_units: int, memory_mib: int) -> tuple[float, float]:

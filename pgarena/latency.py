@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from hdrh.histogram import HdrHistogram
+from pydantic import BaseModel, Field
 
 from pgarena.results import Latency
 
@@ -69,3 +70,50 @@ def merged(encoded: list[str]) -> HdrHistogram:
     for item in encoded:
         total.add(decode(item))
     return total
+
+
+class SecondBucket(BaseModel):
+    """Transactions that completed in one wall-clock second [t, t+1)."""
+
+    t: int
+    count: int
+    failed: int = 0
+    hist: str = Field(description="HdrHistogram of their latencies (us), encoded")
+
+
+class ShardSeries(BaseModel):
+    """One worker's measured window and per-second latency histograms, from its per-transaction log."""
+
+    start_epoch: float = Field(description="when its first logged transaction began")
+    end_epoch: float = Field(description="when its last logged transaction completed")
+    seconds: list[SecondBucket]
+
+
+def pgbench_log_series(paths: list[Path]) -> ShardSeries | None:
+    """Per-second buckets of a pgbench --log (fields: client txn latency_us script epoch_s epoch_us ...)."""
+    buckets: dict[int, tuple[HdrHistogram, list[int]]] = {}
+    start, end = float("inf"), float("-inf")
+    for path in paths:
+        with path.open() as lines:
+            for line in lines:
+                fields = line.split()
+                if len(fields) < 6 or not fields[4].isdigit() or not fields[5].isdigit():
+                    continue
+                second = int(fields[4])
+                completed = second + int(fields[5]) / 1_000_000
+                histogram, counts = buckets.setdefault(second, (new_histogram(), [0, 0]))
+                if fields[2].isdigit():
+                    latency_us = int(fields[2])
+                    histogram.record_value(min(max(latency_us, LOWEST_US), HIGHEST_US))
+                    counts[0] += 1
+                    start = min(start, completed - latency_us / 1_000_000)
+                else:
+                    counts[1] += 1
+                end = max(end, completed)
+    if not buckets:
+        return None
+    return ShardSeries(
+        start_epoch=start if start != float("inf") else min(buckets),
+        end_epoch=end,
+        seconds=[SecondBucket(t=t, count=c[0], failed=c[1], hist=encode(h)) for t, (h, c) in sorted(buckets.items())],
+    )

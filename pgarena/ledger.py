@@ -257,7 +257,7 @@ def settle_campaign(
     tool_s = {s.step_id: s.wall_s for s in summaries}
     launched_without_summary = {o.step_id for target in outcomes for o in target.steps} - set(tool_s)
     wall_s = _seconds_between(started_at, finished_at) or estimate.wall_s
-    spent = cost.actual(plan, cost.measured_work_s(plan, tool_s, launched_without_summary), wall_s,
+    spent = cost.actual(plan, cost.measured_workers(plan, tool_s, launched_without_summary), wall_s,
                         estimate.worker_vcpu, estimate.worker_memory_gb, estimate.region, estimate.spot)
     ledger.settle(decision.month, decision.campaign_id, spent.total_usd)
     return report.model_copy(update={"actual_usd": spent.total_usd})

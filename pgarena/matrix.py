@@ -166,6 +166,10 @@ class PgbenchRun(Strict):
     max_tries: int | None = Field(None, ge=1, description="retry serialization/deadlock failures (pgbench 15+)")
     percentiles: bool = Field(True, description="log every transaction's latency for exact p50/p95/p99")
     no_vacuum: bool = Field(False, description="skip pgbench's vacuum of its tables before the run (-n)")
+    workers: int = Field(1, ge=1, le=256, description="split the clients across this many workers started together")
+    max_clients_per_worker: int | None = Field(
+        None, ge=1, description="or: as many workers as it takes to keep each at or under this many clients"
+    )
 
     @field_validator("clients")
     @classmethod
@@ -183,6 +187,9 @@ class PgbenchRun(Strict):
     def _duration_or_transactions(self) -> PgbenchRun:
         if (self.duration_s is None) == (self.transactions is None):
             raise ValueError("set exactly one of 'duration_s' (-T) or 'transactions' (-t)")
+        if (self.workers > 1 or self.max_clients_per_worker) and not (self.percentiles and self.duration_s):
+            # Shards are merged over their common window from per-transaction logs.
+            raise ValueError("several workers need 'percentiles': true and 'duration_s' (their logs are merged)")
         return self
 
     @property

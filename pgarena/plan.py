@@ -52,6 +52,9 @@ class Step(Boundary):
     repetition: int = 1
     timeout_s: int
     monitor_interval_s: float = 5.0
+    shard: int = Field(0, description="this worker's index among the step's shards")
+    shards: int = Field(1, description="workers running this step together")
+    group_id: str | None = Field(None, description="the logical step a shard belongs to")
 
     @property
     def tool(self) -> str:

@@ -5,13 +5,14 @@ from __future__ import annotations
 import time
 from collections import Counter
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from pgarena.budget import COORDINATOR_CONNECTIONS, ConnectionFacts, Sessions, apply_budget, compute_budget
 from pgarena.leases import LeaseStore, holder_id, lease_key
 from pgarena.plan import PlannedTarget, Step
 from pgarena.postgres import CLIENT_SESSIONS, connect
 from pgarena.results import ServerInfo
+from pgarena.shards import StepGroup, shard
 
 LEASE_POLL_S = 2.0
 # Sessions whose application_name starts with this are pgarena's: leases account for them.
@@ -38,7 +39,7 @@ select usename, datname, coalesce(state, 'unknown'), coalesce(application_name, 
 
 class PreflightResult(BaseModel):
     server: ServerInfo
-    steps: list[Step]
+    steps: list[StepGroup] = Field(description="the steps to run, in order, each split into its shards")
 
 
 def sessions_of(rows: list[tuple[str | None, str | None, str, str]], role: str, database: str) -> Sessions:
@@ -109,7 +110,7 @@ def preflight(target: PlannedTarget, campaign_id: str, leases: LeaseStore | None
         connections_needed=target.connections_needed,
         clamped=any(step.requested_clients for step in steps),
     )
-    return PreflightResult(server=server, steps=steps)
+    return PreflightResult(server=server, steps=[shard(step) for step in steps])
 
 
 def release(target: PlannedTarget, campaign_id: str, leases: LeaseStore) -> None:

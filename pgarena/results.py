@@ -31,6 +31,12 @@ class ProgressSample(BaseModel):
     latency_avg_ms: float | None = None
 
 
+class Barrier(BaseModel):
+    start_epoch: float = Field(description="the start time the shards agreed on")
+    released_epoch: float = Field(description="when this shard left the barrier")
+    all_arrived: bool
+
+
 class StepSummary(BaseModel):
     """What one worker task measured; stored in DynamoDB and traceable to `raw`."""
 
@@ -58,6 +64,8 @@ class StepSummary(BaseModel):
     load_s: float | None = None
     load_phases_s: dict[str, float] = Field(default_factory=dict)
     latency_histogram: str | None = Field(None, description="HdrHistogram of every transaction's latency (us), encoded")
+    series: str | None = Field(None, description="S3 key of the shard's per-second histograms (sharded runs)")
+    barrier: Barrier | None = None
     extra: dict[str, float | int | None] = Field(default_factory=dict, description="tool-specific figures, e.g. sysbench qps")
     connections: ConnectionReport | None = None
     raw: list[str] = Field(default_factory=list, description="S3 keys of the raw output")
@@ -78,6 +86,19 @@ class ServerInfo(BaseModel):
     clamped: bool = False
 
 
+class ShardResult(BaseModel):
+    """One worker's part of a sharded run, as it ran on its own (kept beside the merged result)."""
+
+    step_id: str
+    clients: int | None
+    status: Status
+    tps: float | None = Field(None, description="as this shard's pgbench printed it, over its own run")
+    transactions: int | None = None
+    barrier: Barrier | None = None
+    raw: list[str] = Field(default_factory=list)
+    error: ErrorInfo | None = None
+
+
 class WorkloadResult(BaseModel):
     name: str
     tool: str
@@ -92,6 +113,10 @@ class WorkloadResult(BaseModel):
     progress: list[ProgressSample] = Field(default_factory=list)
     extra: dict[str, float | int | None] = Field(default_factory=dict, description="tool-specific figures, e.g. sysbench qps")
     connections: ConnectionReport | None = None
+    shards: list[ShardResult] = Field(default_factory=list, description="set when several workers ran the step")
+    start_skew_s: float | None = Field(None, description="latest shard start minus earliest")
+    window_s: int | None = Field(None, description="whole seconds when every shard ran: what the merged figures cover")
+    degraded: bool = Field(False, description="a shard failed: the merged result covers fewer clients")
     raw: list[str] = Field(default_factory=list, description="paths relative to the campaign folder")
     error: ErrorInfo | None = None
 

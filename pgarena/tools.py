@@ -17,7 +17,7 @@ from pgarena.parsers.pgbench import parse_pgbench
 from pgarena.parsers.sysbench import parse_sysbench
 from pgarena.pgbench import TRANSACTION_LOG_PREFIX, init_args, libpq_env, pgbench_binary, run_args
 from pgarena.plan import Step
-from pgarena.results import Latency, ProgressSample
+from pgarena.results import Barrier, Latency, ProgressSample
 from pgarena import sysbench
 
 # How many of the tool's last error lines go into an error message.
@@ -36,6 +36,8 @@ class Measured:
     load_s: float | None = None
     load_phases_s: dict[str, float] = field(default_factory=dict)
     histogram: str | None = None
+    series: str | None = None
+    barrier: Barrier | None = None
     extra: dict[str, float | int | None] = field(default_factory=dict)
     error: ErrorInfo | None = None
 

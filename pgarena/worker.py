@@ -22,11 +22,13 @@ from typing import Callable, Iterator
 import boto3
 from aws_lambda_powertools import Logger
 
+from pgarena.barrier import wait_at_barrier
 from pgarena.credentials import resolve_password
+from pgarena.latency import pgbench_log_series
 from pgarena.errors import ErrorInfo, PgarenaError
 from pgarena.monitor import ConnectionReport, Monitor
 from pgarena.plan import WORKER_HARD_STOP_GRACE_S, Step
-from pgarena.results import StepSummary
+from pgarena.results import Barrier, StepSummary
 from pgarena.settings import WorkerEnv
 from pgarena.store import ResultStore
 from pgarena.tools import KILLED, TOOLS, Measured
@@ -117,6 +119,8 @@ def summarize(
         load_s=measured.load_s,
         load_phases_s=measured.load_phases_s,
         latency_histogram=measured.histogram,
+        series=measured.series,
+        barrier=measured.barrier,
         extra=measured.extra,
         connections=connections,
         raw=raw,
@@ -139,6 +143,7 @@ def run_step(step: Step, store: ResultStore, workdir: Path) -> StepSummary:
     raw_path = workdir / f"{step.tool}.log"
     raw_key = f"{step.raw_prefix}/{step.tool}.log"
     logger.info("step starting", step_id=step.step_id, argv=argv)  # argv holds no secret: the environment does
+    barrier = _barrier(step, store)
     started_at, t0 = _now(), time.monotonic()
     with _monitor(step, workdir) as monitor:
         exit_code = run_tool(argv, env, raw_path, step.timeout_s, on_chunk=lambda: store.put_file(raw_key, raw_path))
@@ -152,6 +157,14 @@ def run_step(step: Step, store: ResultStore, workdir: Path) -> StepSummary:
         connections = monitor.report().model_copy(update={"raw": series_key})
         raw.append(series_key)
     measured = tool.measure(step, raw_path.read_text(errors="replace"), exit_code, workdir)
+    series = pgbench_log_series(tool.artifacts(workdir)) if step.shards > 1 else None
+    if series is not None:
+        series_path = workdir / "upload" / "series.json"
+        series_path.parent.mkdir(exist_ok=True)
+        series_path.write_text(series.model_dump_json())
+        measured.series = store.put_file(f"{step.raw_prefix}/series.json", series_path, "application/json")
+        raw.append(measured.series)
+    measured.barrier = barrier
     summary = summarize(
         step, measured, exit_code, started_at, finished_at, wall_s, raw, tool_version(argv[0]), connections
     )
@@ -159,6 +172,14 @@ def run_step(step: Step, store: ResultStore, workdir: Path) -> StepSummary:
     store.put_summary(summary)
     logger.info("step finished", step_id=step.step_id, status=summary.status, tps=summary.tps, wall_s=summary.wall_s)
     return summary
+
+
+def _barrier(step: Step, store: ResultStore) -> Barrier | None:
+    """Shards of one step start their measured run together."""
+    if step.shards <= 1:
+        return None
+    start_at, complete = wait_at_barrier(store.dynamodb, store.table, step.campaign_id, step.group_id, step.shard, step.shards)
+    return Barrier(start_epoch=start_at, all_arrived=complete, released_epoch=time.time())
 
 
 @contextmanager

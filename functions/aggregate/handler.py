@@ -10,6 +10,7 @@ from pydantic import BaseModel
 
 from functions.observability import logger, metrics, tracer
 from pgarena.aggregate import TargetOutcome, aggregate
+from pgarena.latency import ShardSeries
 from pgarena.ledger import CostDecision, Ledger, settle_campaign
 from pgarena.plan import Plan
 from pgarena.report import write_reports
@@ -35,7 +36,9 @@ def handler(event: AggregateEvent, context: LambdaContext) -> dict:
     finished_at = datetime.now(timezone.utc).isoformat(timespec="milliseconds")
     summaries = store.summaries(event.campaign_id)
     refusal = event.cost.refusal if event.cost else None
-    results = aggregate(event.plan, event.outcomes, summaries, event.started_at, finished_at, refusal)
+    # Sharded runs are merged from each shard's per-second histograms, kept beside its raw output.
+    series = {s.step_id: ShardSeries.model_validate(store.get_json(s.series)) for s in summaries if s.series}
+    results = aggregate(event.plan, event.outcomes, summaries, event.started_at, finished_at, refusal, series)
     if event.cost is not None:
         ledger = Ledger(boto3.client("dynamodb"), env.results_table)
         spent = settle_campaign(event.cost, event.plan, event.outcomes, summaries, event.started_at, finished_at, ledger)

@@ -60,3 +60,25 @@ def test_missing_outcome_is_reported_not_dropped():
     results = aggregate(plan_two_targets(), [], [], "s", "f")
     assert [t.status for t in results.targets] == ["failed", "failed"]
     assert results.targets[0].error.kind == "not_run"
+
+
+def test_a_failed_shard_degrades_the_merged_result_and_says_which():
+    from pgarena.latency import SecondBucket, ShardSeries, encode, new_histogram
+
+    data = json.loads((FIXTURES / "matrices" / "minimal.json").read_text())
+    data["targets"] = data["targets"][:1]
+    data["workloads"][0]["run"].update({"clients": 4, "workers": 2})
+    plan = plan_campaign(parse_campaign(data), "cid")
+    h = new_histogram()
+    h.record_value(1000)
+    ok = summary("a/tpcb/c4-r1/s0", "a", tps=10.0).model_copy(update={"clients": 2, "series": "cid/raw/x/series.json"})
+    failure = {"Error": "server_closed_connection", "Cause": ""}
+    outcomes = [TargetOutcome(name="a", steps=[{"shards": [{"step_id": "a/tpcb/init", "status": "succeeded"}]},
+                                                {"shards": [{"step_id": "a/tpcb/c4-r1/s0", "status": "succeeded"},
+                                                            {"step_id": "a/tpcb/c4-r1/s1", "status": "failed", "failure": failure}]}])]
+    series = {"a/tpcb/c4-r1/s0": ShardSeries(start_epoch=0.0, end_epoch=3.0, seconds=[SecondBucket(t=t, count=1, hist=encode(h)) for t in range(3)])}
+    results = aggregate(plan, outcomes, [summary("a/tpcb/init", "a", kind="init"), ok], "s", "f", series=series)
+    (w,) = results.targets[0].workloads
+    assert w.degraded and (w.clients, w.requested_clients) == (2, 4)
+    assert "a/tpcb/c4-r1/s1: server_closed_connection" in w.error.message
+    assert [s.status for s in w.shards] == ["succeeded", "failed"]

@@ -145,7 +145,7 @@ def test_actual_prices_measured_seconds_and_leaves_out_steps_that_never_ran():
     # Given a plan of two steps of which only the load ran, for 3 s, in a 20 s campaign
     p = plan(hourly=3.6)
     (target,) = p.targets
-    work = cost.measured_work_s(p, {target.steps[0].step_id: 3.0}, set())
+    work = cost.measured_workers(p, {target.steps[0].step_id: 3.0}, set())
 
     # When priced / Then one task is billed (its minute) and the target costs 20 s
     spent = cost.actual(p, work, 20.0, 1, 2, "us-east-1")
@@ -160,7 +160,41 @@ def test_a_lost_worker_is_counted_up_to_its_hard_stop():
     run = target.steps[1]
 
     # When measuring / Then it counts until its timeout and the hard stop
-    assert cost.measured_work_s(p, {}, {run.step_id}) == {run.step_id: run.timeout_s + WORKER_HARD_STOP_GRACE_S}
+    ((worker, seconds),) = cost.measured_workers(p, {}, {run.step_id})
+    assert (worker.step_id, seconds) == (run.step_id, run.timeout_s + WORKER_HARD_STOP_GRACE_S)
+
+
+def sharded_plan(workers=3, duration_s=600):
+    p = plan(clients=12, duration_s=duration_s, hourly=1.0)
+    data = json.loads((FIXTURES / "matrices" / "minimal.json").read_text())
+    data["targets"] = data["targets"][:1]
+    data["targets"][0]["hourly_cost_usd"] = 1.0
+    data["workloads"][0]["run"].update(clients=12, duration_s=duration_s, workers=workers, percentiles=True)
+    return p, plan_campaign(parse_campaign(data), "cid")
+
+
+def test_a_sharded_run_bills_one_task_per_worker_but_lasts_as_long_as_one():
+    # Given the same 12-client run on one worker and split across three
+    single, sharded = sharded_plan()
+    one, three = cost.estimate(single, 1, 2, "us-east-1"), cost.estimate(sharded, 1, 2, "us-east-1")
+
+    # Then the split run starts two more tasks, each billed the run's duration, in the same wall time
+    assert three.tasks == one.tasks + 2
+    assert three.worker_task_s == pytest.approx(one.worker_task_s + 2 * (600 + cost.TASK_OVERHEAD_S))
+    assert three.wall_s == one.wall_s
+
+
+def test_measured_shards_are_priced_one_task_each():
+    # Given a sharded run whose three workers each ran 600 s
+    _, p = sharded_plan()
+    run = p.targets[0].steps[1]
+    measured = {f"{run.step_id}/s{i}": 600.0 for i in range(3)}
+
+    # When priced / Then three tasks are billed, and the step counts once in the wall time
+    workers = cost.measured_workers(p, measured, set())
+    assert sorted(w.step_id for w, _ in workers) == sorted(measured)
+    spent = cost.actual(p, workers, 700.0, 1, 2, "us-east-1")
+    assert spent.tasks == 3 and spent.worker_task_s == pytest.approx(3 * (600 + cost.TASK_OVERHEAD_S))
 
 
 def _success_path(states: dict, start: str) -> list[str]:
@@ -185,11 +219,15 @@ def test_transition_counts_follow_the_asl():
     target = _success_path(targets["States"], targets["StartAt"])
     steps = targets["States"]["Run Steps In Order"]["ItemProcessor"]
     step = _success_path(steps["States"], steps["StartAt"])
+    # A step's workers run in a Map of their own inside the step
+    (shards,) = [steps["States"][name]["ItemProcessor"] for name in step if steps["States"][name]["Type"] == "Map"]
+    worker = _success_path(shards["States"], shards["StartAt"])
 
     # When counting the states a successful campaign enters at each level / Then the model agrees
-    assert "Check Cost Cap" in campaign
-    assert (len(campaign), len(target), len(step)) == (
-        cost.TRANSITIONS_PER_CAMPAIGN, cost.TRANSITIONS_PER_TARGET, cost.TRANSITIONS_PER_STEP
+    assert "Check Cost Cap" in campaign and "Run Worker Task" in worker
+    assert (len(campaign), len(target), len(step), len(worker)) == (
+        cost.TRANSITIONS_PER_CAMPAIGN, cost.TRANSITIONS_PER_TARGET, cost.TRANSITIONS_PER_STEP,
+        cost.TRANSITIONS_PER_WORKER,
     )
 
 

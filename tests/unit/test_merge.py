@@ -1,0 +1,50 @@
+import pytest
+
+from pgarena.latency import SecondBucket, ShardSeries, encode, new_histogram
+from pgarena.merge import NoCommonWindow, common_seconds, merge
+
+
+def bucket(t, latencies_us):
+    h = new_histogram()
+    for value in latencies_us:
+        h.record_value(value)
+    return SecondBucket(t=t, count=len(latencies_us), hist=encode(h))
+
+
+def series(start, end, per_second):
+    return ShardSeries(start_epoch=start, end_epoch=end,
+                       seconds=[bucket(t, lat) for t, lat in per_second.items()])
+
+
+def test_window_is_the_whole_seconds_when_every_shard_ran():
+    a = series(100.2, 110.9, {})
+    b = series(101.7, 109.1, {})
+    assert common_seconds([a, b]) == list(range(102, 109))
+
+
+def test_tps_adds_up_inside_the_window_only():
+    # Given two shards; seconds 100 and 104 are outside the common window [101, 104)
+    a = series(100.0, 104.5, {100: [1000] * 9, 101: [1000] * 10, 102: [1000] * 10, 103: [1000] * 10, 104: [1000] * 3})
+    b = series(101.0, 104.0, {101: [2000] * 5, 102: [2000] * 5, 103: [2000] * 5})
+    merged = merge([a, b])
+    assert merged.window_s == 3 and merged.transactions == 45
+    assert merged.tps == 15.0 and merged.shard_tps == [10.0, 5.0]
+    assert [p.tps for p in merged.progress] == [15.0, 15.0, 15.0]
+
+
+def test_percentiles_come_from_the_merged_histogram_not_averaged():
+    # Shard a: 90 fast transactions; shard b: 10 slow ones. Averaging each shard's p95 would give 5.5 ms.
+    a = series(0.0, 2.0, {0: [1000] * 45, 1: [1000] * 45})
+    b = series(0.0, 2.0, {0: [10_000] * 5, 1: [10_000] * 5})
+    merged = merge([a, b])
+    assert merged.latency.p50 == pytest.approx(1.0, rel=1e-3)
+    assert merged.latency.p95 == pytest.approx(10.0, rel=1e-3)
+
+
+def test_skew_is_latest_start_minus_earliest():
+    assert merge([series(10.1, 20.0, {12: [5]}), series(10.4, 20.0, {12: [5]})]).start_skew_s == pytest.approx(0.3)
+
+
+def test_shards_that_never_overlap_have_no_merged_result():
+    with pytest.raises(NoCommonWindow):
+        merge([series(0.0, 1.5, {0: [5]}), series(1.6, 3.0, {2: [5]})])
