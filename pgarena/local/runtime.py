@@ -51,6 +51,7 @@ class LocalRun:
     results: CampaignResults | None
     wall_s: float
     error: str | None = None
+    state_transitions: int = 0  # what Step Functions bills: states entered
 
 
 def new_campaign_id(name: str) -> str:
@@ -222,7 +223,8 @@ class LocalRuntime:
         seen_events, seen_steps = 0, set()
         while True:
             status = self.sfn.describe_execution(executionArn=execution.arn)
-            history = self.sfn.get_execution_history(executionArn=execution.arn, maxResults=1000)["events"]
+            pages = self.sfn.get_paginator("get_execution_history").paginate(executionArn=execution.arn)
+            history = [event for page in pages for event in page["events"]]
             for event in _state_events(history, seen_events, execution.t0):
                 on_event(event)
             seen_events = len(history)
@@ -237,8 +239,10 @@ class LocalRuntime:
         results_path = execution.results_dir / "results.json"
         results = CampaignResults.model_validate_json(results_path.read_text()) if results_path.exists() else None
         error = None if status["status"] == "SUCCEEDED" else f"{status.get('error')}: {status.get('cause')}"
+        transitions = sum(1 for event in history if event["type"].endswith("StateEntered"))
         return LocalRun(
-            execution.campaign_id, status["status"], execution.results_dir, results, time.monotonic() - execution.t0, error
+            execution.campaign_id, status["status"], execution.results_dir, results, time.monotonic() - execution.t0,
+            error, transitions,
         )
 
 

@@ -1,0 +1,65 @@
+"""Merging shards' latencies: HdrHistograms (what pgarena does) against concatenating every sample and
+sorting (the naive exact way), side by side in one run.
+
+    .venv/bin/python bench/merge.py [--shards 16] [--samples 1000000]
+
+Prints time and peak memory of each, and the ratios, plus the largest p50/p95/p99 difference.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import random
+import time
+import tracemalloc
+
+from pgarena.latency import decode, encode, new_histogram
+
+
+def timed(fn):
+    tracemalloc.start()
+    t0 = time.perf_counter()
+    result = fn()
+    elapsed = time.perf_counter() - t0
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    return result, elapsed, peak
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--shards", type=int, default=16)
+    parser.add_argument("--samples", type=int, default=1_000_000)
+    options = parser.parse_args()
+    rng = random.Random(7)
+    print(f"generating {options.shards} shards x {options.samples:,} latencies (us, log-normal)...", flush=True)
+    shards = [[int(rng.lognormvariate(7.5, 0.6)) + 1 for _ in range(options.samples)] for _ in range(options.shards)]
+    encoded = []
+    for samples in shards:  # what each worker ships: one encoded histogram
+        h = new_histogram()
+        for value in samples:
+            h.record_value(value)
+        encoded.append(encode(h))
+
+    def merge_histograms():
+        total = new_histogram()
+        for item in encoded:
+            total.add(decode(item))
+        return {p: total.get_value_at_percentile(p) for p in (50, 95, 99)}
+
+    def concatenate_and_sort():
+        everything = sorted(value for samples in shards for value in samples)
+        return {p: everything[math.ceil(p / 100 * len(everything)) - 1] for p in (50, 95, 99)}
+
+    hdr, hdr_s, hdr_peak = timed(merge_histograms)
+    naive, naive_s, naive_peak = timed(concatenate_and_sort)
+    worst = max(abs(hdr[p] - naive[p]) / naive[p] for p in hdr)
+    print(f"hdrhistogram merge : {hdr_s:8.3f} s  peak {hdr_peak / 2**20:9.1f} MiB  {hdr}")
+    print(f"concatenate + sort : {naive_s:8.3f} s  peak {naive_peak / 2**20:9.1f} MiB  {naive}")
+    print(f"ratio (naive / hdr): time {naive_s / hdr_s:.0f}x, memory {naive_peak / hdr_peak:.0f}x; "
+          f"largest percentile difference {worst:.4%} (HdrHistogram precision 0.1%)")
+
+
+if __name__ == "__main__":
+    main()
