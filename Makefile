@@ -17,7 +17,7 @@ $(STAMP): pyproject.toml
 
 # The browser test opens the HTML report in headless Chromium (Debian's package; root installs it).
 install: $(STAMP)
-	@command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] && apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } || echo "warning: chromium not installed; the report's browser test will be skipped" >&2
+	@command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] && apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } || echo "warning: chromium not installed; the report's browser test will fail" >&2
 
 demo: install
 	$(BIN)/pgarena run --local --matrix examples/local-demo.json --out results
