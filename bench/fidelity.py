@@ -23,7 +23,7 @@ from pgarena.matrix import parse_campaign
 from pgarena.parsers.pgbench import parse_pgbench
 from pgarena.pgbench import init_args, libpq_env, pgbench_binary, run_args
 from pgarena.plan import plan_campaign
-from pgarena.store import ResultStore
+from pgarena.store import ResultStore, create_results_table
 from pgarena.worker import run_step
 
 
@@ -59,10 +59,7 @@ def main() -> None:
                        capture_output=True, check=True)
         with mock_aws():
             boto3.client("s3").create_bucket(Bucket="fidelity-results")
-            boto3.client("dynamodb").create_table(
-                TableName="t", BillingMode="PAY_PER_REQUEST",
-                KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
-                AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}, {"AttributeName": "sk", "AttributeType": "S"}])
+            create_results_table(boto3.client("dynamodb"), "t")
             store = ResultStore("fidelity-results", "t")
             ratios = []
             for round_no in range(options.rounds):

@@ -18,6 +18,17 @@ class ConflictingSummary(RuntimeError):
     """A different summary already exists for this step: a retried write must never replace a result."""
 
 
+def create_results_table(dynamodb, table: str) -> None:
+    """The results table's shape (summaries, leases, barriers, ledger share it): pk/sk strings.
+    The CDK stack declares the same keys; the local runtime and tests create it with this."""
+    dynamodb.create_table(
+        TableName=table,
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
+        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}, {"AttributeName": "sk", "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
+
+
 class ResultStore:
     def __init__(self, bucket: str, table: str, s3=None, dynamodb=None):
         self.bucket = bucket
@@ -73,3 +84,8 @@ class ResultStore:
             ExpressionAttributeValues={":pk": {"S": f"campaign#{campaign_id}"}, ":step": {"S": "step#"}},
         )
         return [StepSummary.model_validate_json(item["summary"]["S"]) for page in pages for item in page["Items"]]
+
+    def keys(self, prefix: str) -> list[str]:
+        """Every object key under `prefix` (e.g. a campaign's raw output, to find what a lost worker left)."""
+        pages = self.s3.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=prefix)
+        return [item["Key"] for page in pages for item in page.get("Contents", [])]

@@ -21,16 +21,25 @@ from typing import Callable, Iterator
 
 import boto3
 
+from pgarena.cancel import Recorded, cancelled_results
+from pgarena.leases import LeaseStore, holder_id, lease_key
 from pgarena.local.embedded import EmbeddedServer
 from pgarena.local.endpoints import ACCOUNT, FUNCTIONS, REGION, EcsEndpoint, LambdaEndpoint, function_arn, load_handlers
 from pgarena.matrix import Campaign, Target
+from pgarena.plan import plan_campaign
+from pgarena.report import write_reports
 from pgarena.results import CampaignResults, StepSummary
-from pgarena.store import ResultStore
+from pgarena.store import ResultStore, create_results_table
 
 ASL_PATH = Path(__file__).resolve().parents[2] / "statemachines" / "campaign.asl.json"
 BUCKET = "pgarena-local-results"
 TABLE = "pgarena-local-results"
 POLL_S = 0.5
+# Raw output chunks are uploaded this often by local workers (moto S3 is free): a killed worker's
+# output is kept up to about a second before its end.
+LOCAL_UPLOAD_EVERY_S = 1.0
+# The original matrix, kept beside results.json: `pgarena resume` re-runs what failed from it.
+MATRIX_FILE = "matrix.json"
 
 
 @dataclass
@@ -100,12 +109,7 @@ def _with_embedded_endpoints(campaign: Campaign, stack: ExitStack, servers_root:
 
 def _create_resources(sfn, s3, dynamodb) -> str:
     s3.create_bucket(Bucket=BUCKET)
-    dynamodb.create_table(
-        TableName=TABLE,
-        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
-        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}, {"AttributeName": "sk", "AttributeType": "S"}],
-        BillingMode="PAY_PER_REQUEST",
-    )
+    create_results_table(dynamodb, TABLE)
     return sfn.create_state_machine(
         name="pgarena-campaign", definition=definition(), roleArn=f"arn:aws:iam::{ACCOUNT}:role/pgarena-local"
     )["stateMachineArn"]
@@ -140,6 +144,7 @@ class Execution:
     arn: str
     results_dir: Path
     t0: float
+    campaign: Campaign | None = None  # as started: embedded targets already given their endpoints
 
 
 class LocalRuntime:
@@ -186,7 +191,8 @@ class LocalRuntime:
             self.workers = stack.enter_context(
                 EcsEndpoint(
                     worker_env={**aws_env, "AWS_ENDPOINT_URL": f"http://{host}:{port}",
-                                "PGARENA_HEARTBEAT_S": str(self.heartbeat_s)},
+                                "PGARENA_HEARTBEAT_S": str(self.heartbeat_s),
+                                "PGARENA_UPLOAD_EVERY_S": str(LOCAL_UPLOAD_EVERY_S)},
                     logs_dir=self.out_dir / "logs",
                 )
             )
@@ -216,7 +222,10 @@ class LocalRuntime:
         arn = self.sfn.start_execution(
             stateMachineArn=self.machine_arn, name=campaign_id[:80], input=json.dumps(execution_input)
         )["executionArn"]
-        return Execution(campaign_id, arn, self.out_dir / campaign_id, t0)
+        results_dir = self.out_dir / campaign_id
+        results_dir.mkdir(parents=True, exist_ok=True)
+        (results_dir / MATRIX_FILE).write_text(campaign.model_dump_json(exclude_none=True, indent=2))
+        return Execution(campaign_id, arn, results_dir, t0, resolved)
 
     def wait(self, execution: Execution, on_event: Callable[[Event], None] = lambda event: None) -> LocalRun:
         """Follow the execution to its end, reporting progress; then copy its results to the results folder."""
@@ -246,6 +255,40 @@ class LocalRuntime:
         )
 
 
+    def cancel(self, execution: Execution) -> LocalRun:
+        """Stop the campaign as Ctrl-C does: StopExecution, StopTask its workers (each records the step it
+        was running as `cancelled`, its output kept), give its connection leases back, and write a
+        results.json marked cancelled that lists every target and step with what finished."""
+        self.sfn.stop_execution(executionArn=execution.arn, error="Cancelled", cause="stopped by the user")
+        # A worker may have been launched while the execution stopped: look twice.
+        for _ in range(2):
+            self.workers.stop_campaign(execution.campaign_id)
+            time.sleep(POLL_S)
+        status = self.sfn.describe_execution(executionArn=execution.arn)
+        history = self.sfn.get_execution_history(executionArn=execution.arn, maxResults=1000)["events"]
+        recorded = Recorded(history)
+        plan = recorded.plan
+        if plan is None and execution.campaign is not None:  # stopped before Validate And Plan answered
+            plan = plan_campaign(execution.campaign, execution.campaign_id)
+        if plan is not None:
+            leases = LeaseStore(self.dynamodb, TABLE)
+            for target in plan.targets:
+                leases.release(lease_key(target.endpoint), holder_id(execution.campaign_id, target.name))
+            results = cancelled_results(
+                plan, recorded.finished, recorded.servers, self.store.summaries(execution.campaign_id),
+                status["startDate"].isoformat(timespec="milliseconds"),
+                datetime.now(timezone.utc).isoformat(timespec="milliseconds"),
+                self.store.keys(f"{execution.campaign_id}/raw/"),
+            )
+            self.store.put_json(f"{execution.campaign_id}/results.json", results.model_dump(mode="json"))
+            write_reports(results, lambda name, data, kind: self.store.put_bytes(f"{execution.campaign_id}/{name}", data, kind))
+        _download(self.s3, f"{execution.campaign_id}/", self.out_dir)
+        results_path = execution.results_dir / "results.json"
+        results = CampaignResults.model_validate_json(results_path.read_text()) if results_path.exists() else None
+        return LocalRun(execution.campaign_id, status["status"], execution.results_dir, results,
+                        time.monotonic() - execution.t0, "cancelled")
+
+
 def run_local(
     campaign: Campaign,
     out_dir: Path,
@@ -255,4 +298,8 @@ def run_local(
 ) -> LocalRun:
     """Run one campaign through the state machine on this machine; results land in out_dir/<campaign_id>/."""
     with LocalRuntime(out_dir, servers_root, heartbeat_s) as runtime:
-        return runtime.wait(runtime.start(campaign), on_event)
+        execution = runtime.start(campaign)
+        try:
+            return runtime.wait(execution, on_event)
+        except KeyboardInterrupt:  # Ctrl-C: stop everything, keep what finished
+            return runtime.cancel(execution)

@@ -19,6 +19,8 @@ from collections.abc import Callable
 
 from pydantic import BaseModel, ConfigDict
 
+from pgarena.parsers.tokens import lines_of, to_float, to_int
+
 # A number as C's printf writes it; glibc spells non-finite values nan/-nan/inf.
 _N = r"(?:[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf))"
 
@@ -94,26 +96,6 @@ class PgbenchReport(_Frozen):
     aborted: bool = False
 
 
-def _int(token: str) -> int | None:
-    # int() refuses digit strings over Python's conversion limit; garbage must not raise.
-    try:
-        return int(token)
-    except ValueError:
-        return None
-
-
-def _float(token: str) -> float | None:
-    try:
-        return float(token)
-    except ValueError:
-        return None
-
-
-def _lines(text: str) -> list[str]:
-    # Trailing blanks carry no meaning; leading ones do (-r rows are indented).
-    return [line.rstrip() for line in text.splitlines()]
-
-
 # --- end-of-run summary -------------------------------------------------------
 
 _Handler = Callable[[re.Match[str]], dict[str, object]]
@@ -126,14 +108,14 @@ def _version_header(m: re.Match[str]) -> dict[str, object]:
 
 
 def _processed(m: re.Match[str]) -> dict[str, object]:
-    fields: dict[str, object] = {"transactions": _int(m.group(1))}
+    fields: dict[str, object] = {"transactions": to_int(m.group(1))}
     if m.group(2) is not None:
-        fields["transactions_expected"] = _int(m.group(2))
+        fields["transactions_expected"] = to_int(m.group(2))
     return fields
 
 
 def _tps(m: re.Match[str]) -> dict[str, object]:
-    value, qualifier = _float(m.group(1)), (m.group(2) or "")
+    value, qualifier = to_float(m.group(1)), (m.group(2) or "")
     if qualifier.startswith("including"):
         return {"tps_including_connections": value}
     if qualifier.startswith("excluding"):
@@ -149,23 +131,23 @@ _SUMMARY_RULES: list[tuple[re.Pattern[str], _Handler]] = [
     (re.compile(r"^pgbench \(PostgreSQL\) (\S.*)$"), lambda m: {"pgbench_version": m.group(1)}),
     (re.compile(r"^pgbench \((.+)\)$"), _version_header),
     (re.compile(r"^transaction type: (.+)$"), lambda m: {"transaction_type": m.group(1)}),
-    (re.compile(r"^scaling factor: (\d+)$"), lambda m: {"scaling_factor": _int(m.group(1))}),
+    (re.compile(r"^scaling factor: (\d+)$"), lambda m: {"scaling_factor": to_int(m.group(1))}),
     (re.compile(r"^query mode: (\S+)$"), lambda m: {"query_mode": m.group(1)}),
-    (re.compile(r"^number of clients: (\d+)$"), lambda m: {"clients": _int(m.group(1))}),
-    (re.compile(r"^number of threads: (\d+)$"), lambda m: {"threads": _int(m.group(1))}),
-    (re.compile(r"^maximum number of tries: (\d+)$"), lambda m: {"max_tries": _int(m.group(1))}),
-    (re.compile(rf"^duration: ({_N}) s$"), lambda m: {"duration_s": _float(m.group(1))}),
+    (re.compile(r"^number of clients: (\d+)$"), lambda m: {"clients": to_int(m.group(1))}),
+    (re.compile(r"^number of threads: (\d+)$"), lambda m: {"threads": to_int(m.group(1))}),
+    (re.compile(r"^maximum number of tries: (\d+)$"), lambda m: {"max_tries": to_int(m.group(1))}),
+    (re.compile(rf"^duration: ({_N}) s$"), lambda m: {"duration_s": to_float(m.group(1))}),
     (re.compile(r"^number of transactions actually processed: (\d+)(?:/(\d+))?$"), _processed),
     (
         re.compile(r"^number of failed transactions: (\d+)\b"),
-        lambda m: {"failed_transactions": _int(m.group(1))},
+        lambda m: {"failed_transactions": to_int(m.group(1))},
     ),
     # 9.5 wrote "latency average: X ms"; 9.6+ writes "latency average = X ms".
-    (re.compile(rf"^latency average\s*[=:]\s*({_N}) ms$"), lambda m: {"latency_avg_ms": _float(m.group(1))}),
-    (re.compile(rf"^latency stddev\s*[=:]\s*({_N}) ms$"), lambda m: {"latency_stddev_ms": _float(m.group(1))}),
+    (re.compile(rf"^latency average\s*[=:]\s*({_N}) ms$"), lambda m: {"latency_avg_ms": to_float(m.group(1))}),
+    (re.compile(rf"^latency stddev\s*[=:]\s*({_N}) ms$"), lambda m: {"latency_stddev_ms": to_float(m.group(1))}),
     (
         re.compile(rf"^initial connection time = ({_N}) ms$"),
-        lambda m: {"initial_connection_time_ms": _float(m.group(1))},
+        lambda m: {"initial_connection_time_ms": to_float(m.group(1))},
     ),
     (re.compile(rf"^tps = ({_N})(?: \((.*)\))?$"), _tps),
 ]
@@ -206,20 +188,20 @@ def parse_progress_line(line: str) -> ProgressPoint | None:
     m = _PROGRESS.match(line)
     if not m:
         return None
-    elapsed, tps = _float(m.group(1)), _float(m.group(2))
+    elapsed, tps = to_float(m.group(1)), to_float(m.group(2))
     if elapsed is None or tps is None:
         return None
     fields: dict[str, object] = {"elapsed_s": elapsed, "tps": tps}
     # The tail is ", "-separated and which items appear depends on version and options.
     for item in (part.strip() for part in m.group(3).split(",")):
         if lat := _LAT.fullmatch(item):
-            fields["latency_avg_ms"] = _float(lat.group(1))
+            fields["latency_avg_ms"] = to_float(lat.group(1))
             if lat.group(2) is not None:
-                fields["latency_stddev_ms"] = _float(lat.group(2))
+                fields["latency_stddev_ms"] = to_float(lat.group(2))
         elif lag := _LAG.fullmatch(item):
-            fields["lag_ms"] = _float(lag.group(1))
+            fields["lag_ms"] = to_float(lag.group(1))
         elif count := _COUNT.fullmatch(item):
-            fields[count.group(2)] = _int(count.group(1))
+            fields[count.group(2)] = to_int(count.group(1))
     return ProgressPoint.model_validate(fields)
 
 
@@ -245,13 +227,13 @@ def parse_init(lines: list[str]) -> InitPhases | None:
         m = _INIT_DONE.match(line)
         if not m:
             continue
-        total = _float(m.group(1))
+        total = to_float(m.group(1))
         if total is None:
             continue
         phases: dict[str, float] = {}
         for item in m.group(2).split(", "):
             if phase := _INIT_PHASE.fullmatch(item):
-                seconds = _float(phase.group(2))
+                seconds = to_float(phase.group(2))
                 if seconds is not None:
                     phases[phase.group(1)] = seconds
         result = InitPhases(total_s=total, phases_s=phases)
@@ -285,10 +267,10 @@ def parse_statements(lines: list[str]) -> list[StatementLatency]:
             m = row.match(line)
             if m:
                 groups = list(m.groups())
-                latency = _float(groups.pop(0))
+                latency = to_float(groups.pop(0))
                 command = groups.pop()
-                failures = _int(groups.pop(0)) if has_failures else None
-                retries = _int(groups.pop(0)) if has_retries else None
+                failures = to_int(groups.pop(0)) if has_failures else None
+                retries = to_int(groups.pop(0)) if has_retries else None
                 if latency is not None:
                     rows.append(
                         StatementLatency(
@@ -298,7 +280,7 @@ def parse_statements(lines: list[str]) -> list[StatementLatency]:
                 continue
             row = None  # the first non-row line ends the block
         if sm := _SCRIPT_HEADER.match(line):
-            script = _int(sm.group(1))
+            script = to_int(sm.group(1))
         elif hm := _STATEMENTS_HEADER.match(line):
             has_failures, has_retries = "failures" in hm.group(1), "retries" in hm.group(1)
             row = _statement_row(has_failures, has_retries)
@@ -346,7 +328,7 @@ def parse_pgbench(text: str) -> PgbenchReport:
     """Parse one pgbench invocation's merged output (or several, concatenated)."""
     if not isinstance(text, str):
         return PgbenchReport()
-    lines = _lines(text)
+    lines = lines_of(text)
     return PgbenchReport(
         summary=parse_summary(lines),
         progress=parse_progress(lines),

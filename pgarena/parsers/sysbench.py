@@ -29,6 +29,8 @@ import re
 
 from pydantic import BaseModel, ConfigDict
 
+from pgarena.parsers.tokens import lines_of, to_float, to_int
+
 # A number as C's printf writes it; glibc spells non-finite values nan/-nan/inf.
 _N = r"(?:[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf))"
 
@@ -134,25 +136,6 @@ class SysbenchReport(_Frozen):
     finished: bool = False
 
 
-def _int(token: str) -> int | None:
-    # int() refuses digit strings over Python's conversion limit; garbage must not raise.
-    try:
-        return int(token)
-    except ValueError:
-        return None
-
-
-def _float(token: str) -> float | None:
-    try:
-        return float(token)
-    except ValueError:
-        return None
-
-
-def _lines(text: str) -> list[str]:
-    return [line.rstrip() for line in text.splitlines()]
-
-
 # --- header and end-of-run statistics -----------------------------------------
 
 # Label -> (int field, per-second field) for "label:   N   (R per sec.)" rows.
@@ -200,21 +183,21 @@ def _summary_fields(line: str) -> dict[str, object]:
     """Fields one (stripped) line contributes; empty if it is not a summary line."""
     if m := _COUNTED_ROW.match(line):
         count_field, rate_field = _COUNTED[m.group(1)]
-        return {count_field: _int(m.group(2)), rate_field: _float(m.group(3))}
+        return {count_field: to_int(m.group(2)), rate_field: to_float(m.group(3))}
     if m := _PLAIN_ROW.match(line):
         field = _PLAIN_FIELDS[m.group(1)]
         if field in _INT_FIELDS:
-            return {field: _int(m.group(2))}
-        return {field: _float(m.group(2))}
+            return {field: to_int(m.group(2))}
+        return {field: to_float(m.group(2))}
     if m := _PERCENTILE_ROW.match(line):
-        return {"percentile": _float(m.group(1)), "latency_pct_ms": _float(m.group(2))}
+        return {"percentile": to_float(m.group(1)), "latency_pct_ms": to_float(m.group(2))}
     if m := _AVG_STDDEV.match(line):
         if m.group(1) == "events":
-            return {"events_avg": _float(m.group(2)), "events_stddev": _float(m.group(3))}
-        return {"exec_time_avg_s": _float(m.group(2)), "exec_time_stddev_s": _float(m.group(3))}
+            return {"events_avg": to_float(m.group(2)), "events_stddev": to_float(m.group(3))}
+        return {"exec_time_avg_s": to_float(m.group(2)), "exec_time_stddev_s": to_float(m.group(3))}
     for pattern, field, kind in _SIMPLE_RULES:
         if m := pattern.match(line):
-            return {field: _int(m.group(1)) if kind is int else _float(m.group(1))}
+            return {field: to_int(m.group(1)) if kind is int else to_float(m.group(1))}
     return {}
 
 
@@ -262,7 +245,7 @@ def _interval_fields(body: str) -> dict[str, object]:
     for pattern, names in _INTERVAL_ITEMS:
         if m := pattern.search(body):
             for name, token in zip(names, m.groups()):
-                fields[name] = _int(token) if name in _INT_INTERVAL_FIELDS else _float(token)
+                fields[name] = to_int(token) if name in _INT_INTERVAL_FIELDS else to_float(token)
     if fields.get("percentile") == 0:
         # --percentile=0 turns the statistic off; sysbench still prints 0.00 for it.
         fields["latency_pct_ms"] = None
@@ -276,14 +259,14 @@ def parse_intervals(lines: list[str]) -> list[SysbenchInterval]:
         m = _INTERVAL.match(line)
         if not m:
             continue
-        elapsed = _float(m.group(1))
+        elapsed = to_float(m.group(1))
         if elapsed is None:
             continue
         if queue := _QUEUE.match(m.group(2)):
             # Belongs to the interval line just before it, which has the same timestamp.
             if points and points[-1]["elapsed_s"] == elapsed:
-                points[-1]["queue_length"] = _int(queue.group(1))
-                points[-1]["concurrency"] = _int(queue.group(2))
+                points[-1]["queue_length"] = to_int(queue.group(1))
+                points[-1]["concurrency"] = to_int(queue.group(2))
             continue
         fields = _interval_fields(m.group(2))
         if fields.get("tps") is None:
@@ -309,7 +292,7 @@ def parse_histogram(lines: list[str]) -> list[SysbenchHistogramBucket]:
         if not inside:
             continue
         if m := _HISTOGRAM_ROW.match(line):
-            value, count = _float(m.group(1)), _int(m.group(2))
+            value, count = to_float(m.group(1)), to_int(m.group(2))
             if value is not None and count is not None:
                 buckets.append(SysbenchHistogramBucket(value_ms=value, count=count))
         elif "distribution" not in line:
@@ -334,7 +317,7 @@ def parse_prepare(lines: list[str]) -> SysbenchPrepareLog | None:
         if m := _CREATING.match(line):
             created.append(m.group(1))
         elif m := _INSERTING.match(line):
-            rows = _int(m.group(1))
+            rows = to_int(m.group(1))
             if rows is not None:
                 announced[m.group(2)] = rows
         elif m := _INDEXING.match(line):
@@ -381,7 +364,7 @@ def parse_sysbench(text: str) -> SysbenchReport:
     """Parse one sysbench invocation's merged output (or several, concatenated)."""
     if not isinstance(text, str):
         return SysbenchReport()
-    lines = _lines(text)
+    lines = lines_of(text)
     return SysbenchReport(
         summary=parse_summary(lines),
         intervals=parse_intervals(lines),

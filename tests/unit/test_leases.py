@@ -3,6 +3,7 @@ import pytest
 from moto import mock_aws
 
 from pgarena.leases import LeaseStore
+from pgarena.store import create_results_table
 
 
 @pytest.fixture
@@ -12,12 +13,7 @@ def store(monkeypatch):
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
     with mock_aws():
         client = boto3.client("dynamodb")
-        client.create_table(
-            TableName="t",
-            KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
-            AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}, {"AttributeName": "sk", "AttributeType": "S"}],
-            BillingMode="PAY_PER_REQUEST",
-        )
+        create_results_table(client, "t")
         now = [1000.0]
         yield LeaseStore(client, "t", clock=lambda: now[0]), now
 
