@@ -4,17 +4,30 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import Annotated, Any, Iterable
 
-from pydantic import BaseModel, field_validator
+from pydantic import BaseModel, BeforeValidator, field_validator
 
+from pgarena.consolidation import consolidation_tables
 from pgarena.errors import ErrorInfo, from_step_functions
 from pgarena.latency import ShardSeries
 from pgarena.merge import NoCommonWindow, merge
+from pgarena.metrics import PointMetrics, target_metrics
 from pgarena.monitor import ConnectionReport
 from pgarena.plan import Plan, PlannedTarget, Step
 from pgarena.ranking import rank_targets
-from pgarena.results import CampaignResults, LoadResult, ServerInfo, ShardResult, StepSummary, TargetResult, WorkloadResult
+from pgarena.replication import ReplicationResult, replication_result
+from pgarena.results import (
+    CampaignResults,
+    LoadResult,
+    ReplicationPoint,
+    Scenarios,
+    ServerInfo,
+    ShardResult,
+    StepSummary,
+    TargetResult,
+    WorkloadResult,
+)
 
 
 class StepOutcome(BaseModel):
@@ -30,6 +43,7 @@ class TargetOutcome(BaseModel):
     server: ServerInfo | None = None
     steps: list[StepOutcome] = []
     failure: dict[str, Any] | None = None
+    phase: int | None = None
 
     @field_validator("steps", mode="before")
     @classmethod
@@ -38,6 +52,38 @@ class TargetOutcome(BaseModel):
         if not isinstance(value, list):
             return value
         return [shard for item in value for shard in (item["shards"] if isinstance(item, dict) and "shards" in item else [item])]
+
+
+def _flatten_phases(value: Any) -> Any:
+    """Run Phases In Order returns [{"phase": 1, "targets": [outcome, ...]}, ...]: one outcome per target
+    and phase. A flat list of outcomes (a refused campaign's, or one built in Python) passes as it is."""
+    if not isinstance(value, list):
+        return value
+    flat = []
+    for item in value:
+        if isinstance(item, dict) and "targets" in item and "name" not in item:
+            flat += [{**outcome, "phase": item.get("phase")} for outcome in item["targets"]]
+        else:
+            flat.append(item)
+    return flat
+
+
+# The Aggregate And Rank event's outcomes, whichever shape they come in.
+Outcomes = Annotated[list[TargetOutcome], BeforeValidator(_flatten_phases)]
+
+
+def merge_phases(outcomes: list[TargetOutcome]) -> dict[str, TargetOutcome]:
+    """One outcome per target: its steps from every phase, the server as its last phase found it, and the
+    first failure (a target that failed in one phase has that phase's steps not run)."""
+    merged: dict[str, TargetOutcome] = {}
+    for outcome in outcomes:
+        seen = merged.get(outcome.name)
+        merged[outcome.name] = outcome if seen is None else seen.model_copy(update={
+            "steps": [*seen.steps, *outcome.steps],
+            "server": outcome.server or seen.server,
+            "failure": seen.failure or outcome.failure,
+        })
+    return merged
 
 
 MISSING = ErrorInfo(kind="missing_result", message="the step reported success but wrote no summary")
@@ -55,12 +101,28 @@ def _connections(campaign_id: str, summary: StepSummary | None) -> ConnectionRep
     return report.model_copy(update={"raw": _relative(campaign_id, [report.raw])[0] if report.raw else None})
 
 
+def _replication(campaign_id: str, summary: StepSummary | None) -> ReplicationResult | None:
+    if summary is None or summary.replication is None:
+        return None
+    raw = _relative(campaign_id, [summary.replication.raw])[0] if summary.replication.raw else None
+    return replication_result(summary.replication.replicas, summary.replication.transactions,
+                              summary.replication.run_s, raw)
+
+
 def _step_error(step: Step, outcome: StepOutcome | None, summary: StepSummary | None) -> ErrorInfo | None:
     if summary is not None:
         return summary.error
     if outcome is None:
         return NOT_RUN
-    return from_step_functions(outcome.failure) or MISSING
+    error = from_step_functions(outcome.failure) or MISSING
+    if error.kind in ("timeout", "worker_lost"):
+        # The state machine stopped waiting and the worker never wrote a summary (a live worker writes
+        # one even when its tool times out): the worker was lost. moto reports a missed heartbeat as
+        # States.Timeout, AWS as States.HeartbeatTimeout.
+        return ErrorInfo(kind="worker_lost", message=(
+            f"the worker stopped reporting ({error.message}: no heartbeat for {step.heartbeat_timeout_s} s or "
+            f"past the step's {step.timeout_s} s) and wrote no summary: killed, out of memory, or its host gone"))
+    return error
 
 
 def _shard_ids(step_id: str, summaries: dict[str, StepSummary], outcomes: dict[str, StepOutcome]) -> list[str]:
@@ -97,7 +159,7 @@ def _sharded_result(
         if ok:
             ran.append((summary, series[shard_id]))
     requested = step.clients
-    common = dict(name=step.workload, tool=step.tool, repetition=step.repetition, shards=shards,
+    common = dict(name=step.workload, tool=step.tool, repetition=step.repetition, shards=shards, phase=step.phase,
                   raw=[path for s in shards for path in s.raw])
     failed = [s for s in shards if s.status == "failed"]
     if not ran:
@@ -113,6 +175,10 @@ def _sharded_result(
         reasons = "; ".join(f"{s.step_id}: {s.error.kind}: {s.error.message}" for s in failed)
         degraded = ErrorInfo(kind="degraded", message=f"covers {covered} of {requested} clients; failed shards: {reasons}")
     clamped_from = next((s.requested_clients for s, _ in ran if s.requested_clients), None)
+    # The first shard timed the replicas' catch-up; the merged window's transactions are what they replicated.
+    replication = _replication(campaign_id, summaries.get(shard_ids[0]))
+    if replication is not None:
+        replication = replication_result(replication.replicas, merged.transactions, merged.window_s, replication.raw)
     return WorkloadResult(
         clients=covered,
         requested_clients=(clamped_from or requested) if (failed or clamped_from) else None,
@@ -125,6 +191,7 @@ def _sharded_result(
         start_skew_s=merged.start_skew_s,
         window_s=merged.window_s,
         degraded=bool(failed),
+        replication=replication,
         error=degraded,
         **common,
     )
@@ -136,6 +203,7 @@ def _target_result(
     summaries: dict[str, StepSummary],
     campaign_id: str,
     series: dict[str, ShardSeries],
+    raw_keys: frozenset[str] = frozenset(),
 ) -> TargetResult:
     step_outcomes = {s.step_id: s for s in (outcome.steps if outcome else [])}
     loads: list[LoadResult] = []
@@ -152,10 +220,14 @@ def _target_result(
             continue
         error = _step_error(step, step_outcomes.get(step.step_id), summary)
         status = "succeeded" if summary is not None and summary.status == "succeeded" else "failed"
+        # A worker that died wrote no summary, but the chunks it uploaded while the tool ran are kept.
+        kept = summary.raw if summary else sorted(k for k in raw_keys if k.startswith(f"{step.raw_prefix}/"))
         if status == "failed":
             error = error or MISSING
+            if error.raw is None and kept:
+                error = error.model_copy(update={"raw": kept[0]})
             errors.append(error)
-        raw = _relative(campaign_id, summary.raw if summary else [])
+        raw = _relative(campaign_id, kept)
         if step.kind in ("init", "cleanup"):
             loads.append(
                 LoadResult(
@@ -164,6 +236,7 @@ def _target_result(
                     status=status,
                     seconds=summary.load_s if summary else None,
                     phases_s=summary.load_phases_s if summary else {},
+                    phase=step.phase,
                     raw=raw,
                     error=error if status == "failed" else None,
                 )
@@ -184,6 +257,9 @@ def _target_result(
                 progress=summary.progress if summary else [],
                 extra=summary.extra if summary else {},
                 connections=_connections(campaign_id, summary),
+                replication=_replication(campaign_id, summary),
+                phase=step.phase,
+                barrier=summary.barrier if summary else None,
                 raw=raw,
                 error=error if status == "failed" else None,
             )
@@ -191,6 +267,11 @@ def _target_result(
     target_error = from_step_functions(outcome.failure) if outcome else ErrorInfo(
         kind="not_run", message="the state machine returned no outcome for this target"
     )
+    if target_error is not None and target_error.raw is None and outcome is not None and outcome.failure:
+        # Failed before any worker ran (preflight): its record of the target is the evidence.
+        evidence = f"{campaign_id}/raw/{planned.name}/preflight/preflight.json"
+        if evidence in raw_keys:
+            target_error = target_error.model_copy(update={"raw": evidence})
     if target_error is None and errors:
         target_error = errors[0]
     return TargetResult(
@@ -213,14 +294,16 @@ def aggregate(
     finished_at: str,
     refusal: ErrorInfo | None = None,
     series: dict[str, ShardSeries] | None = None,
+    raw_keys: Iterable[str] = (),
 ) -> CampaignResults:
     """`refusal`: the campaign was refused before any target ran (the cost guard); every target fails with it."""
     if refusal is not None:
         cause = json.dumps({"errorType": refusal.kind, "errorMessage": refusal.message})
         outcomes = [TargetOutcome(name=t.name, failure={"Error": refusal.kind, "Cause": cause}) for t in plan.targets]
-    by_name = {o.name: o for o in outcomes}
+    by_name = merge_phases(outcomes)
     by_step = {s.step_id: s for s in summaries}
-    targets = [_target_result(t, by_name.get(t.name), by_step, plan.campaign_id, series or {}) for t in plan.targets]
+    keys = frozenset(raw_keys)
+    targets = [_target_result(t, by_name.get(t.name), by_step, plan.campaign_id, series or {}, keys) for t in plan.targets]
     return CampaignResults(
         campaign_id=plan.campaign_id,
         campaign=plan.campaign,
@@ -228,4 +311,24 @@ def aggregate(
         finished_at=finished_at,
         targets=targets,
         ranking=rank_targets(targets, plan.ranking),
+        scenarios=scenarios(plan, targets, campaign_id=plan.campaign_id),
     )
+
+
+def _replication_point(p: PointMetrics) -> ReplicationPoint:
+    return ReplicationPoint(target=p.target, workload=p.workload, clients=p.clients, runs=p.runs, tps=p.tps,
+                            catch_up_s=p.catch_up_s, sustainable_tps=p.sustainable_tps,
+                            caught_up=p.catch_up_s is not None, peak_lag_bytes=p.peak_lag_bytes)
+
+
+def scenarios(plan: Plan, targets: list[TargetResult], campaign_id: str = "") -> Scenarios | None:
+    """The consolidation tables (a phased plan) and the sustainable throughput per point (targets with
+    replicas); None when the campaign is neither."""
+    consolidation = []
+    if plan.phased:
+        phases = [(p.phase, [t.name for t in p.targets]) for p in plan.phases]
+        consolidation = consolidation_tables(phases, targets, plan.scenario.consolidation.threshold)
+    replication = [_replication_point(p) for t in targets for p in target_metrics(t, campaign_id).points if p.replicated]
+    if not consolidation and not replication:
+        return None
+    return Scenarios(consolidation=consolidation, replication=replication)

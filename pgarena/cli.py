@@ -93,6 +93,31 @@ def ranking_table(results: CampaignResults) -> Table:
     return table
 
 
+def scenario_tables(results: CampaignResults) -> list[Table]:
+    """The consolidation sweep's measured-vs-ideal tables and the sustainable replication throughput."""
+    tables = []
+    for sweep in results.scenarios.consolidation if results.scenarios else []:
+        table = Table(title=f"consolidation: {sweep.workload}, {sweep.clients} clients per target "
+                            f"(threshold {sweep.threshold:.0%})")
+        for column in ("targets", "measured tps", "ideal tps", "measured / ideal", ""):
+            table.add_column(column)
+        for step in sweep.steps:
+            table.add_row(str(step.targets), f"{step.measured_tps or 0:,.1f}", f"{step.ideal_tps or 0:,.1f}",
+                          f"{step.ratio:.1%}" if step.ratio is not None else "-",
+                          "below threshold" if sweep.below_threshold_at == step.targets else (step.note or ""))
+        tables.append(table)
+    if results.scenarios and results.scenarios.replication:
+        table = Table(title="sustainable replication throughput")
+        for column in ("target", "workload", "clients", "primary tps", "catch-up", "sustainable tps"):
+            table.add_column(column)
+        for point in results.scenarios.replication:
+            table.add_row(point.target, point.workload, str(point.clients), f"{point.tps or 0:,.1f}",
+                          f"{point.catch_up_s:.2f} s" if point.caught_up else "not caught up",
+                          f"{point.sustainable_tps:,.1f}" if point.sustainable_tps is not None else "-")
+        tables.append(table)
+    return tables
+
+
 @app.command()
 def run(
     matrix: Annotated[Path, typer.Option(help="provider matrix JSON")],
@@ -104,30 +129,75 @@ def run(
         errors.print("only --local runs are started from this command; in AWS start an execution (see README.md)")
         raise typer.Exit(2)
     campaign = _load_or_exit(matrix)
-    from pgarena.local.runtime import Event, run_local
+    from pgarena.local.runtime import run_local
 
-    def show(event: Event) -> None:
-        if event.kind == "step" and event.summary is not None:
-            s = event.summary
-            figure = f"{s.tps:,.1f} tps" if s.tps is not None else (f"loaded in {s.load_s:.2f} s" if s.load_s else "")
-            colour = "green" if s.status == "succeeded" else "red"
-            detail = f" {s.error.kind}: {s.error.message}" if s.error else ""
-            console.print(f"[dim]{event.elapsed_s:6.1f}s[/dim] [{colour}]{s.status:9}[/{colour}] {s.step_id} {figure}{detail}",
-                          highlight=False)
-        else:
-            console.print(f"[dim]{event.elapsed_s:6.1f}s {event.text}[/dim]", highlight=False)
-
-    with console.status(f"running {campaign.campaign} locally"):
-        result = run_local(campaign, out, on_event=show)
+    # Ctrl-C stops the campaign (workers, leases) and still writes a results.json marked cancelled.
+    with console.status(f"running {campaign.campaign} locally (Ctrl-C cancels, keeping what finished)"):
+        result = run_local(campaign, out, on_event=show_event)
     if result.results is None:
         errors.print(f"[red]campaign {result.campaign_id} ended {result.status} without results: {result.error}[/red]")
         raise typer.Exit(1)
-    console.print(ranking_table(result.results))
-    console.print(f"results: {result.results_dir / 'results.json'}  ({result.wall_s:.1f} s)")
-    if (result.results_dir / "report.html").exists():
-        console.print(f"report:  {result.results_dir / 'report.html'}")
-    if any(t.status == "failed" for t in result.results.targets):
-        raise typer.Exit(3)
+    _print_outcome(result.results, result.results_dir, result.wall_s)
+
+
+def show_event(event) -> None:
+    """One line of live progress: a state entered, or a step's summary."""
+    if event.kind == "step" and event.summary is not None:
+        s = event.summary
+        figure = f"{s.tps:,.1f} tps" if s.tps is not None else (f"loaded in {s.load_s:.2f} s" if s.load_s else "")
+        colour = "green" if s.status == "succeeded" else "red"
+        detail = f" {s.error.kind}: {s.error.message}" if s.error else ""
+        console.print(f"[dim]{event.elapsed_s:6.1f}s[/dim] [{colour}]{s.status:9}[/{colour}] {s.step_id} {figure}{detail}",
+                      highlight=False)
+    else:
+        console.print(f"[dim]{event.elapsed_s:6.1f}s {event.text}[/dim]", highlight=False)
+
+
+# Exit codes: 0 every target succeeded, 3 some failed, 130 cancelled (as a shell reports Ctrl-C).
+EXIT_FAILED_TARGETS = 3
+EXIT_CANCELLED = 130
+
+
+def _print_outcome(results: CampaignResults, folder: Path, wall_s: float) -> None:
+    console.print(ranking_table(results))
+    for table in scenario_tables(results):
+        console.print(table)
+    console.print(f"results: {folder / 'results.json'}  ({wall_s:.1f} s)")
+    if (folder / "report.html").exists():
+        console.print(f"report:  {folder / 'report.html'}")
+    if results.status == "cancelled":
+        errors.print(f"cancelled: what finished is kept; `pgarena resume {folder}` re-runs the rest", highlight=False)
+        raise typer.Exit(EXIT_CANCELLED)
+    if any(t.status == "failed" for t in results.targets):
+        console.print(f"`pgarena resume {folder}` re-runs what failed", highlight=False)
+        raise typer.Exit(EXIT_FAILED_TARGETS)
+
+
+@app.command()
+def resume(
+    campaign: Annotated[Path, typer.Argument(help="a local campaign's folder (results/<campaign_id>)")],
+    matrix: Annotated[Path | None, typer.Option(help="run with this matrix instead of the one kept beside the results")] = None,
+    out: Annotated[Path | None, typer.Option(help="results folder (default: the campaign folder's parent)")] = None,
+) -> None:
+    """Re-run only what failed in a campaign, and write a results.json combining it with what succeeded."""
+    if not (campaign / "results.json").exists():
+        errors.print(f"[red]{campaign}: no results.json there. An AWS execution: copy its folder first "
+                     "(aws s3 cp --recursive s3://<bucket>/<campaign_id>/ results/<campaign_id>/) and pass --matrix[/red]")
+        raise typer.Exit(2)
+    override = _load_or_exit(matrix) if matrix else None
+    from pgarena.local.resume import NothingToResume, resume_local
+
+    try:
+        with console.status(f"re-running what failed in {campaign.name} (Ctrl-C cancels)"):
+            resumed = resume_local(campaign, out, override, on_event=show_event)
+    except NothingToResume as nothing:
+        console.print(str(nothing), highlight=False)
+        return
+    except FileNotFoundError as missing:
+        errors.print(f"[red]{missing}[/red]", markup=False)
+        raise typer.Exit(2) from None
+    console.print(f"re-ran {', '.join(resumed.reruns) or 'nothing'}; kept the successes of {campaign.name}", highlight=False)
+    _print_outcome(resumed.results, resumed.results_dir, resumed.wall_s)
 
 
 def _results_or_exit(path: Path) -> CampaignResults:

@@ -98,19 +98,19 @@ LAMBDA_SHAPE: dict[str, tuple[int, float]] = {
 
 # State transitions of a campaign that runs, from statemachines/campaign.asl.json's success path
 # (a unit test walks the file and keeps these equal); retries and failures add a few.
-TRANSITIONS_PER_CAMPAIGN = 5  # Validate And Plan, Check Cost Cap, Within Cost Cap?, Benchmark Targets, Aggregate And Rank
+TRANSITIONS_PER_CAMPAIGN = 5  # Validate And Plan, Check Cost Cap, Within Cost Cap?, Run Phases In Order, Aggregate And Rank
+TRANSITIONS_PER_PHASE = 2  # Benchmark Targets, Phase Finished
 TRANSITIONS_PER_TARGET = 4  # Preflight Target, Run Steps In Order, Release Connection Lease, Target Finished
 TRANSITIONS_PER_STEP = 1  # Run Shards Together
 TRANSITIONS_PER_WORKER = 1  # Run Worker Task, once per shard
 
-# Requests per worker step: raw output (once every UPLOAD_EVERY_S while the tool runs, then
+# Requests per worker task: raw output (once every UPLOAD_EVERY_S while the tool runs, then
 # once more), the monitor series, summary.json; one summary item.
 S3_PUTS_PER_STEP = 3
 S3_UPLOAD_EVERY_S = 15
 DYNAMODB_WRITES_PER_STEP = 1
 DYNAMODB_WRITES_PER_TARGET = 2  # connection lease taken and given back
 DYNAMODB_WRITES_PER_CAMPAIGN = 4  # ledger: booked (entry + month total), settled (entry + month total)
-S3_GETS_PER_CAMPAIGN = 1
 
 
 _PLACEHOLDER_ENDPOINT = Endpoint(host="127.0.0.1", user="postgres")
@@ -131,7 +131,7 @@ class CostEstimate(BaseModel):
     worker_vcpu: float
     worker_memory_gb: float
     spot: bool = False
-    tasks: int = Field(description="worker tasks (one per step)")
+    tasks: int = Field(description="worker tasks: one per step, or one per shard of a sharded run")
     worker_task_s: float = Field(description="billed Fargate seconds over all worker tasks")
     wall_s: float = Field(description="the campaign's wall time, start to results")
     lines: list[CostLine]
@@ -221,9 +221,14 @@ def _price(
     for (step, _), seconds in zip(workers, task_s):
         key = step.group_id or step.step_id
         step_s[key] = max(step_s.get(key, 0.0), seconds)
+    # Each phase benchmarks its targets `concurrency` at a time; phases run one after the other.
+    passes = [(phase.concurrency, phase.targets) for phase in plan.phases]
+    target_passes = sum(len(targets) for _, targets in passes)
     if wall_s is None:
-        per_target = [TARGET_FIXED_S + sum(step_s.get(s.step_id, 0.0) for s in t.steps) for t in plan.targets]
-        wall_s = CAMPAIGN_FIXED_S + _makespan(per_target, plan.target_concurrency)
+        wall_s = CAMPAIGN_FIXED_S + sum(
+            _makespan([TARGET_FIXED_S + sum(step_s.get(s.step_id, 0.0) for s in t.steps) for t in targets], lanes)
+            for lanes, targets in passes
+        )
     wall_h = wall_s / 3600
     discount = (1 - prices.fargate_spot_discount) if spot else 1.0
     kind = "Fargate Spot" if spot else "Fargate"
@@ -243,14 +248,14 @@ def _price(
         )
     invocations = {
         "validate": 1, "cost_guard": 1, "aggregate": 1,
-        "preflight": len(plan.targets), "release_lease": len(plan.targets), "launch_worker": len(workers),
+        "preflight": target_passes, "release_lease": target_passes, "launch_worker": len(workers),
     }
     requests = sum(invocations.values())
     gb_s = sum(count * LAMBDA_SHAPE[name][0] / 1024 * LAMBDA_SHAPE[name][1] for name, count in invocations.items())
-    transitions = (TRANSITIONS_PER_CAMPAIGN + TRANSITIONS_PER_TARGET * len(plan.targets)
+    transitions = (TRANSITIONS_PER_CAMPAIGN + TRANSITIONS_PER_PHASE * len(passes) + TRANSITIONS_PER_TARGET * target_passes
                    + TRANSITIONS_PER_STEP * len(step_s) + TRANSITIONS_PER_WORKER * len(workers))
     s3_puts = sum(S3_PUTS_PER_STEP + seconds // S3_UPLOAD_EVERY_S for _, seconds in workers) + 1  # + results.json
-    dynamodb_writes = (DYNAMODB_WRITES_PER_STEP * len(workers) + DYNAMODB_WRITES_PER_TARGET * len(plan.targets)
+    dynamodb_writes = (DYNAMODB_WRITES_PER_STEP * len(workers) + DYNAMODB_WRITES_PER_TARGET * target_passes
                        + DYNAMODB_WRITES_PER_CAMPAIGN)
     lines += [
         _line("Lambda requests", requests, "requests", prices.lambda_request),

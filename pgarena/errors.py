@@ -6,13 +6,21 @@ import json
 import re
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, field_validator
+
+from pgarena.redact import redact
 
 
 class ErrorInfo(BaseModel):
     kind: str
     message: str
     raw: str | None = None
+
+    @field_validator("message")
+    @classmethod
+    def _no_secrets(cls, value: str) -> str:
+        """Messages quote tools and drivers, which may echo a connection string: never keep its password."""
+        return redact(value)
 
 
 class PgarenaError(Exception):

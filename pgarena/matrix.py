@@ -12,6 +12,9 @@ from pgarena.sysbench import SysbenchPrepare, SysbenchRun
 
 # Names end up in S3 keys, DynamoDB keys and file names: keep them boring.
 NAME_PATTERN = r"^[a-z0-9][a-z0-9_-]{0,62}$"
+# A campaign id prefixes S3 keys and DynamoDB keys: <name>-<stamp>-<hex> locally, <schedule>-<execution id>
+# when scheduled. No slash, no leading dot, no space.
+CAMPAIGN_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$"
 ENV_VAR_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*$"
 SECRET_ARN_PATTERN = r"^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:.+$"
 Name = Annotated[str, Field(pattern=NAME_PATTERN, description="lower-case letters, digits, - and _")]
@@ -39,6 +42,11 @@ class Endpoint(Strict):
     password_env: EnvVarName | None = None
     password_secret_arn: SecretArn | None = None
     sslmode: Literal["disable", "allow", "prefer", "require", "verify-ca", "verify-full"] = "prefer"
+    use_resolved_address: bool = Field(
+        False,
+        description="workers connect to the address preflight resolved the host to (libpq hostaddr), not the name; "
+        "TLS still verifies the name. The workaround for DNS failing under load",
+    )
     # Declared only so that an inline password gets a message saying what to do instead.
     password: None = Field(None, exclude=True, json_schema_extra={"deprecated": True})
 
@@ -62,13 +70,23 @@ class EmbeddedServer(Strict):
     settings: dict[str, str | int | float | bool] = Field(
         default_factory=dict, description="postgresql.conf settings, e.g. {\"shared_buffers\": \"64MB\"}"
     )
+    replicas: int = Field(
+        0, ge=0, le=4, description="streaming standbys the local runtime creates with pg_basebackup -R, each on its own port"
+    )
+    replica_settings: dict[str, str | int | float | bool] = Field(
+        default_factory=dict, description="the standbys' postgresql.conf settings, e.g. {\"recovery_min_apply_delay\": \"1s\"}"
+    )
 
-    @field_validator("settings")
+    @field_validator("settings", "replica_settings")
     @classmethod
     def _setting_names(cls, value: dict[str, Any]) -> dict[str, Any]:
-        for name in value:
-            if not name.replace("_", "").replace(".", "").isalnum():
+        for name, setting in value.items():
+            bare = name.replace("_", "").replace(".", "")
+            if not (bare.isascii() and bare.isalnum()):
                 raise ValueError(f"'{name}' is not a PostgreSQL setting name")
+            # Values are written quoted into postgresql.conf: a line break would start a setting of its own.
+            if isinstance(setting, str) and any(ord(c) < 32 or ord(c) == 127 for c in setting):
+                raise ValueError(f"the value of '{name}' holds a control character (a line break?)")
         return value
 
 
@@ -100,6 +118,25 @@ class Pooler(Strict):
     max_client_connections: int = Field(ge=1, description="e.g. pgbouncer max_client_conn, pgpool num_init_children")
 
 
+class Replica(Strict):
+    """A replica of the target: after each measured run pgarena times how long it needs to catch up."""
+
+    name: Name
+    kind: Literal["physical", "logical", "managed"] = Field(
+        description="physical: streaming standby (replay LSN); logical: a subscription (its latest LSN); "
+        "managed: a provider's read replica (replay LSN where it answers, else the replay timestamp)"
+    )
+    endpoint: Endpoint = Field(description="the standby, the subscriber or the read replica")
+    subscription: str | None = Field(None, min_length=1, description="logical only: the subscription's name")
+    catch_up_timeout_s: int = Field(900, ge=1, le=7200, description="stop waiting for the replica after this long")
+
+    @model_validator(mode="after")
+    def _subscription_for_logical(self) -> Replica:
+        if (self.kind == "logical") != (self.subscription is not None):
+            raise ValueError("a logical replica names its 'subscription'; other kinds do not")
+        return self
+
+
 class Target(Strict):
     name: Name
     provider: str = Field(min_length=1, description="label shown in reports, e.g. rds, aurora, cloudsql")
@@ -109,6 +146,17 @@ class Target(Strict):
     hourly_cost_usd: float | None = Field(None, ge=0)
     pooler: Pooler | None = None
     connections: ConnectionPolicy | None = Field(None, description="overrides the campaign's connection policy")
+    replicas: list[Replica] = Field(
+        default_factory=list, description="replicas whose catch-up is timed after each run (sustainable throughput)"
+    )
+
+    @field_validator("replicas")
+    @classmethod
+    def _unique_replica_names(cls, value: list[Replica]) -> list[Replica]:
+        names = [r.name for r in value]
+        if len(set(names)) != len(names):
+            raise ValueError("replica names must be unique within a target")
+        return value
 
     @model_validator(mode="after")
     def _endpoint_or_embedded(self) -> Target:
@@ -217,7 +265,7 @@ class SysbenchWorkload(Strict):
 Workload = Annotated[PgbenchWorkload | SysbenchWorkload, Field(discriminator="tool")]
 TOOLS = ("pgbench", "sysbench")
 
-RankingMetric = Literal["throughput", "latency", "stability", "cost"]
+RankingMetric = Literal["throughput", "latency", "stability", "cost", "sustainable"]
 # The composite score's default weights (README.md, "Reports and ranking").
 DEFAULT_RANKING_WEIGHTS: dict[str, float] = {"throughput": 0.5, "latency": 0.3, "stability": 0.1, "cost": 0.1}
 
@@ -256,6 +304,27 @@ class CostPolicy(Strict):
     schedule: Name | None = Field(None, description="the schedule that started the campaign, recorded in the ledger")
 
 
+class Consolidation(Strict):
+    """Run the workload on the first N targets at once, for each N in `steps`, and compare the total with
+    ideal scaling (the first step's throughput per target x N): METHODOLOGY.md section 3."""
+
+    steps: list[int] = Field(min_length=1, description="targets running at once at each step, e.g. [1, 2, 4]")
+    threshold: float = Field(0.95, gt=0, le=1, description="report the first step whose measured / ideal falls below this")
+
+    @field_validator("steps")
+    @classmethod
+    def _increasing(cls, value: list[int]) -> list[int]:
+        if value[0] < 1 or any(b <= a for a, b in zip(value, value[1:])):
+            raise ValueError("steps must be target counts >= 1, in increasing order")
+        return value
+
+
+class Scenario(Strict):
+    """A study repeated as a campaign (README, "Scenarios")."""
+
+    consolidation: Consolidation | None = None
+
+
 class Campaign(Strict):
     campaign: Name
     targets: list[Target] = Field(min_length=1)
@@ -265,8 +334,20 @@ class Campaign(Strict):
         1, ge=1, le=40, description="targets benchmarked at once; 1 keeps local targets from competing for CPU"
     )
     connections: ConnectionPolicy = ConnectionPolicy()
+    heartbeat_timeout_s: int = Field(
+        60, ge=2, le=3600, description="a worker silent for this long is declared lost (worker_lost); it beats more often"
+    )
     ranking: RankingConfig | None = Field(None, description="composite score weights and tie rule; defaults when absent")
     cost: CostPolicy | None = Field(None, description="cost caps and the price region; no caps when absent")
+    scenario: Scenario | None = Field(None, description="a consolidation sweep; a plain comparison when absent")
+
+    @model_validator(mode="after")
+    def _consolidation_uses_every_target(self) -> Campaign:
+        sweep = self.scenario.consolidation if self.scenario else None
+        if sweep and sweep.steps[-1] != len(self.targets):
+            raise ValueError(f"the consolidation's last step runs every target at once: declare {sweep.steps[-1]} "
+                             f"targets (there are {len(self.targets)}) or end the steps at {len(self.targets)}")
+        return self
 
     @field_validator("targets", "workloads")
     @classmethod
@@ -338,6 +419,8 @@ def load_campaign(path: Path) -> Campaign:
         data = json.loads(path.read_text())
     except json.JSONDecodeError as error:
         raise MatrixError([Problem(path="$", message=f"not valid JSON: {error}")]) from None
+    except UnicodeDecodeError as error:
+        raise MatrixError([Problem(path="$", message=f"not UTF-8 text: {error}")]) from None
     return parse_campaign(data)
 
 

@@ -68,6 +68,12 @@ class PointMetrics(BaseModel):
     retry_rate: float | None = Field(None, description="retried / processed transactions, where the tool reports it")
     stability: Stability = Stability(intervals=0)
     tps_per_usd_hour: float | None = Field(None, description="tps per dollar-hour of the target")
+    sustainable_tps: float | None = Field(
+        None, description="transactions / (run + replicas' catch-up), mean over runs; None unless every run caught up"
+    )
+    catch_up_s: float | None = Field(None, description="the slowest replica's catch-up, mean over runs")
+    replicated: bool = Field(False, description="the target has replicas whose catch-up was timed")
+    peak_lag_bytes: int | None = Field(None, description="the largest replica lag sampled during the runs")
 
     @property
     def key(self) -> tuple[str, int | None]:
@@ -246,6 +252,9 @@ def point_metrics(target: str, workload: str, clients: int | None, runs: list[Wo
     processed = _sum([w.transactions for w in ok])
     retried = _sum([next((w.extra[k] for k in RETRY_COUNTS if w.extra.get(k) is not None), None) for w in ok])
     qps = [w.extra["qps"] for w in ok if w.extra.get("qps") is not None]
+    replicated = [w.replication for w in ok if w.replication is not None]
+    caught_up = bool(replicated) and len(replicated) == len(ok) and all(r.caught_up for r in replicated)
+    lags = [r.peak_lag_bytes for rep in replicated for r in rep.replicas if r.peak_lag_bytes is not None]
     return PointMetrics(
         target=target,
         workload=workload,
@@ -264,7 +273,18 @@ def point_metrics(target: str, workload: str, clients: int | None, runs: list[Wo
         retry_rate=retry_rate(processed, retried),
         stability=_worst_stability([stability(w.progress) for w in ok]),
         tps_per_usd_hour=tps_per_usd_hour(tps, hourly_cost_usd),
+        sustainable_tps=fmean(r.sustainable_tps for r in replicated) if caught_up else None,
+        catch_up_s=fmean(r.catch_up_s for r in replicated) if caught_up else None,
+        replicated=bool(replicated),
+        peak_lag_bytes=max(lags) if lags else None,
     )
+
+
+def latest_phase(runs: list[WorkloadResult]) -> list[WorkloadResult]:
+    """A consolidation sweep's target ran in several phases: its figures are those of its last, where every
+    target ran at once (the earlier phases are the sweep's own table). Other campaigns have one phase."""
+    phases = {w.phase for w in runs if w.phase is not None}
+    return [w for w in runs if w.phase == max(phases)] if phases else runs
 
 
 def is_clamped(run: WorkloadResult) -> bool:
@@ -413,7 +433,7 @@ def findings(target: TargetResult, campaign_id: str = "") -> list[Finding]:
 
 def target_metrics(target: TargetResult, campaign_id: str = "") -> TargetMetrics:
     grouped: dict[tuple[str, int | None], list[WorkloadResult]] = defaultdict(list)
-    for w in target.workloads:
+    for w in latest_phase(target.workloads):
         grouped[(w.name, nominal_clients(w))].append(w)
     points = [point_metrics(target.name, name, clients, runs, target.hourly_cost_usd)
               for (name, clients), runs in grouped.items()]

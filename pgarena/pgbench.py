@@ -29,8 +29,13 @@ def pgbench_binary() -> str:
     return found
 
 
-def libpq_env(endpoint: Endpoint, password: str | None, application_name: str = "pgarena") -> dict[str, str]:
-    """Connection settings go through libpq's environment so the password never appears in a command line."""
+def libpq_env(
+    endpoint: Endpoint, password: str | None, application_name: str = "pgarena", hostaddr: str | None = None
+) -> dict[str, str]:
+    """Connection settings go through libpq's environment so the password never appears in a command line.
+
+    `hostaddr` (resolved once by preflight) spares every client a DNS lookup; PGHOST keeps the name, which
+    libpq still uses for TLS host verification (sslmode verify-full) and for the password file."""
     env = {
         "PGHOST": endpoint.host,
         "PGPORT": str(endpoint.port),
@@ -39,6 +44,8 @@ def libpq_env(endpoint: Endpoint, password: str | None, application_name: str = 
         "PGSSLMODE": endpoint.sslmode,
         "PGAPPNAME": application_name,
     }
+    if hostaddr:
+        env["PGHOSTADDR"] = hostaddr
     if password is not None:
         env["PGPASSWORD"] = password
     return env

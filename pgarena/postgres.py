@@ -61,3 +61,11 @@ def connect(endpoint: Endpoint, application_name: str = "pgarena") -> Iterator[p
         yield conn
     finally:
         conn.close()
+
+
+def describe(error: Exception) -> str:
+    """A driver error as a sentence: pg8000 gives a server error as a dict of its fields."""
+    fields = error.args[0] if error.args and isinstance(error.args[0], dict) else None
+    if fields is None:
+        return str(error)
+    return f"{fields.get('S', 'ERROR')}: {fields.get('M', '')} (SQLSTATE {fields.get('C', '?')})"

@@ -10,7 +10,9 @@ from pydantic import BaseModel, Field
 from pgarena.budget import COORDINATOR_CONNECTIONS, ConnectionFacts, Sessions, apply_budget, compute_budget
 from pgarena.leases import LeaseStore, holder_id, lease_key
 from pgarena.plan import PlannedTarget, Step
-from pgarena.postgres import CLIENT_SESSIONS, connect
+from pgarena.errors import PgarenaError, classify, failure
+from pgarena.postgres import CLIENT_SESSIONS, connect, describe
+from pgarena.restarts import postmaster_started_at, reachable_address, resolve
 from pgarena.results import ServerInfo
 from pgarena.shards import StepGroup, shard
 
@@ -84,8 +86,19 @@ def _lease_ttl_s(steps: list[Step]) -> float:
 
 def preflight(target: PlannedTarget, campaign_id: str, leases: LeaseStore | None = None) -> PreflightResult:
     """Refuse or clamp the plan to the live budget, then lease the slots it will use."""
-    with connect(target.endpoint, application_name=f"{PGARENA_APP_PREFIX}-preflight") as conn:
-        version, version_num, facts = read_facts(conn.cursor())
+    endpoint = target.endpoint
+    # Resolved once, here; workers reuse the address when the endpoint asks (use_resolved_address).
+    addresses = resolve(endpoint.host, endpoint.port)
+    address = reachable_address(addresses, endpoint.port) if endpoint.use_resolved_address else next(iter(addresses), None)
+    with connect(endpoint, application_name=f"{PGARENA_APP_PREFIX}-preflight") as conn:
+        try:
+            version, version_num, facts = read_facts(conn.cursor())
+            started_at = postmaster_started_at(conn.cursor())
+        except PgarenaError:
+            raise
+        except Exception as error:  # a statement timeout, a permission, a server going down under us
+            message = describe(error)
+            raise failure(classify(message) or "preflight_failed", f"reading {target.name}'s settings failed: {message}") from None
     budget = compute_budget(facts, target.connections, target.pooler)
     key, holder = lease_key(target.endpoint), holder_id(campaign_id, target.name)
     deadline = time.monotonic() + target.connections.lease_wait_s
@@ -109,9 +122,20 @@ def preflight(target: PlannedTarget, campaign_id: str, leases: LeaseStore | None
         allowed=budget.capacity - others,
         connections_needed=target.connections_needed,
         clamped=any(step.requested_clients for step in steps),
+        postmaster_started_at=started_at,
+        address=address,
     )
+    facts_for_workers = {"postmaster_started_at": started_at}
+    if endpoint.use_resolved_address and address:
+        facts_for_workers["hostaddr"] = address
+    steps = [step.model_copy(update=facts_for_workers) for step in steps]
     return PreflightResult(server=server, steps=[shard(step) for step in steps])
 
 
 def release(target: PlannedTarget, campaign_id: str, leases: LeaseStore) -> None:
     leases.release(lease_key(target.endpoint), holder_id(campaign_id, target.name))
+
+
+def evidence_key(campaign_id: str, target: str) -> str:
+    """Where preflight's record of a target lives (the facts it read, or why it failed), beside the raw output."""
+    return f"{campaign_id}/raw/{target}/preflight/preflight.json"

@@ -12,7 +12,9 @@ Per metric, each target gets a score relative to the best ranked target (1.0 = b
   else the average;
 - stability: mean of (1 - coefficient of variation of the per-interval tps), 0 for a run whose
   tps collapsed, relative to the steadiest target;
-- cost: mean of (tps per dollar-hour) / best, only when every target has an hourly cost.
+- cost: mean of (tps per dollar-hour) / best, only when every target has an hourly cost;
+- sustainable: mean of sustainable tps (transactions / (run + replicas' catch-up)) / best, only when
+  every target has replicas that caught up; weighted only when the matrix asks (weight 0 by default).
 
 The composite score is the weighted mean of the metric scores, over the metrics every target has
 (a metric nobody can be scored on gives its weight up). Two targets tie, and share a rank, when
@@ -31,7 +33,7 @@ from pgarena.matrix import RankingConfig
 from pgarena.metrics import PointMetrics, target_metrics
 from pgarena.results import RankEntry, TargetResult
 
-METRICS = ("throughput", "latency", "stability", "cost")
+METRICS = ("throughput", "latency", "stability", "cost", "sustainable")
 
 Key = tuple[str, int | None]
 
@@ -103,12 +105,18 @@ def _cost(points: list[PointMetrics]) -> list[float] | None:
     return values if all(v is not None for v in values) else None  # type: ignore[return-value]
 
 
+def _sustainable(points: list[PointMetrics]) -> list[float] | None:
+    values = [p.sustainable_tps for p in points]
+    return values if all(v is not None for v in values) else None  # type: ignore[return-value]
+
+
 def metric_scores(candidates: dict[str, dict[Key, PointMetrics]], keys: list[Key]) -> dict[str, dict[str, float]]:
     """metric -> target -> score (1.0 = best), for the metrics every target can be scored on."""
     scores = {
         "throughput": _mean_relative(candidates, keys, _throughput, higher_is_better=True),
         "latency": _mean_relative(candidates, keys, _latency, higher_is_better=False),
         "cost": _mean_relative(candidates, keys, _cost, higher_is_better=True),
+        "sustainable": _mean_relative(candidates, keys, _sustainable, higher_is_better=True),
     }
     # Steadiness (1 - cv) is absolute: averaged first, then relative to the steadiest target.
     steadiness = _figures(candidates, keys, _steadiness, relative=False)

@@ -9,6 +9,7 @@ from pydantic import BaseModel, Field
 from pgarena.budget import Budget, ConnectionFacts
 from pgarena.errors import ErrorInfo
 from pgarena.monitor import ConnectionReport
+from pgarena.replication import ReplicationResult
 
 Status = Literal["succeeded", "failed"]
 
@@ -68,6 +69,7 @@ class StepSummary(BaseModel):
     barrier: Barrier | None = None
     extra: dict[str, float | int | None] = Field(default_factory=dict, description="tool-specific figures, e.g. sysbench qps")
     connections: ConnectionReport | None = None
+    replication: ReplicationResult | None = Field(None, description="replicas' lag and catch-up after the run")
     raw: list[str] = Field(default_factory=list, description="S3 keys of the raw output")
     error: ErrorInfo | None = None
 
@@ -84,6 +86,10 @@ class ServerInfo(BaseModel):
     allowed: int = Field(description="benchmark connections this campaign may open: budget capacity - leased by others")
     connections_needed: int
     clamped: bool = False
+    postmaster_started_at: str | None = Field(
+        None, description="pg_postmaster_start_time() at preflight: a later, different value means the server restarted"
+    )
+    address: str | None = Field(None, description="the address the host name resolved to at preflight (resolved once)")
 
 
 class ShardResult(BaseModel):
@@ -117,6 +123,11 @@ class WorkloadResult(BaseModel):
     start_skew_s: float | None = Field(None, description="latest shard start minus earliest")
     window_s: int | None = Field(None, description="whole seconds when every shard ran: what the merged figures cover")
     degraded: bool = Field(False, description="a shard failed: the merged result covers fewer clients")
+    replication: ReplicationResult | None = Field(
+        None, description="the target's replicas: lag during the run, catch-up after it, sustainable tps"
+    )
+    phase: int | None = Field(None, description="the consolidation step the run belongs to (multi-phase campaigns)")
+    barrier: Barrier | None = Field(None, description="the start barrier the phase's targets met at (consolidation)")
     raw: list[str] = Field(default_factory=list, description="paths relative to the campaign folder")
     error: ErrorInfo | None = None
 
@@ -129,6 +140,7 @@ class LoadResult(BaseModel):
     status: Status
     seconds: float | None = None
     phases_s: dict[str, float] = Field(default_factory=dict)
+    phase: int | None = Field(None, description="the consolidation step the load belongs to (multi-phase campaigns)")
     raw: list[str] = Field(default_factory=list)
     error: ErrorInfo | None = None
 
@@ -168,6 +180,65 @@ class CampaignCost(BaseModel):
     refused: str | None = Field(None, description="why the cost guard refused the campaign")
 
 
+class UslSummary(BaseModel):
+    """A Universal Scalability Law fit over a consolidation sweep: N = targets running at once."""
+
+    lambda_tps: float = Field(description="throughput of one target without contention")
+    sigma: float = Field(description="contention")
+    kappa: float = Field(description="coherency cost; > 0 means the total peaks, then falls")
+    peak_targets: float | None = Field(None, description="sqrt((1 - sigma) / kappa); None when kappa = 0")
+    peak_tps: float | None = None
+    max_error: float = Field(description="largest relative error of the fit over the steps")
+    points: int
+
+
+class ConsolidationStep(BaseModel):
+    """One step of a consolidation sweep: N targets running the same workload at the same time."""
+
+    phase: int
+    targets: int = Field(description="targets that ran at once")
+    names: list[str]
+    measured_tps: float | None = Field(None, description="sum of the targets' tps (mean over repetitions)")
+    ideal_tps: float | None = Field(None, description="the first step's tps per target x targets")
+    ratio: float | None = Field(None, description="measured / ideal")
+    per_target_tps: dict[str, float | None] = Field(default_factory=dict)
+    complete: bool = Field(description="every target of the step succeeded at this point (unclamped)")
+    usl_tps: float | None = Field(None, description="what the USL fit predicts for this many targets")
+    note: str | None = None
+
+
+class ConsolidationTable(BaseModel):
+    """Total throughput per step against ideal scaling, for one workload point (METHODOLOGY.md section 3)."""
+
+    workload: str
+    clients: int | None = Field(description="clients per target")
+    threshold: float
+    steps: list[ConsolidationStep]
+    below_threshold_at: int | None = Field(
+        None, description="targets at the first complete step whose measured / ideal fell below the threshold"
+    )
+    usl: UslSummary | None = Field(None, description="fitted over the complete steps (three at least)")
+
+
+class ReplicationPoint(BaseModel):
+    """Sustainable throughput of one target at one client count, over repetitions (METHODOLOGY.md section 4)."""
+
+    target: str
+    workload: str
+    clients: int | None
+    runs: int
+    tps: float | None = Field(None, description="primary's tps, mean over the runs")
+    catch_up_s: float | None = Field(None, description="slowest replica's catch-up, mean over the runs")
+    sustainable_tps: float | None = Field(None, description="mean over the runs where every replica caught up")
+    caught_up: bool = Field(description="every replica caught up after every run")
+    peak_lag_bytes: int | None = None
+
+
+class Scenarios(BaseModel):
+    consolidation: list[ConsolidationTable] = Field(default_factory=list, description="one table per workload point")
+    replication: list[ReplicationPoint] = Field(default_factory=list)
+
+
 class CampaignResults(BaseModel):
     campaign_id: str
     campaign: str
@@ -176,3 +247,10 @@ class CampaignResults(BaseModel):
     targets: list[TargetResult]
     ranking: list[RankEntry]
     cost: CampaignCost | None = None
+    status: Literal["completed", "cancelled"] = Field(
+        "completed", description="cancelled: stopped before the end (Ctrl-C, StopExecution); what finished is listed"
+    )
+    resumed_from: list[str] = Field(
+        default_factory=list, description="campaign ids whose successes this one kept (`pgarena resume`)"
+    )
+    scenarios: Scenarios | None = Field(None, description="consolidation and replication tables, when the matrix asks")

@@ -50,6 +50,7 @@ class WorkerEnv(FromEnv):
     results_bucket: str = Field(alias="RESULTS_BUCKET")
     results_table: str = Field(alias="RESULTS_TABLE")
     heartbeat_s: float = Field(10.0, alias="PGARENA_HEARTBEAT_S")
+    upload_every_s: float = Field(15.0, alias="PGARENA_UPLOAD_EVERY_S", gt=0, description="raw output chunk cadence")
 
 
 class CostGuardEnv(FromEnv):

@@ -68,7 +68,7 @@ class Pgbench:
         spec = step.spec
         assert isinstance(spec, PgbenchWorkload)
         args = init_args(spec.init) if step.kind == "init" else run_args(spec.run, step.clients, workdir)
-        return [self.binary(), *args], libpq_env(step.endpoint, password, step.application_name)
+        return [self.binary(), *args], libpq_env(step.endpoint, password, step.application_name, step.hostaddr)
 
     def artifacts(self, workdir: Path) -> list[Path]:
         return sorted(workdir.glob(f"{TRANSACTION_LOG_PREFIX}.*"))
@@ -119,6 +119,8 @@ class Sysbench:
             args = sysbench.cleanup_args(spec.prepare)
         e = step.endpoint
         env = {**sysbench.sysbench_env(password, e.sslmode), "PGAPPNAME": step.application_name}
+        if step.hostaddr:  # libpq inside sysbench reads it beside --pgsql-host (the name, for TLS)
+            env["PGHOSTADDR"] = step.hostaddr
         return [self.binary(), *sysbench.connection_args(e.host, e.port, e.user, e.dbname), *args], env
 
     def artifacts(self, workdir: Path) -> list[Path]:

@@ -64,6 +64,7 @@ class OrchestrationConstruct(Construct):
 
         grant_read_pgarena_secrets(self.preflight_function.role, self)
         self._grant_leases(self.preflight_function, table)
+        self._grant_preflight_evidence(self.preflight_function, bucket)
         self._grant_leases(self.release_lease_function, table)
         self._grant_launch_worker(self.launch_worker_function, compute)
         self._grant_aggregate(self.aggregate_function, bucket, table)
@@ -238,6 +239,18 @@ class OrchestrationConstruct(Construct):
             )
         )
 
+    @staticmethod
+    def _grant_preflight_evidence(function: lambda_.Function, bucket: s3.IBucket) -> None:
+        # Preflight records what it read (or why the target failed) beside the campaign's raw output.
+        pattern = "*/raw/*/preflight/preflight.json"
+        function.add_to_role_policy(iam.PolicyStatement(actions=["s3:PutObject"], resources=[bucket.arn_for_objects(pattern)]))
+        acknowledge(
+            function.role,
+            "AwsSolutions-IAM5",
+            "Preflight writes <campaign_id>/raw/<target>/preflight/preflight.json; campaign ids are chosen at run time.",
+            finding=object_finding(bucket, pattern),
+        )
+
     def _grant_aggregate(self, function: lambda_.Function, bucket: s3.IBucket, table: dynamodb.ITable) -> None:
         function.add_to_role_policy(
             iam.PolicyStatement(
@@ -249,6 +262,8 @@ class OrchestrationConstruct(Construct):
         function.add_to_role_policy(
             iam.PolicyStatement(actions=["s3:GetObject", "s3:PutObject"], resources=[bucket.arn_for_objects("*")])
         )
+        # Listing a campaign's raw output finds what a lost worker uploaded before it died.
+        function.add_to_role_policy(iam.PolicyStatement(actions=["s3:ListBucket"], resources=[bucket.bucket_arn]))
         acknowledge(
             function.role,
             "AwsSolutions-IAM5",

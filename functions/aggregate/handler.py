@@ -9,7 +9,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel
 
 from functions.observability import logger, metrics, tracer
-from pgarena.aggregate import TargetOutcome, aggregate
+from pgarena.aggregate import Outcomes, aggregate
 from pgarena.latency import ShardSeries
 from pgarena.ledger import CostDecision, Ledger, settle_campaign
 from pgarena.plan import Plan
@@ -22,7 +22,7 @@ class AggregateEvent(BaseModel):
     campaign_id: str
     started_at: str
     plan: Plan
-    outcomes: list[TargetOutcome]
+    outcomes: Outcomes  # per phase of the campaign, flattened: one outcome per target and phase
     cost: CostDecision | None = None  # the cost guard's decision: a refusal to list, an estimate to settle
 
 
@@ -38,7 +38,8 @@ def handler(event: AggregateEvent, context: LambdaContext) -> dict:
     refusal = event.cost.refusal if event.cost else None
     # Sharded runs are merged from each shard's per-second histograms, kept beside its raw output.
     series = {s.step_id: ShardSeries.model_validate(store.get_json(s.series)) for s in summaries if s.series}
-    results = aggregate(event.plan, event.outcomes, summaries, event.started_at, finished_at, refusal, series)
+    raw_keys = store.keys(f"{event.campaign_id}/raw/")  # what lost workers and failed preflights left
+    results = aggregate(event.plan, event.outcomes, summaries, event.started_at, finished_at, refusal, series, raw_keys)
     if event.cost is not None:
         ledger = Ledger(boto3.client("dynamodb"), env.results_table)
         spent = settle_campaign(event.cost, event.plan, event.outcomes, summaries, event.started_at, finished_at, ledger)

@@ -6,10 +6,13 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel
 
 from functions.observability import logger, tracer
+from pgarena.errors import PgarenaError
 from pgarena.leases import LeaseStore
 from pgarena.plan import PlannedTarget
-from pgarena.preflight import preflight
+from pgarena.preflight import evidence_key, preflight
+from pgarena.redact import redact
 from pgarena.settings import ResultsEnv
+from pgarena.store import ResultStore
 
 
 class PreflightEvent(BaseModel):
@@ -21,8 +24,18 @@ class PreflightEvent(BaseModel):
 @tracer.capture_lambda_handler
 @event_parser(model=PreflightEvent)
 def handler(event: PreflightEvent, context: LambdaContext) -> dict:
-    leases = LeaseStore(boto3.client("dynamodb"), ResultsEnv.from_env().results_table)
-    result = preflight(event.target, event.campaign_id, leases)
+    env = ResultsEnv.from_env()
+    store = ResultStore(env.results_bucket, env.results_table)
+    leases = LeaseStore(store.dynamodb, env.results_table)
+    key = evidence_key(event.campaign_id, event.target.name)
+    try:
+        result = preflight(event.target, event.campaign_id, leases)
+    except PgarenaError as error:
+        # The evidence of a target that failed before any worker ran (results.json points at it).
+        store.put_json(key, {"target": event.target.name, "host": event.target.endpoint.host,
+                             "port": event.target.endpoint.port, "error": redact(error.info().model_dump())})
+        raise
+    store.put_json(key, {"target": event.target.name, "server": result.server.model_dump(mode="json")})
     logger.info(
         "preflight passed",
         target=event.target.name,

@@ -2,16 +2,16 @@
 
 from aws_lambda_powertools.utilities.parser import event_parser
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from functions.observability import logger, tracer
 from pgarena.errors import InvalidMatrix
-from pgarena.matrix import MatrixError, parse_campaign
+from pgarena.matrix import CAMPAIGN_ID_PATTERN, MatrixError, parse_campaign
 from pgarena.plan import plan_campaign
 
 
 class ValidateEvent(BaseModel):
-    campaign_id: str
+    campaign_id: str = Field(pattern=CAMPAIGN_ID_PATTERN)
     matrix: dict
 
 

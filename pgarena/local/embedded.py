@@ -64,11 +64,14 @@ class EmbeddedServer:
             timeout=START_TIMEOUT_S,
         )
 
-    def start(self) -> Endpoint:
+    def _own_dir(self) -> None:
         if self.user:
             entry = pwd.getpwnam(self.user)
             os.chown(self.dir, entry.pw_uid, entry.pw_gid)
             self.dir.chmod(0o755)
+
+    def start(self) -> Endpoint:
+        self._own_dir()
         try:
             self._run("initdb", "-D", str(self.pgdata), "-U", "postgres", "--auth=trust", "--encoding=UTF8", "--no-sync")
             conf = {
@@ -93,6 +96,11 @@ class EmbeddedServer:
     def endpoint(self) -> Endpoint:
         return Endpoint(host="127.0.0.1", port=self.port, dbname="postgres", user="postgres", sslmode="disable")
 
+    def restart(self, mode: str = "immediate") -> None:
+        """Stop and start the server again; `immediate` stops it as a crash would (recovery on start)."""
+        self._run("pg_ctl", "-D", str(self.pgdata), "-l", str(self.log), "-m", mode, "-w", "-t", str(START_TIMEOUT_S),
+                  "restart")
+
     def stop(self) -> None:
         if (self.pgdata / "postmaster.pid").exists():
             try:
@@ -100,3 +108,41 @@ class EmbeddedServer:
             except subprocess.CalledProcessError:
                 pass  # already down: nothing to stop
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+# What a primary needs to stream its WAL to standbys (the target's own settings win).
+REPLICATION_SETTINGS = {"wal_level": "replica", "max_wal_senders": 10, "max_replication_slots": 10}
+
+
+def with_replication(settings: dict, standbys: int) -> dict:
+    return {**REPLICATION_SETTINGS, **settings} if standbys else settings
+
+
+class EmbeddedStandby(EmbeddedServer):
+    """A streaming standby of an embedded primary: a base backup of it (pg_basebackup -R, through a
+    replication slot so the primary keeps the WAL the standby still needs), started on a port of its own."""
+
+    def __init__(self, name: str, primary: EmbeddedServer, settings: dict, root: Path | None = None):
+        super().__init__(name, settings, root=root)
+        self.primary = primary
+        self.slot = "pgarena_" + "".join(c if c.isalnum() else "_" for c in name.lower())
+
+    def start(self) -> Endpoint:
+        self._own_dir()
+        try:
+            self._run("pg_basebackup", "-D", str(self.pgdata), "-h", "127.0.0.1", "-p", str(self.primary.port),
+                      "-U", "postgres", "-R", "-X", "stream", "-C", "-S", self.slot, "--checkpoint=fast", "--no-sync")
+            # The backup carries the primary's postgresql.conf: the lines appended here win over its port.
+            conf = {"port": self.port, "unix_socket_directories": str(self.dir), "cluster_name": self.name,
+                    "hot_standby": True, **self.settings}
+            with (self.pgdata / "postgresql.conf").open("a") as handle:
+                handle.write("\n# pgarena standby settings\n")
+                for key, value in conf.items():
+                    handle.write(f"{key} = {_conf_value(value)}\n")
+            self._run("pg_ctl", "-D", str(self.pgdata), "-l", str(self.log), "-w", "-t", str(START_TIMEOUT_S), "start")
+        except subprocess.CalledProcessError as error:
+            log = self.log.read_text()[-2000:] if self.log.exists() else ""
+            raise EmbeddedStartError(
+                f"standby {self.name} of {self.primary.name} did not start: {error.stderr.strip()} {log.strip()}"
+            ) from None
+        return self.endpoint

@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -128,6 +129,7 @@ class EcsEndpoint(_Server):
         self.worker_env = worker_env
         self.logs_dir = logs_dir
         self.processes: dict[str, subprocess.Popen] = {}
+        self.campaigns: dict[str, str] = {}  # task ARN -> campaign id, to stop one campaign's workers
         self.lock = threading.Lock()
 
         class Ecs(_Quiet):
@@ -155,8 +157,13 @@ class EcsEndpoint(_Server):
                 [sys.executable, "-m", "workers.entrypoint"], env=env, stdout=log, stderr=subprocess.STDOUT,
                 start_new_session=True,
             )
+        try:
+            campaign_id = json.loads(env.get("PGARENA_STEP") or "{}").get("campaign_id", "")
+        except ValueError:
+            campaign_id = ""
         with self.lock:
             self.processes[task_arn] = process
+            self.campaigns[task_arn] = campaign_id
         return {"tasks": [{"taskArn": task_arn, "lastStatus": "PROVISIONING", "clusterArn": request.get("cluster")}],
                 "failures": []}
 
@@ -167,14 +174,30 @@ class EcsEndpoint(_Server):
             process.terminate()
         return {"task": {"taskArn": task_arn, "lastStatus": "STOPPED"}}
 
+    def stop_campaign(self, campaign_id: str, timeout_s: float = 10) -> int:
+        """StopTask for every running worker of one campaign (SIGTERM: each records what it was doing and
+        exits); wait for them, then kill what is left. Returns how many were running."""
+        with self.lock:
+            running = [p for arn, p in self.processes.items() if self.campaigns.get(arn) == campaign_id and p.poll() is None]
+        self._stop(running, timeout_s)
+        return len(running)
+
     def stop_all(self) -> None:
         with self.lock:
             processes = list(self.processes.values())
+        self._stop(processes, 10)
+
+    @staticmethod
+    def _stop(processes: list[subprocess.Popen], timeout_s: float) -> None:
         for process in processes:
             if process.poll() is None:
                 process.terminate()
         for process in processes:
             try:
-                process.wait(timeout=10)
+                process.wait(timeout=timeout_s)
             except subprocess.TimeoutExpired:
-                process.kill()
+                try:  # the worker's session: it and the tool it started (a Fargate task stops whole)
+                    os.killpg(process.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                process.wait()

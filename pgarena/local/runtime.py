@@ -23,9 +23,9 @@ import boto3
 
 from pgarena.cancel import Recorded, cancelled_results
 from pgarena.leases import LeaseStore, holder_id, lease_key
-from pgarena.local.embedded import EmbeddedServer
+from pgarena.local.embedded import EmbeddedServer, EmbeddedStandby, with_replication
 from pgarena.local.endpoints import ACCOUNT, FUNCTIONS, REGION, EcsEndpoint, LambdaEndpoint, function_arn, load_handlers
-from pgarena.matrix import Campaign, Target
+from pgarena.matrix import Campaign, Replica, Target
 from pgarena.plan import plan_campaign
 from pgarena.report import write_reports
 from pgarena.results import CampaignResults, StepSummary
@@ -100,10 +100,16 @@ def _with_embedded_endpoints(campaign: Campaign, stack: ExitStack, servers_root:
         if target.embedded is None:
             targets.append(target)
             continue
-        server = EmbeddedServer(target.name, target.embedded.settings, root=servers_root)
+        embedded = target.embedded
+        server = EmbeddedServer(target.name, with_replication(embedded.settings, embedded.replicas), root=servers_root)
         stack.callback(server.stop)
         endpoint = server.start()
-        targets.append(target.model_copy(update={"embedded": None, "endpoint": endpoint}))
+        replicas = list(target.replicas)
+        for i in range(1, embedded.replicas + 1):
+            standby = EmbeddedStandby(f"{target.name}-standby{i}", server, embedded.replica_settings, root=servers_root)
+            stack.callback(standby.stop)  # before the primary's: the callbacks run last in, first out
+            replicas.append(Replica(name=f"standby{i}", kind="physical", endpoint=standby.start()))
+        targets.append(target.model_copy(update={"embedded": None, "endpoint": endpoint, "replicas": replicas}))
     return campaign.model_copy(update={"targets": targets})
 
 
@@ -255,16 +261,24 @@ class LocalRuntime:
         )
 
 
+    def run(self, campaign: Campaign, on_event: Callable[[Event], None] = lambda event: None) -> LocalRun:
+        """Start the campaign and follow it to its end; Ctrl-C (KeyboardInterrupt) cancels it instead."""
+        execution = self.start(campaign)
+        try:
+            return self.wait(execution, on_event)
+        except KeyboardInterrupt:  # stop everything, keep what finished
+            return self.cancel(execution)
+
     def cancel(self, execution: Execution) -> LocalRun:
         """Stop the campaign as Ctrl-C does: StopExecution, StopTask its workers (each records the step it
         was running as `cancelled`, its output kept), give its connection leases back, and write a
         results.json marked cancelled that lists every target and step with what finished."""
         self.sfn.stop_execution(executionArn=execution.arn, error="Cancelled", cause="stopped by the user")
+        started = self.sfn.describe_execution(executionArn=execution.arn)["startDate"]
         # A worker may have been launched while the execution stopped: look twice.
         for _ in range(2):
             self.workers.stop_campaign(execution.campaign_id)
             time.sleep(POLL_S)
-        status = self.sfn.describe_execution(executionArn=execution.arn)
         history = self.sfn.get_execution_history(executionArn=execution.arn, maxResults=1000)["events"]
         recorded = Recorded(history)
         plan = recorded.plan
@@ -276,7 +290,7 @@ class LocalRuntime:
                 leases.release(lease_key(target.endpoint), holder_id(execution.campaign_id, target.name))
             results = cancelled_results(
                 plan, recorded.finished, recorded.servers, self.store.summaries(execution.campaign_id),
-                status["startDate"].isoformat(timespec="milliseconds"),
+                started.isoformat(timespec="milliseconds"),
                 datetime.now(timezone.utc).isoformat(timespec="milliseconds"),
                 self.store.keys(f"{execution.campaign_id}/raw/"),
             )
@@ -285,7 +299,9 @@ class LocalRuntime:
         _download(self.s3, f"{execution.campaign_id}/", self.out_dir)
         results_path = execution.results_dir / "results.json"
         results = CampaignResults.model_validate_json(results_path.read_text()) if results_path.exists() else None
-        return LocalRun(execution.campaign_id, status["status"], execution.results_dir, results,
+        # ABORTED, as StopExecution leaves it in AWS. moto's interpreter reports RUNNING until the task it
+        # waited on answers, then may record a stopped worker's late SendTaskFailure as FAILED.
+        return LocalRun(execution.campaign_id, "ABORTED", execution.results_dir, results,
                         time.monotonic() - execution.t0, "cancelled")
 
 
@@ -298,8 +314,4 @@ def run_local(
 ) -> LocalRun:
     """Run one campaign through the state machine on this machine; results land in out_dir/<campaign_id>/."""
     with LocalRuntime(out_dir, servers_root, heartbeat_s) as runtime:
-        execution = runtime.start(campaign)
-        try:
-            return runtime.wait(execution, on_event)
-        except KeyboardInterrupt:  # Ctrl-C: stop everything, keep what finished
-            return runtime.cancel(execution)
+        return runtime.run(campaign, on_event)

@@ -9,7 +9,7 @@ from datetime import datetime
 from pgarena.metrics import Finding, PointMetrics, Scaling, TargetMetrics, campaign_metrics
 from pgarena.ranking import METRICS, unranked_reasons
 from pgarena.report.charts import colour
-from pgarena.results import CampaignResults
+from pgarena.results import CampaignResults, ConsolidationTable, ReplicationPoint
 
 Key = tuple[str, int | None]
 
@@ -42,6 +42,8 @@ class Report:
     basis: str
     duration_s: float | None
     metrics: tuple[str, ...] = METRICS
+    consolidation: list[ConsolidationTable] = field(default_factory=list)
+    replication: list[ReplicationPoint] = field(default_factory=list)
 
     @property
     def has_costs(self) -> bool:
@@ -156,4 +158,8 @@ def build_report(results: CampaignResults) -> Report:
         verdict=verdict(results, rows),
         basis=results.ranking[0].basis if results.ranking else "",
         duration_s=_seconds_between(results.started_at, results.finished_at),
+        # Sustainable throughput has a column only where some target was scored on it (it has replicas).
+        metrics=tuple(m for m in METRICS if m != "sustainable" or any(m in r.metrics for r in rows)),
+        consolidation=results.scenarios.consolidation if results.scenarios else [],
+        replication=results.scenarios.replication if results.scenarios else [],
     )

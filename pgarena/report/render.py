@@ -10,8 +10,8 @@ from pathlib import Path
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 from markupsafe import Markup
 
-from pgarena.metrics import DROP_FRACTION, PointMetrics, nominal_clients
-from pgarena.report.charts import Bars, Line, bar_chart, line_chart
+from pgarena.metrics import DROP_FRACTION, USL_GOOD_FIT_ERROR, PointMetrics, latest_phase, nominal_clients, usl
+from pgarena.report.charts import Bars, Line, bar_chart, colour, line_chart
 from pgarena.report.model import Key, Report, point_label
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -106,7 +106,7 @@ def progress_charts(report: Report) -> list[Chart]:
     for key in report.keys:
         lines, legend = [], []
         for t in report.results.targets:
-            runs = [w for w in t.workloads if w.name == key[0] and nominal_clients(w) == key[1] and w.progress]
+            runs = [w for w in latest_phase(t.workloads) if w.name == key[0] and nominal_clients(w) == key[1] and w.progress]
             for w in runs:
                 name = t.name if len(runs) == 1 else f"{t.name} r{w.repetition}"
                 dash = None if w.repetition == 1 else "6 4"
@@ -174,6 +174,64 @@ def cost_chart(report: Report) -> Chart | None:
     return Chart("chart-cost", title, svg, [(s.name, s.colour, "solid") for s in series])
 
 
+def consolidation_charts(report: Report) -> list[Chart]:
+    """Total tps per consolidation step against ideal scaling and the USL fit, a chart per workload point."""
+    charts = []
+    c = colour(0)
+    for table in report.consolidation:
+        steps = [s for s in table.steps if s.complete]
+        if not steps:
+            continue
+        lines = [
+            Line("measured total", c, [(s.targets, s.measured_tps) for s in steps], css="series measured",
+                 labels=[f"{s.targets} targets: {s.measured_tps:,.1f} tps ({s.ratio:.0%} of ideal)" for s in steps]),
+            Line("ideal", c, [(s.targets, s.ideal_tps) for s in table.steps if s.ideal_tps is not None], dash="6 4",
+                 dots=False, css="series ideal"),
+        ]
+        legend = [("measured total", c, "solid"), ("ideal: first step per target × targets", c, "dashed")]
+        if table.usl is not None and table.usl.max_error <= USL_GOOD_FIT_ERROR:
+            top = steps[-1].targets
+            xs = [1 + (top - 1) * i / 40 for i in range(41)]
+            fit = table.usl
+            lines.append(Line("USL fit", colour(1), [(x, usl(x, fit.lambda_tps, fit.sigma, fit.kappa)) for x in xs],
+                              dash="2 3", dots=False, css="series usl"))
+            legend.append(("USL fit", colour(1), "dotted"))
+        events = ([(table.below_threshold_at, f"below {table.threshold:.0%} of ideal")]
+                  if table.below_threshold_at is not None else None)
+        chart_id = f"chart-consolidation-{slug(table.workload)}-c{table.clients}"
+        title = f"Consolidation: {table.workload}, {table.clients} clients per target (total tps vs ideal scaling)"
+        svg = line_chart(chart_id, title, lines, "targets running at once", "total tps", css="lines consolidation",
+                         events=events)
+        charts.append(Chart(chart_id, title, svg, legend))
+    return charts
+
+
+def sustainable_charts(report: Report) -> list[Chart]:
+    """Sustainable tps per client count (bars) beside what the primary ran (diamonds), a chart per workload."""
+    charts = []
+    for workload in dict.fromkeys(p.workload for p in report.replication):
+        points = [p for p in report.replication if p.workload == workload]
+        clients = sorted({p.clients for p in points if p.clients is not None})
+        series = []
+        for name in _target_names(report):
+            by_clients = {p.clients: p for p in points if p.target == name}
+            if by_clients:
+                series.append(Bars(name, report.colours[name],
+                                   [by_clients[n].sustainable_tps if n in by_clients else None for n in clients],
+                                   markers=[by_clients[n].tps if n in by_clients else None for n in clients],
+                                   marker_label="primary tps"))
+        chart_id = f"chart-sustainable-{slug(workload)}"
+        title = f"Sustainable throughput: {workload} (bars: transactions / (run + catch-up); diamonds: primary tps)"
+        svg = bar_chart(chart_id, title, [f"{n} client{'s' if n != 1 else ''}" for n in clients], series, "tps",
+                        unit="tps", css="bars sustainable")
+        charts.append(Chart(chart_id, title, svg, [(s.name, s.colour, "solid") for s in series]))
+    return charts
+
+
+def _mib(value: int | None) -> str:
+    return "–" if value is None else f"{value / 2**20:,.2f} MiB"
+
+
 @cache  # compiling the templates costs more than rendering them
 def _environment(autoescape: bool) -> Environment:
     env = Environment(
@@ -184,7 +242,7 @@ def _environment(autoescape: bool) -> Environment:
         lstrip_blocks=True,
         keep_trailing_newline=True,
     )
-    env.filters.update(fmt=_fmt, pct=_pct, md=_md, slug=slug)
+    env.filters.update(fmt=_fmt, pct=_pct, md=_md, slug=slug, mib=_mib)
     return env
 
 
@@ -203,6 +261,8 @@ def render_html(report: Report) -> str:
         progress=progress_charts(report),
         scaling=scaling_charts(report),
         cost=cost_chart(report),
+        consolidation=consolidation_charts(report),
+        sustainable=sustainable_charts(report),
     )
     css = (TEMPLATES / "report.css").read_text()
     return _environment(autoescape=True).get_template("report.html.j2").render(

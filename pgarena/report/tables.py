@@ -59,7 +59,7 @@ def workloads_table(report: Report) -> Table:
     header = ["campaign_id", "target", "provider", "workload", "tool", "clients", "requested_clients", "clamped",
               "repetition", "status", "tps", "latency_avg_ms", "latency_stddev_ms", "latency_p50_ms", "latency_p95_ms",
               "latency_p99_ms", "transactions", "failed_transactions", "tps_cv", "worst_vs_median", "collapsed",
-              "error_kind", "error_message", "raw"]
+              "error_kind", "error_message", "raw", "phase", "catch_up_s", "sustainable_tps"]
     rows = []
     for t in report.results.targets:
         for w in t.workloads:
@@ -69,7 +69,9 @@ def workloads_table(report: Report) -> Table:
                 report.results.campaign_id, t.name, t.provider, w.name, w.tool, w.clients, nominal_clients(w),
                 is_clamped(w), w.repetition, w.status, w.tps, lat.avg, lat.stddev, lat.p50, lat.p95, lat.p99,
                 w.transactions, w.failed_transactions, s.cv, s.worst_vs_median, s.collapsed,
-                w.error.kind if w.error else None, w.error.message if w.error else None, w.raw,
+                w.error.kind if w.error else None, w.error.message if w.error else None, w.raw, w.phase,
+                w.replication.catch_up_s if w.replication else None,
+                w.replication.sustainable_tps if w.replication else None,
             ])
     return header, rows
 

@@ -164,18 +164,17 @@ def test_a_lost_worker_is_counted_up_to_its_hard_stop():
     assert (worker.step_id, seconds) == (run.step_id, run.timeout_s + WORKER_HARD_STOP_GRACE_S)
 
 
-def sharded_plan(workers=3, duration_s=600):
-    p = plan(clients=12, duration_s=duration_s, hourly=1.0)
+def sharded_plan(workers: int):
     data = json.loads((FIXTURES / "matrices" / "minimal.json").read_text())
     data["targets"] = data["targets"][:1]
     data["targets"][0]["hourly_cost_usd"] = 1.0
-    data["workloads"][0]["run"].update(clients=12, duration_s=duration_s, workers=workers, percentiles=True)
-    return p, plan_campaign(parse_campaign(data), "cid")
+    data["workloads"][0]["run"].update(clients=12, duration_s=600, workers=workers, percentiles=True)
+    return plan_campaign(parse_campaign(data), "cid")
 
 
 def test_a_sharded_run_bills_one_task_per_worker_but_lasts_as_long_as_one():
     # Given the same 12-client run on one worker and split across three
-    single, sharded = sharded_plan()
+    single, sharded = sharded_plan(1), sharded_plan(3)
     one, three = cost.estimate(single, 1, 2, "us-east-1"), cost.estimate(sharded, 1, 2, "us-east-1")
 
     # Then the split run starts two more tasks, each billed the run's duration, in the same wall time
@@ -186,7 +185,7 @@ def test_a_sharded_run_bills_one_task_per_worker_but_lasts_as_long_as_one():
 
 def test_measured_shards_are_priced_one_task_each():
     # Given a sharded run whose three workers each ran 600 s
-    _, p = sharded_plan()
+    p = sharded_plan(3)
     run = p.targets[0].steps[1]
     measured = {f"{run.step_id}/s{i}": 600.0 for i in range(3)}
 
@@ -215,7 +214,9 @@ def test_transition_counts_follow_the_asl():
     # Given the state machine file
     asl = json.loads(ASL.read_text())
     campaign = _success_path(asl["States"], asl["StartAt"])
-    targets = asl["States"]["Benchmark Targets"]["ItemProcessor"]
+    phases = asl["States"]["Run Phases In Order"]["ItemProcessor"]
+    phase = _success_path(phases["States"], phases["StartAt"])
+    targets = phases["States"]["Benchmark Targets"]["ItemProcessor"]
     target = _success_path(targets["States"], targets["StartAt"])
     steps = targets["States"]["Run Steps In Order"]["ItemProcessor"]
     step = _success_path(steps["States"], steps["StartAt"])
@@ -225,9 +226,9 @@ def test_transition_counts_follow_the_asl():
 
     # When counting the states a successful campaign enters at each level / Then the model agrees
     assert "Check Cost Cap" in campaign and "Run Worker Task" in worker
-    assert (len(campaign), len(target), len(step), len(worker)) == (
-        cost.TRANSITIONS_PER_CAMPAIGN, cost.TRANSITIONS_PER_TARGET, cost.TRANSITIONS_PER_STEP,
-        cost.TRANSITIONS_PER_WORKER,
+    assert (len(campaign), len(phase), len(target), len(step), len(worker)) == (
+        cost.TRANSITIONS_PER_CAMPAIGN, cost.TRANSITIONS_PER_PHASE, cost.TRANSITIONS_PER_TARGET,
+        cost.TRANSITIONS_PER_STEP, cost.TRANSITIONS_PER_WORKER,
     )
 
 

@@ -1,0 +1,72 @@
+"""Resume a local campaign: re-run its failed (target, workload) pairs, combine them with its successes."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from pgarena.local.runtime import MATRIX_FILE, Event, LocalRuntime, new_campaign_id
+from pgarena.matrix import Campaign, parse_campaign
+from pgarena.report import write_to_folder
+from pgarena.results import CampaignResults
+from pgarena.resume import Rerun, combine, copy_raw, load_original, plan_reruns
+
+
+class NothingToResume(Exception):
+    """Every target of the campaign succeeded."""
+
+
+@dataclass
+class Resumed:
+    campaign_id: str
+    results_dir: Path
+    results: CampaignResults
+    reruns: list[str]  # the re-run campaigns' ids, each with its own folder
+    wall_s: float
+    cancelled: bool = False
+
+
+def resume_local(
+    folder: Path,
+    out_dir: Path | None = None,
+    matrix: Campaign | None = None,
+    on_event: Callable[[Event], None] = lambda event: None,
+    servers_root: Path | None = None,
+) -> Resumed:
+    """Re-run what failed in the campaign at `folder`; the combined results land in out_dir/<new id>/.
+
+    `matrix` replaces the one kept beside the results (a fixed password_env, a corrected host)."""
+    t0 = time.monotonic()
+    original, kept_matrix = load_original(folder)
+    if matrix is None:
+        if kept_matrix is None:
+            raise FileNotFoundError(f"{folder / MATRIX_FILE}: no matrix kept beside the results; pass the matrix")
+        matrix = parse_campaign(kept_matrix)
+    reruns = plan_reruns(original, matrix)
+    if not reruns:
+        raise NothingToResume(f"every target of {original.campaign_id} succeeded: nothing to re-run")
+    out_dir = out_dir or folder.parent
+    done: list[tuple[Rerun, CampaignResults, Path]] = []
+    cancelled = False
+    with LocalRuntime(out_dir, servers_root) as runtime:
+        for rerun in reruns:
+            run = runtime.run(rerun.campaign, on_event)
+            cancelled = run.results is not None and run.results.status == "cancelled"
+            if run.results is not None:
+                done.append((rerun, run.results, run.results_dir))
+            if cancelled:
+                break
+    campaign_id = new_campaign_id(matrix.campaign)
+    combined = combine(original, [(r, results) for r, results, _ in done], campaign_id, matrix)
+    if cancelled:
+        combined = combined.model_copy(update={"status": "cancelled"})
+    results_dir = out_dir / campaign_id
+    results_dir.mkdir(parents=True, exist_ok=True)
+    copy_raw(folder, [(r, d) for r, _, d in done], results_dir, original)
+    (results_dir / "results.json").write_text(combined.model_dump_json(indent=2))
+    (results_dir / MATRIX_FILE).write_text(matrix.model_dump_json(exclude_none=True, indent=2))
+    write_to_folder(combined, results_dir)
+    return Resumed(campaign_id, results_dir, combined, [results.campaign_id for _, results, _ in done],
+                   time.monotonic() - t0, cancelled)

@@ -1,0 +1,162 @@
+"""Cancelling a running campaign (Ctrl-C) and resuming a campaign that failed, with real PostgreSQL."""
+
+from __future__ import annotations
+
+import _thread
+import json
+import threading
+
+import pg8000.dbapi
+import pytest
+from typer.testing import CliRunner
+
+from pgarena.cli import app
+from pgarena.leases import LeaseStore, lease_key
+from pgarena.local.embedded import EmbeddedServer
+from pgarena.local.resume import resume_local
+from pgarena.local.runtime import MATRIX_FILE, TABLE, LocalRuntime, run_local
+from pgarena.matrix import Endpoint, parse_campaign
+
+pytestmark = pytest.mark.integration
+
+FAST = {"fsync": "off", "synchronous_commit": "off", "shared_buffers": "16MB"}
+# Ctrl-C this long after the run step started: pgbench has printed progress and a chunk is uploaded.
+INTERRUPT_AFTER_S = 2.5
+PASSWORD_ENV = "PGARENA_TEST_RESUME_PW"
+
+
+def workload(duration_s):
+    return {"name": "tpcb", "tool": "pgbench", "init": {"scale": 1},
+            "run": {"clients": 2, "jobs": 1, "duration_s": duration_s, "progress_s": 1}}
+
+
+def endpoint_of(server, **extra):
+    return {"host": "127.0.0.1", "port": server.port, "user": "postgres", "sslmode": "disable", **extra}
+
+
+def benchmark_sessions(server) -> int:
+    conn = pg8000.dbapi.connect(host="127.0.0.1", port=server.port, user="postgres", database="postgres")
+    cursor = conn.cursor()
+    cursor.execute("select count(*) from pg_stat_activity where application_name like 'pgarena/%%'")
+    count = cursor.fetchone()[0]
+    conn.close()
+    return count
+
+
+@pytest.fixture(scope="module")
+def servers():
+    pgs = {name: EmbeddedServer(name, FAST) for name in ("first", "second")}
+    for pg in pgs.values():
+        pg.start()
+    yield pgs
+    for pg in pgs.values():
+        pg.stop()
+
+
+@pytest.fixture(scope="module")
+def cancelled(servers, tmp_path_factory):
+    # Given a campaign of two targets benchmarked one after the other
+    campaign = parse_campaign({
+        "campaign": "cancel-me",
+        "connections": {"monitor_interval_s": 0.5},
+        "targets": [{"name": name, "provider": "self-hosted", "endpoint": endpoint_of(pg)} for name, pg in servers.items()],
+        "workloads": [workload(20)],
+    })
+
+    def interrupt_during_the_run(event):
+        if event.kind == "state" and event.text == "Run Worker Task first/tpcb/c2-r1":
+            threading.Timer(INTERRUPT_AFTER_S, _thread.interrupt_main).start()  # what Ctrl-C does
+
+    with LocalRuntime(tmp_path_factory.mktemp("cancel-results")) as runtime:
+        # When the user presses Ctrl-C while the first target's run is measuring
+        run = runtime.run(campaign, interrupt_during_the_run)
+        workers = list(runtime.workers.processes.values())
+        holders, _ = LeaseStore(runtime.dynamodb, TABLE).read(lease_key(Endpoint(**endpoint_of(servers["first"]))))
+        sessions = benchmark_sessions(servers["first"])
+    return run, workers, holders, sessions
+
+
+def test_cancel_stops_the_execution_and_marks_results_cancelled(cancelled):
+    run, _, _, _ = cancelled
+    assert run.status == "ABORTED"
+    assert run.results.status == "cancelled"
+    data = json.loads((run.results_dir / "results.json").read_text())
+    assert data["status"] == "cancelled"
+    assert run.wall_s < 20  # nobody waited for the 20 s run
+
+
+def test_cancel_lists_every_target_and_step_with_what_finished(cancelled):
+    run, _, _, _ = cancelled
+    first, second = run.results.targets
+    assert (first.name, second.name) == ("first", "second")
+    assert first.loads[0].status == "succeeded" and first.loads[0].seconds > 0
+    (stopped,) = first.workloads
+    assert stopped.status == "failed" and stopped.error.kind == "cancelled"
+    # the worker, stopped, killed pgbench and uploaded what it had printed
+    log = next(p for p in stopped.raw if p.endswith("pgbench.log"))
+    assert "progress:" in (run.results_dir / log).read_text()
+    assert [x.error.kind for x in [*second.loads, *second.workloads]] == ["cancelled", "cancelled"]
+    assert run.results.ranking == []
+
+
+def test_cancel_stops_workers_and_their_tools_and_releases_leases(cancelled):
+    _, workers, holders, sessions = cancelled
+    assert workers and all(w.poll() is not None for w in workers)
+    assert sessions == 0  # no orphaned pgbench still loading the target
+    assert not [h for h in holders if h.holder.startswith("cancel-me-")]
+
+
+@pytest.fixture(scope="module")
+def resumed(servers, tmp_path_factory):
+    # Given a campaign where one target failed (its password variable was not set) and one succeeded
+    out = tmp_path_factory.mktemp("resume-results")
+    matrix = parse_campaign({
+        "campaign": "resume-me",
+        "targets": [
+            {"name": "ok", "provider": "self-hosted", "endpoint": endpoint_of(servers["first"])},
+            {"name": "locked", "provider": "self-hosted",
+             "endpoint": endpoint_of(servers["second"], password_env=PASSWORD_ENV)},
+        ],
+        "workloads": [workload(3)],
+    })
+    with pytest.MonkeyPatch.context() as env:
+        env.delenv(PASSWORD_ENV, raising=False)
+        first = run_local(matrix, out)
+        # When the password is set and the campaign is resumed
+        env.setenv(PASSWORD_ENV, "not-checked-by-trust-auth")
+        again = resume_local(first.results_dir)
+    return first, again
+
+
+def test_the_failed_target_is_recorded_before_resuming(resumed):
+    first, _ = resumed
+    ok, locked = first.results.targets
+    assert ok.status == "succeeded" and locked.error.kind == "authentication"
+    assert (first.results_dir / MATRIX_FILE).exists()
+
+
+def test_resume_reruns_only_what_failed(resumed):
+    first, again = resumed
+    (rerun_id,) = again.reruns
+    rerun = json.loads((first.results_dir.parent / rerun_id / "results.json").read_text())
+    assert [t["name"] for t in rerun["targets"]] == ["locked"]
+    assert again.results.resumed_from == [first.campaign_id, rerun_id]
+
+
+def test_resumed_results_combine_kept_successes_with_the_rerun(resumed):
+    first, again = resumed
+    ok, locked = again.results.targets
+    assert ok.status == locked.status == "succeeded"
+    # ok's figures are the ones first measured, not measured again
+    assert ok.workloads[0].tps == first.results.targets[0].workloads[0].tps
+    assert sorted(r.target for r in again.results.ranking) == ["locked", "ok"]
+    for target in (ok, locked):  # every raw file a result names is in the combined folder
+        for path in target.workloads[0].raw:
+            assert (again.results_dir / path).exists(), path
+    assert (again.results_dir / "report.html").exists()
+
+
+def test_resume_of_a_campaign_with_nothing_failed_says_so(resumed):
+    _, again = resumed
+    outcome = CliRunner().invoke(app, ["resume", str(again.results_dir)])
+    assert outcome.exit_code == 0 and "nothing to re-run" in outcome.output

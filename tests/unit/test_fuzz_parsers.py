@@ -1,0 +1,68 @@
+"""The parsers read whatever a tool printed, including output cut short, garbled or hostile: they never
+raise, and what they return is always a report (possibly empty)."""
+
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from pgarena.parsers.pgbench import PgbenchReport, parse_pgbench
+from pgarena.parsers.sysbench import SysbenchReport, parse_sysbench
+
+FIXTURES = Path(__file__).parents[1] / "fixtures"
+PGBENCH = sorted((FIXTURES / "pgbench").glob("*.txt"))
+SYSBENCH = sorted((FIXTURES / "sysbench").glob("*.txt"))
+FUZZ = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+# Numbers a tool could print in place of the real ones: huge, negative, exotic, not numbers at all.
+NUMBERS = st.one_of(
+    st.integers(min_value=-(10**30), max_value=10**30).map(str),
+    st.floats(allow_nan=True, allow_infinity=True).map(str),
+    st.sampled_from(["nan", "inf", "-", "", "1e400", "0x1F", "١٢٣", "1,000.5", ".", "-0", "NaN%"]),
+)
+
+
+@st.composite
+def mutated(draw, files):
+    """A real output file, then lines dropped, duplicated, cut, or with their numbers replaced."""
+    lines = draw(st.sampled_from(files)).read_text().splitlines()
+    for _ in range(draw(st.integers(0, 8))):
+        if not lines:
+            break
+        i = draw(st.integers(0, len(lines) - 1))
+        action = draw(st.sampled_from(["drop", "dup", "cut", "numbers", "garbage"]))
+        if action == "drop":
+            del lines[i]
+        elif action == "dup":
+            lines.insert(i, lines[i])
+        elif action == "cut":
+            lines[i] = lines[i][: draw(st.integers(0, len(lines[i])))]
+        elif action == "numbers":
+            words = lines[i].split(" ")
+            lines[i] = " ".join(draw(NUMBERS) if any(c.isdigit() for c in w) else w for w in words)
+        else:
+            lines[i] = draw(st.text(max_size=80))
+    if draw(st.booleans()):  # the tool was killed mid-write
+        text = "\n".join(lines)
+        return text[: draw(st.integers(0, len(text)))]
+    return "\n".join(lines)
+
+
+@pytest.mark.parametrize("parse, report", [(parse_pgbench, PgbenchReport), (parse_sysbench, SysbenchReport)])
+@FUZZ
+@given(text=st.text(max_size=2000))
+def test_any_text_parses_to_a_report(parse, report, text):
+    assert isinstance(parse(text), report)
+
+
+@FUZZ
+@given(text=mutated(PGBENCH))
+def test_damaged_pgbench_output_parses_to_a_report(text):
+    assert isinstance(parse_pgbench(text), PgbenchReport)
+
+
+@FUZZ
+@given(text=mutated(SYSBENCH))
+def test_damaged_sysbench_output_parses_to_a_report(text):
+    assert isinstance(parse_sysbench(text), SysbenchReport)

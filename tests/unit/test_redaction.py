@@ -1,0 +1,99 @@
+"""Secrets never reach what pgarena keeps: raw output, error messages, logs, results."""
+
+import json
+import sys
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pgarena.errors import ErrorInfo
+from pgarena.redact import MASK, MIN_SECRET_LEN, Redactor, redact
+from pgarena.results import LoadResult
+from pgarena.worker import run_tool
+
+
+@pytest.mark.parametrize(
+    "text, kept, gone",
+    [
+        ("could not connect: postgresql://bench:s3cr3t@db.example:5432/app", "postgresql://bench:***@db.example", "s3cr3t"),
+        ("postgres://u:p%40ss@h/db", "postgres://u:***@h/db", "p%40ss"),
+        ("host=db user=bench password=s3cr3t dbname=app", "password=*** dbname=app", "s3cr3t"),
+        ("host=db password = 'it''s secret' port=5432", "password = *** port=5432", "secret"),
+        ("export PGPASSWORD=s3cr3t; pgbench", "PGPASSWORD=***; pgbench", "s3cr3t"),
+        ('{"PGPASSWORD": "s3cr3t", "PGUSER": "bench"}', '"PGUSER": "bench"', "s3cr3t"),
+        ('{"password": "s3cr3t"}', '"password": ***', "s3cr3t"),
+        ("pgbench --password=s3cr3t -c 4", "--password=*** -c 4", "s3cr3t"),
+    ],
+)
+def test_patterns_mask_passwords_and_keep_the_rest(text, kept, gone):
+    masked = redact(text)
+    assert gone not in masked and kept in masked
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'FATAL:  password authentication failed for user "bench"',
+        "fe_sendauth: no password supplied",
+        "tps = 1234.567890 (without initial connection time)",
+        'endpoint {"password_env": "PGARENA_PW_A", "password_secret_arn": "arn:aws:secretsmanager:x"}',
+        "Password:\nprogress: 1.0 s, 700.0 tps",
+    ],
+)
+def test_ordinary_output_is_left_alone(text):
+    assert redact(text) == text
+
+
+def test_known_secret_values_are_masked_anywhere():
+    assert redact("echoed hunter2-pw back", ["hunter2-pw"]) == f"echoed {MASK} back"
+    assert redact({"message": ["a hunter2-pw b"]}, ["hunter2-pw"]) == {"message": [f"a {MASK} b"]}
+
+
+def test_short_secrets_are_not_masked_by_value_lest_figures_be_garbled():
+    assert redact("tps = 123.4", ["123"]) == "tps = 123.4"
+    assert MIN_SECRET_LEN == 4
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    secret=st.text(min_size=MIN_SECRET_LEN, max_size=24).filter(lambda s: s.strip() == s and "\n" not in s),
+    before=st.text(max_size=40),
+    after=st.text(max_size=40),
+)
+def test_a_known_secret_never_survives(secret, before, after):
+    assert secret not in redact(before + secret + after, [secret])
+
+
+def test_masking_cannot_join_characters_into_the_secret_again():
+    assert "a***" not in redact("aa***", ["a***"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=st.text(max_size=200))
+def test_redaction_is_idempotent(text):
+    once = redact(text)
+    assert redact(once) == once
+
+
+def test_error_messages_are_redacted_when_recorded():
+    error = ErrorInfo(kind="connection_refused", message="connection to postgres://bench:s3cr3t@db failed")
+    assert "s3cr3t" not in error.message and "s3cr3t" not in error.model_dump_json()
+
+
+def test_the_raw_output_a_worker_keeps_has_no_secret(tmp_path):
+    # Given a tool that echoes its connection string and its environment's password
+    script = "import os; print('dsn postgresql://bench:' + os.environ['PGPASSWORD'] + '@db/app'); print('pw', os.environ['PGPASSWORD'])"
+    raw = tmp_path / "tool.log"
+    # When the worker runs it
+    code = run_tool([sys.executable, "-c", script], {"PGPASSWORD": "s3cr3t-pw"}, raw, 30, redactor=Redactor(["s3cr3t-pw"]))
+    # Then the file kept as evidence has the output, without the password
+    text = raw.read_text()
+    assert code == 0 and "dsn postgresql://bench:***@db/app" in text and "pw ***" in text
+    assert "s3cr3t-pw" not in text
+
+
+def test_results_carry_no_secret_from_a_tool_message():
+    load = LoadResult(workload="w", status="failed",
+                      error=ErrorInfo(kind="tool_failed", message="psql: password=s3cr3t rejected"))
+    assert "s3cr3t" not in json.dumps(load.model_dump(mode="json"))
