@@ -1,5 +1,6 @@
 """Distributed load: 4 workers on one target, started together, merged exactly."""
 
+import bisect
 import gzip
 import json
 import math
@@ -76,9 +77,12 @@ def test_merged_tps_is_the_sum_of_the_shards_over_the_common_window(workload, ra
 @pytest.mark.parametrize("p", [50, 95, 99])
 def test_merged_percentiles_match_the_concatenated_raw_latencies(workload, raw_window, p):
     _, latencies_ms, _ = raw_window
-    direct = latencies_ms[math.ceil(p / 100 * len(latencies_ms)) - 1]
-    # HdrHistogram keeps 3 significant digits: within 0.1% (and 1 us of rounding)
-    assert getattr(workload.latency_ms, f"p{p}") == pytest.approx(direct, rel=1e-3, abs=0.0015)
+    merged = getattr(workload.latency_ms, f"p{p}")
+    # Within HdrHistogram's precision (3 significant digits: 0.1%, and 1 us of rounding): the merged
+    # value is a p-th percentile of the raw latencies once widened by that precision.
+    low, high = merged / 1.001 - 0.001, merged * 1.001 + 0.001
+    assert bisect.bisect_left(latencies_ms, low) / len(latencies_ms) <= p / 100
+    assert bisect.bisect_right(latencies_ms, high) / len(latencies_ms) >= p / 100
 
 
 def test_each_shard_keeps_its_own_summary(workload):
