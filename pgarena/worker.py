@@ -172,9 +172,10 @@ def run_step(step: Step, store: ResultStore, workdir: Path, upload_every_s: floa
     raw_key = f"{step.raw_prefix}/{step.tool}.log"
     # argv holds no secret (the environment does); a custom script's text could, so it is masked anyway.
     logger.info("step starting", step_id=step.step_id, argv=[redactor(a) for a in argv])
-    barrier = _barrier(step, store)
     # The baseline for telling a restart: the server as this step found it (preflight's, if it is down).
+    # Read before the shards' barrier, so that it delays no shard's start.
     postmaster_before = read_postmaster_start(step.endpoint) or step.postmaster_started_at
+    barrier = _barrier(step, store)
     started_at, t0 = _now(), time.monotonic()
     try:
         with _replication(step, workdir) as lag:

@@ -279,8 +279,8 @@ class LocalRuntime:
         for _ in range(2):
             self.workers.stop_campaign(execution.campaign_id)
             time.sleep(POLL_S)
-        history = self.sfn.get_execution_history(executionArn=execution.arn, maxResults=1000)["events"]
-        recorded = Recorded(history)
+        pages = self.sfn.get_paginator("get_execution_history").paginate(executionArn=execution.arn)
+        recorded = Recorded([event for page in pages for event in page["events"]])
         plan = recorded.plan
         if plan is None and execution.campaign is not None:  # stopped before Validate And Plan answered
             plan = plan_campaign(execution.campaign, execution.campaign_id)
