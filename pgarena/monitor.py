@@ -7,7 +7,6 @@ connections (tagged by application_name); a sudden fall of the benchmark's conne
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from collections import Counter
@@ -143,6 +142,3 @@ class Monitor:
     def report(self) -> ConnectionReport:
         return report_of(self.samples, self.interval_s, self.errors)
 
-
-def load_series(path: Path) -> list[ActivitySample]:
-    return [ActivitySample.model_validate(json.loads(line)) for line in path.read_text().splitlines() if line.strip()]

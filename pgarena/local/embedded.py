@@ -74,23 +74,24 @@ class EmbeddedServer:
         self._own_dir()
         try:
             self._run("initdb", "-D", str(self.pgdata), "-U", "postgres", "--auth=trust", "--encoding=UTF8", "--no-sync")
-            conf = {
-                "listen_addresses": "127.0.0.1",
-                "port": self.port,
-                "unix_socket_directories": str(self.dir),
-                **self.settings,
-            }
-            with (self.pgdata / "postgresql.conf").open("a") as handle:
-                handle.write("\n# pgarena target settings\n")
-                for key, value in conf.items():
-                    handle.write(f"{key} = {_conf_value(value)}\n")
-            self._run("pg_ctl", "-D", str(self.pgdata), "-l", str(self.log), "-w", "-t", str(START_TIMEOUT_S), "start")
+            self._configure_and_start(
+                "target", {"listen_addresses": "127.0.0.1", "port": self.port, "unix_socket_directories": str(self.dir)}
+            )
         except subprocess.CalledProcessError as error:
-            log = self.log.read_text()[-2000:] if self.log.exists() else ""
-            raise EmbeddedStartError(
-                f"embedded server for target {self.name} did not start: {error.stderr.strip()} {log.strip()}"
-            ) from None
+            raise self._start_error(f"embedded server for target {self.name}", error) from None
         return self.endpoint
+
+    def _configure_and_start(self, role: str, conf: dict) -> None:
+        """Append the server's own settings, then the target's (later lines win), and start it."""
+        with (self.pgdata / "postgresql.conf").open("a") as handle:
+            handle.write(f"\n# pgarena {role} settings\n")
+            for key, value in {**conf, **self.settings}.items():
+                handle.write(f"{key} = {_conf_value(value)}\n")
+        self._run("pg_ctl", "-D", str(self.pgdata), "-l", str(self.log), "-w", "-t", str(START_TIMEOUT_S), "start")
+
+    def _start_error(self, what: str, error: subprocess.CalledProcessError) -> EmbeddedStartError:
+        log = self.log.read_text()[-2000:] if self.log.exists() else ""
+        return EmbeddedStartError(f"{what} did not start: {error.stderr.strip()} {log.strip()}")
 
     @property
     def endpoint(self) -> Endpoint:
@@ -133,16 +134,10 @@ class EmbeddedStandby(EmbeddedServer):
             self._run("pg_basebackup", "-D", str(self.pgdata), "-h", "127.0.0.1", "-p", str(self.primary.port),
                       "-U", "postgres", "-R", "-X", "stream", "-C", "-S", self.slot, "--checkpoint=fast", "--no-sync")
             # The backup carries the primary's postgresql.conf: the lines appended here win over its port.
-            conf = {"port": self.port, "unix_socket_directories": str(self.dir), "cluster_name": self.name,
-                    "hot_standby": True, **self.settings}
-            with (self.pgdata / "postgresql.conf").open("a") as handle:
-                handle.write("\n# pgarena standby settings\n")
-                for key, value in conf.items():
-                    handle.write(f"{key} = {_conf_value(value)}\n")
-            self._run("pg_ctl", "-D", str(self.pgdata), "-l", str(self.log), "-w", "-t", str(START_TIMEOUT_S), "start")
+            self._configure_and_start(
+                "standby",
+                {"port": self.port, "unix_socket_directories": str(self.dir), "cluster_name": self.name, "hot_standby": True},
+            )
         except subprocess.CalledProcessError as error:
-            log = self.log.read_text()[-2000:] if self.log.exists() else ""
-            raise EmbeddedStartError(
-                f"standby {self.name} of {self.primary.name} did not start: {error.stderr.strip()} {log.strip()}"
-            ) from None
+            raise self._start_error(f"standby {self.name} of {self.primary.name}", error) from None
         return self.endpoint
