@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.pgarena-installed
 PYTEST_ARGS ?=
 
-.PHONY: install demo test test-fast clean
+.PHONY: install demo lint test test-fast clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -22,7 +22,13 @@ install: $(STAMP)
 demo: install
 	$(BIN)/pgarena run --local --matrix examples/local-demo.json --out results
 
-test: install
+# Lint and format (ruff), architecture rules (import-linter); part of `make test`.
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
+
+test: lint
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # Unit tests only: no PostgreSQL servers, no CDK synth.

@@ -14,7 +14,7 @@ import random
 import time
 import tracemalloc
 
-from pgarena.latency import decode, encode, new_histogram
+from pgarena.analysis.latency import decode, encode, new_histogram
 
 
 def timed(fn):
@@ -57,8 +57,10 @@ def main() -> None:
     worst = max(abs(hdr[p] - naive[p]) / naive[p] for p in hdr)
     print(f"hdrhistogram merge : {hdr_s:8.3f} s  peak {hdr_peak / 2**20:9.1f} MiB  {hdr}")
     print(f"concatenate + sort : {naive_s:8.3f} s  peak {naive_peak / 2**20:9.1f} MiB  {naive}")
-    print(f"ratio (naive / hdr): time {naive_s / hdr_s:.0f}x, memory {naive_peak / hdr_peak:.0f}x; "
-          f"largest percentile difference {worst:.4%} (HdrHistogram precision 0.1%)")
+    print(
+        f"ratio (naive / hdr): time {naive_s / hdr_s:.0f}x, memory {naive_peak / hdr_peak:.0f}x; "
+        f"largest percentile difference {worst:.4%} (HdrHistogram precision 0.1%)"
+    )
 
 
 if __name__ == "__main__":

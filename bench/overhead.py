@@ -14,18 +14,27 @@ import json
 import tempfile
 from pathlib import Path
 
-from pgarena.local.runtime import LocalRuntime, LocalRun
-from pgarena.matrix import parse_campaign
+from pgarena.local.runtime import LocalRun, LocalRuntime
+from pgarena.model.matrix import parse_campaign
 
 
 def campaign(name: str, targets: int, workers: int, duration_s: int):
-    return parse_campaign({
-        "campaign": name,
-        "targets": [{"name": f"t{i}", "provider": "embedded", "embedded": {"settings": {"fsync": "off"}}}
-                    for i in range(targets)],
-        "workloads": [{"name": "tpcb", "tool": "pgbench", "init": {"scale": 1},
-                       "run": {"clients": 8, "jobs": 1, "duration_s": duration_s, "progress_s": 1, "workers": workers}}],
-    })
+    return parse_campaign(
+        {
+            "campaign": name,
+            "targets": [
+                {"name": f"t{i}", "provider": "embedded", "embedded": {"settings": {"fsync": "off"}}} for i in range(targets)
+            ],
+            "workloads": [
+                {
+                    "name": "tpcb",
+                    "tool": "pgbench",
+                    "init": {"scale": 1},
+                    "run": {"clients": 8, "jobs": 1, "duration_s": duration_s, "progress_s": 1, "workers": workers},
+                }
+            ],
+        }
+    )
 
 
 def critical_path_s(run: LocalRun) -> float:
@@ -48,8 +57,10 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp, LocalRuntime(Path(tmp)) as runtime:
         run = runtime.wait(runtime.start(campaign("overhead", 2, 1, options.duration)))
         bench_s = critical_path_s(run)
-        print(f"two-target campaign: wall {run.wall_s:.1f} s, benchmarks on the critical path {bench_s:.1f} s, "
-              f"coordinator overhead {run.wall_s - bench_s:.1f} s (goal < 15 s)")
+        print(
+            f"two-target campaign: wall {run.wall_s:.1f} s, benchmarks on the critical path {bench_s:.1f} s, "
+            f"coordinator overhead {run.wall_s - bench_s:.1f} s (goal < 15 s)"
+        )
         print("workers  shards  transitions  per shard  start skew (s)")
         first = None
         for workers in (1, 2, 4, 8):
@@ -58,7 +69,9 @@ def main() -> None:
             shards = max(len(w.shards), 1)
             total_shards = shards + 1  # plus the init step's one worker
             skew = f"{w.start_skew_s:.3f}" if w.start_skew_s is not None else "-"
-            print(f"{workers:7d}  {shards:6d}  {run.state_transitions:11d}  {run.state_transitions / total_shards:9.1f}  {skew:>14}")
+            print(
+                f"{workers:7d}  {shards:6d}  {run.state_transitions:11d}  {run.state_transitions / total_shards:9.1f}  {skew:>14}"
+            )
             first = first or (shards, run.state_transitions)
         print(f"marginal transitions per added shard: {(run.state_transitions - first[1]) / (shards - first[0]):.1f}")
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
@@ -12,10 +12,10 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from pgarena.compare import DEFAULT_THRESHOLD, Comparison, compare_campaigns, load_results
-from pgarena.matrix import MatrixError, json_schema, load_campaign
+from pgarena.analysis.compare import DEFAULT_THRESHOLD, Comparison, compare_campaigns, load_results
+from pgarena.model.matrix import MatrixError, json_schema, load_campaign
+from pgarena.model.results import CampaignResults
 from pgarena.report import write_to_folder
-from pgarena.results import CampaignResults
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Benchmark PostgreSQL services, rank them honestly.")
 console = Console()
@@ -45,18 +45,22 @@ def validate(matrix: Annotated[Path, typer.Argument(help="provider matrix JSON")
 @app.command()
 def estimate(
     matrix: Annotated[Path, typer.Option(help="provider matrix JSON")],
-    region: Annotated[str | None, typer.Option(help="price table region; default: the matrix's cost.region, else us-east-1")] = None,
+    region: Annotated[
+        str | None, typer.Option(help="price table region; default: the matrix's cost.region, else us-east-1")
+    ] = None,
     worker_cpu: Annotated[int, typer.Option(help="Fargate CPU units of a worker, as pgarena:workerCpu")] = 1024,
     worker_memory_mib: Annotated[int, typer.Option(help="Fargate memory of a worker, as pgarena:workerMemoryMiB")] = 2048,
     spot: Annotated[bool, typer.Option("--spot", help="price workers at the typical Fargate Spot discount")] = False,
 ) -> None:
     """Print what the campaign would cost in AWS, line by line, as the cost guard estimates it."""
-    from pgarena.cost import estimate_campaign, format_lines
+    from pgarena.planning.cost import estimate_campaign, format_lines
 
     campaign = _load_or_exit(matrix)
     result = estimate_campaign(campaign, worker_cpu, worker_memory_mib, region, spot)
-    print(f"{campaign.campaign}: {result.tasks} worker tasks, about {result.wall_s / 60:.0f} min, "
-          f"{result.region} list prices as of {result.prices_as_of}")
+    print(
+        f"{campaign.campaign}: {result.tasks} worker tasks, about {result.wall_s / 60:.0f} min, "
+        f"{result.region} list prices as of {result.prices_as_of}"
+    )
     for row in format_lines(result) + [f"note: {note}" for note in result.notes]:
         print(row)
     cap = campaign.cost.cap_usd if campaign.cost else None
@@ -83,8 +87,15 @@ def ranking_table(results: CampaignResults) -> Table:
     for entry in results.ranking:
         target = providers[entry.target]
         tps = [w.tps for w in target.workloads if w.tps is not None]
-        table.add_row(f"{entry.rank}{'=' if entry.tied_with else ''}", entry.target, target.provider, target.status, f"{entry.score:.3f}",
-                      f"{sum(tps) / len(tps):,.1f}" if tps else "-", "")
+        table.add_row(
+            f"{entry.rank}{'=' if entry.tied_with else ''}",
+            entry.target,
+            target.provider,
+            target.status,
+            f"{entry.score:.3f}",
+            f"{sum(tps) / len(tps):,.1f}" if tps else "-",
+            "",
+        )
     ranked = {r.target for r in results.ranking}
     for target in results.targets:
         if target.name not in ranked:
@@ -97,23 +108,33 @@ def scenario_tables(results: CampaignResults) -> list[Table]:
     """The consolidation sweep's measured-vs-ideal tables and the sustainable replication throughput."""
     tables = []
     for sweep in results.scenarios.consolidation if results.scenarios else []:
-        table = Table(title=f"consolidation: {sweep.workload}, {sweep.clients} clients per target "
-                            f"(threshold {sweep.threshold:.0%})")
+        table = Table(
+            title=f"consolidation: {sweep.workload}, {sweep.clients} clients per target (threshold {sweep.threshold:.0%})"
+        )
         for column in ("targets", "measured tps", "ideal tps", "measured / ideal", ""):
             table.add_column(column)
         for step in sweep.steps:
-            table.add_row(str(step.targets), f"{step.measured_tps or 0:,.1f}", f"{step.ideal_tps or 0:,.1f}",
-                          f"{step.ratio:.1%}" if step.ratio is not None else "-",
-                          "below threshold" if sweep.below_threshold_at == step.targets else (step.note or ""))
+            table.add_row(
+                str(step.targets),
+                f"{step.measured_tps or 0:,.1f}",
+                f"{step.ideal_tps or 0:,.1f}",
+                f"{step.ratio:.1%}" if step.ratio is not None else "-",
+                "below threshold" if sweep.below_threshold_at == step.targets else (step.note or ""),
+            )
         tables.append(table)
     if results.scenarios and results.scenarios.replication:
         table = Table(title="sustainable replication throughput")
         for column in ("target", "workload", "clients", "primary tps", "catch-up", "sustainable tps"):
             table.add_column(column)
         for point in results.scenarios.replication:
-            table.add_row(point.target, point.workload, str(point.clients), f"{point.tps or 0:,.1f}",
-                          f"{point.catch_up_s:.2f} s" if point.caught_up else "not caught up",
-                          f"{point.sustainable_tps:,.1f}" if point.sustainable_tps is not None else "-")
+            table.add_row(
+                point.target,
+                point.workload,
+                str(point.clients),
+                f"{point.tps or 0:,.1f}",
+                f"{point.catch_up_s:.2f} s" if point.caught_up else "not caught up",
+                f"{point.sustainable_tps:,.1f}" if point.sustainable_tps is not None else "-",
+            )
         tables.append(table)
     return tables
 
@@ -147,8 +168,9 @@ def show_event(event) -> None:
         figure = f"{s.tps:,.1f} tps" if s.tps is not None else (f"loaded in {s.load_s:.2f} s" if s.load_s else "")
         colour = "green" if s.status == "succeeded" else "red"
         detail = f" {s.error.kind}: {s.error.message}" if s.error else ""
-        console.print(f"[dim]{event.elapsed_s:6.1f}s[/dim] [{colour}]{s.status:9}[/{colour}] {s.step_id} {figure}{detail}",
-                      highlight=False)
+        console.print(
+            f"[dim]{event.elapsed_s:6.1f}s[/dim] [{colour}]{s.status:9}[/{colour}] {s.step_id} {figure}{detail}", highlight=False
+        )
     else:
         console.print(f"[dim]{event.elapsed_s:6.1f}s {event.text}[/dim]", highlight=False)
 
@@ -181,8 +203,10 @@ def resume(
 ) -> None:
     """Re-run only what failed in a campaign, and write a results.json combining it with what succeeded."""
     if not (campaign / "results.json").exists():
-        errors.print(f"[red]{campaign}: no results.json there. An AWS execution: copy its folder first "
-                     "(aws s3 cp --recursive s3://<bucket>/<campaign_id>/ results/<campaign_id>/) and pass --matrix[/red]")
+        errors.print(
+            f"[red]{campaign}: no results.json there. An AWS execution: copy its folder first "
+            "(aws s3 cp --recursive s3://<bucket>/<campaign_id>/ results/<campaign_id>/) and pass --matrix[/red]"
+        )
         raise typer.Exit(2)
     override = _load_or_exit(matrix) if matrix else None
     from pgarena.local.resume import NothingToResume, resume_local
@@ -229,8 +253,11 @@ def comparison_table(comparison: Comparison) -> Table:
         colour = colours.get(c.verdict, "default")
         why = "; ".join(r for r in c.reasons if not r.startswith(("tps ", "latency ")))
         table.add_row(
-            c.target, c.workload, str(c.clients if c.clients is not None else "-"),
-            f"{c.tps_a:,.1f}" if c.tps_a is not None else "-", f"{c.tps_b:,.1f}" if c.tps_b is not None else "-",
+            c.target,
+            c.workload,
+            str(c.clients if c.clients is not None else "-"),
+            f"{c.tps_a:,.1f}" if c.tps_a is not None else "-",
+            f"{c.tps_b:,.1f}" if c.tps_b is not None else "-",
             f"{c.tps_change:+.1%}" if c.tps_change is not None else "-",
             f"{c.latency_change:+.1%} {c.latency_field}" if c.latency_change is not None else "-",
             f"[{colour}]{c.verdict}[/{colour}]" + (f" ({why})" if why else ""),
@@ -248,18 +275,20 @@ def compare(
     comparison = compare_campaigns(_results_or_exit(a), _results_or_exit(b), threshold)
     console.print(comparison_table(comparison))
     regressions = comparison.regressions
-    summary = f"{len(regressions)} regression(s)" + (": " + ", ".join(f"{c.target}/{c.workload}/c{c.clients}" for c in regressions) if regressions else "")
+    summary = f"{len(regressions)} regression(s)" + (
+        ": " + ", ".join(f"{c.target}/{c.workload}/c{c.clients}" for c in regressions) if regressions else ""
+    )
     console.print(summary, style="red" if regressions else "green", highlight=False)
 
 
-class Tool(str, Enum):
+class Tool(StrEnum):
     pgbench = "pgbench"
 
 
 @app.command()
 def parse(tool: Tool, file: Annotated[Path, typer.Argument(help="raw tool output; - for stdin")]) -> None:
     """Parse a benchmark tool's raw output and print JSON (summary, progress, init phases)."""
-    from pgarena.parsers.pgbench import parse_pgbench
+    from pgarena.tools.pgbench.parser import parse_pgbench
 
     text = sys.stdin.read() if str(file) == "-" else file.read_text(errors="replace")
     print(parse_pgbench(text).model_dump_json(indent=2))

@@ -2,7 +2,7 @@
 
 import sys
 
-from pgarena.worker import main
+from pgarena.worker.run import main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -139,9 +139,7 @@ class OrchestrationConstruct(Construct):
             description=f"pgarena {spec.handler}",
         )
         log_group.grant_write(role)
-        wildcard_reasons = [
-            "X-Ray trace segments and telemetry (active tracing) do not support resource-level permissions."
-        ]
+        wildcard_reasons = ["X-Ray trace segments and telemetry (active tracing) do not support resource-level permissions."]
         network: dict = {}
         if placement is not None:
             wildcard_reasons.append(self._grant_network_interfaces(role))
@@ -280,9 +278,7 @@ class OrchestrationConstruct(Construct):
             state_machine_type=sfn.StateMachineType.STANDARD,
             # The ASL stays a file (it also runs in the local runtime); CDK uploads it as an asset.
             definition_body=sfn.DefinitionBody.from_file(str(repo_root / constants.STATE_MACHINE_ASL)),
-            definition_substitutions={
-                spec.asl_placeholder: function.function_arn for spec, function in self.functions.items()
-            },
+            definition_substitutions={spec.asl_placeholder: function.function_arn for spec, function in self.functions.items()},
             logs=sfn.LogOptions(destination=log_group, level=sfn.LogLevel.ALL, include_execution_data=False),
             tracing_enabled=True,
         )

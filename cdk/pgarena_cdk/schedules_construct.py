@@ -15,8 +15,8 @@ from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from pgarena.matrix import NAME_PATTERN, MatrixError, parse_campaign
-from pgarena.schedule import SCHEDULER_EXECUTION_ID, campaign_input
+from pgarena.aws.schedule import SCHEDULER_EXECUTION_ID, campaign_input
+from pgarena.model.matrix import NAME_PATTERN, MatrixError, parse_campaign
 from pgarena_cdk import constants
 from pgarena_cdk.nag import acknowledge
 from pgarena_cdk.permissions import object_finding
@@ -32,7 +32,9 @@ class ScheduleSpec(BaseModel):
     timezone: str = Field("UTC", description="IANA time zone the cron expression is read in")
     enabled: bool = True
     matrix: dict | None = Field(None, description="the provider matrix, inline")
-    matrix_s3_key: str | None = Field(None, description=f"or the key of a matrix in the results bucket, under {constants.SCHEDULE_MATRIX_PREFIX}")
+    matrix_s3_key: str | None = Field(
+        None, description=f"or the key of a matrix in the results bucket, under {constants.SCHEDULE_MATRIX_PREFIX}"
+    )
 
     @field_validator("timezone")
     @classmethod
@@ -107,9 +109,7 @@ class SchedulesConstruct(Construct):
         if any(spec.matrix_s3_key is not None for spec in schedules):
             self.start_campaign_function = self._build_start_campaign(state_machine, bucket, add_function)
             self.role.add_to_policy(
-                iam.PolicyStatement(
-                    actions=["lambda:InvokeFunction"], resources=[self.start_campaign_function.function_arn]
-                )
+                iam.PolicyStatement(actions=["lambda:InvokeFunction"], resources=[self.start_campaign_function.function_arn])
             )
         for spec in schedules:
             self.schedules[spec.name] = self._build_schedule(spec, state_machine)
@@ -124,8 +124,7 @@ class SchedulesConstruct(Construct):
                 "ArnEquals": {"aws:SourceArn": self.group.attr_arn},
             },
         )
-        return iam.Role(self, "SchedulerRole", assumed_by=principal,
-                        description="pgarena schedules: start campaign executions")
+        return iam.Role(self, "SchedulerRole", assumed_by=principal, description="pgarena schedules: start campaign executions")
 
     def _build_start_campaign(
         self,

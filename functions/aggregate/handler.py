@@ -1,6 +1,6 @@
 """Aggregate And Rank: join the outcomes with the workers' summaries, rank, write results.json and the reports."""
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import boto3
 from aws_lambda_powertools.metrics import MetricUnit
@@ -9,13 +9,14 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel
 
 from functions.observability import logger, metrics, tracer
-from pgarena.aggregate import Outcomes, aggregate
-from pgarena.latency import ShardSeries
-from pgarena.ledger import CostDecision, Ledger, settle_campaign
-from pgarena.plan import Plan
+from pgarena.analysis.aggregate import aggregate
+from pgarena.aws.ledger import CostDecision, Ledger, settle_campaign
+from pgarena.aws.settings import ResultsEnv
+from pgarena.aws.store import ResultStore
+from pgarena.model.outcomes import Outcomes
+from pgarena.model.plan import Plan
+from pgarena.model.series import ShardSeries
 from pgarena.report import write_reports
-from pgarena.settings import ResultsEnv
-from pgarena.store import ResultStore
 
 
 class AggregateEvent(BaseModel):
@@ -33,7 +34,7 @@ class AggregateEvent(BaseModel):
 def handler(event: AggregateEvent, context: LambdaContext) -> dict:
     env = ResultsEnv.from_env()
     store = ResultStore(env.results_bucket, env.results_table)
-    finished_at = datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+    finished_at = datetime.now(UTC).isoformat(timespec="milliseconds")
     summaries = store.summaries(event.campaign_id)
     refusal = event.cost.refusal if event.cost else None
     # Sharded runs are merged from each shard's per-second histograms, kept beside its raw output.
@@ -44,8 +45,13 @@ def handler(event: AggregateEvent, context: LambdaContext) -> dict:
         ledger = Ledger(boto3.client("dynamodb"), env.results_table)
         spent = settle_campaign(event.cost, event.plan, event.outcomes, summaries, event.started_at, finished_at, ledger)
         results = results.model_copy(update={"cost": spent})
-        logger.info("campaign cost", campaign_id=event.campaign_id, estimated_usd=spent.estimated_usd,
-                    actual_usd=spent.actual_usd, refused=spent.refused is not None)
+        logger.info(
+            "campaign cost",
+            campaign_id=event.campaign_id,
+            estimated_usd=spent.estimated_usd,
+            actual_usd=spent.actual_usd,
+            refused=spent.refused is not None,
+        )
     key = store.put_json(f"{event.campaign_id}/results.json", results.model_dump(mode="json"))
     try:
         reports = write_reports(

@@ -7,9 +7,9 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel
 
 from functions.observability import logger, metrics, tracer
-from pgarena.ledger import Ledger, check_cost
-from pgarena.plan import Plan
-from pgarena.settings import CostGuardEnv
+from pgarena.aws.ledger import Ledger, check_cost
+from pgarena.aws.settings import CostGuardEnv
+from pgarena.model.plan import Plan
 
 
 class CostGuardEvent(BaseModel):

@@ -6,10 +6,10 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel
 
 from functions.observability import logger, tracer
-from pgarena.errors import failure
-from pgarena.launch import run_task_request
-from pgarena.plan import Step
-from pgarena.settings import LauncherEnv
+from pgarena.aws.launch import run_task_request
+from pgarena.aws.settings import LauncherEnv
+from pgarena.model.errors import failure
+from pgarena.model.plan import Step
 
 
 class LaunchEvent(BaseModel):

@@ -1,18 +1,17 @@
 """Preflight Target: live server facts and the connection budget, before any benchmark connection."""
 
-import boto3
 from aws_lambda_powertools.utilities.parser import event_parser
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel
 
 from functions.observability import logger, tracer
-from pgarena.errors import PgarenaError
-from pgarena.leases import LeaseStore
-from pgarena.plan import PlannedTarget
-from pgarena.preflight import evidence_key, preflight
-from pgarena.redact import redact
-from pgarena.settings import ResultsEnv
-from pgarena.store import ResultStore
+from pgarena.aws.leases import LeaseStore
+from pgarena.aws.settings import ResultsEnv
+from pgarena.aws.store import ResultStore
+from pgarena.model.errors import PgarenaError
+from pgarena.model.plan import PlannedTarget
+from pgarena.model.redact import redact
+from pgarena.target.preflight import evidence_key, preflight
 
 
 class PreflightEvent(BaseModel):
@@ -32,8 +31,15 @@ def handler(event: PreflightEvent, context: LambdaContext) -> dict:
         result = preflight(event.target, event.campaign_id, leases)
     except PgarenaError as error:
         # The evidence of a target that failed before any worker ran (results.json points at it).
-        store.put_json(key, {"target": event.target.name, "host": event.target.endpoint.host,
-                             "port": event.target.endpoint.port, "error": redact(error.info().model_dump())})
+        store.put_json(
+            key,
+            {
+                "target": event.target.name,
+                "host": event.target.endpoint.host,
+                "port": event.target.endpoint.port,
+                "error": redact(error.info().model_dump()),
+            },
+        )
         raise
     store.put_json(key, {"target": event.target.name, "server": result.server.model_dump(mode="json")})
     logger.info(

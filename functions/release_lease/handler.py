@@ -6,10 +6,10 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel
 
 from functions.observability import logger, tracer
-from pgarena.leases import LeaseStore
-from pgarena.plan import PlannedTarget
-from pgarena.preflight import release
-from pgarena.settings import ResultsEnv
+from pgarena.aws.leases import LeaseStore
+from pgarena.aws.settings import ResultsEnv
+from pgarena.model.plan import PlannedTarget
+from pgarena.target.preflight import release
 
 
 class ReleaseEvent(BaseModel):

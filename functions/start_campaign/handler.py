@@ -6,9 +6,9 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel, Field
 
 from functions.observability import logger, tracer
-from pgarena.matrix import NAME_PATTERN
-from pgarena.schedule import start_from_s3
-from pgarena.settings import StartCampaignEnv
+from pgarena.aws.schedule import start_from_s3
+from pgarena.aws.settings import StartCampaignEnv
+from pgarena.model.matrix import NAME_PATTERN
 
 
 class StartCampaignEvent(BaseModel):
@@ -23,9 +23,13 @@ class StartCampaignEvent(BaseModel):
 def handler(event: StartCampaignEvent, context: LambdaContext) -> dict:
     env = StartCampaignEnv.from_env()
     arn = start_from_s3(
-        boto3.client("s3"), boto3.client("stepfunctions"), env.results_bucket, event.matrix_s3_key,
-        env.state_machine_arn, event.schedule, event.execution_id,
+        boto3.client("s3"),
+        boto3.client("stepfunctions"),
+        env.results_bucket,
+        event.matrix_s3_key,
+        env.state_machine_arn,
+        event.schedule,
+        event.execution_id,
     )
-    logger.info("scheduled campaign started", schedule=event.schedule, matrix_s3_key=event.matrix_s3_key,
-                execution_arn=arn)
+    logger.info("scheduled campaign started", schedule=event.schedule, matrix_s3_key=event.matrix_s3_key, execution_arn=arn)
     return {"execution_arn": arn}

@@ -5,9 +5,9 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel, Field
 
 from functions.observability import logger, tracer
-from pgarena.errors import InvalidMatrix
-from pgarena.matrix import CAMPAIGN_ID_PATTERN, MatrixError, parse_campaign
-from pgarena.plan import plan_campaign
+from pgarena.model.errors import InvalidMatrix
+from pgarena.model.matrix import CAMPAIGN_ID_PATTERN, MatrixError, parse_campaign
+from pgarena.planning.plan import plan_campaign
 
 
 class ValidateEvent(BaseModel):

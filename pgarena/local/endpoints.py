@@ -15,10 +15,11 @@ import sys
 import threading
 import traceback
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 from urllib.parse import unquote
 
 Handler = Callable[[dict, Any], Any]
@@ -35,8 +36,7 @@ def function_arn(name: str) -> str:
 def load_handlers() -> dict[str, Handler]:
     """The real Lambda handlers, by the function name their ARN ends with."""
     return {
-        function_arn(name).rsplit(":", 1)[1]: importlib.import_module(f"functions.{name}.handler").handler
-        for name in FUNCTIONS
+        function_arn(name).rsplit(":", 1)[1]: importlib.import_module(f"functions.{name}.handler").handler for name in FUNCTIONS
     }
 
 
@@ -102,16 +102,22 @@ class LambdaEndpoint(_Server):
                 name = unquote(self.path.split("/functions/", 1)[1].split("/", 1)[0]).rsplit(":", 1)[-1]
                 handler = endpoint.handlers.get(name)
                 if handler is None:
-                    self._reply({"Type": "User", "message": f"Function not found: {name}"}, status=404,
-                                headers={"x-amzn-ErrorType": "ResourceNotFoundException"})
+                    self._reply(
+                        {"Type": "User", "message": f"Function not found: {name}"},
+                        status=404,
+                        headers={"x-amzn-ErrorType": "ResourceNotFoundException"},
+                    )
                     return
                 event = self._body()
                 try:
                     result = handler(event, LambdaContext(function_name=name, invoked_function_arn=name))
                 except Exception as error:  # reported the way Lambda reports an unhandled error
                     self._reply(
-                        {"errorType": type(error).__name__, "errorMessage": str(error),
-                         "stackTrace": traceback.format_exc().splitlines()[-5:]},
+                        {
+                            "errorType": type(error).__name__,
+                            "errorMessage": str(error),
+                            "stackTrace": traceback.format_exc().splitlines()[-5:],
+                        },
                         headers={"X-Amz-Function-Error": "Unhandled"},
                     )
                     return
@@ -141,8 +147,7 @@ class EcsEndpoint(_Server):
                 elif action == "StopTask":
                     self._reply(endpoint.stop_task(body["task"]))
                 else:
-                    self._reply({"__type": "InvalidParameterException", "message": f"{action} is not served locally"},
-                                status=400)
+                    self._reply({"__type": "InvalidParameterException", "message": f"{action} is not served locally"}, status=400)
 
         super().__init__(Ecs)
 
@@ -154,7 +159,10 @@ class EcsEndpoint(_Server):
         self.logs_dir.mkdir(parents=True, exist_ok=True)
         with (self.logs_dir / f"worker-{task_id}.log").open("w") as log:
             process = subprocess.Popen(
-                [sys.executable, "-m", "workers.entrypoint"], env=env, stdout=log, stderr=subprocess.STDOUT,
+                [sys.executable, "-m", "workers.entrypoint"],
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
                 start_new_session=True,
             )
         try:
@@ -164,8 +172,10 @@ class EcsEndpoint(_Server):
         with self.lock:
             self.processes[task_arn] = process
             self.campaigns[task_arn] = campaign_id
-        return {"tasks": [{"taskArn": task_arn, "lastStatus": "PROVISIONING", "clusterArn": request.get("cluster")}],
-                "failures": []}
+        return {
+            "tasks": [{"taskArn": task_arn, "lastStatus": "PROVISIONING", "clusterArn": request.get("cluster")}],
+            "failures": [],
+        }
 
     def stop_task(self, task_arn: str) -> dict:
         with self.lock:

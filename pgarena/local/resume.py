@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
+from pgarena.analysis.resume import Rerun, combine, copy_raw, load_original, plan_reruns
 from pgarena.local.runtime import MATRIX_FILE, Event, LocalRuntime, new_campaign_id
-from pgarena.matrix import Campaign, parse_campaign
+from pgarena.model.matrix import Campaign, parse_campaign
+from pgarena.model.results import CampaignResults
 from pgarena.report import write_to_folder
-from pgarena.results import CampaignResults
-from pgarena.resume import Rerun, combine, copy_raw, load_original, plan_reruns
 
 
 class NothingToResume(Exception):
@@ -68,5 +68,6 @@ def resume_local(
     (results_dir / "results.json").write_text(combined.model_dump_json(indent=2))
     (results_dir / MATRIX_FILE).write_text(matrix.model_dump_json(exclude_none=True, indent=2))
     write_to_folder(combined, results_dir)
-    return Resumed(campaign_id, results_dir, combined, [results.campaign_id for _, results, _ in done],
-                   time.monotonic() - t0, cancelled)
+    return Resumed(
+        campaign_id, results_dir, combined, [results.campaign_id for _, results, _ in done], time.monotonic() - t0, cancelled
+    )

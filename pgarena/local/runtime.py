@@ -13,23 +13,23 @@ import os
 import re
 import time
 import uuid
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Callable, Iterator
 
 import boto3
 
-from pgarena.cancel import Recorded, cancelled_results
-from pgarena.leases import LeaseStore, holder_id, lease_key
+from pgarena.analysis.cancel import Recorded, cancelled_results
+from pgarena.aws.leases import LeaseStore, holder_id, lease_key
+from pgarena.aws.store import ResultStore, create_results_table
 from pgarena.local.embedded import EmbeddedServer, EmbeddedStandby, with_replication
 from pgarena.local.endpoints import ACCOUNT, FUNCTIONS, REGION, EcsEndpoint, LambdaEndpoint, function_arn, load_handlers
-from pgarena.matrix import Campaign, Replica, Target
-from pgarena.plan import plan_campaign
+from pgarena.model.matrix import Campaign, Replica, Target
+from pgarena.model.results import CampaignResults, StepSummary
+from pgarena.planning.plan import plan_campaign
 from pgarena.report import write_reports
-from pgarena.results import CampaignResults, StepSummary
-from pgarena.store import ResultStore, create_results_table
 
 ASL_PATH = Path(__file__).resolve().parents[2] / "statemachines" / "campaign.asl.json"
 BUCKET = "pgarena-local-results"
@@ -64,7 +64,7 @@ class LocalRun:
 
 
 def new_campaign_id(name: str) -> str:
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     return f"{name}-{stamp}-{uuid.uuid4().hex[:6]}"
 
 
@@ -196,9 +196,12 @@ class LocalRuntime:
             lambdas = stack.enter_context(LambdaEndpoint(load_handlers()))
             self.workers = stack.enter_context(
                 EcsEndpoint(
-                    worker_env={**aws_env, "AWS_ENDPOINT_URL": f"http://{host}:{port}",
-                                "PGARENA_HEARTBEAT_S": str(self.heartbeat_s),
-                                "PGARENA_UPLOAD_EVERY_S": str(LOCAL_UPLOAD_EVERY_S)},
+                    worker_env={
+                        **aws_env,
+                        "AWS_ENDPOINT_URL": f"http://{host}:{port}",
+                        "PGARENA_HEARTBEAT_S": str(self.heartbeat_s),
+                        "PGARENA_UPLOAD_EVERY_S": str(LOCAL_UPLOAD_EVERY_S),
+                    },
                     logs_dir=self.out_dir / "logs",
                 )
             )
@@ -256,10 +259,14 @@ class LocalRuntime:
         error = None if status["status"] == "SUCCEEDED" else f"{status.get('error')}: {status.get('cause')}"
         transitions = sum(1 for event in history if event["type"].endswith("StateEntered"))
         return LocalRun(
-            execution.campaign_id, status["status"], execution.results_dir, results, time.monotonic() - execution.t0,
-            error, transitions,
+            execution.campaign_id,
+            status["status"],
+            execution.results_dir,
+            results,
+            time.monotonic() - execution.t0,
+            error,
+            transitions,
         )
-
 
     def run(self, campaign: Campaign, on_event: Callable[[Event], None] = lambda event: None) -> LocalRun:
         """Start the campaign and follow it to its end; Ctrl-C (KeyboardInterrupt) cancels it instead."""
@@ -289,9 +296,12 @@ class LocalRuntime:
             for target in plan.targets:
                 leases.release(lease_key(target.endpoint), holder_id(execution.campaign_id, target.name))
             results = cancelled_results(
-                plan, recorded.finished, recorded.servers, self.store.summaries(execution.campaign_id),
+                plan,
+                recorded.finished,
+                recorded.servers,
+                self.store.summaries(execution.campaign_id),
                 started.isoformat(timespec="milliseconds"),
-                datetime.now(timezone.utc).isoformat(timespec="milliseconds"),
+                datetime.now(UTC).isoformat(timespec="milliseconds"),
                 self.store.keys(f"{execution.campaign_id}/raw/"),
             )
             self.store.put_json(f"{execution.campaign_id}/results.json", results.model_dump(mode="json"))
@@ -301,8 +311,9 @@ class LocalRuntime:
         results = CampaignResults.model_validate_json(results_path.read_text()) if results_path.exists() else None
         # ABORTED, as StopExecution leaves it in AWS. moto's interpreter reports RUNNING until the task it
         # waited on answers, then may record a stopped worker's late SendTaskFailure as FAILED.
-        return LocalRun(execution.campaign_id, "ABORTED", execution.results_dir, results,
-                        time.monotonic() - execution.t0, "cancelled")
+        return LocalRun(
+            execution.campaign_id, "ABORTED", execution.results_dir, results, time.monotonic() - execution.t0, "cancelled"
+        )
 
 
 def run_local(

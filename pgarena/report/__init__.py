@@ -9,10 +9,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from pgarena.model.results import CampaignResults
 from pgarena.report.model import Report, build_report
 from pgarena.report.render import render_html, render_markdown
 from pgarena.report.tables import TABLES, to_csv
-from pgarena.results import CampaignResults
 
 CSV = "text/csv; charset=utf-8"
 CONTENT_TYPES = {

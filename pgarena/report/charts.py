@@ -83,8 +83,9 @@ def _y_axis(ticks: list[float], label: str, height: int) -> list[str]:
         out.append(f'<line class="grid" x1="{MARGIN_LEFT}" x2="{WIDTH - MARGIN_RIGHT}" y1="{y:.1f}" y2="{y:.1f}"/>')
         out.append(f'<text class="tick" x="{MARGIN_LEFT - 6}" y="{y + 4:.1f}" text-anchor="end">{compact(tick)}</text>')
     mid = MARGIN_TOP + plot_h / 2
-    out.append(f'<text class="axis-label" transform="translate(14 {mid:.1f}) rotate(-90)" text-anchor="middle">'
-               f"{escape(label)}</text>")
+    out.append(
+        f'<text class="axis-label" transform="translate(14 {mid:.1f}) rotate(-90)" text-anchor="middle">{escape(label)}</text>'
+    )
     return out
 
 
@@ -93,8 +94,9 @@ def _scale_y(value: float, top: float, height: int = HEIGHT) -> float:
     return MARGIN_TOP + plot_h * (1 - value / top)
 
 
-def bar_chart(chart_id: str, title: str, categories: list[str], series: list[Bars], y_label: str, unit: str = "",
-              css: str = "bars") -> Markup:
+def bar_chart(
+    chart_id: str, title: str, categories: list[str], series: list[Bars], y_label: str, unit: str = "", css: str = "bars"
+) -> Markup:
     """Grouped vertical bars: a group per category, a bar per series; hover titles give exact values."""
     highest = 0.0
     for s in series:
@@ -123,30 +125,46 @@ def bar_chart(chart_id: str, title: str, categories: list[str], series: list[Bar
             faded = s.faded[c] if s.faded else None
             if faded:
                 tip += f" ({faded})"
-            out.append(f'<rect class="bar{" faded" if faded else ""}" data-series="{escape(s.name)}" '
-                       f'x="{x + 1:.1f}" y="{y:.1f}" width="{bar_w - 2:.1f}" height="{base - y:.1f}" '
-                       f'fill="{s.colour}"><title>{escape(tip)}</title></rect>')
+            out.append(
+                f'<rect class="bar{" faded" if faded else ""}" data-series="{escape(s.name)}" '
+                f'x="{x + 1:.1f}" y="{y:.1f}" width="{bar_w - 2:.1f}" height="{base - y:.1f}" '
+                f'fill="{s.colour}"><title>{escape(tip)}</title></rect>'
+            )
             cx = x + bar_w / 2
             if s.errors and s.errors[c]:
                 lo, hi = _scale_y(max(value - s.errors[c], 0), top), _scale_y(value + s.errors[c], top)
-                out.append(f'<path class="error-bar" d="M{cx:.1f} {lo:.1f}V{hi:.1f}'
-                           f'M{cx - 5:.1f} {hi:.1f}h10M{cx - 5:.1f} '
-                           f'{lo:.1f}h10"><title>± {s.errors[c]:,.2f} (stddev over repetitions)</title></path>')
+                out.append(
+                    f'<path class="error-bar" d="M{cx:.1f} {lo:.1f}V{hi:.1f}'
+                    f"M{cx - 5:.1f} {hi:.1f}h10M{cx - 5:.1f} "
+                    f'{lo:.1f}h10"><title>± {s.errors[c]:,.2f} (stddev over repetitions)</title></path>'
+                )
             if s.markers and s.markers[c] is not None:
                 my = _scale_y(s.markers[c], top)
-                out.append(f'<path class="marker" d="M{cx:.1f} {my - 5:.1f}l5 5l-5 5l-5 -5z" fill="{s.colour}">'
-                           f"<title>{escape(s.name)} {escape(s.marker_label)}: {s.markers[c]:,.2f} {escape(unit)}"
-                           "</title></path>")
+                out.append(
+                    f'<path class="marker" d="M{cx:.1f} {my - 5:.1f}l5 5l-5 5l-5 -5z" fill="{s.colour}">'
+                    f"<title>{escape(s.name)} {escape(s.marker_label)}: {s.markers[c]:,.2f} {escape(unit)}"
+                    "</title></path>"
+                )
         label_x = MARGIN_LEFT + (c + 0.5) * group_w
-        out.append(f'<text class="category" x="{label_x:.1f}" y="{HEIGHT - MARGIN_BOTTOM + 18}" text-anchor="middle">'
-                   f"{escape(category)}</text>")
+        out.append(
+            f'<text class="category" x="{label_x:.1f}" y="{HEIGHT - MARGIN_BOTTOM + 18}" text-anchor="middle">'
+            f"{escape(category)}</text>"
+        )
     out.append(f'<line class="axis" x1="{MARGIN_LEFT}" x2="{WIDTH - MARGIN_RIGHT}" y1="{base:.1f}" y2="{base:.1f}"/>')
     out.append("</svg>")
     return Markup("\n".join(out))
 
 
-def line_chart(chart_id: str, title: str, lines: list[Line], x_label: str, y_label: str, css: str = "lines",
-               height: int = HEIGHT, events: list[tuple[float, str]] | None = None) -> Markup:
+def line_chart(
+    chart_id: str,
+    title: str,
+    lines: list[Line],
+    x_label: str,
+    y_label: str,
+    css: str = "lines",
+    height: int = HEIGHT,
+    events: list[tuple[float, str]] | None = None,
+) -> Markup:
     """Lines over a shared x axis from its smallest x (or 0) to its largest; y from 0. `events` are
     (x, text) pairs drawn as vertical marks, e.g. where tps collapsed."""
     xs = [x for line in lines for x, _ in line.points]
@@ -167,26 +185,33 @@ def line_chart(chart_id: str, title: str, lines: list[Line], x_label: str, y_lab
 
     base = sy(0)
     for tick in x_ticks:
-        out.append(f'<text class="tick" x="{sx(tick):.1f}" y="{base + 16:.1f}" text-anchor="middle">'
-                   f"{compact(tick)}</text>")
-    out.append(f'<text class="axis-label" x="{MARGIN_LEFT + plot_w / 2:.1f}" y="{height - 10}" text-anchor="middle">'
-               f"{escape(x_label)}</text>")
+        out.append(f'<text class="tick" x="{sx(tick):.1f}" y="{base + 16:.1f}" text-anchor="middle">{compact(tick)}</text>')
+    out.append(
+        f'<text class="axis-label" x="{MARGIN_LEFT + plot_w / 2:.1f}" y="{height - 10}" text-anchor="middle">'
+        f"{escape(x_label)}</text>"
+    )
     out.append(f'<line class="axis" x1="{MARGIN_LEFT}" x2="{WIDTH - MARGIN_RIGHT}" y1="{base:.1f}" y2="{base:.1f}"/>')
     for line in lines:
         if not line.points:
             continue
         path = " ".join(f"{'M' if i == 0 else 'L'}{sx(x):.1f} {sy(y):.1f}" for i, (x, y) in enumerate(line.points))
         dash = f' stroke-dasharray="{line.dash}"' if line.dash else ""
-        out.append(f'<path class="{escape(line.css)}" data-series="{escape(line.name)}" d="{path}" fill="none" '
-                   f'stroke="{line.colour}" stroke-width="2"{dash}><title>{escape(line.name)}</title></path>')
+        out.append(
+            f'<path class="{escape(line.css)}" data-series="{escape(line.name)}" d="{path}" fill="none" '
+            f'stroke="{line.colour}" stroke-width="2"{dash}><title>{escape(line.name)}</title></path>'
+        )
         if line.dots:
             for i, (x, y) in enumerate(line.points):
                 label = line.labels[i] if i < len(line.labels) else f"{x:g}: {y:,.1f}"
-                out.append(f'<circle class="dot" cx="{sx(x):.1f}" cy="{sy(y):.1f}" r="3" fill="{line.colour}">'
-                           f"<title>{escape(line.name)} · {escape(label)}</title></circle>")
+                out.append(
+                    f'<circle class="dot" cx="{sx(x):.1f}" cy="{sy(y):.1f}" r="3" fill="{line.colour}">'
+                    f"<title>{escape(line.name)} · {escape(label)}</title></circle>"
+                )
     for x, text in events or []:
-        out.append(f'<g class="event"><line x1="{sx(x):.1f}" x2="{sx(x):.1f}" y1="{MARGIN_TOP}" y2="{base:.1f}"/>'
-                   f'<text x="{sx(x) + 4:.1f}" y="{MARGIN_TOP + 12}">{escape(text)}</text>'
-                   f"<title>{escape(text)}</title></g>")
+        out.append(
+            f'<g class="event"><line x1="{sx(x):.1f}" x2="{sx(x):.1f}" y1="{MARGIN_TOP}" y2="{base:.1f}"/>'
+            f'<text x="{sx(x) + 4:.1f}" y="{MARGIN_TOP + 12}">{escape(text)}</text>'
+            f"<title>{escape(text)}</title></g>"
+        )
     out.append("</svg>")
     return Markup("\n".join(out))

@@ -6,10 +6,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from pgarena.metrics import Finding, PointMetrics, Scaling, TargetMetrics, campaign_metrics
-from pgarena.ranking import METRICS, unranked_reasons
+from pgarena.analysis.metrics import Finding, PointMetrics, Scaling, TargetMetrics, campaign_metrics
+from pgarena.analysis.ranking import METRICS, unranked_reasons
+from pgarena.model.results import CampaignResults, ConsolidationTable, ReplicationPoint
 from pgarena.report.charts import colour
-from pgarena.results import CampaignResults, ConsolidationTable, ReplicationPoint
 
 Key = tuple[str, int | None]
 
@@ -97,9 +97,11 @@ def verdict(results: CampaignResults, rows: list[RankRow]) -> str:
     else:
         first = [r for r in ranked if r.rank == 1]
         if len(first) > 1:
-            parts.append(f"{_names([r.target for r in first])} tie for first (scores "
-                         f"{', '.join(f'{r.score:.3f}' for r in first)}): the difference is within run-to-run noise "
-                         "or the tie tolerance, so neither is a win.")
+            parts.append(
+                f"{_names([r.target for r in first])} tie for first (scores "
+                f"{', '.join(f'{r.score:.3f}' for r in first)}): the difference is within run-to-run noise "
+                "or the tie tolerance, so neither is a win."
+            )
         else:
             leader = first[0]
             provider = f" ({leader.provider})" if leader.provider != leader.target else ""
@@ -109,8 +111,11 @@ def verdict(results: CampaignResults, rows: list[RankRow]) -> str:
                 text += "; then " + ", ".join(f"{r.target} {r.score:.3f}" for r in others)
             parts.append(text + ".")
     if failed:
-        parts.append(f"{len(failed)} target(s) failed and are not ranked: "
-                     + "; ".join(f"{r.target} ({_kind(r.reason)})" for r in failed) + ".")
+        parts.append(
+            f"{len(failed)} target(s) failed and are not ranked: "
+            + "; ".join(f"{r.target} ({_kind(r.reason)})" for r in failed)
+            + "."
+        )
     unranked = [r for r in rows if r.rank is None and r.status == "succeeded"]
     if unranked:
         parts.append(f"Not ranked for lack of a comparable complete run: {_names([r.target for r in unranked])}.")
@@ -127,9 +132,19 @@ def build_report(results: CampaignResults) -> Report:
     colours = {t.name: colour(i) for i, t in enumerate(results.targets)}
     providers = {t.name: t for t in results.targets}
     rows = [
-        RankRow(target=e.target, provider=providers[e.target].provider, status=providers[e.target].status, rank=e.rank,
-                score=e.score, metrics=e.metrics, metric_ranks=e.metric_ranks, tied_with=e.tied_with, flags=e.flags)
-        for e in results.ranking if e.target in providers
+        RankRow(
+            target=e.target,
+            provider=providers[e.target].provider,
+            status=providers[e.target].status,
+            rank=e.rank,
+            score=e.score,
+            metrics=e.metrics,
+            metric_ranks=e.metric_ranks,
+            tied_with=e.tied_with,
+            flags=e.flags,
+        )
+        for e in results.ranking
+        if e.target in providers
     ]
     for name, reason in unranked_reasons(results.targets, results.ranking).items():
         target = providers[name]

@@ -10,7 +10,7 @@ from pathlib import Path
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 from markupsafe import Markup
 
-from pgarena.metrics import DROP_FRACTION, USL_GOOD_FIT_ERROR, PointMetrics, latest_phase, nominal_clients, usl
+from pgarena.analysis.metrics import DROP_FRACTION, USL_GOOD_FIT_ERROR, PointMetrics, latest_phase, nominal_clients, usl
 from pgarena.report.charts import Bars, Line, bar_chart, colour, line_chart
 from pgarena.report.model import Key, Report, point_label
 
@@ -78,8 +78,7 @@ def throughput_chart(report: Report) -> Chart | None:
     if not series:
         return None
     title = "Throughput per target (mean tps over repetitions; whiskers: ± stddev)"
-    svg = bar_chart("chart-throughput", title, [labels[k] for k in report.keys], series, "tps", unit="tps",
-                    css="bars throughput")
+    svg = bar_chart("chart-throughput", title, [labels[k] for k in report.keys], series, "tps", unit="tps", css="bars throughput")
     return Chart("chart-throughput", title, svg, [(s.name, s.colour, "solid") for s in series])
 
 
@@ -95,8 +94,9 @@ def latency_chart(report: Report) -> Chart | None:
         if any(v is not None for v in values):
             series.append(Bars(name, report.colours[name], values, markers=markers, marker_label="p95"))
     title = "Latency per target (bars: average; diamonds: p95 where measured)"
-    svg = bar_chart("chart-latency", title, [labels[k] for k in report.keys], series, "latency (ms)", unit="ms",
-                    css="bars latency")
+    svg = bar_chart(
+        "chart-latency", title, [labels[k] for k in report.keys], series, "latency (ms)", unit="ms", css="bars latency"
+    )
     return Chart("chart-latency", title, svg, [(s.name, s.colour, "solid") for s in series])
 
 
@@ -110,8 +110,15 @@ def progress_charts(report: Report) -> list[Chart]:
             for w in runs:
                 name = t.name if len(runs) == 1 else f"{t.name} r{w.repetition}"
                 dash = None if w.repetition == 1 else "6 4"
-                lines.append(Line(name, report.colours[t.name], [(s.elapsed_s, s.tps) for s in w.progress], dash=dash,
-                                  labels=[f"{s.elapsed_s:g} s: {s.tps:,.1f} tps" for s in w.progress]))
+                lines.append(
+                    Line(
+                        name,
+                        report.colours[t.name],
+                        [(s.elapsed_s, s.tps) for s in w.progress],
+                        dash=dash,
+                        labels=[f"{s.elapsed_s:g} s: {s.tps:,.1f} tps" for s in w.progress],
+                    )
+                )
                 legend.append((name, report.colours[t.name], "dashed" if dash else "solid"))
         if not lines:
             continue
@@ -123,8 +130,9 @@ def progress_charts(report: Report) -> list[Chart]:
             if f.at_s is not None:
                 grouped.setdefault((f.at_s, f.kind), []).append(f"{f.target} r{f.repetition}")
         events = [(at_s, f"{kind}: {', '.join(who)}") for (at_s, kind), who in grouped.items()]
-        svg = line_chart(chart_id, title, lines, "seconds since start", "tps", css="lines timeseries",
-                         height=PROGRESS_HEIGHT, events=events)
+        svg = line_chart(
+            chart_id, title, lines, "seconds since start", "tps", css="lines timeseries", height=PROGRESS_HEIGHT, events=events
+        )
         note = "; ".join(dict.fromkeys(f"{f.target}: {f.message}" for f in incidents))
         charts.append(Chart(chart_id, title, svg, legend, note))
     return charts
@@ -136,19 +144,34 @@ def scaling_charts(report: Report) -> list[Chart]:
         lines, legend = [], []
         for s in (s for s in report.scaling if s.workload == workload):
             c = report.colours[s.target]
-            lines.append(Line(f"{s.target} measured", c, [(p.clients, p.tps) for p in s.points], css="series measured",
-                              labels=[f"{p.clients} clients: {p.tps:,.1f} tps ({p.efficiency:.0%} of ideal)"
-                                      for p in s.points]))
-            lines.append(Line(f"{s.target} ideal", c, [(p.clients, p.ideal_tps) for p in s.points], dash="6 4",
-                              dots=False, css="series ideal"))
+            lines.append(
+                Line(
+                    f"{s.target} measured",
+                    c,
+                    [(p.clients, p.tps) for p in s.points],
+                    css="series measured",
+                    labels=[f"{p.clients} clients: {p.tps:,.1f} tps ({p.efficiency:.0%} of ideal)" for p in s.points],
+                )
+            )
+            lines.append(
+                Line(
+                    f"{s.target} ideal",
+                    c,
+                    [(p.clients, p.ideal_tps) for p in s.points],
+                    dash="6 4",
+                    dots=False,
+                    css="series ideal",
+                )
+            )
             legend += [(f"{s.target} measured", c, "solid"), (f"{s.target} ideal linear", c, "dashed")]
             if s.usl is not None and s.usl.good:
                 measured = max(p.clients for p in s.points)
                 # Drawn up to the predicted peak, within three times the largest measured client count.
                 top = max(measured, min(s.usl.peak_clients or 0, 3 * measured))
                 xs = sorted({*(p.clients for p in s.points), *(1 + (top - 1) * i / 40 for i in range(41))})
-                lines.append(Line(f"{s.target} USL fit", c, [(x, s.usl.predict(x)) for x in xs], dash="2 3", dots=False,
-                                  css="series usl"))
+                lines.append(
+                    Line(f"{s.target} USL fit", c, [(x, s.usl.predict(x)) for x in xs], dash="2 3", dots=False, css="series usl")
+                )
                 legend.append((f"{s.target} USL fit", c, "dotted"))
         chart_id = f"chart-scaling-{slug(workload)}"
         title = f"Scaling with clients: {workload} (measured vs ideal linear vs USL fit)"
@@ -169,8 +192,9 @@ def cost_chart(report: Report) -> Chart | None:
             faded = [_not_compared(by_key.get(k)) for k in report.keys]
             series.append(Bars(name, report.colours[name], values, faded=faded))
     title = "Cost efficiency (tps per dollar-hour of the target)"
-    svg = bar_chart("chart-cost", title, [labels[k] for k in report.keys], series, "tps per $/h", unit="tps per $/h",
-                    css="bars cost")
+    svg = bar_chart(
+        "chart-cost", title, [labels[k] for k in report.keys], series, "tps per $/h", unit="tps per $/h", css="bars cost"
+    )
     return Chart("chart-cost", title, svg, [(s.name, s.colour, "solid") for s in series])
 
 
@@ -183,25 +207,46 @@ def consolidation_charts(report: Report) -> list[Chart]:
         if not steps:
             continue
         lines = [
-            Line("measured total", c, [(s.targets, s.measured_tps) for s in steps], css="series measured",
-                 labels=[f"{s.targets} targets: {s.measured_tps:,.1f} tps ({s.ratio:.0%} of ideal)" for s in steps]),
-            Line("ideal", c, [(s.targets, s.ideal_tps) for s in table.steps if s.ideal_tps is not None], dash="6 4",
-                 dots=False, css="series ideal"),
+            Line(
+                "measured total",
+                c,
+                [(s.targets, s.measured_tps) for s in steps],
+                css="series measured",
+                labels=[f"{s.targets} targets: {s.measured_tps:,.1f} tps ({s.ratio:.0%} of ideal)" for s in steps],
+            ),
+            Line(
+                "ideal",
+                c,
+                [(s.targets, s.ideal_tps) for s in table.steps if s.ideal_tps is not None],
+                dash="6 4",
+                dots=False,
+                css="series ideal",
+            ),
         ]
         legend = [("measured total", c, "solid"), ("ideal: first step per target × targets", c, "dashed")]
         if table.usl is not None and table.usl.max_error <= USL_GOOD_FIT_ERROR:
             top = steps[-1].targets
             xs = [1 + (top - 1) * i / 40 for i in range(41)]
             fit = table.usl
-            lines.append(Line("USL fit", colour(1), [(x, usl(x, fit.lambda_tps, fit.sigma, fit.kappa)) for x in xs],
-                              dash="2 3", dots=False, css="series usl"))
+            lines.append(
+                Line(
+                    "USL fit",
+                    colour(1),
+                    [(x, usl(x, fit.lambda_tps, fit.sigma, fit.kappa)) for x in xs],
+                    dash="2 3",
+                    dots=False,
+                    css="series usl",
+                )
+            )
             legend.append(("USL fit", colour(1), "dotted"))
-        events = ([(table.below_threshold_at, f"below {table.threshold:.0%} of ideal")]
-                  if table.below_threshold_at is not None else None)
+        events = (
+            [(table.below_threshold_at, f"below {table.threshold:.0%} of ideal")]
+            if table.below_threshold_at is not None
+            else None
+        )
         chart_id = f"chart-consolidation-{slug(table.workload)}-c{table.clients}"
         title = f"Consolidation: {table.workload}, {table.clients} clients per target (total tps vs ideal scaling)"
-        svg = line_chart(chart_id, title, lines, "targets running at once", "total tps", css="lines consolidation",
-                         events=events)
+        svg = line_chart(chart_id, title, lines, "targets running at once", "total tps", css="lines consolidation", events=events)
         charts.append(Chart(chart_id, title, svg, legend))
     return charts
 
@@ -216,14 +261,26 @@ def sustainable_charts(report: Report) -> list[Chart]:
         for name in _target_names(report):
             by_clients = {p.clients: p for p in points if p.target == name}
             if by_clients:
-                series.append(Bars(name, report.colours[name],
-                                   [by_clients[n].sustainable_tps if n in by_clients else None for n in clients],
-                                   markers=[by_clients[n].tps if n in by_clients else None for n in clients],
-                                   marker_label="primary tps"))
+                series.append(
+                    Bars(
+                        name,
+                        report.colours[name],
+                        [by_clients[n].sustainable_tps if n in by_clients else None for n in clients],
+                        markers=[by_clients[n].tps if n in by_clients else None for n in clients],
+                        marker_label="primary tps",
+                    )
+                )
         chart_id = f"chart-sustainable-{slug(workload)}"
         title = f"Sustainable throughput: {workload} (bars: transactions / (run + catch-up); diamonds: primary tps)"
-        svg = bar_chart(chart_id, title, [f"{n} client{'s' if n != 1 else ''}" for n in clients], series, "tps",
-                        unit="tps", css="bars sustainable")
+        svg = bar_chart(
+            chart_id,
+            title,
+            [f"{n} client{'s' if n != 1 else ''}" for n in clients],
+            series,
+            "tps",
+            unit="tps",
+            css="bars sustainable",
+        )
         charts.append(Chart(chart_id, title, svg, [(s.name, s.colour, "solid") for s in series]))
     return charts
 
@@ -265,6 +322,4 @@ def render_html(report: Report) -> str:
         sustainable=sustainable_charts(report),
     )
     css = (TEMPLATES / "report.css").read_text()
-    return _environment(autoescape=True).get_template("report.html.j2").render(
-        **_context(report), charts=charts, css=Markup(css)
-    )
+    return _environment(autoescape=True).get_template("report.html.j2").render(**_context(report), charts=charts, css=Markup(css))

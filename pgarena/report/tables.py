@@ -7,8 +7,8 @@ import csv
 import io
 from typing import Any
 
-from pgarena.metrics import is_clamped, nominal_clients, stability
-from pgarena.ranking import METRICS
+from pgarena.analysis.metrics import is_clamped, nominal_clients, stability
+from pgarena.analysis.ranking import METRICS
 from pgarena.report.model import Report
 
 Table = tuple[list[str], list[list[Any]]]
@@ -37,42 +37,115 @@ def to_csv(table: Table) -> bytes:
 
 
 def targets_table(report: Report) -> Table:
-    header = ["campaign_id", "target", "provider", "status", "rank", "score", "error_kind", "error_message",
-              "server_version", "max_connections", "budget_capacity", "budget_binding", "hourly_cost_usd", "load_s"]
+    header = [
+        "campaign_id",
+        "target",
+        "provider",
+        "status",
+        "rank",
+        "score",
+        "error_kind",
+        "error_message",
+        "server_version",
+        "max_connections",
+        "budget_capacity",
+        "budget_binding",
+        "hourly_cost_usd",
+        "load_s",
+    ]
     ranks = {r.target: r for r in report.rows}
     metrics = {m.target: m for m in report.targets}
     rows = []
     for t in report.results.targets:
         server = t.server
-        rows.append([
-            report.results.campaign_id, t.name, t.provider, t.status, ranks[t.name].rank, ranks[t.name].score,
-            t.error.kind if t.error else None, t.error.message if t.error else None,
-            server.version if server else None, server.max_connections if server else None,
-            server.budget.capacity if server else None, server.budget.binding if server else None,
-            t.hourly_cost_usd, sum(metrics[t.name].load_s.values()) if metrics[t.name].load_s else None,
-        ])
+        rows.append(
+            [
+                report.results.campaign_id,
+                t.name,
+                t.provider,
+                t.status,
+                ranks[t.name].rank,
+                ranks[t.name].score,
+                t.error.kind if t.error else None,
+                t.error.message if t.error else None,
+                server.version if server else None,
+                server.max_connections if server else None,
+                server.budget.capacity if server else None,
+                server.budget.binding if server else None,
+                t.hourly_cost_usd,
+                sum(metrics[t.name].load_s.values()) if metrics[t.name].load_s else None,
+            ]
+        )
     return header, rows
 
 
 def workloads_table(report: Report) -> Table:
     """One row per run (repetition), as measured."""
-    header = ["campaign_id", "target", "provider", "workload", "tool", "clients", "requested_clients", "clamped",
-              "repetition", "status", "tps", "latency_avg_ms", "latency_stddev_ms", "latency_p50_ms", "latency_p95_ms",
-              "latency_p99_ms", "transactions", "failed_transactions", "tps_cv", "worst_vs_median", "collapsed",
-              "error_kind", "error_message", "raw", "phase", "catch_up_s", "sustainable_tps"]
+    header = [
+        "campaign_id",
+        "target",
+        "provider",
+        "workload",
+        "tool",
+        "clients",
+        "requested_clients",
+        "clamped",
+        "repetition",
+        "status",
+        "tps",
+        "latency_avg_ms",
+        "latency_stddev_ms",
+        "latency_p50_ms",
+        "latency_p95_ms",
+        "latency_p99_ms",
+        "transactions",
+        "failed_transactions",
+        "tps_cv",
+        "worst_vs_median",
+        "collapsed",
+        "error_kind",
+        "error_message",
+        "raw",
+        "phase",
+        "catch_up_s",
+        "sustainable_tps",
+    ]
     rows = []
     for t in report.results.targets:
         for w in t.workloads:
             s = stability(w.progress)
             lat = w.latency_ms
-            rows.append([
-                report.results.campaign_id, t.name, t.provider, w.name, w.tool, w.clients, nominal_clients(w),
-                is_clamped(w), w.repetition, w.status, w.tps, lat.avg, lat.stddev, lat.p50, lat.p95, lat.p99,
-                w.transactions, w.failed_transactions, s.cv, s.worst_vs_median, s.collapsed,
-                w.error.kind if w.error else None, w.error.message if w.error else None, w.raw, w.phase,
-                w.replication.catch_up_s if w.replication else None,
-                w.replication.sustainable_tps if w.replication else None,
-            ])
+            rows.append(
+                [
+                    report.results.campaign_id,
+                    t.name,
+                    t.provider,
+                    w.name,
+                    w.tool,
+                    w.clients,
+                    nominal_clients(w),
+                    is_clamped(w),
+                    w.repetition,
+                    w.status,
+                    w.tps,
+                    lat.avg,
+                    lat.stddev,
+                    lat.p50,
+                    lat.p95,
+                    lat.p99,
+                    w.transactions,
+                    w.failed_transactions,
+                    s.cv,
+                    s.worst_vs_median,
+                    s.collapsed,
+                    w.error.kind if w.error else None,
+                    w.error.message if w.error else None,
+                    w.raw,
+                    w.phase,
+                    w.replication.catch_up_s if w.replication else None,
+                    w.replication.sustainable_tps if w.replication else None,
+                ]
+            )
     return header, rows
 
 
@@ -80,19 +153,43 @@ def progress_table(report: Report) -> Table:
     header = ["campaign_id", "target", "workload", "clients", "repetition", "elapsed_s", "tps", "latency_avg_ms"]
     rows = [
         [report.results.campaign_id, t.name, w.name, w.clients, w.repetition, s.elapsed_s, s.tps, s.latency_avg_ms]
-        for t in report.results.targets for w in t.workloads for s in w.progress
+        for t in report.results.targets
+        for w in t.workloads
+        for s in w.progress
     ]
     return header, rows
 
 
 def ranking_table(report: Report) -> Table:
-    header = ["campaign_id", "rank", "target", "provider", "status", "score",
-              *(f"{m}_score" for m in METRICS), *(f"{m}_rank" for m in METRICS),
-              "tied_with", "flags", "reason", "basis"]
+    header = [
+        "campaign_id",
+        "rank",
+        "target",
+        "provider",
+        "status",
+        "score",
+        *(f"{m}_score" for m in METRICS),
+        *(f"{m}_rank" for m in METRICS),
+        "tied_with",
+        "flags",
+        "reason",
+        "basis",
+    ]
     rows = [
-        [report.results.campaign_id, r.rank, r.target, r.provider, r.status, r.score,
-         *(r.metrics.get(m) for m in METRICS), *(r.metric_ranks.get(m) for m in METRICS),
-         r.tied_with, "; ".join(r.flags), r.reason, report.basis if r.rank is not None else None]
+        [
+            report.results.campaign_id,
+            r.rank,
+            r.target,
+            r.provider,
+            r.status,
+            r.score,
+            *(r.metrics.get(m) for m in METRICS),
+            *(r.metric_ranks.get(m) for m in METRICS),
+            r.tied_with,
+            "; ".join(r.flags),
+            r.reason,
+            report.basis if r.rank is not None else None,
+        ]
         for r in report.rows
     ]
     return header, rows
@@ -100,22 +197,61 @@ def ranking_table(report: Report) -> Table:
 
 def metrics_table(report: Report) -> Table:
     """One row per target x workload x client count, over repetitions, with scaling where swept."""
-    header = ["campaign_id", "target", "workload", "clients", "clamped", "runs", "failed_runs", "tps_mean",
-              "tps_stddev",
-              "latency_avg_ms", "latency_p95_ms", "latency_p99_ms", "error_rate", "retry_rate", "tps_cv",
-              "worst_vs_median", "collapsed", "qps_mean", "tps_per_usd_hour", "ideal_tps", "scaling_efficiency",
-              "usl_tps"]
+    header = [
+        "campaign_id",
+        "target",
+        "workload",
+        "clients",
+        "clamped",
+        "runs",
+        "failed_runs",
+        "tps_mean",
+        "tps_stddev",
+        "latency_avg_ms",
+        "latency_p95_ms",
+        "latency_p99_ms",
+        "error_rate",
+        "retry_rate",
+        "tps_cv",
+        "worst_vs_median",
+        "collapsed",
+        "qps_mean",
+        "tps_per_usd_hour",
+        "ideal_tps",
+        "scaling_efficiency",
+        "usl_tps",
+    ]
     curves = {(s.target, s.workload, p.clients): p for s in report.scaling for p in s.points}
     rows = []
     for key in report.keys:
         for p in report.points[key]:
             c = curves.get((p.target, p.workload, p.clients))
-            rows.append([
-                report.results.campaign_id, p.target, p.workload, p.clients, p.clamped, p.runs, p.failed_runs, p.tps,
-                p.tps_stddev, p.latency_ms.avg, p.latency_ms.p95, p.latency_ms.p99, p.error_rate, p.retry_rate,
-                p.stability.cv, p.stability.worst_vs_median, p.stability.collapsed, p.qps, p.tps_per_usd_hour,
-                c.ideal_tps if c else None, c.efficiency if c else None, c.usl_tps if c else None,
-            ])
+            rows.append(
+                [
+                    report.results.campaign_id,
+                    p.target,
+                    p.workload,
+                    p.clients,
+                    p.clamped,
+                    p.runs,
+                    p.failed_runs,
+                    p.tps,
+                    p.tps_stddev,
+                    p.latency_ms.avg,
+                    p.latency_ms.p95,
+                    p.latency_ms.p99,
+                    p.error_rate,
+                    p.retry_rate,
+                    p.stability.cv,
+                    p.stability.worst_vs_median,
+                    p.stability.collapsed,
+                    p.qps,
+                    p.tps_per_usd_hour,
+                    c.ideal_tps if c else None,
+                    c.efficiency if c else None,
+                    c.usl_tps if c else None,
+                ]
+            )
     return header, rows
 
 

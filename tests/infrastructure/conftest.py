@@ -15,6 +15,7 @@ sys.path.insert(0, str(REPO_ROOT / "cdk"))
 
 from aws_cdk import App  # noqa: E402
 from aws_cdk.assertions import Template  # noqa: E402
+
 from pgarena_cdk.application import build, cdk_json_context  # noqa: E402
 from pgarena_cdk.stack import PgarenaStack  # noqa: E402
 

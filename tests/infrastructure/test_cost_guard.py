@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 
 import pytest
-from pgarena_cdk import constants
 
-from pgarena import cost
-from pgarena.settings import CostGuardEnv
+from pgarena.aws.settings import CostGuardEnv
+from pgarena.planning import cost
+from pgarena_cdk import constants
 
 pytestmark = pytest.mark.infrastructure
 
@@ -33,7 +33,10 @@ def _dynamodb_statements(synth, handler: str) -> list[dict]:
         for body in synth.resources_of_type("AWS::IAM::Policy").values()
         if {"Ref": role_id} in body["Properties"]["Roles"]
         for statement in body["Properties"]["PolicyDocument"]["Statement"]
-        if any(a.startswith("dynamodb:") for a in (statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]))
+        if any(
+            a.startswith("dynamodb:")
+            for a in (statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]])
+        )
     ]
 
 
@@ -77,7 +80,9 @@ def test_aggregate_settles_ledger_items_only_besides_its_summaries(default_synth
     statements = _dynamodb_statements(default_synth, AGGREGATE_HANDLER)
 
     # When reading them by condition
-    by_keys = {json.dumps(s["Condition"]): sorted(s["Action"] if isinstance(s["Action"], list) else [s["Action"]]) for s in statements}
+    by_keys = {
+        json.dumps(s["Condition"]): sorted(s["Action"] if isinstance(s["Action"], list) else [s["Action"]]) for s in statements
+    }
 
     # Then it queries step summaries and reads/updates ledger items, nothing else
     assert by_keys == {
@@ -100,8 +105,14 @@ def test_cost_model_knows_each_function_at_its_deployed_memory(default_synth):
     # Given the memory of each function the state machine invokes
     deployed = {
         spec.handler.split("/")[1]: _function(default_synth, spec.handler)["MemorySize"]
-        for spec in (constants.VALIDATE, constants.COST_GUARD, constants.PREFLIGHT, constants.LAUNCH_WORKER,
-                     constants.RELEASE_LEASE, constants.AGGREGATE)
+        for spec in (
+            constants.VALIDATE,
+            constants.COST_GUARD,
+            constants.PREFLIGHT,
+            constants.LAUNCH_WORKER,
+            constants.RELEASE_LEASE,
+            constants.AGGREGATE,
+        )
     }
 
     # When comparing with the cost model's Lambda shapes / Then the estimate prices what is deployed

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from pgarena_cdk import constants
 
 pytestmark = pytest.mark.infrastructure
@@ -37,9 +38,7 @@ def given_vpc_synth(synthesize_app, tmp_path_factory, layer_dir):
 
 def _function(synth, handler: str) -> dict:
     (body,) = [
-        body
-        for body in synth.resources_of_type("AWS::Lambda::Function").values()
-        if body["Properties"]["Handler"] == handler
+        body for body in synth.resources_of_type("AWS::Lambda::Function").values() if body["Properties"]["Handler"] == handler
     ]
     return body["Properties"]
 

@@ -6,11 +6,11 @@ import json
 from pathlib import Path
 
 import pytest
-from pgarena_cdk import constants
-from pgarena_cdk.settings import DeploySettings
 from pydantic import ValidationError
 
-from pgarena.settings import StartCampaignEnv
+from pgarena.aws.settings import StartCampaignEnv
+from pgarena_cdk import constants
+from pgarena_cdk.settings import DeploySettings
 from tests.conftest import FIXTURES
 
 pytestmark = pytest.mark.infrastructure
@@ -43,7 +43,9 @@ def inline_only_synth(synthesize_app, tmp_path_factory):
 
 
 def _schedules(synth) -> dict[str, dict]:
-    return {body["Properties"]["Name"]: body["Properties"] for body in synth.resources_of_type("AWS::Scheduler::Schedule").values()}
+    return {
+        body["Properties"]["Name"]: body["Properties"] for body in synth.resources_of_type("AWS::Scheduler::Schedule").values()
+    }
 
 
 def _logical_id(synth, type_: str, name_part: str = "") -> str:
@@ -143,7 +145,10 @@ def test_s3_schedule_invokes_start_campaign_with_its_key(scheduled_synth):
 
 def test_schedules_fire_on_time_with_bounded_retries(scheduled_synth):
     # Given the synthesized schedules / When reading their window and retry policy
-    shapes = {(json.dumps(p["FlexibleTimeWindow"]), json.dumps(p["Target"]["RetryPolicy"])) for p in _schedules(scheduled_synth).values()}
+    shapes = {
+        (json.dumps(p["FlexibleTimeWindow"]), json.dumps(p["Target"]["RetryPolicy"]))
+        for p in _schedules(scheduled_synth).values()
+    }
 
     # Then none is shifted, and a failed start is retried at most twice within an hour
     assert shapes == {('{"Mode": "OFF"}', '{"MaximumEventAgeInSeconds": 3600, "MaximumRetryAttempts": 2}')}
@@ -201,7 +206,7 @@ def test_start_campaign_reads_only_schedule_matrices_and_starts_only_this_state_
     # Then it gets objects under matrices/ and starts the campaign state machine
     assert grants[matrices] == ["s3:GetObject"]
     assert grants[json.dumps({"Ref": _state_machine_id(scheduled_synth)})] == ["states:StartExecution"]
-    assert not any("dynamodb:" in action or "s3:PutObject" == action for actions in grants.values() for action in actions)
+    assert not any("dynamodb:" in action or action == "s3:PutObject" for actions in grants.values() for action in actions)
 
 
 def test_start_campaign_environment_satisfies_its_settings(scheduled_synth):

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from pydantic import ValidationError
+
 from pgarena_cdk import constants
 from pgarena_cdk.settings import DeploySettings
-from pydantic import ValidationError
 
 pytestmark = pytest.mark.infrastructure
 

@@ -10,10 +10,10 @@ import pytest
 from aws_cdk import App, Stack
 from aws_cdk import aws_s3 as s3
 from aws_cdk.assertions import Annotations, Match
+
+from pgarena.aws.settings import LauncherEnv, ResultsEnv
 from pgarena_cdk import constants
 from pgarena_cdk.nag import add_security_checks
-
-from pgarena.settings import LauncherEnv, ResultsEnv
 
 pytestmark = pytest.mark.infrastructure
 
@@ -42,9 +42,7 @@ def _logical_id(synth, type_: str, name_part: str) -> str:
 
 def _function(synth, handler: str) -> dict:
     (body,) = [
-        body
-        for body in synth.resources_of_type("AWS::Lambda::Function").values()
-        if body["Properties"]["Handler"] == handler
+        body for body in synth.resources_of_type("AWS::Lambda::Function").values() if body["Properties"]["Handler"] == handler
     ]
     return body["Properties"]
 
@@ -98,9 +96,7 @@ def test_results_bucket_is_encrypted(default_synth):
     encryption = _results_bucket(default_synth)["BucketEncryption"]
 
     # Then every object is encrypted at rest with S3-managed keys
-    assert encryption["ServerSideEncryptionConfiguration"][0]["ServerSideEncryptionByDefault"] == {
-        "SSEAlgorithm": "AES256"
-    }
+    assert encryption["ServerSideEncryptionConfiguration"][0]["ServerSideEncryptionByDefault"] == {"SSEAlgorithm": "AES256"}
 
 
 def test_results_bucket_blocks_public_access(default_synth):

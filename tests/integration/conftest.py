@@ -2,7 +2,7 @@ import pytest
 
 from pgarena.local.embedded import free_port
 from pgarena.local.runtime import LocalRun, run_local
-from pgarena.matrix import parse_campaign
+from pgarena.model.matrix import parse_campaign
 
 # A short campaign that exercises every part of the report: two embedded targets with prices, a
 # client sweep (scaling curves, USL fit), progress lines every second, and a target nobody listens
@@ -10,16 +10,31 @@ from pgarena.matrix import parse_campaign
 DEMO_MATRIX = {
     "campaign": "report-demo",
     "targets": [
-        {"name": "durable", "provider": "embedded", "hourly_cost_usd": 0.25,
-         "embedded": {"settings": {"synchronous_commit": "on"}}},
-        {"name": "tuned", "provider": "embedded", "hourly_cost_usd": 0.5,
-         "embedded": {"settings": {"synchronous_commit": "off", "fsync": "off"}}},
-        {"name": "unreachable", "provider": "self-hosted",
-         "endpoint": {"host": "127.0.0.1", "port": 0, "user": "postgres", "sslmode": "disable"}},
+        {
+            "name": "durable",
+            "provider": "embedded",
+            "hourly_cost_usd": 0.25,
+            "embedded": {"settings": {"synchronous_commit": "on"}},
+        },
+        {
+            "name": "tuned",
+            "provider": "embedded",
+            "hourly_cost_usd": 0.5,
+            "embedded": {"settings": {"synchronous_commit": "off", "fsync": "off"}},
+        },
+        {
+            "name": "unreachable",
+            "provider": "self-hosted",
+            "endpoint": {"host": "127.0.0.1", "port": 0, "user": "postgres", "sslmode": "disable"},
+        },
     ],
     "workloads": [
-        {"name": "tpcb", "tool": "pgbench", "init": {"scale": 1},
-         "run": {"clients": [1, 2, 4], "jobs": 2, "duration_s": 3, "progress_s": 1}},
+        {
+            "name": "tpcb",
+            "tool": "pgbench",
+            "init": {"scale": 1},
+            "run": {"clients": [1, 2, 4], "jobs": 2, "duration_s": 3, "progress_s": 1},
+        },
     ],
 }
 

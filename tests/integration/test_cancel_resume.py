@@ -10,12 +10,12 @@ import pg8000.dbapi
 import pytest
 from typer.testing import CliRunner
 
+from pgarena.aws.leases import LeaseStore, lease_key
 from pgarena.cli import app
-from pgarena.leases import LeaseStore, lease_key
 from pgarena.local.embedded import EmbeddedServer
 from pgarena.local.resume import resume_local
 from pgarena.local.runtime import MATRIX_FILE, TABLE, LocalRuntime, run_local
-from pgarena.matrix import Endpoint, parse_campaign
+from pgarena.model.matrix import Endpoint, parse_campaign
 
 pytestmark = pytest.mark.integration
 
@@ -26,8 +26,12 @@ PASSWORD_ENV = "PGARENA_TEST_RESUME_PW"
 
 
 def workload(duration_s):
-    return {"name": "tpcb", "tool": "pgbench", "init": {"scale": 1},
-            "run": {"clients": 2, "jobs": 1, "duration_s": duration_s, "progress_s": 1}}
+    return {
+        "name": "tpcb",
+        "tool": "pgbench",
+        "init": {"scale": 1},
+        "run": {"clients": 2, "jobs": 1, "duration_s": duration_s, "progress_s": 1},
+    }
 
 
 def endpoint_of(server, **extra):
@@ -56,12 +60,14 @@ def servers():
 @pytest.fixture(scope="module")
 def cancelled(servers, tmp_path_factory):
     # Given a campaign of two targets benchmarked one after the other
-    campaign = parse_campaign({
-        "campaign": "cancel-me",
-        "connections": {"monitor_interval_s": 0.5},
-        "targets": [{"name": name, "provider": "self-hosted", "endpoint": endpoint_of(pg)} for name, pg in servers.items()],
-        "workloads": [workload(20)],
-    })
+    campaign = parse_campaign(
+        {
+            "campaign": "cancel-me",
+            "connections": {"monitor_interval_s": 0.5},
+            "targets": [{"name": name, "provider": "self-hosted", "endpoint": endpoint_of(pg)} for name, pg in servers.items()],
+            "workloads": [workload(20)],
+        }
+    )
 
     def interrupt_during_the_run(event):
         if event.kind == "state" and event.text == "Run Worker Task first/tpcb/c2-r1":
@@ -110,15 +116,20 @@ def test_cancel_stops_workers_and_their_tools_and_releases_leases(cancelled):
 def resumed(servers, tmp_path_factory):
     # Given a campaign where one target failed (its password variable was not set) and one succeeded
     out = tmp_path_factory.mktemp("resume-results")
-    matrix = parse_campaign({
-        "campaign": "resume-me",
-        "targets": [
-            {"name": "ok", "provider": "self-hosted", "endpoint": endpoint_of(servers["first"])},
-            {"name": "locked", "provider": "self-hosted",
-             "endpoint": endpoint_of(servers["second"], password_env=PASSWORD_ENV)},
-        ],
-        "workloads": [workload(3)],
-    })
+    matrix = parse_campaign(
+        {
+            "campaign": "resume-me",
+            "targets": [
+                {"name": "ok", "provider": "self-hosted", "endpoint": endpoint_of(servers["first"])},
+                {
+                    "name": "locked",
+                    "provider": "self-hosted",
+                    "endpoint": endpoint_of(servers["second"], password_env=PASSWORD_ENV),
+                },
+            ],
+            "workloads": [workload(3)],
+        }
+    )
     with pytest.MonkeyPatch.context() as env:
         env.delenv(PASSWORD_ENV, raising=False)
         first = run_local(matrix, out)

@@ -1,14 +1,13 @@
 """Connection budgets against a real server with small limits and other tenants' sessions held open."""
 
 import threading
-import time
 
 import pg8000.dbapi
 import pytest
 
 from pgarena.local.embedded import EmbeddedServer
 from pgarena.local.runtime import LocalRuntime
-from pgarena.matrix import parse_campaign
+from pgarena.model.matrix import parse_campaign
 
 pytestmark = pytest.mark.integration
 
@@ -29,8 +28,9 @@ class Observer:
     """Counts pgarena's benchmark sessions from the server side, every 50 ms."""
 
     def __init__(self, endpoint):
-        self.conn = pg8000.dbapi.connect(host=endpoint.host, port=endpoint.port, user="postgres", database="postgres",
-                                         application_name="observer")
+        self.conn = pg8000.dbapi.connect(
+            host=endpoint.host, port=endpoint.port, user="postgres", database="postgres", application_name="observer"
+        )
         self.conn.autocommit = True  # a fresh pg_stat_activity snapshot per query
         self.peak = 0
         self.errors = []
@@ -62,16 +62,23 @@ class Observer:
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     # Given a server with small limits, a non-superuser benchmark role, and another tenant holding sessions
-    pg = EmbeddedServer("budget", {"max_connections": MAX_CONNECTIONS,
-                                   "superuser_reserved_connections": SUPERUSER_RESERVED,
-                                   "reserved_connections": RESERVED})
+    pg = EmbeddedServer(
+        "budget",
+        {
+            "max_connections": MAX_CONNECTIONS,
+            "superuser_reserved_connections": SUPERUSER_RESERVED,
+            "reserved_connections": RESERVED,
+        },
+    )
     endpoint = pg.start()
     sql(endpoint, "create role bench login password 'bench-pw'")
     sql(endpoint, "create role tenant login")
     for db in ("bench1", "bench2"):
         sql(endpoint, f"create database {db} owner bench")
-    tenants = [pg8000.dbapi.connect(host=endpoint.host, port=endpoint.port, user="tenant", database="postgres")
-               for _ in range(TENANT_SESSIONS)]
+    tenants = [
+        pg8000.dbapi.connect(host=endpoint.host, port=endpoint.port, user="tenant", database="postgres")
+        for _ in range(TENANT_SESSIONS)
+    ]
     observer = Observer(endpoint)
     yield endpoint, observer
     observer.close()
@@ -87,18 +94,35 @@ def runtime(tmp_path_factory):
 
 
 def matrix(endpoint, name, clients, policy, database="bench1", pooler=None, lease_wait_s=0):
-    target = {"name": "shared", "provider": "self-hosted",
-              "endpoint": {"host": endpoint.host, "port": endpoint.port, "dbname": database, "user": "bench",
-                           "password_env": "PGARENA_TEST_BENCH_PW", "sslmode": "disable"}}
+    target = {
+        "name": "shared",
+        "provider": "self-hosted",
+        "endpoint": {
+            "host": endpoint.host,
+            "port": endpoint.port,
+            "dbname": database,
+            "user": "bench",
+            "password_env": "PGARENA_TEST_BENCH_PW",
+            "sslmode": "disable",
+        },
+    }
     if pooler:
         target["pooler"] = pooler
-    return parse_campaign({
-        "campaign": name,
-        "connections": {"policy": policy, "safety_margin": 2, "monitor_interval_s": 0.5, "lease_wait_s": lease_wait_s},
-        "targets": [target],
-        "workloads": [{"name": "sel", "tool": "pgbench", "init": {"scale": 1},
-                       "run": {"clients": clients, "jobs": 2, "duration_s": 3, "builtin": "select-only", "progress_s": 1}}],
-    })
+    return parse_campaign(
+        {
+            "campaign": name,
+            "connections": {"policy": policy, "safety_margin": 2, "monitor_interval_s": 0.5, "lease_wait_s": lease_wait_s},
+            "targets": [target],
+            "workloads": [
+                {
+                    "name": "sel",
+                    "tool": "pgbench",
+                    "init": {"scale": 1},
+                    "run": {"clients": clients, "jobs": 2, "duration_s": 3, "builtin": "select-only", "progress_s": 1},
+                }
+            ],
+        }
+    )
 
 
 # bench may use neither superuser nor reserved slots: 30 - 3 - 2 = 25, less 5 tenant sessions and the
@@ -138,7 +162,9 @@ def test_fail_refuses_with_budget_consumers_and_fix(server, runtime):
 
 def test_pooler_limit_binds_when_lower(server, runtime):
     server, _ = server
-    run = runtime.wait(runtime.start(matrix(server, "pooled", 40, "clamp", pooler={"kind": "pgbouncer", "max_client_connections": 10})))
+    run = runtime.wait(
+        runtime.start(matrix(server, "pooled", 40, "clamp", pooler={"kind": "pgbouncer", "max_client_connections": 10}))
+    )
     (target,) = run.results.targets
     assert target.server.budget.binding == "pooler"
     assert target.workloads[0].clients == 10 - 2 - 2

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from pgarena.local.runtime import run_local
-from pgarena.matrix import parse_campaign
+from pgarena.model.matrix import parse_campaign
 
 pytestmark = pytest.mark.integration
 
@@ -14,10 +14,15 @@ MATRIX = {
     "campaign": "consolidation",
     "connections": {"monitor_interval_s": 1},
     "scenario": {"consolidation": {"steps": [1, 2, 4], "threshold": 0.95}},
-    "targets": [{"name": name, "provider": "embedded", "embedded": {"settings": {"shared_buffers": "32MB"}}}
-                for name in NAMES],
-    "workloads": [{"name": "select", "tool": "pgbench", "init": {"scale": 1},
-                   "run": {"clients": 2, "jobs": 1, "duration_s": 3, "progress_s": 1, "builtin": "select-only"}}],
+    "targets": [{"name": name, "provider": "embedded", "embedded": {"settings": {"shared_buffers": "32MB"}}} for name in NAMES],
+    "workloads": [
+        {
+            "name": "select",
+            "tool": "pgbench",
+            "init": {"scale": 1},
+            "run": {"clients": 2, "jobs": 1, "duration_s": 3, "progress_s": 1, "builtin": "select-only"},
+        }
+    ],
 }
 
 
@@ -38,8 +43,7 @@ def table(run):
 
 def test_each_step_runs_the_first_n_targets(table):
     # Then the sweep ran three phases with 1, 2 and 4 targets
-    assert [(s.phase, s.targets, s.names) for s in table.steps] == [
-        (1, 1, ["db1"]), (2, 2, ["db1", "db2"]), (3, 4, NAMES)]
+    assert [(s.phase, s.targets, s.names) for s in table.steps] == [(1, 1, ["db1"]), (2, 2, ["db1", "db2"]), (3, 4, NAMES)]
     assert all(s.complete for s in table.steps)
 
 
@@ -82,7 +86,8 @@ def test_results_json_and_the_report_carry_the_table(run, table):
     data = json.loads((run.results_dir / "results.json").read_text())
     rows = data["scenarios"]["consolidation"][0]["steps"]
     assert [(r["targets"], r["measured_tps"], r["ideal_tps"]) for r in rows] == [
-        (s.targets, s.measured_tps, s.ideal_tps) for s in table.steps]
+        (s.targets, s.measured_tps, s.ideal_tps) for s in table.steps
+    ]
     html = (run.results_dir / "report.html").read_text()
     summary = (run.results_dir / "summary.md").read_text()
     assert 'id="consolidation"' in html and 'id="chart-consolidation-select-c2"' in html

@@ -6,11 +6,11 @@ import time
 import pytest
 
 from functions.start_campaign.handler import handler as start_campaign
-from pgarena.ledger import Ledger, month_of
+from pgarena.aws.ledger import Ledger, month_of
 from pgarena.local.embedded import EmbeddedServer, free_port
 from pgarena.local.endpoints import LambdaContext
 from pgarena.local.runtime import BUCKET, TABLE, Execution, LocalRuntime
-from pgarena.matrix import parse_campaign
+from pgarena.model.matrix import parse_campaign
 
 pytestmark = pytest.mark.integration
 
@@ -33,14 +33,28 @@ def matrix(name, endpoint, hourly_cost_usd, **cost):
     return {
         "campaign": name,
         "targets": [
-            {"name": "small", "provider": "self-hosted", "hourly_cost_usd": hourly_cost_usd,
-             "endpoint": {"host": endpoint.host, "port": endpoint.port, "user": "postgres", "sslmode": "disable"}},
-            {"name": "large", "provider": "self-hosted", "hourly_cost_usd": hourly_cost_usd * 4,
-             "endpoint": {"host": endpoint.host, "port": endpoint.port, "user": "postgres", "sslmode": "disable"}},
+            {
+                "name": "small",
+                "provider": "self-hosted",
+                "hourly_cost_usd": hourly_cost_usd,
+                "endpoint": {"host": endpoint.host, "port": endpoint.port, "user": "postgres", "sslmode": "disable"},
+            },
+            {
+                "name": "large",
+                "provider": "self-hosted",
+                "hourly_cost_usd": hourly_cost_usd * 4,
+                "endpoint": {"host": endpoint.host, "port": endpoint.port, "user": "postgres", "sslmode": "disable"},
+            },
         ],
         "connections": {"monitor_interval_s": 0.5},
-        "workloads": [{"name": "sel", "tool": "pgbench", "init": {"scale": 1},
-                       "run": {"clients": 2, "jobs": 1, "duration_s": 2, "builtin": "select-only", "progress_s": 1}}],
+        "workloads": [
+            {
+                "name": "sel",
+                "tool": "pgbench",
+                "init": {"scale": 1},
+                "run": {"clients": 2, "jobs": 1, "duration_s": 2, "builtin": "select-only", "progress_s": 1},
+            }
+        ],
         "cost": cost,
     }
 
@@ -64,7 +78,8 @@ def assert_refused_before_any_worker(runtime, execution, run, workers_before, re
     assert run.status == "SUCCEEDED", run.error
     # Every target is listed failed with the guard's reason
     assert [(t.name, t.status, t.error.kind) for t in run.results.targets] == [
-        ("small", "failed", "cost_cap_refused"), ("large", "failed", "cost_cap_refused")
+        ("small", "failed", "cost_cap_refused"),
+        ("large", "failed", "cost_cap_refused"),
     ]
     assert all(reason in t.error.message for t in run.results.targets)
     assert run.results.ranking == [] and run.results.cost.refused is not None
@@ -88,8 +103,9 @@ def test_over_cap_campaign_is_refused_before_any_worker_starts(runtime):
     # Then it ends with results.json, every target refused with the estimate in the message
     estimate = run.results.cost.estimated_usd
     assert estimate > 0.01
-    assert_refused_before_any_worker(runtime, execution, run, workers_before,
-                                     f"estimated ${estimate:.2f} exceeds the campaign cap $0.01")
+    assert_refused_before_any_worker(
+        runtime, execution, run, workers_before, f"estimated ${estimate:.2f} exceeds the campaign cap $0.01"
+    )
     # And the ledger keeps the refusal without counting it
     ledger = Ledger(runtime.dynamodb, TABLE)
     month = run.results.cost.month
@@ -111,8 +127,10 @@ def test_monthly_cap_blocks_a_scheduled_campaign_once_the_month_is_spent(runtime
 
     # When the scheduler fires: start_campaign reads the matrix and starts the execution
     monkeypatch.setenv("STATE_MACHINE_ARN", runtime.machine_arn)
-    started = start_campaign({"schedule": "nightly", "matrix_s3_key": key, "execution_id": "d32c5kddcf5bb8c3"},
-                             LambdaContext(function_name="pgarena-start-campaign"))
+    started = start_campaign(
+        {"schedule": "nightly", "matrix_s3_key": key, "execution_id": "d32c5kddcf5bb8c3"},
+        LambdaContext(function_name="pgarena-start-campaign"),
+    )
     campaign_id = "nightly-d32c5kddcf5bb8c3"
     execution = Execution(campaign_id, started["execution_arn"], runtime.out_dir / campaign_id, time.monotonic())
     run = runtime.wait(execution)

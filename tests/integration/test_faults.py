@@ -21,7 +21,7 @@ import pytest
 
 from pgarena.local.embedded import EmbeddedServer
 from pgarena.local.runtime import LocalRuntime
-from pgarena.matrix import parse_campaign
+from pgarena.model.matrix import parse_campaign
 
 pytestmark = pytest.mark.integration
 
@@ -32,21 +32,29 @@ MAX_CONNECTIONS = 12
 # Tenant sessions that leave the crowded server one slot short: 12 - 7 others - 2 pgarena - 2 margin = 1 < 2.
 CROWD = 7
 FAST = {"fsync": "off", "synchronous_commit": "off", "shared_buffers": "16MB", "max_connections": MAX_CONNECTIONS}
-WORKLOAD = {"name": "tpcb", "tool": "pgbench", "init": {"scale": 1},
-            "run": {"clients": CLIENTS, "jobs": 1, "duration_s": DURATION_S, "progress_s": 1}}
+WORKLOAD = {
+    "name": "tpcb",
+    "tool": "pgbench",
+    "init": {"scale": 1},
+    "run": {"clients": CLIENTS, "jobs": 1, "duration_s": DURATION_S, "progress_s": 1},
+}
 INJECT_DEADLINE_S = 60
 
 
 def connect(endpoint, application_name="fault-injector"):
-    conn = pg8000.dbapi.connect(host="127.0.0.1", port=endpoint.port, user="postgres", database="postgres",
-                                application_name=application_name)
+    conn = pg8000.dbapi.connect(
+        host="127.0.0.1", port=endpoint.port, user="postgres", database="postgres", application_name=application_name
+    )
     conn.autocommit = True
     return conn
 
 
 def target(name, server, **endpoint):
-    return {"name": name, "provider": "self-hosted",
-            "endpoint": {"host": "127.0.0.1", "port": server.port, "user": "postgres", "sslmode": "disable", **endpoint}}
+    return {
+        "name": name,
+        "provider": "self-hosted",
+        "endpoint": {"host": "127.0.0.1", "port": server.port, "user": "postgres", "sslmode": "disable", **endpoint},
+    }
 
 
 def wait_for_run(endpoint):
@@ -59,9 +67,11 @@ def wait_for_run(endpoint):
         while time.monotonic() < deadline:
             # the run's clients share one application_name; the load has one client backend (and, while it
             # builds indexes, parallel workers under the same name)
-            cursor.execute("select coalesce(max(n), 0) from (select count(*) as n from pg_stat_activity"
-                           " where backend_type = 'client backend' and application_name like 'pgarena/%%'"
-                           " group by application_name) as per_step")
+            cursor.execute(
+                "select coalesce(max(n), 0) from (select count(*) as n from pg_stat_activity"
+                " where backend_type = 'client backend' and application_name like 'pgarena/%%'"
+                " group by application_name) as per_step"
+            )
             if cursor.fetchone()[0] >= CLIENTS:
                 time.sleep(2.0)
                 return
@@ -106,9 +116,7 @@ def crash_and_restart(server):
 def terminate_backends(server):
     wait_for_run(server.endpoint)
     conn = connect(server.endpoint)
-    conn.cursor().execute(
-        "select pg_terminate_backend(pid) from pg_stat_activity where application_name like 'pgarena/%%'"
-    )
+    conn.cursor().execute("select pg_terminate_backend(pid) from pg_stat_activity where application_name like 'pgarena/%%'")
     conn.close()
 
 
@@ -119,7 +127,7 @@ def kill_worker(server, runtime, step_id):
         if process.poll() is not None:
             continue
         environ = Path(f"/proc/{process.pid}/environ").read_bytes().split(b"\0")
-        step = next((e[len(b"PGARENA_STEP="):] for e in environ if e.startswith(b"PGARENA_STEP=")), b"{}")
+        step = next((e[len(b"PGARENA_STEP=") :] for e in environ if e.startswith(b"PGARENA_STEP=")), b"{}")
         if json.loads(step).get("step_id") == step_id:
             os.killpg(process.pid, signal.SIGKILL)
             return
@@ -165,31 +173,38 @@ def servers():
 
 @pytest.fixture(scope="module")
 def faults(servers, tmp_path_factory):
-    main = parse_campaign({
-        "campaign": "faults",
-        "target_concurrency": 8,
-        "connections": {"policy": "fail", "monitor_interval_s": 0.5, "lease_wait_s": 0},
-        "targets": [
-            # resolved once at preflight; the workers connect to the address, TLS (if any) checks the name
-            target("healthy", servers["healthy"], host="localhost", use_resolved_address=True),
-            target("restarted", servers["restarted"]),
-            target("terminated", servers["terminated"]),
-            target("crowded", servers["crowded"]),
-            target("squeezed", servers["squeezed"]),
-            target("impatient", servers["impatient"], user="bench"),
-            {"name": "unresolvable", "provider": "azure",
-             "endpoint": {"host": "pgarena-nowhere.invalid", "user": "postgres", "sslmode": "disable"}},
-        ],
-        "workloads": [WORKLOAD],
-    })
-    lost = parse_campaign({
-        "campaign": "faults-lost",
-        "target_concurrency": 2,
-        "heartbeat_timeout_s": HEARTBEAT_TIMEOUT_S,
-        "connections": {"policy": "fail", "monitor_interval_s": 0.5, "lease_wait_s": 0},
-        "targets": [target("steady", servers["steady"]), target("lost", servers["lost"])],
-        "workloads": [WORKLOAD],
-    })
+    main = parse_campaign(
+        {
+            "campaign": "faults",
+            "target_concurrency": 8,
+            "connections": {"policy": "fail", "monitor_interval_s": 0.5, "lease_wait_s": 0},
+            "targets": [
+                # resolved once at preflight; the workers connect to the address, TLS (if any) checks the name
+                target("healthy", servers["healthy"], host="localhost", use_resolved_address=True),
+                target("restarted", servers["restarted"]),
+                target("terminated", servers["terminated"]),
+                target("crowded", servers["crowded"]),
+                target("squeezed", servers["squeezed"]),
+                target("impatient", servers["impatient"], user="bench"),
+                {
+                    "name": "unresolvable",
+                    "provider": "azure",
+                    "endpoint": {"host": "pgarena-nowhere.invalid", "user": "postgres", "sslmode": "disable"},
+                },
+            ],
+            "workloads": [WORKLOAD],
+        }
+    )
+    lost = parse_campaign(
+        {
+            "campaign": "faults-lost",
+            "target_concurrency": 2,
+            "heartbeat_timeout_s": HEARTBEAT_TIMEOUT_S,
+            "connections": {"policy": "fail", "monitor_interval_s": 0.5, "lease_wait_s": 0},
+            "targets": [target("steady", servers["steady"]), target("lost", servers["lost"])],
+            "workloads": [WORKLOAD],
+        }
+    )
     tenants = [connect(servers["crowded"].endpoint, application_name="tenant") for _ in range(CROWD)]
     held: list = []
     injector = Injector()
@@ -200,8 +215,16 @@ def faults(servers, tmp_path_factory):
         injector.at("restarted", crash_and_restart, servers["restarted"])
         injector.at("terminated", terminate_backends, servers["terminated"])
         injector.at("lost", kill_worker, servers["lost"], runtime, "lost/tpcb/c2-r1")
-        injector.at("squeezed", squeeze_after_preflight, servers["squeezed"], runtime, main_run.campaign_id,
-                    "squeezed", injector.stop, held)
+        injector.at(
+            "squeezed",
+            squeeze_after_preflight,
+            servers["squeezed"],
+            runtime,
+            main_run.campaign_id,
+            "squeezed",
+            injector.stop,
+            held,
+        )
         # When they run to their end
         runs = {"main": runtime.wait(main_run), "lost": runtime.wait(lost_run)}
         injector.join()
@@ -219,7 +242,14 @@ def test_every_campaign_finishes_listing_every_target(faults):
     assert not injector.errors, injector.errors
     assert runs["main"].status == runs["lost"].status == "SUCCEEDED"
     assert [t.name for t in runs["main"].results.targets] == [
-        "healthy", "restarted", "terminated", "crowded", "squeezed", "impatient", "unresolvable"]
+        "healthy",
+        "restarted",
+        "terminated",
+        "crowded",
+        "squeezed",
+        "impatient",
+        "unresolvable",
+    ]
     for run in runs.values():
         for t in run.results.targets:
             # every planned step is listed with a status: the load and the run
@@ -269,7 +299,7 @@ def test_terminated_backends_are_server_closed_connection(faults):
 
 
 def test_killed_worker_is_lost_by_its_missed_heartbeat_and_leaves_its_output(faults):
-    runs, injector, _ = faults
+    runs, _injector, _ = faults
     t = result(runs["lost"], "lost")
     (w,) = t.workloads
     assert t.status == w.status == "failed"

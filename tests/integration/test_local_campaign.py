@@ -6,7 +6,7 @@ import pytest
 
 from pgarena.local.embedded import free_port
 from pgarena.local.runtime import run_local
-from pgarena.matrix import parse_campaign
+from pgarena.model.matrix import parse_campaign
 
 pytestmark = pytest.mark.integration
 
@@ -21,13 +21,24 @@ def campaign_run(tmp_path_factory):
         "targets": [
             {"name": "durable", "provider": "embedded", "embedded": {"settings": {"synchronous_commit": "on"}}},
             {"name": "async", "provider": "embedded", "embedded": {"settings": {"synchronous_commit": "off", "fsync": "off"}}},
-            {"name": "unreachable", "provider": "self-hosted",
-             "endpoint": {"host": "127.0.0.1", "port": free_port(), "user": "postgres", "sslmode": "disable"}},
-            {"name": "tiny", "provider": "embedded", "embedded": {"settings": {"max_connections": 6, "superuser_reserved_connections": 2}}},
+            {
+                "name": "unreachable",
+                "provider": "self-hosted",
+                "endpoint": {"host": "127.0.0.1", "port": free_port(), "user": "postgres", "sslmode": "disable"},
+            },
+            {
+                "name": "tiny",
+                "provider": "embedded",
+                "embedded": {"settings": {"max_connections": 6, "superuser_reserved_connections": 2}},
+            },
         ],
         "workloads": [
-            {"name": "tpcb", "tool": "pgbench", "init": {"scale": 1},
-             "run": {"clients": 4, "jobs": 2, "duration_s": 3, "progress_s": 1}},
+            {
+                "name": "tpcb",
+                "tool": "pgbench",
+                "init": {"scale": 1},
+                "run": {"clients": 4, "jobs": 2, "duration_s": 3, "progress_s": 1},
+            },
         ],
     }
     events = []

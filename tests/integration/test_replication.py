@@ -5,9 +5,10 @@ import json
 
 import pytest
 
+from pgarena.analysis.replication import lsn_to_int
 from pgarena.local.runtime import run_local
-from pgarena.matrix import parse_campaign
-from pgarena.replication import load_lag_series, lsn_to_int
+from pgarena.model.matrix import parse_campaign
+from pgarena.model.replication import LagSample
 
 pytestmark = pytest.mark.integration
 
@@ -19,13 +20,25 @@ DURATION_S = 3
 MATRIX = {
     "campaign": "replication",
     "connections": {"monitor_interval_s": 0.5},
-    "targets": [{
-        "name": "primary", "provider": "embedded",
-        "embedded": {"settings": {"synchronous_commit": "off"}, "replicas": 1,
-                     "replica_settings": {"recovery_min_apply_delay": f"{int(APPLY_DELAY_S * 1000)}ms"}},
-    }],
-    "workloads": [{"name": "tpcb", "tool": "pgbench", "init": {"scale": 1},
-                   "run": {"clients": [1, 4], "jobs": 1, "duration_s": DURATION_S, "progress_s": 1}}],
+    "targets": [
+        {
+            "name": "primary",
+            "provider": "embedded",
+            "embedded": {
+                "settings": {"synchronous_commit": "off"},
+                "replicas": 1,
+                "replica_settings": {"recovery_min_apply_delay": f"{int(APPLY_DELAY_S * 1000)}ms"},
+            },
+        }
+    ],
+    "workloads": [
+        {
+            "name": "tpcb",
+            "tool": "pgbench",
+            "init": {"scale": 1},
+            "run": {"clients": [1, 4], "jobs": 1, "duration_s": DURATION_S, "progress_s": 1},
+        }
+    ],
 }
 
 
@@ -68,7 +81,7 @@ def test_sustainable_tps_is_transactions_over_run_plus_catch_up(runs):
 def test_the_lag_series_is_kept_as_raw_output(run, runs):
     w = runs[4]
     assert w.replication.raw in w.raw
-    samples = load_lag_series(run.results_dir / w.replication.raw)
+    samples = [LagSample.model_validate_json(line) for line in (run.results_dir / w.replication.raw).read_text().splitlines()]
     during = [s for s in samples if s.stage == "run"]
     after = [s for s in samples if s.stage == "catch_up"]
     # Sampled every 0.5 s during the 3 s run, then until the standby had replayed the end of the run

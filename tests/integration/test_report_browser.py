@@ -14,12 +14,21 @@ pytestmark = pytest.mark.integration
 CHROMIUM = shutil.which("chromium")
 # Headless, offline, no profile left behind: the report must render from the file alone.
 FLAGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync", "--hide-scrollbars",
-    "--enable-logging=stderr", "--v=0",
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--hide-scrollbars",
+    "--enable-logging=stderr",
+    "--v=0",
 ]
 BROWSER_TIMEOUT_S = 120
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
 
 def chromium(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
     # `make install` (run by `make test`) installs Debian's chromium as root: its absence is a failure.
@@ -27,7 +36,10 @@ def chromium(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
     profile = tmp_path / "profile"
     return subprocess.run(
         [CHROMIUM, *FLAGS, f"--user-data-dir={profile}", *args],
-        capture_output=True, text=True, timeout=BROWSER_TIMEOUT_S, check=False,
+        capture_output=True,
+        text=True,
+        timeout=BROWSER_TIMEOUT_S,
+        check=False,
     )
 
 
@@ -53,8 +65,14 @@ def test_report_renders_its_charts_in_chromium(rendered):
     # Then the DOM holds every chart the campaign calls for, drawn
     assert rendered.returncode == 0, rendered.stderr[-2000:]
     dom = rendered.stdout
-    for chart in ("chart-throughput", "chart-latency", "chart-progress-tpcb-c1", "chart-progress-tpcb-c4",
-                  "chart-scaling-tpcb", "chart-cost"):
+    for chart in (
+        "chart-throughput",
+        "chart-latency",
+        "chart-progress-tpcb-c1",
+        "chart-progress-tpcb-c4",
+        "chart-scaling-tpcb",
+        "chart-cost",
+    ):
         assert re.search(rf'<svg id="{chart}" class="chart', dom), chart
     assert len(re.findall(r'<rect class="bar', dom)) >= 12  # 2 targets x 3 client counts, tps and cost
     assert len(re.findall(r'<circle class="dot"', dom)) >= 6
@@ -68,7 +86,7 @@ def test_report_has_no_script_and_logs_no_error(rendered):
 def test_report_ranks_the_embedded_targets_and_lists_the_unreachable_one(rendered):
     dom = rendered.stdout
     assert re.search(r'<section id="ranking">.*durable.*tuned|<section id="ranking">.*tuned.*durable', dom, flags=re.S)
-    incidents = dom[dom.index('<section id="incidents">'):]
+    incidents = dom[dom.index('<section id="incidents">') :]
     assert "unreachable" in incidents and "connection_refused" in incidents
 
 

@@ -8,7 +8,7 @@ import math
 import pytest
 
 from pgarena.local.runtime import run_local
-from pgarena.matrix import parse_campaign
+from pgarena.model.matrix import parse_campaign
 
 pytestmark = pytest.mark.integration
 
@@ -16,8 +16,14 @@ MATRIX = {
     "campaign": "sharded",
     "connections": {"monitor_interval_s": 1},
     "targets": [{"name": "pg", "provider": "embedded", "embedded": {"settings": {"fsync": "off", "synchronous_commit": "off"}}}],
-    "workloads": [{"name": "tpcb", "tool": "pgbench", "init": {"scale": 2},
-                   "run": {"clients": 10, "jobs": 1, "duration_s": 6, "progress_s": 1, "workers": 4}}],
+    "workloads": [
+        {
+            "name": "tpcb",
+            "tool": "pgbench",
+            "init": {"scale": 2},
+            "run": {"clients": 10, "jobs": 1, "duration_s": 6, "progress_s": 1, "workers": 4},
+        }
+    ],
 }
 
 
@@ -39,8 +45,9 @@ def workload(run):
 @pytest.fixture(scope="module")
 def raw_window(run, workload):
     """The common window recomputed from each shard's raw output, and the transactions inside it."""
-    series = [json.loads((run.results_dir / next(p for p in s.raw if p.endswith("series.json"))).read_text())
-              for s in workload.shards]
+    series = [
+        json.loads((run.results_dir / next(p for p in s.raw if p.endswith("series.json"))).read_text()) for s in workload.shards
+    ]
     start = math.ceil(max(s["start_epoch"] for s in series))
     end = math.floor(min(s["end_epoch"] for s in series))
     latencies_ms, per_shard = [], []

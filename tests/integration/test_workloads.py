@@ -5,21 +5,36 @@ import gzip
 import pytest
 
 from pgarena.local.runtime import run_local
-from pgarena.matrix import parse_campaign
+from pgarena.model.matrix import parse_campaign
 
 pytestmark = pytest.mark.integration
 
-SYSBENCH_SCRIPTS = ["oltp_read_write", "oltp_read_only", "oltp_write_only", "oltp_point_select", "oltp_insert", "oltp_update_index"]
+SYSBENCH_SCRIPTS = [
+    "oltp_read_write",
+    "oltp_read_only",
+    "oltp_write_only",
+    "oltp_point_select",
+    "oltp_insert",
+    "oltp_update_index",
+]
 
 
 def pgbench(name, init=None, **run):
-    return {"name": name, "tool": "pgbench", "init": init or {"scale": 1},
-            "run": {"clients": 2, "jobs": 2, "progress_s": 1, **({"duration_s": 2} if "transactions" not in run else {}), **run}}
+    return {
+        "name": name,
+        "tool": "pgbench",
+        "init": init or {"scale": 1},
+        "run": {"clients": 2, "jobs": 2, "progress_s": 1, **({"duration_s": 2} if "transactions" not in run else {}), **run},
+    }
 
 
 def sysbench(script):
-    return {"name": script.replace("_", "-"), "tool": "sysbench", "prepare": {"tables": 2, "table_size": 1000},
-            "run": {"script": script, "threads": 2, "duration_s": 2, "report_interval_s": 1}}
+    return {
+        "name": script.replace("_", "-"),
+        "tool": "sysbench",
+        "prepare": {"tables": 2, "table_size": 1000},
+        "run": {"script": script, "threads": 2, "duration_s": 2, "report_interval_s": 1},
+    }
 
 
 MATRIX = {
@@ -29,10 +44,18 @@ MATRIX = {
     "workloads": [
         pgbench("tpcb", init={"scale": 1, "fillfactor": 90, "foreign_keys": True}, protocol="prepared"),
         pgbench("simple-update", builtin="simple-update", protocol="extended"),
-        pgbench("select-only", init={"scale": 1, "partitions": 2, "partition_method": "hash", "data_generation": "server"},
-                builtin="select-only"),
-        pgbench("mix", scripts=[{"builtin": "select-only", "weight": 3},
-                                {"sql": "\\set aid random(1, 100000)\nSELECT abalance FROM pgbench_accounts WHERE aid = :aid;", "weight": 1}]),
+        pgbench(
+            "select-only",
+            init={"scale": 1, "partitions": 2, "partition_method": "hash", "data_generation": "server"},
+            builtin="select-only",
+        ),
+        pgbench(
+            "mix",
+            scripts=[
+                {"builtin": "select-only", "weight": 3},
+                {"sql": "\\set aid random(1, 100000)\nSELECT abalance FROM pgbench_accounts WHERE aid = :aid;", "weight": 1},
+            ],
+        ),
         pgbench("throttled", rate_tps=200, latency_limit_ms=50, max_tries=3),
         pgbench("counted", transactions=100),
         *[sysbench(script) for script in SYSBENCH_SCRIPTS],

@@ -1,9 +1,10 @@
 import json
 
-from pgarena.aggregate import TargetOutcome, aggregate
-from pgarena.matrix import parse_campaign
-from pgarena.plan import plan_campaign
-from pgarena.results import StepSummary
+from pgarena.analysis.aggregate import aggregate
+from pgarena.model.matrix import parse_campaign
+from pgarena.model.outcomes import TargetOutcome
+from pgarena.model.results import StepSummary
+from pgarena.planning.plan import plan_campaign
 from tests.conftest import FIXTURES
 
 
@@ -15,9 +16,20 @@ def plan_two_targets():
 
 def summary(step_id, target, kind="run", tps=None, status="succeeded"):
     return StepSummary(
-        campaign_id="cid", step_id=step_id, target=target, workload="tpcb", kind=kind, tool="pgbench",
-        clients=4 if kind == "run" else None, status=status, started_at="t0", finished_at="t1", wall_s=1.0, tps=tps,
-        load_s=0.5 if kind == "init" else None, raw=[f"cid/raw/{step_id}/pgbench.log"],
+        campaign_id="cid",
+        step_id=step_id,
+        target=target,
+        workload="tpcb",
+        kind=kind,
+        tool="pgbench",
+        clients=4 if kind == "run" else None,
+        status=status,
+        started_at="t0",
+        finished_at="t1",
+        wall_s=1.0,
+        tps=tps,
+        load_s=0.5 if kind == "init" else None,
+        raw=[f"cid/raw/{step_id}/pgbench.log"],
     )
 
 
@@ -25,8 +37,17 @@ def test_failed_target_keeps_its_error_and_the_other_is_ranked():
     # Given target a ran and target b failed preflight
     plan = plan_two_targets()
     outcomes = [
-        TargetOutcome(name="a", steps=[{"step_id": "a/tpcb/init", "status": "succeeded"}, {"step_id": "a/tpcb/c4-r1", "status": "succeeded"}]),
-        TargetOutcome(name="b", failure={"Error": "ConnectionRefused", "Cause": json.dumps({"errorType": "ConnectionRefused", "errorMessage": "no server"})}),
+        TargetOutcome(
+            name="a",
+            steps=[{"step_id": "a/tpcb/init", "status": "succeeded"}, {"step_id": "a/tpcb/c4-r1", "status": "succeeded"}],
+        ),
+        TargetOutcome(
+            name="b",
+            failure={
+                "Error": "ConnectionRefused",
+                "Cause": json.dumps({"errorType": "ConnectionRefused", "errorMessage": "no server"}),
+            },
+        ),
     ]
     summaries = [summary("a/tpcb/init", "a", kind="init"), summary("a/tpcb/c4-r1", "a", tps=123.4)]
     # When aggregated
@@ -45,12 +66,25 @@ def test_failed_step_fails_its_target_but_keeps_measured_results():
     plan = plan_two_targets()
     failure = {"Error": "too_many_clients", "Cause": json.dumps({"errorType": "too_many_clients", "errorMessage": "full"})}
     outcomes = [
-        TargetOutcome(name="a", steps=[{"step_id": "a/tpcb/init", "status": "succeeded"}, {"step_id": "a/tpcb/c4-r1", "status": "failed", "failure": failure}]),
-        TargetOutcome(name="b", steps=[{"step_id": "b/tpcb/init", "status": "succeeded"}, {"step_id": "b/tpcb/c4-r1", "status": "succeeded"}]),
+        TargetOutcome(
+            name="a",
+            steps=[
+                {"step_id": "a/tpcb/init", "status": "succeeded"},
+                {"step_id": "a/tpcb/c4-r1", "status": "failed", "failure": failure},
+            ],
+        ),
+        TargetOutcome(
+            name="b",
+            steps=[{"step_id": "b/tpcb/init", "status": "succeeded"}, {"step_id": "b/tpcb/c4-r1", "status": "succeeded"}],
+        ),
     ]
-    summaries = [summary("a/tpcb/init", "a", kind="init"), summary("b/tpcb/init", "b", kind="init"), summary("b/tpcb/c4-r1", "b", tps=50.0)]
+    summaries = [
+        summary("a/tpcb/init", "a", kind="init"),
+        summary("b/tpcb/init", "b", kind="init"),
+        summary("b/tpcb/c4-r1", "b", tps=50.0),
+    ]
     results = aggregate(plan, outcomes, summaries, "s", "f")
-    a, b = results.targets
+    a, _b = results.targets
     assert a.status == "failed" and a.error.kind == "too_many_clients"
     assert a.loads[0].status == "succeeded"
     assert [r.target for r in results.ranking] == ["b"]
@@ -63,7 +97,8 @@ def test_missing_outcome_is_reported_not_dropped():
 
 
 def test_a_failed_shard_degrades_the_merged_result_and_says_which():
-    from pgarena.latency import SecondBucket, ShardSeries, encode, new_histogram
+    from pgarena.analysis.latency import encode, new_histogram
+    from pgarena.model.series import SecondBucket, ShardSeries
 
     data = json.loads((FIXTURES / "matrices" / "minimal.json").read_text())
     data["targets"] = data["targets"][:1]
@@ -73,10 +108,25 @@ def test_a_failed_shard_degrades_the_merged_result_and_says_which():
     h.record_value(1000)
     ok = summary("a/tpcb/c4-r1/s0", "a", tps=10.0).model_copy(update={"clients": 2, "series": "cid/raw/x/series.json"})
     failure = {"Error": "server_closed_connection", "Cause": ""}
-    outcomes = [TargetOutcome(name="a", steps=[{"shards": [{"step_id": "a/tpcb/init", "status": "succeeded"}]},
-                                                {"shards": [{"step_id": "a/tpcb/c4-r1/s0", "status": "succeeded"},
-                                                            {"step_id": "a/tpcb/c4-r1/s1", "status": "failed", "failure": failure}]}])]
-    series = {"a/tpcb/c4-r1/s0": ShardSeries(start_epoch=0.0, end_epoch=3.0, seconds=[SecondBucket(t=t, count=1, hist=encode(h)) for t in range(3)])}
+    outcomes = [
+        TargetOutcome(
+            name="a",
+            steps=[
+                {"shards": [{"step_id": "a/tpcb/init", "status": "succeeded"}]},
+                {
+                    "shards": [
+                        {"step_id": "a/tpcb/c4-r1/s0", "status": "succeeded"},
+                        {"step_id": "a/tpcb/c4-r1/s1", "status": "failed", "failure": failure},
+                    ]
+                },
+            ],
+        )
+    ]
+    series = {
+        "a/tpcb/c4-r1/s0": ShardSeries(
+            start_epoch=0.0, end_epoch=3.0, seconds=[SecondBucket(t=t, count=1, hist=encode(h)) for t in range(3)]
+        )
+    }
     results = aggregate(plan, outcomes, [summary("a/tpcb/init", "a", kind="init"), ok], "s", "f", series=series)
     (w,) = results.targets[0].workloads
     assert w.degraded and (w.clients, w.requested_clients) == (2, 4)

@@ -2,16 +2,23 @@ import json
 
 import pytest
 
-from pgarena.budget import COORDINATOR_CONNECTIONS, ConnectionFacts, Sessions, apply_budget, compute_budget
-from pgarena.errors import BudgetRefused
-from pgarena.matrix import ConnectionPolicy, Pooler, parse_campaign
-from pgarena.plan import plan_campaign
+from pgarena.model.budget import COORDINATOR_CONNECTIONS, ConnectionFacts, Sessions
+from pgarena.model.errors import BudgetRefused
+from pgarena.model.matrix import ConnectionPolicy, Pooler, parse_campaign
+from pgarena.planning.budget import apply_budget, compute_budget
+from pgarena.planning.plan import plan_campaign
 from tests.conftest import FIXTURES
 
 
 def facts(**overrides) -> ConnectionFacts:
-    base = dict(max_connections=30, superuser_reserved_connections=3, reserved_connections=0, role="bench",
-                database="postgres", sessions=Sessions())
+    base = dict(
+        max_connections=30,
+        superuser_reserved_connections=3,
+        reserved_connections=0,
+        role="bench",
+        database="postgres",
+        sessions=Sessions(),
+    )
     return ConnectionFacts(**{**base, **overrides})
 
 
@@ -55,7 +62,9 @@ def test_database_connection_limit_binds_when_lower():
 
 
 def test_pooler_limit_binds_when_lower_and_report_says_so():
-    budget = compute_budget(facts(max_connections=500), ConnectionPolicy(safety_margin=0), Pooler(kind="pgpool", max_client_connections=32))
+    budget = compute_budget(
+        facts(max_connections=500), ConnectionPolicy(safety_margin=0), Pooler(kind="pgpool", max_client_connections=32)
+    )
     assert (budget.binding, budget.capacity) == ("pooler", 32 - COORDINATOR_CONNECTIONS)
     assert "pooler limit" in budget.explanation
 

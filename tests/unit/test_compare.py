@@ -1,10 +1,10 @@
 import pytest
 from typer.testing import CliRunner
 
+from pgarena.analysis.compare import compare_campaigns, compare_points, load_results
+from pgarena.analysis.metrics import point_metrics
 from pgarena.cli import app
-from pgarena.compare import compare_campaigns, compare_points, load_results
-from pgarena.metrics import point_metrics
-from pgarena.results import Latency, ProgressSample, WorkloadResult
+from pgarena.model.results import Latency, ProgressSample, WorkloadResult
 from tests.conftest import FIXTURES
 
 WEEK1, WEEK2 = FIXTURES / "results" / "week1", FIXTURES / "results" / "week2"
@@ -12,10 +12,17 @@ WEEK1, WEEK2 = FIXTURES / "results" / "week1", FIXTURES / "results" / "week2"
 
 def point(*tps, latency=None, status="succeeded", requested=None, progress=()):
     runs = [
-        WorkloadResult(name="tpcb", tool="pgbench", clients=4 if requested is None else 3, requested_clients=requested,
-                       repetition=i + 1, status=status, tps=value if status == "succeeded" else None,
-                       latency_ms=Latency(avg=latency),
-                       progress=[ProgressSample(elapsed_s=float(k), tps=v) for k, v in enumerate(progress)])
+        WorkloadResult(
+            name="tpcb",
+            tool="pgbench",
+            clients=4 if requested is None else 3,
+            requested_clients=requested,
+            repetition=i + 1,
+            status=status,
+            tps=value if status == "succeeded" else None,
+            latency_ms=Latency(avg=latency),
+            progress=[ProgressSample(elapsed_s=float(k), tps=v) for k, v in enumerate(progress)],
+        )
         for i, value in enumerate(tps)
     ]
     return point_metrics("a", "tpcb", 4, runs)

@@ -5,15 +5,16 @@ import json
 from pathlib import Path
 
 import pytest
-
 from pydantic import TypeAdapter
 
-from pgarena.aggregate import Outcomes, TargetOutcome, aggregate
-from pgarena.consolidation import StepTotals, consolidation_table
-from pgarena.matrix import MatrixError, load_campaign, parse_campaign
-from pgarena.plan import PHASE_BARRIER_TIMEOUT_S, RUN_TIMEOUT_MARGIN_S, Plan, plan_campaign
+from pgarena.analysis.aggregate import aggregate
+from pgarena.analysis.consolidation import StepTotals, consolidation_table
+from pgarena.model.matrix import MatrixError, load_campaign, parse_campaign
+from pgarena.model.outcomes import Outcomes, TargetOutcome
+from pgarena.model.plan import PHASE_BARRIER_TIMEOUT_S, RUN_TIMEOUT_MARGIN_S, Plan
+from pgarena.model.results import StepSummary
+from pgarena.planning.plan import plan_campaign
 from pgarena.report import build_reports
-from pgarena.results import StepSummary
 
 ROOT = Path(__file__).parents[2]
 
@@ -24,8 +25,10 @@ STUDY_IDEAL = [64, 512, 1024, 2048, 2560]
 
 def study_steps() -> list[StepTotals]:
     """Each step's total split evenly over its databases (only the total matters)."""
-    return [StepTotals(phase=i, per_target_tps={f"db{k}": total / n for k in range(1, n + 1)})
-            for i, (n, total) in enumerate(STUDY, start=1)]
+    return [
+        StepTotals(phase=i, per_target_tps={f"db{k}": total / n for k in range(1, n + 1)})
+        for i, (n, total) in enumerate(STUDY, start=1)
+    ]
 
 
 def test_ideal_is_the_single_database_throughput_times_the_databases():
@@ -73,7 +76,11 @@ def test_a_step_with_a_failed_target_is_reported_but_not_compared():
 
 
 def test_ideal_starts_from_the_first_complete_step():
-    steps = [StepTotals(1, {"a": None}), StepTotals(2, {"a": 100.0, "b": 100.0}), StepTotals(3, {"a": 90.0, "b": 90.0, "c": 90.0})]
+    steps = [
+        StepTotals(1, {"a": None}),
+        StepTotals(2, {"a": 100.0, "b": 100.0}),
+        StepTotals(3, {"a": 90.0, "b": 90.0, "c": 90.0}),
+    ]
     table = consolidation_table("w", 1, steps, 0.95)
     assert [s.ideal_tps for s in table.steps] == [100.0, 200.0, 300.0]
     assert table.steps[2].ratio == pytest.approx(0.9)
@@ -91,8 +98,9 @@ def sweep(steps=(1, 2, 4), targets=4, **scenario):
     return {
         "campaign": "cons",
         "scenario": {"consolidation": {"steps": list(steps), **scenario}},
-        "targets": [{"name": f"db{i}", "provider": "hci", "endpoint": {"host": f"db{i}", "user": "u"}}
-                    for i in range(1, targets + 1)],
+        "targets": [
+            {"name": f"db{i}", "provider": "hci", "endpoint": {"host": f"db{i}", "user": "u"}} for i in range(1, targets + 1)
+        ],
         "workloads": [{"name": "sel", "tool": "pgbench", "run": {"clients": 2, "duration_s": 60, "builtin": "select-only"}}],
     }
 
@@ -113,7 +121,10 @@ def test_a_sweep_is_planned_as_one_phase_per_step():
     plan = plan_campaign(parse_campaign(sweep()), "cid")
     # Then phase k benchmarks the first n targets, all at once
     assert [(p.phase, p.concurrency, [t.name for t in p.targets]) for p in plan.phases] == [
-        (1, 1, ["db1"]), (2, 2, ["db1", "db2"]), (3, 4, ["db1", "db2", "db3", "db4"])]
+        (1, 1, ["db1"]),
+        (2, 2, ["db1", "db2"]),
+        (3, 4, ["db1", "db2", "db3", "db4"]),
+    ]
     # And step ids (so raw paths) carry the phase: the same target runs in several phases
     assert [s.step_id for s in plan.phases[1].targets[1].steps] == ["p2/db2/sel/init", "p2/db2/sel/c2-r1"]
 
@@ -132,8 +143,14 @@ def test_plan_targets_lists_each_target_once_with_all_its_phases():
     plan = plan_campaign(parse_campaign(sweep()), "cid")
     by_name = {t.name: [s.step_id for s in t.steps] for t in plan.targets}
     assert list(by_name) == ["db1", "db2", "db3", "db4"]
-    assert by_name["db1"] == ["p1/db1/sel/init", "p1/db1/sel/c2-r1", "p2/db1/sel/init", "p2/db1/sel/c2-r1",
-                              "p3/db1/sel/init", "p3/db1/sel/c2-r1"]
+    assert by_name["db1"] == [
+        "p1/db1/sel/init",
+        "p1/db1/sel/c2-r1",
+        "p2/db1/sel/init",
+        "p2/db1/sel/c2-r1",
+        "p3/db1/sel/init",
+        "p3/db1/sel/c2-r1",
+    ]
 
 
 def test_a_plain_campaign_is_one_phase_with_unprefixed_steps():
@@ -167,20 +184,45 @@ def test_the_state_machine_runs_phases_one_after_the_other():
 
 
 def summary(step, tps):
-    return StepSummary(campaign_id="cid", step_id=step.step_id, target=step.target, workload=step.workload,
-                       kind=step.kind, tool="pgbench", clients=step.clients, status="succeeded",
-                       started_at="t", finished_at="t", wall_s=1, tps=tps, transactions=int(tps * 60),
-                       raw=[f"cid/raw/{step.step_id}/pgbench.log"])
+    return StepSummary(
+        campaign_id="cid",
+        step_id=step.step_id,
+        target=step.target,
+        workload=step.workload,
+        kind=step.kind,
+        tool="pgbench",
+        clients=step.clients,
+        status="succeeded",
+        started_at="t",
+        finished_at="t",
+        wall_s=1,
+        tps=tps,
+        transactions=int(tps * 60),
+        raw=[f"cid/raw/{step.step_id}/pgbench.log"],
+    )
 
 
-def swept(per_target={1: 1000.0, 2: 950.0, 3: 800.0}):
+def swept(per_target=None):
     """The results of a sweep whose targets ran `per_target[phase]` tps each, through the state machine's output."""
+    if per_target is None:
+        per_target = {1: 1000.0, 2: 950.0, 3: 800.0}
     plan = plan_campaign(parse_campaign(sweep()), "cid")
     summaries = [summary(s, per_target[s.phase]) for t in plan.targets for s in t.steps]
-    raw_outcomes = [{"phase": p.phase, "targets": [{"name": t.name, "server": None, "failure": None,
-                                                     "steps": [{"shards": [{"step_id": s.step_id, "status": "succeeded"}]}
-                                                               for s in t.steps]} for t in p.targets]}
-                    for p in plan.phases]
+    raw_outcomes = [
+        {
+            "phase": p.phase,
+            "targets": [
+                {
+                    "name": t.name,
+                    "server": None,
+                    "failure": None,
+                    "steps": [{"shards": [{"step_id": s.step_id, "status": "succeeded"}]} for s in t.steps],
+                }
+                for t in p.targets
+            ],
+        }
+        for p in plan.phases
+    ]
     return aggregate(plan, TypeAdapter(Outcomes).validate_python(raw_outcomes), summaries, "s", "f")
 
 
@@ -199,10 +241,21 @@ def test_phase_outcomes_are_aggregated_into_the_consolidation_table():
     per_target = {1: 1000.0, 2: 950.0, 3: 800.0}
     summaries = [summary(s, per_target[s.phase]) for t in plan.targets for s in t.steps]
     # The state machine's output: one item per phase, each the outcome of its targets
-    raw_outcomes = [{"phase": p.phase, "targets": [{"name": t.name, "server": None, "failure": None,
-                                                     "steps": [{"shards": [{"step_id": s.step_id, "status": "succeeded"}]}
-                                                               for s in t.steps]} for t in p.targets]}
-                    for p in plan.phases]
+    raw_outcomes = [
+        {
+            "phase": p.phase,
+            "targets": [
+                {
+                    "name": t.name,
+                    "server": None,
+                    "failure": None,
+                    "steps": [{"shards": [{"step_id": s.step_id, "status": "succeeded"}]} for s in t.steps],
+                }
+                for t in p.targets
+            ],
+        }
+        for p in plan.phases
+    ]
     outcomes = TypeAdapter(Outcomes).validate_python(raw_outcomes)
     # When aggregated
     results = aggregate(plan, outcomes, summaries, "s", "f")
@@ -220,11 +273,16 @@ def test_a_target_that_failed_in_one_phase_leaves_that_step_incomplete():
     plan = plan_campaign(parse_campaign(sweep()), "cid")
     summaries = [summary(s, 1000.0) for t in plan.targets for s in t.steps if not s.step_id.startswith("p2/db2/")]
     cause = json.dumps({"errorType": "ConnectionRefused", "errorMessage": "no server"})
-    outcomes = [TargetOutcome(name=t.name, phase=p.phase,
-                              failure={"Error": "ConnectionRefused", "Cause": cause} if (p.phase, t.name) == (2, "db2") else None,
-                              steps=[] if (p.phase, t.name) == (2, "db2") else
-                              [{"step_id": s.step_id, "status": "succeeded"} for s in t.steps])
-                for p in plan.phases for t in p.targets]
+    outcomes = [
+        TargetOutcome(
+            name=t.name,
+            phase=p.phase,
+            failure={"Error": "ConnectionRefused", "Cause": cause} if (p.phase, t.name) == (2, "db2") else None,
+            steps=[] if (p.phase, t.name) == (2, "db2") else [{"step_id": s.step_id, "status": "succeeded"} for s in t.steps],
+        )
+        for p in plan.phases
+        for t in p.targets
+    ]
     results = aggregate(plan, outcomes, summaries, "s", "f")
     db2 = next(t for t in results.targets if t.name == "db2")
     assert db2.status == "failed" and db2.error.kind == "connection_refused"

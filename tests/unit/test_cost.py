@@ -4,9 +4,10 @@ import json
 
 import pytest
 
-from pgarena import cost
-from pgarena.matrix import parse_campaign
-from pgarena.plan import RUN_TIMEOUT_MARGIN_S, WORKER_HARD_STOP_GRACE_S, plan_campaign
+from pgarena.model.matrix import parse_campaign
+from pgarena.model.plan import RUN_TIMEOUT_MARGIN_S, WORKER_HARD_STOP_GRACE_S
+from pgarena.planning import cost
+from pgarena.planning.plan import plan_campaign
 from tests.conftest import FIXTURES, ROOT
 
 ASL = ROOT / "statemachines" / "campaign.asl.json"
@@ -16,8 +17,7 @@ def plan(targets=1, hourly=None, concurrency=1, clients=4, duration_s=60, repeti
     data = json.loads((FIXTURES / "matrices" / "minimal.json").read_text())
     endpoint = data["targets"][0]["endpoint"]
     data["targets"] = [
-        {"name": f"t{i}", "provider": "rds", "endpoint": endpoint,
-         **({"hourly_cost_usd": hourly} if hourly is not None else {})}
+        {"name": f"t{i}", "provider": "rds", "endpoint": endpoint, **({"hourly_cost_usd": hourly} if hourly is not None else {})}
         for i in range(targets)
     ]
     data["workloads"][0]["run"].update(clients=clients, duration_s=duration_s)
@@ -39,8 +39,15 @@ def test_total_is_the_sum_of_the_itemised_lines():
 
     # Then every line is priced, and the total is their sum
     assert [entry.item for entry in e.lines] == [
-        "Fargate vCPU", "Fargate memory", "target t0", "target t1", "Lambda requests", "Lambda compute",
-        "Step Functions transitions", "DynamoDB writes", "S3 requests",
+        "Fargate vCPU",
+        "Fargate memory",
+        "target t0",
+        "target t1",
+        "Lambda requests",
+        "Lambda compute",
+        "Step Functions transitions",
+        "DynamoDB writes",
+        "S3 requests",
     ]
     assert e.total_usd == pytest.approx(sum(entry.usd for entry in e.lines))
     assert all(entry.usd == pytest.approx(entry.quantity * entry.unit_price_usd, abs=1e-6) for entry in e.lines)
@@ -227,8 +234,11 @@ def test_transition_counts_follow_the_asl():
     # When counting the states a successful campaign enters at each level / Then the model agrees
     assert "Check Cost Cap" in campaign and "Run Worker Task" in worker
     assert (len(campaign), len(phase), len(target), len(step), len(worker)) == (
-        cost.TRANSITIONS_PER_CAMPAIGN, cost.TRANSITIONS_PER_PHASE, cost.TRANSITIONS_PER_TARGET,
-        cost.TRANSITIONS_PER_STEP, cost.TRANSITIONS_PER_WORKER,
+        cost.TRANSITIONS_PER_CAMPAIGN,
+        cost.TRANSITIONS_PER_PHASE,
+        cost.TRANSITIONS_PER_TARGET,
+        cost.TRANSITIONS_PER_STEP,
+        cost.TRANSITIONS_PER_WORKER,
     )
 
 

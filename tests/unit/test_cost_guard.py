@@ -7,11 +7,11 @@ import pytest
 from moto import mock_aws
 
 from functions.cost_guard.handler import handler
-from pgarena.aggregate import aggregate
-from pgarena.errors import ErrorInfo
+from pgarena.analysis.aggregate import aggregate
 from pgarena.local.endpoints import LambdaContext
-from pgarena.matrix import parse_campaign
-from pgarena.plan import plan_campaign
+from pgarena.model.errors import ErrorInfo
+from pgarena.model.matrix import parse_campaign
+from pgarena.planning.plan import plan_campaign
 from tests.conftest import FIXTURES
 
 
@@ -26,10 +26,17 @@ def plan_two_targets(**cost_policy):
 
 @pytest.fixture
 def aws(monkeypatch):
-    for name, value in {"AWS_DEFAULT_REGION": "us-east-1", "AWS_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": "testing",
-                        "AWS_SECRET_ACCESS_KEY": "testing", "RESULTS_TABLE": "t", "WORKER_CPU_UNITS": "2048",
-                        "WORKER_MEMORY_MIB": "4096", "POWERTOOLS_TRACE_DISABLED": "true",
-                        "POWERTOOLS_METRICS_DISABLED": "true"}.items():
+    for name, value in {
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_REGION": "us-east-1",
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "RESULTS_TABLE": "t",
+        "WORKER_CPU_UNITS": "2048",
+        "WORKER_MEMORY_MIB": "4096",
+        "POWERTOOLS_TRACE_DISABLED": "true",
+        "POWERTOOLS_METRICS_DISABLED": "true",
+    }.items():
         monkeypatch.setenv(name, value)
     with mock_aws():
         boto3.client("dynamodb").create_table(

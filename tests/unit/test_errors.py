@@ -2,13 +2,16 @@ import json
 
 import pytest
 
-from pgarena.errors import classify, failure, from_step_functions
+from pgarena.model.errors import classify, failure, from_step_functions
 
 
 @pytest.mark.parametrize(
     "text, kind",
     [
-        ('pgbench: error: connection to server at "nope.invalid", port 5432 failed: could not translate host name "nope.invalid" to address', "dns_failure"),
+        (
+            'pgbench: error: connection to server at "nope.invalid", port 5432 failed: could not translate host name "nope.invalid" to address',
+            "dns_failure",
+        ),
         ("FATAL:  sorry, too many clients already", "too_many_clients"),
         ("FATAL:  remaining connection slots are reserved for non-replication superuser connections", "too_many_clients"),
         ('connection to server at "127.0.0.1", port 1 failed: Connection refused', "connection_refused"),

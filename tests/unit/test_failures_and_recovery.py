@@ -5,16 +5,17 @@ import socket
 
 import pytest
 
-from pgarena.aggregate import TargetOutcome, aggregate
-from pgarena.cancel import Recorded, cancelled_results
-from pgarena.errors import PgarenaError
-from pgarena.matrix import Endpoint, parse_campaign
-from pgarena.pgbench import libpq_env
-from pgarena.plan import plan_campaign
-from pgarena.restarts import reachable_address, resolve, restart_evidence
-from pgarena.results import ErrorInfo, StepSummary
-from pgarena.resume import combine, failed_pairs, plan_reruns
-from pgarena.worker import heartbeat_every_s
+from pgarena.analysis.aggregate import aggregate
+from pgarena.analysis.cancel import Recorded, cancelled_results
+from pgarena.analysis.resume import combine, failed_pairs, plan_reruns
+from pgarena.model.errors import ErrorInfo, PgarenaError
+from pgarena.model.matrix import Endpoint, parse_campaign
+from pgarena.model.outcomes import TargetOutcome
+from pgarena.model.results import StepSummary
+from pgarena.planning.plan import plan_campaign
+from pgarena.target.restarts import reachable_address, resolve, restart_evidence
+from pgarena.tools.pgbench.command import libpq_env
+from pgarena.worker.run import heartbeat_every_s
 from tests.conftest import FIXTURES, ROOT
 
 ASL = json.loads((ROOT / "statemachines" / "campaign.asl.json").read_text())
@@ -29,10 +30,22 @@ def matrix_of(*names, workloads=("tpcb",)):
 
 def summary(step_id, kind="run", status="succeeded", error=None, tps=100.0):
     target, workload, _ = step_id.split("/")
-    return StepSummary(campaign_id="cid", step_id=step_id, target=target, workload=workload, kind=kind, tool="pgbench",
-                       clients=4 if kind == "run" else None, status=status, started_at="t0", finished_at="t1", wall_s=1.0,
-                       tps=tps if kind == "run" and status == "succeeded" else None, raw=[f"cid/raw/{step_id}/pgbench.log"],
-                       error=error)
+    return StepSummary(
+        campaign_id="cid",
+        step_id=step_id,
+        target=target,
+        workload=workload,
+        kind=kind,
+        tool="pgbench",
+        clients=4 if kind == "run" else None,
+        status=status,
+        started_at="t0",
+        finished_at="t1",
+        wall_s=1.0,
+        tps=tps if kind == "run" and status == "succeeded" else None,
+        raw=[f"cid/raw/{step_id}/pgbench.log"],
+        error=error,
+    )
 
 
 def states(name, states_=None):
@@ -64,12 +77,17 @@ def test_no_restart_is_claimed_without_two_different_readings(before, after):
 def test_a_lost_worker_is_worker_lost_with_what_it_uploaded():
     # Given a run whose worker died: Step Functions stopped waiting (moto: States.Timeout) and no summary exists
     plan = plan_campaign(matrix_of("a"), "cid")
-    outcome = TargetOutcome(name="a", steps=[
-        {"step_id": "a/tpcb/init", "status": "succeeded"},
-        {"step_id": "a/tpcb/c4-r1", "status": "failed", "failure": {"Error": "States.Timeout", "Cause": ""}}])
+    outcome = TargetOutcome(
+        name="a",
+        steps=[
+            {"step_id": "a/tpcb/init", "status": "succeeded"},
+            {"step_id": "a/tpcb/c4-r1", "status": "failed", "failure": {"Error": "States.Timeout", "Cause": ""}},
+        ],
+    )
     # When aggregated with the chunks it had uploaded
-    results = aggregate(plan, [outcome], [summary("a/tpcb/init", kind="init")], "s", "f",
-                        raw_keys=["cid/raw/a/tpcb/c4-r1/pgbench.log"])
+    results = aggregate(
+        plan, [outcome], [summary("a/tpcb/init", kind="init")], "s", "f", raw_keys=["cid/raw/a/tpcb/c4-r1/pgbench.log"]
+    )
     (run,) = results.targets[0].workloads
     # Then it is worker_lost, pointing at the output it left
     assert run.error.kind == "worker_lost" and "no heartbeat for 60 s" in run.error.message
@@ -78,9 +96,13 @@ def test_a_lost_worker_is_worker_lost_with_what_it_uploaded():
 
 def test_a_tool_timeout_the_worker_recorded_stays_timeout():
     plan = plan_campaign(matrix_of("a"), "cid")
-    outcome = TargetOutcome(name="a", steps=[
-        {"step_id": "a/tpcb/init", "status": "succeeded"},
-        {"step_id": "a/tpcb/c4-r1", "status": "failed", "failure": {"Error": "States.Timeout", "Cause": ""}}])
+    outcome = TargetOutcome(
+        name="a",
+        steps=[
+            {"step_id": "a/tpcb/init", "status": "succeeded"},
+            {"step_id": "a/tpcb/c4-r1", "status": "failed", "failure": {"Error": "States.Timeout", "Cause": ""}},
+        ],
+    )
     killed = summary("a/tpcb/c4-r1", status="failed", error=ErrorInfo(kind="timeout", message="killed"))
     results = aggregate(plan, [outcome], [summary("a/tpcb/init", kind="init"), killed], "s", "f")
     assert results.targets[0].workloads[0].error.kind == "timeout"
@@ -89,8 +111,14 @@ def test_a_tool_timeout_the_worker_recorded_stays_timeout():
 def test_a_target_failed_at_preflight_points_at_preflight_evidence():
     plan = plan_campaign(matrix_of("a"), "cid")
     cause = json.dumps({"errorType": "DnsFailure", "errorMessage": "could not translate host name"})
-    results = aggregate(plan, [TargetOutcome(name="a", failure={"Error": "DnsFailure", "Cause": cause})], [], "s", "f",
-                        raw_keys=["cid/raw/a/preflight/preflight.json"])
+    results = aggregate(
+        plan,
+        [TargetOutcome(name="a", failure={"Error": "DnsFailure", "Cause": cause})],
+        [],
+        "s",
+        "f",
+        raw_keys=["cid/raw/a/preflight/preflight.json"],
+    )
     assert results.targets[0].error.kind == "dns_failure"
     assert results.targets[0].error.raw == "cid/raw/a/preflight/preflight.json"
 
@@ -111,8 +139,16 @@ def test_a_worker_failure_is_never_retried_only_its_launch_is():
     retried = {name for r in task["Retry"] for name in r["ErrorEquals"]}
     assert "LaunchFailed" in retried
     # what a worker reports (a failure mid-measurement) and lost workers are recorded, never run again
-    assert not retried & {"States.ALL", "States.Timeout", "States.HeartbeatTimeout", "States.TaskFailed",
-                          "server_closed_connection", "server_restarted", "too_many_clients", "worker_stopped"}
+    assert not retried & {
+        "States.ALL",
+        "States.Timeout",
+        "States.HeartbeatTimeout",
+        "States.TaskFailed",
+        "server_closed_connection",
+        "server_restarted",
+        "too_many_clients",
+        "worker_stopped",
+    }
 
 
 def test_the_heartbeat_timeout_comes_from_the_step_so_one_definition_serves_aws_and_tests():
@@ -171,8 +207,9 @@ def test_a_cancelled_campaign_lists_every_step_with_what_finished():
 
 def test_a_finished_target_in_a_cancelled_campaign_keeps_its_result_and_rank():
     plan = plan_campaign(matrix_of("a", "b"), "cid")
-    done = TargetOutcome(name="a", steps=[{"step_id": "a/tpcb/init", "status": "succeeded"},
-                                          {"step_id": "a/tpcb/c4-r1", "status": "succeeded"}])
+    done = TargetOutcome(
+        name="a", steps=[{"step_id": "a/tpcb/init", "status": "succeeded"}, {"step_id": "a/tpcb/c4-r1", "status": "succeeded"}]
+    )
     results = cancelled_results(plan, [done], {}, [summary("a/tpcb/init", kind="init"), summary("a/tpcb/c4-r1")], "s", "f")
     assert results.targets[0].status == "succeeded" and [r.target for r in results.ranking] == ["a"]
     assert results.targets[1].status == "failed" and results.targets[1].error.kind == "cancelled"
@@ -181,8 +218,18 @@ def test_a_finished_target_in_a_cancelled_campaign_keeps_its_result_and_rank():
 def test_the_history_of_a_stopped_execution_gives_plan_outcomes_and_servers():
     plan = plan_campaign(matrix_of("a"), "cid")
     history = [
-        {"stateExitedEventDetails": {"name": "Validate And Plan", "output": json.dumps({"planned": {"plan": plan.model_dump(mode="json")}})}},
-        {"stateExitedEventDetails": {"name": "Record Target Failure", "output": json.dumps({"name": "a", "failure": {"Error": "X", "Cause": ""}})}},
+        {
+            "stateExitedEventDetails": {
+                "name": "Validate And Plan",
+                "output": json.dumps({"planned": {"plan": plan.model_dump(mode="json")}}),
+            }
+        },
+        {
+            "stateExitedEventDetails": {
+                "name": "Record Target Failure",
+                "output": json.dumps({"name": "a", "failure": {"Error": "X", "Cause": ""}}),
+            }
+        },
         {"stateEnteredEventDetails": {"name": "Preflight Target", "input": "{}"}},
     ]
     recorded = Recorded(history)
@@ -200,30 +247,41 @@ def test_resume_reruns_only_the_failed_target_workload_pairs():
     # Given a ran both workloads fine; b failed w2 only; c failed at preflight
     matrix = matrix_of("a", "b", "c", workloads=("w1", "w2"))
     plan = plan_campaign(matrix, "cid")
-    ok = {t: [summary(f"{t}/{w}/init", kind="init") for w in ("w1", "w2")] + [summary(f"{t}/{w}/c4-r1") for w in ("w1", "w2")]
-          for t in "ab"}
+    ok = {
+        t: [summary(f"{t}/{w}/init", kind="init") for w in ("w1", "w2")] + [summary(f"{t}/{w}/c4-r1") for w in ("w1", "w2")]
+        for t in "ab"
+    }
     broken = summary("b/w2/c4-r1", status="failed", error=ErrorInfo(kind="server_closed_connection", message="x"))
     summaries = ok["a"] + [s for s in ok["b"] if s.step_id != "b/w2/c4-r1"] + [broken]
-    outcomes = [TargetOutcome(name="a"), TargetOutcome(name="b"),
-                TargetOutcome(name="c", failure={"Error": "ConnectionRefused", "Cause": ""})]
+    outcomes = [
+        TargetOutcome(name="a"),
+        TargetOutcome(name="b"),
+        TargetOutcome(name="c", failure={"Error": "ConnectionRefused", "Cause": ""}),
+    ]
     original = _results(plan, outcomes, summaries)
     # When the re-runs are planned
     assert failed_pairs(original) == {"b": ["w2"], "c": ["w1", "w2"]}
     reruns = plan_reruns(original, matrix)
     # Then one campaign per set of failed workloads, with only those targets and workloads
     assert [([t.name for t in r.campaign.targets], [w.name for w in r.campaign.workloads]) for r in reruns] == [
-        (["b"], ["w2"]), (["c"], ["w1", "w2"])]
+        (["b"], ["w2"]),
+        (["c"], ["w1", "w2"]),
+    ]
 
 
 def test_combined_results_keep_successes_and_take_the_reruns():
     matrix = matrix_of("a", "b")
-    original = _results(plan_campaign(matrix, "cid"),
-                        [TargetOutcome(name="a"), TargetOutcome(name="b", failure={"Error": "DnsFailure", "Cause": ""})],
-                        [summary("a/tpcb/init", kind="init"), summary("a/tpcb/c4-r1", tps=111.0)])
+    original = _results(
+        plan_campaign(matrix, "cid"),
+        [TargetOutcome(name="a"), TargetOutcome(name="b", failure={"Error": "DnsFailure", "Cause": ""})],
+        [summary("a/tpcb/init", kind="init"), summary("a/tpcb/c4-r1", tps=111.0)],
+    )
     (rerun,) = plan_reruns(original, matrix)
-    retried = _results(plan_campaign(rerun.campaign, "cid2"), [TargetOutcome(name="b")],
-                       [summary("b/tpcb/init", kind="init").model_copy(update={"campaign_id": "cid2"}),
-                        summary("b/tpcb/c4-r1", tps=99.0)])
+    retried = _results(
+        plan_campaign(rerun.campaign, "cid2"),
+        [TargetOutcome(name="b")],
+        [summary("b/tpcb/init", kind="init").model_copy(update={"campaign_id": "cid2"}), summary("b/tpcb/c4-r1", tps=99.0)],
+    )
     combined = combine(original, [(rerun, retried)], "cid3", matrix)
     a, b = combined.targets
     assert (a.status, a.workloads[0].tps, b.status, b.workloads[0].tps) == ("succeeded", 111.0, "succeeded", 99.0)

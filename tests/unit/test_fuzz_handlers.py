@@ -8,18 +8,20 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, ValidationError
 
-from pgarena.errors import InvalidMatrix
 from pgarena.local.endpoints import LambdaContext
+from pgarena.model.errors import InvalidMatrix
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish")
 
 HANDLERS = ["validate", "cost_guard", "preflight", "launch_worker", "release_lease", "aggregate", "start_campaign"]
-FUZZ = settings(max_examples=150, deadline=None,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+FUZZ = settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
+)
 
 SCALARS = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=True), st.text(max_size=20))
 JSON = st.recursive(
-    SCALARS, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=10), inner, max_size=3),
+    SCALARS,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=10), inner, max_size=3),
     max_leaves=12,
 )
 
@@ -46,7 +48,7 @@ def events(draw, model: type[BaseModel]):
     """Dicts with the model's own field names (and some others) holding any JSON, or not a dict at all."""
     if draw(st.integers(0, 9)) == 0:
         return draw(JSON)
-    names = list(model.model_fields) + ["extra"]
+    names = [*list(model.model_fields), "extra"]
     return draw(st.dictionaries(st.sampled_from(names), JSON, max_size=len(names)))
 
 

@@ -9,17 +9,20 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pgarena.errors import InvalidMatrix
-from pgarena.matrix import Campaign, MatrixError, load_campaign, parse_campaign
-from pgarena.plan import plan_campaign
+from pgarena.model.errors import InvalidMatrix
+from pgarena.model.matrix import Campaign, MatrixError, load_campaign, parse_campaign
+from pgarena.planning.plan import plan_campaign
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "matrices"
 VALID = json.loads((FIXTURES / "minimal.json").read_text())
 FUZZ = settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 SCALARS = st.one_of(
-    st.none(), st.booleans(), st.integers(min_value=-(2**70), max_value=2**70),
-    st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=30),
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**70), max_value=2**70),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=30),
     st.sampled_from(["", "0", "-1", "a" * 300, "pgbench", "sysbench", "../x", "a/b", "a'b", 'a"b', "a\nb", "Ω"]),
 )
 JSON = st.recursive(

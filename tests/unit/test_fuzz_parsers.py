@@ -7,8 +7,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pgarena.parsers.pgbench import PgbenchReport, parse_pgbench
-from pgarena.parsers.sysbench import SysbenchReport, parse_sysbench
+from pgarena.tools.pgbench.parser import PgbenchReport, parse_pgbench
+from pgarena.tools.sysbench.parser import SysbenchReport, parse_sysbench
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 PGBENCH = sorted((FIXTURES / "pgbench").glob("*.txt"))

@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pgarena.local.embedded import _conf_value
-from pgarena.matrix import EmbeddedServer, MatrixError, parse_campaign
+from pgarena.model.matrix import EmbeddedServer, MatrixError, parse_campaign
 
 PACKAGE = Path(__file__).parents[2] / "pgarena"
 SOURCES = sorted(p for p in PACKAGE.rglob("*.py") if "execute(" in p.read_text())
@@ -18,8 +18,9 @@ SOURCES = sorted(p for p in PACKAGE.rglob("*.py") if "execute(" in p.read_text()
 
 def _module_constants(tree: ast.Module) -> dict[str, ast.expr]:
     """Module-level assignments, and names imported from other pgarena modules' module level."""
-    constants = {t.id: node.value for node in tree.body if isinstance(node, ast.Assign)
-                 for t in node.targets if isinstance(t, ast.Name)}
+    constants = {
+        t.id: node.value for node in tree.body if isinstance(node, ast.Assign) for t in node.targets if isinstance(t, ast.Name)
+    }
     for node in tree.body:
         if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("pgarena."):
             source = PACKAGE.joinpath(*node.module.split(".")[1:]).with_suffix(".py")
@@ -45,7 +46,7 @@ def _parameter_defaults(tree: ast.Module) -> dict[str, ast.expr]:
     found = {}
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            args = node.args.args[len(node.args.args) - len(node.args.defaults):]
+            args = node.args.args[len(node.args.args) - len(node.args.defaults) :]
             found.update({a.arg: d for a, d in zip(args, node.args.defaults)})
     return found
 
@@ -55,8 +56,11 @@ def test_every_statement_is_a_constant(path):
     tree = ast.parse(path.read_text())
     constants = _module_constants(tree)
     defaults = _parameter_defaults(tree)
-    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
-             and n.func.attr == "execute" and n.args]
+    calls = [
+        n
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "execute" and n.args
+    ]
     assert calls
     for call in calls:
         statement = call.args[0]
@@ -91,9 +95,17 @@ def test_a_setting_value_with_a_line_break_is_refused(value):
         EmbeddedServer(settings={"work_mem": value})
 
 
-@given(name=st.text(min_size=1, max_size=20).filter(lambda n: not n.replace("_", "").replace(".", "").isascii()
-                                                   or not n.replace("_", "").replace(".", "").isalnum()))
+@given(
+    name=st.text(min_size=1, max_size=20).filter(
+        lambda n: not n.replace("_", "").replace(".", "").isascii() or not n.replace("_", "").replace(".", "").isalnum()
+    )
+)
 def test_a_setting_name_that_is_not_an_identifier_is_refused(name):
     with pytest.raises(MatrixError):
-        parse_campaign({"campaign": "c", "targets": [{"name": "t", "provider": "p", "embedded": {"settings": {name: "1"}}}],
-                        "workloads": [{"name": "w", "tool": "pgbench", "run": {"duration_s": 1}}]})
+        parse_campaign(
+            {
+                "campaign": "c",
+                "targets": [{"name": "t", "provider": "p", "embedded": {"settings": {name: "1"}}}],
+                "workloads": [{"name": "w", "tool": "pgbench", "run": {"duration_s": 1}}],
+            }
+        )

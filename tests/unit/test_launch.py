@@ -1,14 +1,19 @@
 import json
 
-from pgarena.launch import run_task_request
-from pgarena.matrix import parse_campaign
-from pgarena.plan import Step, plan_campaign
-from pgarena.settings import LauncherEnv
+from pgarena.aws.launch import run_task_request
+from pgarena.aws.settings import LauncherEnv
+from pgarena.model.matrix import parse_campaign
+from pgarena.model.plan import Step
+from pgarena.planning.plan import plan_campaign
 from tests.conftest import FIXTURES
 
 ENV = LauncherEnv(
-    RESULTS_BUCKET="b", RESULTS_TABLE="t", CLUSTER_ARN="arn:cluster", TASK_DEFINITION_ARN="arn:td",
-    WORKER_SUBNETS="subnet-1, subnet-2", WORKER_SECURITY_GROUPS="sg-1",
+    RESULTS_BUCKET="b",
+    RESULTS_TABLE="t",
+    CLUSTER_ARN="arn:cluster",
+    TASK_DEFINITION_ARN="arn:td",
+    WORKER_SUBNETS="subnet-1, subnet-2",
+    WORKER_SECURITY_GROUPS="sg-1",
 )
 
 

@@ -2,8 +2,8 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from pgarena.leases import LeaseStore
-from pgarena.store import create_results_table
+from pgarena.aws.leases import LeaseStore
+from pgarena.aws.store import create_results_table
 
 
 @pytest.fixture

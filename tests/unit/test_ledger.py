@@ -2,20 +2,20 @@
 
 import json
 import threading
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import boto3
 import pytest
 from moto import mock_aws
 
-from pgarena.aggregate import StepOutcome, TargetOutcome
-from pgarena.ledger import COST_CAP_REFUSED, Ledger, check_cost, month_of, settle_campaign
-from pgarena.matrix import parse_campaign
-from pgarena.plan import plan_campaign
-from pgarena.results import StepSummary
+from pgarena.aws.ledger import COST_CAP_REFUSED, Ledger, check_cost, month_of, settle_campaign
+from pgarena.model.matrix import parse_campaign
+from pgarena.model.outcomes import StepOutcome, TargetOutcome
+from pgarena.model.results import StepSummary
+from pgarena.planning.plan import plan_campaign
 from tests.conftest import FIXTURES
 
-NOW = datetime(2026, 11, 22, 12, 0, tzinfo=timezone.utc).timestamp()
+NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC).timestamp()
 MONTH = "2026-11"
 
 
@@ -66,7 +66,8 @@ def test_booking_adds_the_estimate_to_the_month(ledger):
     assert (first.committed_before_usd, second.committed_before_usd) == (0.0, 1.25)
     assert ledger.total(MONTH) == pytest.approx(3.75)
     assert [(e.campaign_id, e.status, e.schedule) for e in sorted(ledger.entries(MONTH), key=lambda e: e.campaign_id)] == [
-        ("c1", "booked", None), ("c2", "booked", "nightly")
+        ("c1", "booked", None),
+        ("c2", "booked", "nightly"),
     ]
 
 
@@ -209,14 +210,27 @@ def test_settle_campaign_records_what_ran(ledger):
     p = plan(hourly=3.6, monthly_cap_usd=100.0)
     decision = check_cost(p, ledger, 1024, 2048, "us-east-1")
     load, run = p.targets[0].steps
-    summary = StepSummary(campaign_id="c1", step_id=load.step_id, target="a", workload="tpcb", kind="init",
-                          tool="pgbench", status="succeeded", started_at="", finished_at="", wall_s=2.0)
-    outcomes = [TargetOutcome(name="a", steps=[StepOutcome(step_id=load.step_id, status="succeeded"),
-                                               StepOutcome(step_id=run.step_id, status="failed")])]
+    summary = StepSummary(
+        campaign_id="c1",
+        step_id=load.step_id,
+        target="a",
+        workload="tpcb",
+        kind="init",
+        tool="pgbench",
+        status="succeeded",
+        started_at="",
+        finished_at="",
+        wall_s=2.0,
+    )
+    outcomes = [
+        TargetOutcome(
+            name="a",
+            steps=[StepOutcome(step_id=load.step_id, status="succeeded"), StepOutcome(step_id=run.step_id, status="failed")],
+        )
+    ]
 
     # When settled after a 100 s campaign
-    report = settle_campaign(decision, p, outcomes, [summary], "2026-11-22T12:00:00+00:00",
-                             "2026-11-22T12:01:40+00:00", ledger)
+    report = settle_campaign(decision, p, outcomes, [summary], "2026-11-22T12:00:00+00:00", "2026-11-22T12:01:40+00:00", ledger)
 
     # Then the actual is recorded in place of the estimate, and both are reported
     entry = ledger.entry(MONTH, "c1")

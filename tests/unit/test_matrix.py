@@ -3,7 +3,7 @@ from pathlib import Path
 
 import pytest
 
-from pgarena.matrix import MatrixError, json_schema, load_campaign, parse_campaign
+from pgarena.model.matrix import MatrixError, json_schema, load_campaign, parse_campaign
 from tests.conftest import FIXTURES, ROOT
 
 

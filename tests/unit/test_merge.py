@@ -1,7 +1,8 @@
 import pytest
 
-from pgarena.latency import SecondBucket, ShardSeries, encode, new_histogram
-from pgarena.merge import NoCommonWindow, common_seconds, merge
+from pgarena.analysis.latency import encode, new_histogram
+from pgarena.analysis.merge import NoCommonWindow, common_seconds, merge
+from pgarena.model.series import SecondBucket, ShardSeries
 
 
 def bucket(t, latencies_us):
@@ -12,8 +13,7 @@ def bucket(t, latencies_us):
 
 
 def series(start, end, per_second):
-    return ShardSeries(start_epoch=start, end_epoch=end,
-                       seconds=[bucket(t, lat) for t, lat in per_second.items()])
+    return ShardSeries(start_epoch=start, end_epoch=end, seconds=[bucket(t, lat) for t, lat in per_second.items()])
 
 
 def test_window_is_the_whole_seconds_when_every_shard_ran():

@@ -1,7 +1,6 @@
 import pytest
 
-from pgarena.errors import ErrorInfo
-from pgarena.metrics import (
+from pgarena.analysis.metrics import (
     error_rate,
     findings,
     fit_usl,
@@ -12,8 +11,9 @@ from pgarena.metrics import (
     target_metrics,
     tps_per_usd_hour,
 )
-from pgarena.monitor import ConnectionReport, Incident
-from pgarena.results import Latency, LoadResult, ProgressSample, TargetResult, WorkloadResult
+from pgarena.model.errors import ErrorInfo
+from pgarena.model.monitor import ConnectionReport, Incident
+from pgarena.model.results import Latency, LoadResult, ProgressSample, TargetResult, WorkloadResult
 
 # METHODOLOGY.md section 3: databases consolidated on one cluster, total ktps.
 CONSOLIDATION = [(1, 64.0), (8, 540.0), (16, 1045.0), (32, 1957.0), (40, 2194.0)]
@@ -24,8 +24,7 @@ def progress(*tps):
 
 
 def run(tps, clients=4, repetition=1, status="succeeded", **fields):
-    return WorkloadResult(name="tpcb", tool="pgbench", clients=clients, repetition=repetition, status=status, tps=tps,
-                          **fields)
+    return WorkloadResult(name="tpcb", tool="pgbench", clients=clients, repetition=repetition, status=status, tps=tps, **fields)
 
 
 def test_steady_run_has_low_cv_and_no_incident():
@@ -80,10 +79,15 @@ def test_point_reads_retries_and_qps_from_the_tools_extra_figures():
 
 
 def test_load_time_counts_init_not_cleanup():
-    target = TargetResult(name="a", provider="p", status="succeeded", loads=[
-        LoadResult(workload="oltp", kind="init", status="succeeded", seconds=12.5),
-        LoadResult(workload="oltp", kind="cleanup", status="succeeded", seconds=0.4),
-    ])
+    target = TargetResult(
+        name="a",
+        provider="p",
+        status="succeeded",
+        loads=[
+            LoadResult(workload="oltp", kind="init", status="succeeded", seconds=12.5),
+            LoadResult(workload="oltp", kind="cleanup", status="succeeded", seconds=0.4),
+        ],
+    )
     assert target_metrics(target).load_s == {"oltp": 12.5}
 
 
@@ -159,8 +163,12 @@ def test_usl_needs_three_client_counts():
 
 def test_sweep_gets_a_scaling_curve_per_workload():
     # Given a target that ran tpcb with 1, 2 and 4 clients
-    target = TargetResult(name="a", provider="p", status="succeeded",
-                          workloads=[run(100.0, clients=1), run(190.0, clients=2), run(340.0, clients=4)])
+    target = TargetResult(
+        name="a",
+        provider="p",
+        status="succeeded",
+        workloads=[run(100.0, clients=1), run(190.0, clients=2), run(340.0, clients=4)],
+    )
     (curve,) = target_metrics(target).scaling
     assert [p.clients for p in curve.points] == [1, 2, 4]
     assert curve.usl is not None and curve.points[2].usl_tps == pytest.approx(340.0, rel=0.01)
@@ -168,10 +176,10 @@ def test_sweep_gets_a_scaling_curve_per_workload():
 
 def test_findings_classify_failures_with_links_to_raw_files():
     # Given a target whose step failed with too many clients, the raw key holding the campaign prefix
-    error = ErrorInfo(kind="too_many_clients", message="sorry, too many clients already",
-                      raw="cid/raw/a/tpcb/c8-r1/pgbench.log")
-    target = TargetResult(name="a", provider="p", status="failed", error=error,
-                          workloads=[run(None, clients=8, status="failed", error=error)])
+    error = ErrorInfo(kind="too_many_clients", message="sorry, too many clients already", raw="cid/raw/a/tpcb/c8-r1/pgbench.log")
+    target = TargetResult(
+        name="a", provider="p", status="failed", error=error, workloads=[run(None, clients=8, status="failed", error=error)]
+    )
     # When findings are listed
     (finding,) = findings(target, "cid")
     # Then the step's failure appears once, with a path relative to the campaign folder
@@ -180,9 +188,16 @@ def test_findings_classify_failures_with_links_to_raw_files():
 
 
 def test_findings_include_connection_drops_from_the_monitor():
-    report = ConnectionReport(interval_s=5, samples=3, peak_benchmark=950, peak_total=960, peak_by_state={},
-                              longest_s_by_state={}, raw="raw/a/tpcb/c950-r1/monitor.jsonl",
-                              incidents=[Incident(kind="connection_drop", at_s=10.0, message="950 -> 628")])
+    report = ConnectionReport(
+        interval_s=5,
+        samples=3,
+        peak_benchmark=950,
+        peak_total=960,
+        peak_by_state={},
+        longest_s_by_state={},
+        raw="raw/a/tpcb/c950-r1/monitor.jsonl",
+        incidents=[Incident(kind="connection_drop", at_s=10.0, message="950 -> 628")],
+    )
     target = TargetResult(name="a", provider="p", status="succeeded", workloads=[run(100.0, connections=report)])
     (finding,) = findings(target)
     assert finding.kind == "connection_drop" and finding.raw == ["raw/a/tpcb/c950-r1/monitor.jsonl"]

@@ -1,14 +1,24 @@
-from pgarena.monitor import ActivitySample, detect_drops, report_of, sample_of
+from pgarena.model.monitor import ActivitySample
+from pgarena.target.monitor import detect_drops, report_of, sample_of
 
 
 def sample(t, benchmark, total=None):
-    return ActivitySample(t_s=t, total=total or benchmark, benchmark=benchmark, by_state={"active": benchmark},
-                          by_role={"bench": benchmark}, longest_s_by_state={"active": 0.1})
+    return ActivitySample(
+        t_s=t,
+        total=total or benchmark,
+        benchmark=benchmark,
+        by_state={"active": benchmark},
+        by_role={"bench": benchmark},
+        longest_s_by_state={"active": 0.1},
+    )
 
 
 def test_sample_counts_by_state_role_and_the_benchmarks_own():
-    rows = [("bench", "active", "pgarena/x", 0.5), ("bench", "idle in transaction", "pgarena/x", 2.0),
-            ("rdsadmin", "idle", "", 300.0)]
+    rows = [
+        ("bench", "active", "pgarena/x", 0.5),
+        ("bench", "idle in transaction", "pgarena/x", 2.0),
+        ("rdsadmin", "idle", "", 300.0),
+    ]
     s = sample_of(rows, "pgarena/x", 1.0)
     assert (s.total, s.benchmark) == (3, 2)
     assert s.by_state == {"active": 1, "idle in transaction": 1, "idle": 1}

@@ -2,9 +2,10 @@ import json
 
 import pytest
 
-from pgarena.errors import InvalidMatrix
-from pgarena.matrix import parse_campaign
-from pgarena.plan import RUN_TIMEOUT_MARGIN_S, plan_campaign
+from pgarena.model.errors import InvalidMatrix
+from pgarena.model.matrix import parse_campaign
+from pgarena.model.plan import RUN_TIMEOUT_MARGIN_S
+from pgarena.planning.plan import plan_campaign
 from tests.conftest import FIXTURES
 
 

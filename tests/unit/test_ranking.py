@@ -2,12 +2,13 @@ import json
 
 import pytest
 
-from pgarena.aggregate import TargetOutcome, aggregate
-from pgarena.errors import ErrorInfo
-from pgarena.matrix import MatrixError, RankingConfig, parse_campaign
-from pgarena.plan import plan_campaign
-from pgarena.ranking import rank_targets, unranked_reasons
-from pgarena.results import Latency, ProgressSample, StepSummary, TargetResult, WorkloadResult
+from pgarena.analysis.aggregate import aggregate
+from pgarena.analysis.ranking import rank_targets, unranked_reasons
+from pgarena.model.errors import ErrorInfo
+from pgarena.model.matrix import MatrixError, RankingConfig, parse_campaign
+from pgarena.model.outcomes import TargetOutcome
+from pgarena.model.results import Latency, ProgressSample, StepSummary, TargetResult, WorkloadResult
+from pgarena.planning.plan import plan_campaign
 from tests.conftest import FIXTURES
 
 THROUGHPUT_ONLY = RankingConfig(weights={"throughput": 1.0}, tie_tolerance=0.0)
@@ -24,8 +25,14 @@ def target(name, *tps, status="succeeded", cost=None):
 
 def run(tps, clients=4, repetition=1, latency=None, progress=(), requested=None):
     return WorkloadResult(
-        name="tpcb", tool="pgbench", clients=clients, requested_clients=requested, repetition=repetition,
-        status="succeeded", tps=tps, latency_ms=Latency(avg=latency),
+        name="tpcb",
+        tool="pgbench",
+        clients=clients,
+        requested_clients=requested,
+        repetition=repetition,
+        status="succeeded",
+        tps=tps,
+        latency_ms=Latency(avg=latency),
         progress=[ProgressSample(elapsed_s=float(i + 1), tps=v) for i, v in enumerate(progress)],
     )
 
@@ -139,10 +146,12 @@ def test_latency_weight_can_change_the_winner():
 
 def test_cost_is_scored_only_when_every_target_has_a_price():
     # Given b is slower but costs a quarter as much
-    cheap = rank_targets([target("a", 1000.0, cost=4.0), target("b", 800.0, cost=1.0)],
-                         RankingConfig(weights={"throughput": 0.5, "cost": 0.5}))
-    unpriced = rank_targets([target("a", 1000.0, cost=4.0), target("b", 800.0)],
-                            RankingConfig(weights={"throughput": 0.5, "cost": 0.5}))
+    cheap = rank_targets(
+        [target("a", 1000.0, cost=4.0), target("b", 800.0, cost=1.0)], RankingConfig(weights={"throughput": 0.5, "cost": 0.5})
+    )
+    unpriced = rank_targets(
+        [target("a", 1000.0, cost=4.0), target("b", 800.0)], RankingConfig(weights={"throughput": 0.5, "cost": 0.5})
+    )
     # Then with prices b wins on cost efficiency; without b's price cost gives its weight up
     assert cheap[0].target == "b" and cheap[0].metrics["cost"] == 1.0
     assert unpriced[0].target == "a" and "cost" not in unpriced[0].metrics
@@ -178,13 +187,17 @@ def test_matrix_weights_reach_the_aggregate_through_the_plan():
     data["targets"][1] = {**data["targets"][0], "name": "b"}
     data["ranking"] = {"weights": {"latency": 1.0}, "tie_tolerance": 0.0}
     plan = plan_campaign(parse_campaign(data), "cid")
-    common = dict(campaign_id="cid", workload="tpcb", tool="pgbench", status="succeeded", started_at="s",
-                  finished_at="f", wall_s=1.0)
+    common = dict(
+        campaign_id="cid", workload="tpcb", tool="pgbench", status="succeeded", started_at="s", finished_at="f", wall_s=1.0
+    )
     summaries = [
         *(StepSummary(step_id=f"{t}/tpcb/init", target=t, kind="init", **common) for t in ("a", "b")),
-        *(StepSummary(step_id=f"{t}/tpcb/c4-r1", target=t, kind="run", clients=4, tps=tps, latency_ms=Latency(avg=lat),
-                      **common)
-          for t, tps, lat in (("a", 1000.0, 50.0), ("b", 500.0, 5.0))),
+        *(
+            StepSummary(
+                step_id=f"{t}/tpcb/c4-r1", target=t, kind="run", clients=4, tps=tps, latency_ms=Latency(avg=lat), **common
+            )
+            for t, tps, lat in (("a", 1000.0, 50.0), ("b", 500.0, 5.0))
+        ),
     ]
     outcomes = [
         TargetOutcome(name=t, steps=[{"step_id": s.step_id, "status": "succeeded"} for s in summaries if s.target == t])

@@ -7,10 +7,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pgarena.errors import ErrorInfo
-from pgarena.redact import MASK, MIN_SECRET_LEN, Redactor, redact
-from pgarena.results import LoadResult
-from pgarena.worker import run_tool
+from pgarena.model.errors import ErrorInfo
+from pgarena.model.redact import MASK, MIN_SECRET_LEN, Redactor, redact
+from pgarena.model.results import LoadResult
+from pgarena.worker.run import run_tool
 
 
 @pytest.mark.parametrize(
@@ -94,6 +94,7 @@ def test_the_raw_output_a_worker_keeps_has_no_secret(tmp_path):
 
 
 def test_results_carry_no_secret_from_a_tool_message():
-    load = LoadResult(workload="w", status="failed",
-                      error=ErrorInfo(kind="tool_failed", message="psql: password=s3cr3t rejected"))
+    load = LoadResult(
+        workload="w", status="failed", error=ErrorInfo(kind="tool_failed", message="psql: password=s3cr3t rejected")
+    )
     assert "s3cr3t" not in json.dumps(load.model_dump(mode="json"))

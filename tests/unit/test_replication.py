@@ -1,31 +1,27 @@
 """Sustainable replication throughput: the formula, WAL positions, and waiting for a replica to catch up."""
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
-from pgarena.matrix import RankingConfig, Replica, load_campaign, parse_campaign
-from pgarena.plan import RUN_TIMEOUT_MARGIN_S, plan_campaign
-from pgarena.ranking import rank_targets
-from pgarena.replication import (
+from pgarena.analysis.ranking import rank_targets
+from pgarena.analysis.replication import lsn_to_int, peaks, replication_result, run_seconds, sustainable_tps
+from pgarena.model.matrix import RankingConfig, Replica, load_campaign, parse_campaign
+from pgarena.model.plan import RUN_TIMEOUT_MARGIN_S
+from pgarena.model.replication import LagSample, ReplicaCatchUp
+from pgarena.model.results import TargetResult, WorkloadResult
+from pgarena.planning.plan import plan_campaign
+from pgarena.target.replication import (
     CatchUpClock,
-    LagSample,
     Position,
     PrimaryPosition,
     Probe,
-    ReplicaCatchUp,
     caught_up,
     choose_method,
     lag_of,
-    lsn_to_int,
-    peaks,
-    replication_result,
-    run_seconds,
-    sustainable_tps,
     wait_for_catch_up,
 )
-from pgarena.results import TargetResult, WorkloadResult
 
 STANDBY = {"host": "standby.internal", "user": "bench", "password_env": "PW"}
 
@@ -71,20 +67,20 @@ def test_a_position_that_is_not_an_lsn_is_refused():
 
 
 def test_lag_is_the_wal_between_primary_and_replica():
-    primary = PrimaryPosition(lsn="1/00000100", at=datetime(2025, 1, 1, tzinfo=timezone.utc))
+    primary = PrimaryPosition(lsn="1/00000100", at=datetime(2025, 1, 1, tzinfo=UTC))
     assert lag_of(primary, Position(lsn="1/00000040")) == {"replica_lsn": "1/00000040", "lag_bytes": 0xC0}
     # A replica reading ahead of the primary's sample (sampled a moment later) is not behind
     assert lag_of(primary, Position(lsn="1/00000200"))["lag_bytes"] == 0
 
 
 def test_timestamp_lag_is_the_primary_clock_minus_the_replay_time():
-    now = datetime(2025, 1, 1, 12, 0, 10, tzinfo=timezone.utc)
+    now = datetime(2025, 1, 1, 12, 0, 10, tzinfo=UTC)
     lag = lag_of(PrimaryPosition(lsn="0/1", at=now), Position(at=now - timedelta(seconds=2.5)))
     assert lag["lag_s"] == 2.5
 
 
 def test_caught_up_by_lsn_or_by_a_replayed_commit_at_least_as_recent_as_the_marker():
-    end = PrimaryPosition(lsn="0/5000", at=datetime(2025, 1, 1, 12, tzinfo=timezone.utc))
+    end = PrimaryPosition(lsn="0/5000", at=datetime(2025, 1, 1, 12, tzinfo=UTC))
     assert caught_up(end, Position(lsn="0/5000")) and not caught_up(end, Position(lsn="0/4FFF"))
     assert caught_up(end, Position(at=end.at)) and not caught_up(end, Position(at=end.at - timedelta(microseconds=1)))
     assert not caught_up(end, Position())
@@ -119,7 +115,7 @@ def probe(clock, name, start, rate, timeout_s=60) -> Probe:
 def test_catch_up_time_is_when_each_replica_reached_the_end_of_the_run():
     # Given the run ended at 0/A000 and two standbys 10,000 and 30,000 bytes behind, replaying 10,000 B/s
     clock = FakeClock()
-    end = PrimaryPosition(lsn="0/A000", at=datetime(2025, 1, 1, tzinfo=timezone.utc))
+    end = PrimaryPosition(lsn="0/A000", at=datetime(2025, 1, 1, tzinfo=UTC))
     fast, slow = probe(clock, "fast", 0xA000 - 10_000, 10_000), probe(clock, "slow", 0xA000 - 30_000, 10_000)
     seen = []
     # When pgarena waits for them, polling every 0.1 s
@@ -132,7 +128,7 @@ def test_catch_up_time_is_when_each_replica_reached_the_end_of_the_run():
 
 def test_a_replica_that_never_catches_up_is_given_up_at_its_timeout():
     clock = FakeClock()
-    end = PrimaryPosition(lsn="0/A000", at=datetime(2025, 1, 1, tzinfo=timezone.utc))
+    end = PrimaryPosition(lsn="0/A000", at=datetime(2025, 1, 1, tzinfo=UTC))
     stuck = probe(clock, "stuck", 0, 0, timeout_s=5)
     done = wait_for_catch_up([stuck], end, lambda *a: None, clock, 0.5)
     assert done["stuck"] == (False, None, pytest.approx(5.0, abs=0.5))
@@ -147,15 +143,16 @@ def test_a_replica_that_errors_is_waited_for_until_its_timeout():
 
     broken.read = fail  # type: ignore[method-assign]
     errors = []
-    done = wait_for_catch_up([broken], PrimaryPosition(lsn="0/1", at=datetime.now(timezone.utc)),
-                             lambda p, pos, err: errors.append(err), clock, 0.5)
+    done = wait_for_catch_up(
+        [broken], PrimaryPosition(lsn="0/1", at=datetime.now(UTC)), lambda p, pos, err: errors.append(err), clock, 0.5
+    )
     assert done["gone"][0] is False and "closed" in errors[0]
 
 
 def test_a_replica_that_could_not_be_read_at_all_is_not_waited_for():
     clock = FakeClock()
     unreachable = Probe(replica(name="unreachable"), error="connection refused")
-    done = wait_for_catch_up([unreachable], PrimaryPosition(lsn="0/1", at=datetime.now(timezone.utc)), lambda *a: None, clock)
+    done = wait_for_catch_up([unreachable], PrimaryPosition(lsn="0/1", at=datetime.now(UTC)), lambda *a: None, clock)
     assert done == {"unreachable": (False, None, 0.0)} and clock.t == 0
 
 
@@ -184,8 +181,15 @@ def test_a_physical_replica_that_is_not_in_recovery_is_an_error():
 
 
 def catch_up(name, seconds, peak=1000):
-    return ReplicaCatchUp(name=name, kind="physical", caught_up=seconds is not None, catch_up_s=seconds,
-                          waited_s=seconds or 60, timeout_s=60, peak_lag_bytes=peak)
+    return ReplicaCatchUp(
+        name=name,
+        kind="physical",
+        caught_up=seconds is not None,
+        catch_up_s=seconds,
+        waited_s=seconds or 60,
+        timeout_s=60,
+        peak_lag_bytes=peak,
+    )
 
 
 def test_the_slowest_replica_bounds_the_sustainable_throughput():
@@ -201,16 +205,20 @@ def test_no_sustainable_figure_when_a_replica_never_caught_up():
 
 
 def test_peaks_are_per_replica():
-    samples = [LagSample(t_s=0, stage="run", replica="a", lag_bytes=10),
-               LagSample(t_s=1, stage="run", replica="a", lag_bytes=30),
-               LagSample(t_s=1, stage="run", replica="b", lag_s=1.5)]
+    samples = [
+        LagSample(t_s=0, stage="run", replica="a", lag_bytes=10),
+        LagSample(t_s=1, stage="run", replica="a", lag_bytes=30),
+        LagSample(t_s=1, stage="run", replica="b", lag_s=1.5),
+    ]
     assert peaks(samples, "a") == (30, None) and peaks(samples, "b") == (None, 1.5)
 
 
 def matrix(replicas, **target):
-    return {"campaign": "rep", "targets": [{"name": "pg", "provider": "rds", "endpoint": {"host": "h", "user": "u"},
-                                           "replicas": replicas, **target}],
-            "workloads": [{"name": "tpcb", "tool": "pgbench", "run": {"clients": [1, 2], "duration_s": 60}}]}
+    return {
+        "campaign": "rep",
+        "targets": [{"name": "pg", "provider": "rds", "endpoint": {"host": "h", "user": "u"}, "replicas": replicas, **target}],
+        "workloads": [{"name": "tpcb", "tool": "pgbench", "run": {"clients": [1, 2], "duration_s": 60}}],
+    }
 
 
 def test_a_logical_replica_names_its_subscription():
@@ -228,8 +236,7 @@ def test_replica_names_are_unique_within_a_target():
 
 def test_runs_carry_the_replicas_and_wait_for_them_within_their_timeout():
     # Given a target with a standby that may take 10 minutes to catch up
-    campaign = parse_campaign(matrix([{"name": "sb", "kind": "physical", "endpoint": STANDBY,
-                                       "catch_up_timeout_s": 600}]))
+    campaign = parse_campaign(matrix([{"name": "sb", "kind": "physical", "endpoint": STANDBY, "catch_up_timeout_s": 600}]))
     # When planned
     init, *runs = plan_campaign(campaign, "cid").targets[0].steps
     # Then every run knows the standby and its timeout leaves room for the catch-up; the load does not wait
@@ -245,10 +252,19 @@ def test_the_example_matrix_validates_and_asks_for_the_sustainable_ranking():
 
 def replicated_target(name, tps, catch_up_s):
     transactions = int(tps * 60)
-    runs = [WorkloadResult(name="tpcb", tool="pgbench", clients=clients, repetition=1, status="succeeded", tps=tps,
-                           transactions=transactions,
-                           replication=replication_result([catch_up("standby", catch_up_s)], transactions, 60.0))
-            for clients in (1, 8)]
+    runs = [
+        WorkloadResult(
+            name="tpcb",
+            tool="pgbench",
+            clients=clients,
+            repetition=1,
+            status="succeeded",
+            tps=tps,
+            transactions=transactions,
+            replication=replication_result([catch_up("standby", catch_up_s)], transactions, 60.0),
+        )
+        for clients in (1, 8)
+    ]
     return TargetResult(name=name, provider="self-hosted", status="succeeded", workloads=runs)
 
 

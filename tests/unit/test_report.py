@@ -7,9 +7,9 @@ import pytest
 from typer.testing import CliRunner
 
 from pgarena.cli import app
-from pgarena.errors import ErrorInfo
+from pgarena.model.errors import ErrorInfo
+from pgarena.model.results import CampaignResults, TargetResult, WorkloadResult
 from pgarena.report import CONTENT_TYPES, REPORT_FILES, build_reports, write_reports, write_to_folder
-from pgarena.results import CampaignResults, TargetResult, WorkloadResult
 from tests.conftest import FIXTURES
 
 WEEK1 = FIXTURES / "results" / "week1"
@@ -143,14 +143,31 @@ def test_html_report_parses_with_every_element_closed(files):
 
 def test_html_report_has_every_section(files):
     doc = parse(files["report.html"].decode())
-    assert {"verdict", "ranking", "throughput", "latency", "stability", "scaling", "cost", "loads", "incidents",
-            "servers", "files"} <= doc.ids
+    assert {
+        "verdict",
+        "ranking",
+        "throughput",
+        "latency",
+        "stability",
+        "scaling",
+        "cost",
+        "loads",
+        "incidents",
+        "servers",
+        "files",
+    } <= doc.ids
 
 
 def test_html_report_has_its_charts_as_inline_svg(files):
     doc = parse(files["report.html"].decode())
-    assert {"chart-throughput", "chart-latency", "chart-progress-tpcb-c1", "chart-progress-tpcb-c8",
-            "chart-scaling-tpcb", "chart-cost"} <= doc.ids
+    assert {
+        "chart-throughput",
+        "chart-latency",
+        "chart-progress-tpcb-c1",
+        "chart-progress-tpcb-c8",
+        "chart-scaling-tpcb",
+        "chart-cost",
+    } <= doc.ids
     assert {"chart", "throughput", "timeseries", "scaling", "cost"} <= doc.classes["svg"]
     assert doc.tags.count("svg") == 8  # throughput, latency, a time series per client count (4), scaling, cost
     assert {"bar", "faded"} <= doc.classes["rect"]  # rds's clamped 8-client bar is drawn faded
@@ -185,10 +202,18 @@ def test_html_escapes_names_and_messages(results):
 def test_campaign_without_sweep_or_prices_leaves_those_sections_out():
     # Given one target, one client count, no price
     results = CampaignResults(
-        campaign_id="c-1", campaign="c",
-        started_at="2024-01-01T00:00:00+00:00", finished_at="2024-01-01T00:01:00+00:00",
-        targets=[TargetResult(name="a", provider="p", status="succeeded", workloads=[
-            WorkloadResult(name="tpcb", tool="pgbench", clients=4, repetition=1, status="succeeded", tps=100.0)])],
+        campaign_id="c-1",
+        campaign="c",
+        started_at="2024-01-01T00:00:00+00:00",
+        finished_at="2024-01-01T00:01:00+00:00",
+        targets=[
+            TargetResult(
+                name="a",
+                provider="p",
+                status="succeeded",
+                workloads=[WorkloadResult(name="tpcb", tool="pgbench", clients=4, repetition=1, status="succeeded", tps=100.0)],
+            )
+        ],
         ranking=[],
     )
     doc = parse(build_reports(results)["report.html"].decode())
@@ -198,9 +223,19 @@ def test_campaign_without_sweep_or_prices_leaves_those_sections_out():
 
 def test_campaign_where_everything_failed_still_reports():
     results = CampaignResults(
-        campaign_id="c-1", campaign="c", started_at="s", finished_at="f", ranking=[],
-        targets=[TargetResult(name="a", provider="p", status="failed",
-                              error=ErrorInfo(kind="dns_failure", message="could not translate host name"))],
+        campaign_id="c-1",
+        campaign="c",
+        started_at="s",
+        finished_at="f",
+        ranking=[],
+        targets=[
+            TargetResult(
+                name="a",
+                provider="p",
+                status="failed",
+                error=ErrorInfo(kind="dns_failure", message="could not translate host name"),
+            )
+        ],
     )
     files = build_reports(results)
     assert "No target could be ranked" in files["summary.md"].decode()

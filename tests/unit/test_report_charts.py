@@ -18,8 +18,14 @@ def test_axis_labels_are_compact():
 
 def test_bar_chart_draws_a_bar_per_value_with_exact_figures_on_hover():
     # Given two series over two categories, one value missing
-    svg = bar_chart("chart-x", "t", ["1 client", "2 clients"],
-                    [Bars("a", "#000", [100.0, 180.0]), Bars("b", "#111", [90.0, None])], "tps", unit="tps")
+    svg = bar_chart(
+        "chart-x",
+        "t",
+        ["1 client", "2 clients"],
+        [Bars("a", "#000", [100.0, 180.0]), Bars("b", "#111", [90.0, None])],
+        "tps",
+        unit="tps",
+    )
     # Then three bars are drawn, each with its value in a title
     assert svg.count('<rect class="bar"') == 3
     assert "<title>a · 2 clients: 180.00 tps</title>" in svg
@@ -32,8 +38,9 @@ def test_bar_heights_are_proportional_to_values():
 
 
 def test_line_chart_marks_events():
-    svg = line_chart("c", "t", [Line("a", "#000", [(60, 457.0), (120, 15.0)])], "s", "tps",
-                     events=[(120.0, "tps_collapse: a r1")])
+    svg = line_chart(
+        "c", "t", [Line("a", "#000", [(60, 457.0), (120, 15.0)])], "s", "tps", events=[(120.0, "tps_collapse: a r1")]
+    )
     assert svg.count('<circle class="dot"') == 2
     assert '<g class="event">' in svg and "tps_collapse: a r1" in svg
 

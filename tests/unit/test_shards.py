@@ -2,10 +2,11 @@ import json
 
 import pytest
 
-from pgarena.budget import ConnectionFacts, apply_budget, compute_budget
-from pgarena.matrix import ConnectionPolicy, MatrixError, parse_campaign
-from pgarena.plan import plan_campaign
-from pgarena.shards import shard, split_clients
+from pgarena.model.budget import ConnectionFacts
+from pgarena.model.matrix import ConnectionPolicy, MatrixError, parse_campaign
+from pgarena.planning.budget import apply_budget, compute_budget
+from pgarena.planning.plan import plan_campaign
+from pgarena.planning.shards import shard, split_clients
 from tests.conftest import FIXTURES
 
 
@@ -48,8 +49,9 @@ def test_workers_derived_from_a_per_worker_client_cap():
 
 def test_budget_clamps_the_total_before_it_is_split():
     planned = target(clients=40, workers=4)
-    budget = compute_budget(ConnectionFacts(max_connections=24, role="u", database="d", role_is_superuser=True),
-                            ConnectionPolicy(safety_margin=0))
+    budget = compute_budget(
+        ConnectionFacts(max_connections=24, role="u", database="d", role_is_superuser=True), ConnectionPolicy(safety_margin=0)
+    )
     (_, run) = apply_budget(planned, budget)
     group = shard(run)
     assert run.requested_clients == 40 and sum(s.clients for s in group.shards) == 22

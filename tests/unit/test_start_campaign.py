@@ -7,8 +7,8 @@ import pytest
 from moto import mock_aws
 
 from functions.start_campaign.handler import handler
+from pgarena.aws.schedule import SCHEDULER_EXECUTION_ID, campaign_input
 from pgarena.local.endpoints import LambdaContext
-from pgarena.schedule import SCHEDULER_EXECUTION_ID, campaign_input
 from tests.conftest import FIXTURES
 
 MATRIX = json.loads((FIXTURES / "matrices" / "minimal.json").read_text())
@@ -36,17 +36,22 @@ def test_a_schedule_name_in_the_matrix_wins():
 
 @pytest.fixture
 def aws(monkeypatch):
-    for name, value in {"AWS_DEFAULT_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": "testing",
-                        "AWS_SECRET_ACCESS_KEY": "testing", "RESULTS_BUCKET": "results",
-                        "POWERTOOLS_TRACE_DISABLED": "true"}.items():
+    for name, value in {
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "RESULTS_BUCKET": "results",
+        "POWERTOOLS_TRACE_DISABLED": "true",
+    }.items():
         monkeypatch.setenv(name, value)
     with mock_aws():
         s3, sfn = boto3.client("s3"), boto3.client("stepfunctions")
         s3.create_bucket(Bucket="results")
         s3.put_object(Bucket="results", Key="matrices/weekly.json", Body=json.dumps(MATRIX).encode())
         definition = {"StartAt": "Done", "States": {"Done": {"Type": "Succeed"}}}
-        arn = sfn.create_state_machine(name="campaign", definition=json.dumps(definition),
-                                       roleArn="arn:aws:iam::123456789012:role/sfn")["stateMachineArn"]
+        arn = sfn.create_state_machine(
+            name="campaign", definition=json.dumps(definition), roleArn="arn:aws:iam::123456789012:role/sfn"
+        )["stateMachineArn"]
         monkeypatch.setenv("STATE_MACHINE_ARN", arn)
         yield sfn
 
@@ -64,5 +69,7 @@ def test_start_campaign_starts_the_matrix_from_s3(aws):
 
 def test_start_campaign_refuses_a_malformed_event(aws):
     with pytest.raises(Exception, match="execution_id"):
-        handler({"schedule": "weekly", "matrix_s3_key": "matrices/weekly.json", "execution_id": "a b"},
-                LambdaContext(function_name="pgarena-start-campaign"))
+        handler(
+            {"schedule": "weekly", "matrix_s3_key": "matrices/weekly.json", "execution_id": "a b"},
+            LambdaContext(function_name="pgarena-start-campaign"),
+        )

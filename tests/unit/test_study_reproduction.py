@@ -2,9 +2,9 @@
 
 from pathlib import Path
 
-from pgarena import sysbench
-from pgarena.matrix import load_campaign
-from pgarena.pgbench import init_args, run_args
+from pgarena.model.matrix import load_campaign
+from pgarena.tools.pgbench.command import init_args, run_args
+from pgarena.tools.sysbench import command as sysbench
 from tests.conftest import ROOT
 
 STUDY = load_campaign(ROOT / "examples" / "four-provider-study.json")
@@ -25,7 +25,20 @@ def test_pgbench_run_is_prepared_1000_clients_600_s_with_60_s_progress(tmp_path:
 
 def test_sysbench_is_the_write_heavy_test_on_250_tables_of_450000_rows():
     args = sysbench.run_args(SYSBENCH.run, SYSBENCH.prepare)
-    for flag in ["oltp_read_write", "--tables=250", "--table_size=450000", "--threads=1000", "--time=600",
-                 "--report-interval=60", "--rand-type=uniform", "--point_selects=0", "--simple_ranges=0",
-                 "--sum_ranges=0", "--order_ranges=0", "--distinct_ranges=0", "--forced-shutdown=30", "run"]:
+    for flag in [
+        "oltp_read_write",
+        "--tables=250",
+        "--table_size=450000",
+        "--threads=1000",
+        "--time=600",
+        "--report-interval=60",
+        "--rand-type=uniform",
+        "--point_selects=0",
+        "--simple_ranges=0",
+        "--sum_ranges=0",
+        "--order_ranges=0",
+        "--distinct_ranges=0",
+        "--forced-shutdown=30",
+        "run",
+    ]:
         assert flag in args

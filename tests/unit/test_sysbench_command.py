@@ -3,17 +3,8 @@
 import pytest
 from pydantic import ValidationError
 
-from pgarena.sysbench import (
-    SysbenchPrepare,
-    SysbenchRun,
-    cleanup_args,
-    connection_args,
-    connections_used,
-    prepare_args,
-    run_args,
-    sysbench_binary,
-    sysbench_env,
-)
+from pgarena.model.sysbench import SysbenchPrepare, SysbenchRun, connections_used
+from pgarena.tools.sysbench.command import cleanup_args, connection_args, prepare_args, run_args, sysbench_binary, sysbench_env
 
 # The workload shape the matrix will carry (issue 4).
 MATRIX_PREPARE = {"tables": 2, "table_size": 1000}
@@ -23,8 +14,16 @@ MATRIX_RUN = {"script": "oltp_write_only", "threads": 4, "duration_s": 10}
 # 450,000 rows, 1000 threads for 600 s, 60 s intervals, uniform ids, every read kind at 0.
 STUDY_PREPARE = SysbenchPrepare(tables=250, table_size=450_000, threads=16)
 STUDY_RUN = SysbenchRun(
-    threads=1000, duration_s=600, report_interval_s=60, rand_type="uniform", skip_trx=True,
-    point_selects=0, simple_ranges=0, sum_ranges=0, order_ranges=0, distinct_ranges=0,
+    threads=1000,
+    duration_s=600,
+    report_interval_s=60,
+    rand_type="uniform",
+    skip_trx=True,
+    point_selects=0,
+    simple_ranges=0,
+    sum_ranges=0,
+    order_ranges=0,
+    distinct_ranges=0,
     # The study's bare --forced-shutdown: 5% of --time.
     forced_shutdown_s=30,
 )
@@ -56,7 +55,13 @@ def test_smallest_run_argv():
     argv = run_args(run, prepare)
     # Then only the options set or always needed appear; the script's defaults are left alone
     assert argv == [
-        "oltp_write_only", "--tables=2", "--table_size=1000", "--threads=4", "--time=10", "--report-interval=5", "run",
+        "oltp_write_only",
+        "--tables=2",
+        "--table_size=1000",
+        "--threads=4",
+        "--time=10",
+        "--report-interval=5",
+        "run",
     ]
 
 
@@ -94,13 +99,17 @@ def test_write_heavy_study_prepare_argv():
 
 def test_histogram_percentile_and_write_counts_options():
     # Given a run asking for a histogram, the 99th percentile and custom write counts
-    run = SysbenchRun(duration_s=5, histogram=True, percentile=99, index_updates=2, non_index_updates=0,
-                      delete_inserts=3)
+    run = SysbenchRun(duration_s=5, histogram=True, percentile=99, index_updates=2, non_index_updates=0, delete_inserts=3)
     # When its command line is built
     argv = run_args(run, SysbenchPrepare())
     # Then each appears once, between the fixed options and the command
     assert argv[6:] == [
-        "--index_updates=2", "--non_index_updates=0", "--delete_inserts=3", "--histogram=on", "--percentile=99", "run",
+        "--index_updates=2",
+        "--non_index_updates=0",
+        "--delete_inserts=3",
+        "--histogram=on",
+        "--percentile=99",
+        "run",
     ]
 
 
@@ -154,8 +163,18 @@ def test_extra_args_go_before_the_command():
 
 @pytest.mark.parametrize(
     "arg",
-    ["--pgsql-password=x", "--pgsql-host=elsewhere", "--db-driver=mysql", "--threads=8", "--time=1",
-     "--config-file=/tmp/opts", "--table-size=5", "oltp_read_only", "-x", "--"],
+    [
+        "--pgsql-password=x",
+        "--pgsql-host=elsewhere",
+        "--db-driver=mysql",
+        "--threads=8",
+        "--time=1",
+        "--config-file=/tmp/opts",
+        "--table-size=5",
+        "oltp_read_only",
+        "-x",
+        "--",
+    ],
 )
 def test_extra_args_cannot_override_owned_options(arg):
     # Given an extra argument that is a password, a connection option, a modelled option or no option at all

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pgarena.parsers.sysbench import (
+from pgarena.tools.sysbench.parser import (
     SysbenchHistogramBucket,
     SysbenchInterval,
     SysbenchPrepareLog,
@@ -35,32 +35,81 @@ def sb10(**printed: object) -> dict[str, object]:
     return summary(**({"sysbench_version": "1.0.20", "threads": 4, "report_interval_s": 1.0, "percentile": 95.0} | printed))
 
 
-def stats(read: int, write: int, other: int, total: int, transactions: int, tps: float, qps: float,
-          ignored: int, ignored_per_s: float) -> dict[str, object]:
+def stats(
+    read: int, write: int, other: int, total: int, transactions: int, tps: float, qps: float, ignored: int, ignored_per_s: float
+) -> dict[str, object]:
     # The "SQL statistics:" block; every 1.0 capture here printed "reconnects: 0 (0.00 per sec.)".
     return {
-        "queries_read": read, "queries_write": write, "queries_other": other, "queries_total": total,
-        "transactions": transactions, "tps": tps, "queries": total, "qps": qps,
-        "ignored_errors": ignored, "ignored_errors_per_s": ignored_per_s, "reconnects": 0, "reconnects_per_s": 0.0,
+        "queries_read": read,
+        "queries_write": write,
+        "queries_other": other,
+        "queries_total": total,
+        "transactions": transactions,
+        "tps": tps,
+        "queries": total,
+        "qps": qps,
+        "ignored_errors": ignored,
+        "ignored_errors_per_s": ignored_per_s,
+        "reconnects": 0,
+        "reconnects_per_s": 0.0,
     }
 
 
-def general(time_s: float, events: int, lat_min: float, lat_avg: float, lat_max: float, lat_pct: float | None,
-            lat_sum: float, events_avg: float, events_stddev: float, exec_avg: float,
-            exec_stddev: float) -> dict[str, object]:
+def general(
+    time_s: float,
+    events: int,
+    lat_min: float,
+    lat_avg: float,
+    lat_max: float,
+    lat_pct: float | None,
+    lat_sum: float,
+    events_avg: float,
+    events_stddev: float,
+    exec_avg: float,
+    exec_stddev: float,
+) -> dict[str, object]:
     # "General statistics:", "Latency (ms):" and "Threads fairness:" blocks.
     return {
-        "total_time_s": time_s, "total_events": events, "latency_min_ms": lat_min, "latency_avg_ms": lat_avg,
-        "latency_max_ms": lat_max, "latency_pct_ms": lat_pct, "latency_sum_ms": lat_sum, "events_avg": events_avg,
-        "events_stddev": events_stddev, "exec_time_avg_s": exec_avg, "exec_time_stddev_s": exec_stddev,
+        "total_time_s": time_s,
+        "total_events": events,
+        "latency_min_ms": lat_min,
+        "latency_avg_ms": lat_avg,
+        "latency_max_ms": lat_max,
+        "latency_pct_ms": lat_pct,
+        "latency_sum_ms": lat_sum,
+        "events_avg": events_avg,
+        "events_stddev": events_stddev,
+        "exec_time_avg_s": exec_avg,
+        "exec_time_stddev_s": exec_stddev,
     }
 
 
-def i10(elapsed: float, tps: float, qps: float, r: float, w: float, o: float, lat: float | None, err: float,
-        threads: int = 4, pct: float = 95.0, **extra: object) -> SysbenchInterval:
+def i10(
+    elapsed: float,
+    tps: float,
+    qps: float,
+    r: float,
+    w: float,
+    o: float,
+    lat: float | None,
+    err: float,
+    threads: int = 4,
+    pct: float = 95.0,
+    **extra: object,
+) -> SysbenchInterval:
     return SysbenchInterval(
-        elapsed_s=elapsed, threads=threads, tps=tps, qps=qps, read_qps=r, write_qps=w, other_qps=o,
-        latency_pct_ms=lat, percentile=pct, err_per_s=err, reconn_per_s=0.0, **extra,
+        elapsed_s=elapsed,
+        threads=threads,
+        tps=tps,
+        qps=qps,
+        read_qps=r,
+        write_qps=w,
+        other_qps=o,
+        latency_pct_ms=lat,
+        percentile=pct,
+        err_per_s=err,
+        reconn_per_s=0.0,
+        **extra,
     )
 
 
@@ -100,17 +149,20 @@ EXPECTED_SUMMARIES = {
     ),
     # "percentile stats: disabled": no percentile, no percentile latency.
     "run_oltp_point_select_percentile0_t2_T2_i1.txt": sb10(
-        threads=2, percentile=None,
+        threads=2,
+        percentile=None,
         **stats(167861, 0, 0, 167861, 167861, 83718.60, 83718.60, 0, 0.00),
         **general(2.0042, 167861, 0.02, 0.02, 3.38, None, 3989.16, 83930.5000, 6173.50, 1.9946, 0.00),
     ),
     "run_oltp_point_select_rate200_t2_T3_i1.txt": sb10(
-        threads=2, target_rate_per_s=200.0,
+        threads=2,
+        target_rate_per_s=200.0,
         **stats(591, 0, 0, 591, 591, 196.58, 196.58, 0, 0.00),
         **general(3.0054, 591, 0.05, 0.28, 1.85, 0.45, 167.13, 295.5000, 1.50, 0.0836, 0.00),
     ),
     "run_write_heavy_cloudsql_t4_T5_i1.txt": sb10(
-        forced_shutdown_at_s=5.0, unfinished_transactions=4,
+        forced_shutdown_at_s=5.0,
+        unfinished_transactions=4,
         **stats(0, 13573, 9, 13582, 3394, 678.20, 2713.98, 1, 0.20),
         **general(5.0020, 3394, 0.70, 5.89, 41.79, 18.61, 19979.96, 849.5000, 30.00, 4.9950, 0.01),
     ),
@@ -120,105 +172,163 @@ EXPECTED_SUMMARIES = {
         **general(3.0155, 3764, 0.63, 3.19, 26.62, 8.13, 12004.15, 941.0000, 28.67, 3.0010, 0.01),
     ),
     "sb05_handmade_oltp_write_heavy_t8_T30_i10.txt": summary(
-        sysbench_version="0.5", threads=8, report_interval_s=10.0,
-        queries_read=0, queries_write=120000, queries_other=60000, queries_total=180000,
-        transactions=30000, tps=999.67, read_write_requests=120000, read_write_requests_per_s=3998.67,
-        other_operations=60000, other_operations_per_s=1999.33, ignored_errors=3, ignored_errors_per_s=0.10,
-        reconnects=0, reconnects_per_s=0.00, total_time_s=30.0100, total_events=30000, event_execution_time_s=239.8412,
-        latency_min_ms=1.52, latency_avg_ms=7.99, latency_max_ms=182.35, latency_pct_ms=13.78, percentile=95.0,
-        events_avg=3750.0000, events_stddev=21.48, exec_time_avg_s=29.9802, exec_time_stddev_s=0.00,
+        sysbench_version="0.5",
+        threads=8,
+        report_interval_s=10.0,
+        queries_read=0,
+        queries_write=120000,
+        queries_other=60000,
+        queries_total=180000,
+        transactions=30000,
+        tps=999.67,
+        read_write_requests=120000,
+        read_write_requests_per_s=3998.67,
+        other_operations=60000,
+        other_operations_per_s=1999.33,
+        ignored_errors=3,
+        ignored_errors_per_s=0.10,
+        reconnects=0,
+        reconnects_per_s=0.00,
+        total_time_s=30.0100,
+        total_events=30000,
+        event_execution_time_s=239.8412,
+        latency_min_ms=1.52,
+        latency_avg_ms=7.99,
+        latency_max_ms=182.35,
+        latency_pct_ms=13.78,
+        percentile=95.0,
+        events_avg=3750.0000,
+        events_stddev=21.48,
+        exec_time_avg_s=29.9802,
+        exec_time_stddev_s=0.00,
     ),
 }
 
 # (number of points, first point, last point)
 EXPECTED_INTERVALS = {
     "run_oltp_read_write_t4_T5_i1.txt": (
-        5, i10(1, 16.96, 423.92, 307.22, 75.81, 40.90, 10.27, 1.00),
+        5,
+        i10(1, 16.96, 423.92, 307.22, 75.81, 40.90, 10.27, 1.00),
         i10(5, 267.97, 5428.40, 3807.58, 1065.88, 554.94, 10.84, 4.00),
     ),
     "run_oltp_read_only_t4_T5_i1.txt": (
-        5, i10(1, 2163.21, 34638.39, 30308.97, 0.00, 4329.42, 3.96, 0.00),
+        5,
+        i10(1, 2163.21, 34638.39, 30308.97, 0.00, 4329.42, 3.96, 0.00),
         i10(5, 2109.05, 33731.85, 29514.74, 0.00, 4217.11, 5.09, 0.00),
     ),
     "run_oltp_write_only_t4_T5_i1.txt": (
-        5, i10(1, 251.69, 1580.05, 0.00, 1006.76, 573.29, 12.08, 14.98),
+        5,
+        i10(1, 251.69, 1580.05, 0.00, 1006.76, 573.29, 12.08, 14.98),
         i10(5, 11.00, 67.00, 0.00, 40.00, 27.00, 8.90, 2.00),
     ),
     "run_oltp_point_select_t4_T5_i1.txt": (
-        5, i10(1, 53106.19, 53106.19, 53106.19, 0.00, 0.00, 0.11, 0.00),
+        5,
+        i10(1, 53106.19, 53106.19, 53106.19, 0.00, 0.00, 0.11, 0.00),
         i10(5, 63951.58, 63951.58, 63951.58, 0.00, 0.00, 0.09, 0.00),
     ),
     "run_oltp_insert_t4_T5_i1.txt": (
-        5, i10(1, 7762.00, 7762.00, 0.00, 7762.00, 0.00, 0.75, 0.00),
+        5,
+        i10(1, 7762.00, 7762.00, 0.00, 7762.00, 0.00, 0.75, 0.00),
         i10(5, 5411.70, 5411.70, 0.00, 5411.70, 0.00, 1.25, 0.00),
     ),
     "run_oltp_update_index_t4_T5_i1.txt": (
-        5, i10(1, 7104.91, 7104.91, 0.00, 7104.91, 0.00, 0.87, 0.00),
+        5,
+        i10(1, 7104.91, 7104.91, 0.00, 7104.91, 0.00, 0.87, 0.00),
         i10(5, 6541.18, 6541.18, 0.00, 6541.18, 0.00, 1.39, 0.00),
     ),
     "run_oltp_read_write_histogram_t4_T5_i1.txt": (
-        5, i10(1, 119.82, 2476.21, 1747.32, 476.27, 252.61, 13.46, 1.00),
+        5,
+        i10(1, 119.82, 2476.21, 1747.32, 476.27, 252.61, 13.46, 1.00),
         i10(5, 714.37, 14465.70, 10141.63, 2843.52, 1480.55, 15.55, 11.96),
     ),
     "run_oltp_read_write_percentile99_t4_T5_i1.txt": (
-        5, i10(1, 20.97, 485.29, 349.49, 88.87, 46.93, 18.61, 0.00, pct=99.0),
+        5,
+        i10(1, 20.97, 485.29, 349.49, 88.87, 46.93, 18.61, 0.00, pct=99.0),
         i10(5, 14.00, 300.94, 209.96, 60.99, 29.99, 1013.60, 1.00, pct=99.0),
     ),
     # A 2 s run with 1 s intervals printed a single interval line.
     "run_oltp_point_select_percentile0_t2_T2_i1.txt": (
-        1, i10(1, 79901.10, 79901.10, 79901.10, 0.00, 0.00, None, 0.00, threads=2, pct=0.0),
+        1,
+        i10(1, 79901.10, 79901.10, 79901.10, 0.00, 0.00, None, 0.00, threads=2, pct=0.0),
         i10(1, 79901.10, 79901.10, 79901.10, 0.00, 0.00, None, 0.00, threads=2, pct=0.0),
     ),
     "run_oltp_point_select_rate200_t2_T3_i1.txt": (
-        3, i10(1, 177.74, 177.74, 177.74, 0.00, 0.00, 0.59, 0.00, threads=2, queue_length=0, concurrency=0),
+        3,
+        i10(1, 177.74, 177.74, 177.74, 0.00, 0.00, 0.59, 0.00, threads=2, queue_length=0, concurrency=0),
         i10(3, 221.00, 221.00, 221.00, 0.00, 0.00, 0.39, 0.00, threads=2, queue_length=0, concurrency=0),
     ),
     # The interval cut by the forced shutdown prints a 0.00 percentile latency.
     "run_write_heavy_cloudsql_t4_T5_i1.txt": (
-        5, i10(1, 766.61, 3073.42, 0.00, 3070.42, 2.99, 12.75, 0.00),
+        5,
+        i10(1, 766.61, 3073.42, 0.00, 3070.42, 2.99, 12.75, 0.00),
         i10(5, 568.61, 2269.44, 0.00, 2268.44, 1.00, 0.00, 0.00),
     ),
     "run_write_heavy_cloudsql_forced_shutdown1_t4_T3_i1.txt": (
-        3, i10(1, 827.51, 3315.02, 0.00, 3314.02, 1.00, 15.27, 1.00),
+        3,
+        i10(1, 827.51, 3315.02, 0.00, 3314.02, 1.00, 15.27, 1.00),
         i10(3, 1501.86, 6020.42, 0.00, 6016.42, 4.00, 4.33, 3.00),
     ),
     "error_run_backends_terminated_t2_T5_i1.txt": (
-        2, i10(1, 381.46, 7721.06, 5410.33, 1529.83, 780.89, 11.45, 3.99, threads=2),
+        2,
+        i10(1, 381.46, 7721.06, 5410.33, 1529.83, 780.89, 11.45, 3.99, threads=2),
         i10(2, 348.07, 6972.44, 4884.01, 1379.28, 709.15, 11.65, 1.00, threads=2),
     ),
     "sb05_handmade_oltp_write_heavy_t8_T30_i10.txt": (
         3,
-        SysbenchInterval(elapsed_s=10, threads=8, tps=1003.21, read_qps=0.00, write_qps=4012.84,
-                         latency_pct_ms=13.52, percentile=95, err_per_s=0.10, reconn_per_s=0.00),
-        SysbenchInterval(elapsed_s=30, threads=8, tps=997.39, read_qps=0.00, write_qps=3989.56,
-                         latency_pct_ms=13.85, percentile=95, err_per_s=0.00, reconn_per_s=0.00),
+        SysbenchInterval(
+            elapsed_s=10,
+            threads=8,
+            tps=1003.21,
+            read_qps=0.00,
+            write_qps=4012.84,
+            latency_pct_ms=13.52,
+            percentile=95,
+            err_per_s=0.10,
+            reconn_per_s=0.00,
+        ),
+        SysbenchInterval(
+            elapsed_s=30,
+            threads=8,
+            tps=997.39,
+            read_qps=0.00,
+            write_qps=3989.56,
+            latency_pct_ms=13.85,
+            percentile=95,
+            err_per_s=0.00,
+            reconn_per_s=0.00,
+        ),
     ),
 }
 
 EXPECTED_PREPARE = {
     "prepare_oltp_read_write_tables2_size1000.txt": SysbenchPrepareLog(
-        tables_created=["sbtest1", "sbtest2"], rows_announced={"sbtest1": 1000, "sbtest2": 1000},
+        tables_created=["sbtest1", "sbtest2"],
+        rows_announced={"sbtest1": 1000, "sbtest2": 1000},
         secondary_indexes=["sbtest1", "sbtest2"],
     ),
     # Backend terminated during the bulk insert: the load was announced, never confirmed by an index line.
     "error_prepare_backend_terminated_tables1_size300000.txt": SysbenchPrepareLog(
-        tables_created=["sbtest1"], rows_announced={"sbtest1": 300000}, secondary_indexes=[],
+        tables_created=["sbtest1"],
+        rows_announced={"sbtest1": 300000},
+        secondary_indexes=[],
     ),
     "sb05_handmade_prepare_tables2.txt": SysbenchPrepareLog(
-        tables_created=["sbtest1", "sbtest2"], rows_announced={"sbtest1": 450000, "sbtest2": 450000},
+        tables_created=["sbtest1", "sbtest2"],
+        rows_announced={"sbtest1": 450000, "sbtest2": 450000},
         secondary_indexes=["sbtest1", "sbtest2"],
     ),
 }
 
-CONNECTION_REFUSED = 'FATAL: Connection to database failed: connection to server at "127.0.0.1", port 1 failed: Connection refused'
+CONNECTION_REFUSED = (
+    'FATAL: Connection to database failed: connection to server at "127.0.0.1", port 1 failed: Connection refused'
+)
 THREAD_INIT_FAILED = "FATAL: `thread_init' function failed: /usr/share/sysbench/oltp_common.lua:349: connection creation failed"
 BAD_HOST = (
     'FATAL: Connection to database failed: could not translate host name "no-such-host.invalid" to address: '
     "Name or service not known"
 )
 PREPARE_CONNECT_FAILED = (
-    "FATAL: `sysbench.cmdline.call_command' function failed: /usr/share/sysbench/oltp_common.lua:83: "
-    "connection creation failed"
+    "FATAL: `sysbench.cmdline.call_command' function failed: /usr/share/sysbench/oltp_common.lua:83: connection creation failed"
 )
 
 # Everything the tests here check by name, beyond the tables above.
@@ -371,7 +481,9 @@ def test_missing_tables_summary_has_header_only():
     # Then only the header lines made it into the summary
     assert report.summary is not None
     assert report.summary.model_dump(exclude_none=True) == {
-        "sysbench_version": "1.0.20", "threads": 2, "report_interval_s": 1.0,
+        "sysbench_version": "1.0.20",
+        "threads": 2,
+        "report_interval_s": 1.0,
     }
 
 

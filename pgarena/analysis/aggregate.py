@@ -1,0 +1,319 @@
+"""Aggregation: the plan, the state machine's outcomes and the workers' summaries become results.json. Pure."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable
+
+from pgarena.analysis.consolidation import consolidation_tables
+from pgarena.analysis.merge import NoCommonWindow, merge
+from pgarena.analysis.metrics import PointMetrics, target_metrics
+from pgarena.analysis.ranking import rank_targets
+from pgarena.analysis.replication import replication_result
+from pgarena.model.errors import ErrorInfo, from_step_functions
+from pgarena.model.monitor import ConnectionReport
+from pgarena.model.outcomes import StepOutcome, TargetOutcome
+from pgarena.model.plan import Plan, PlannedTarget, Step
+from pgarena.model.replication import ReplicationResult
+from pgarena.model.results import (
+    CampaignResults,
+    LoadResult,
+    ReplicationPoint,
+    Scenarios,
+    ShardResult,
+    StepSummary,
+    TargetResult,
+    WorkloadResult,
+)
+from pgarena.model.series import ShardSeries
+
+
+def merge_phases(outcomes: list[TargetOutcome]) -> dict[str, TargetOutcome]:
+    """One outcome per target: its steps from every phase, the server as its last phase found it, and the
+    first failure (a target that failed in one phase has that phase's steps not run)."""
+    merged: dict[str, TargetOutcome] = {}
+    for outcome in outcomes:
+        seen = merged.get(outcome.name)
+        merged[outcome.name] = (
+            outcome
+            if seen is None
+            else seen.model_copy(
+                update={
+                    "steps": [*seen.steps, *outcome.steps],
+                    "server": outcome.server or seen.server,
+                    "failure": seen.failure or outcome.failure,
+                }
+            )
+        )
+    return merged
+
+
+MISSING = ErrorInfo(kind="missing_result", message="the step reported success but wrote no summary")
+NOT_RUN = ErrorInfo(kind="not_run", message="the step did not run because the target failed before it")
+
+
+def _relative(campaign_id: str, keys: list[str]) -> list[str]:
+    return [k.removeprefix(f"{campaign_id}/") for k in keys]
+
+
+def _connections(campaign_id: str, summary: StepSummary | None) -> ConnectionReport | None:
+    if summary is None or summary.connections is None:
+        return None
+    report = summary.connections
+    return report.model_copy(update={"raw": _relative(campaign_id, [report.raw])[0] if report.raw else None})
+
+
+def _replication(campaign_id: str, summary: StepSummary | None) -> ReplicationResult | None:
+    if summary is None or summary.replication is None:
+        return None
+    raw = _relative(campaign_id, [summary.replication.raw])[0] if summary.replication.raw else None
+    return replication_result(summary.replication.replicas, summary.replication.transactions, summary.replication.run_s, raw)
+
+
+def _step_error(step: Step, outcome: StepOutcome | None, summary: StepSummary | None) -> ErrorInfo | None:
+    if summary is not None:
+        return summary.error
+    if outcome is None:
+        return NOT_RUN
+    error = from_step_functions(outcome.failure) or MISSING
+    if error.kind in ("timeout", "worker_lost"):
+        # The state machine stopped waiting and the worker never wrote a summary (a live worker writes
+        # one even when its tool times out): the worker was lost. moto reports a missed heartbeat as
+        # States.Timeout, AWS as States.HeartbeatTimeout.
+        return ErrorInfo(
+            kind="worker_lost",
+            message=(
+                f"the worker stopped reporting ({error.message}: no heartbeat for {step.heartbeat_timeout_s} s or "
+                f"past the step's {step.timeout_s} s) and wrote no summary: killed, out of memory, or its host gone"
+            ),
+        )
+    return error
+
+
+def _shard_ids(step_id: str, summaries: dict[str, StepSummary], outcomes: dict[str, StepOutcome]) -> list[str]:
+    """Ids of the step's shards (step_id/s0, step_id/s1, ...) known from summaries or outcomes."""
+    pattern = re.compile(re.escape(step_id) + r"/s(\d+)$")
+    found = {i for i in [*summaries, *outcomes] if pattern.match(i)}
+    return sorted(found, key=lambda i: int(pattern.match(i).group(1)))
+
+
+def _sharded_result(
+    step: Step,
+    shard_ids: list[str],
+    outcomes: dict[str, StepOutcome],
+    summaries: dict[str, StepSummary],
+    campaign_id: str,
+    series: dict[str, ShardSeries],
+) -> WorkloadResult:
+    """One result for a step run by several workers, merged over the window when all of them ran."""
+    shards, ran = [], []
+    for shard_id in shard_ids:
+        summary = summaries.get(shard_id)
+        error = _step_error(step, outcomes.get(shard_id), summary)
+        ok = summary is not None and summary.status == "succeeded" and shard_id in series
+        shards.append(
+            ShardResult(
+                step_id=shard_id,
+                clients=summary.clients if summary else None,
+                status="succeeded" if ok else "failed",
+                tps=summary.tps if summary else None,
+                transactions=summary.transactions if summary else None,
+                barrier=summary.barrier if summary else None,
+                raw=_relative(campaign_id, summary.raw if summary else []),
+                error=None if ok else (error or MISSING),
+            )
+        )
+        if ok:
+            ran.append((summary, series[shard_id]))
+    requested = step.clients
+    common = dict(
+        name=step.workload,
+        tool=step.tool,
+        repetition=step.repetition,
+        shards=shards,
+        phase=step.phase,
+        raw=[path for s in shards for path in s.raw],
+    )
+    failed = [s for s in shards if s.status == "failed"]
+    if not ran:
+        return WorkloadResult(clients=step.clients, status="failed", error=failed[0].error, **common)
+    try:
+        merged = merge([s for _, s in ran])
+    except NoCommonWindow as why:
+        return WorkloadResult(
+            clients=step.clients, status="failed", error=ErrorInfo(kind="no_common_window", message=str(why)), **common
+        )
+    covered = sum(summary.clients or 0 for summary, _ in ran)
+    degraded = None
+    if failed:
+        reasons = "; ".join(f"{s.step_id}: {s.error.kind}: {s.error.message}" for s in failed)
+        degraded = ErrorInfo(kind="degraded", message=f"covers {covered} of {requested} clients; failed shards: {reasons}")
+    clamped_from = next((s.requested_clients for s, _ in ran if s.requested_clients), None)
+    # The first shard timed the replicas' catch-up; the merged window's transactions are what they replicated.
+    replication = _replication(campaign_id, summaries.get(shard_ids[0]))
+    if replication is not None:
+        replication = replication_result(replication.replicas, merged.transactions, merged.window_s, replication.raw)
+    return WorkloadResult(
+        clients=covered,
+        requested_clients=(clamped_from or requested) if (failed or clamped_from) else None,
+        status="succeeded",
+        tps=round(merged.tps, 6),
+        latency_ms=merged.latency,
+        transactions=merged.transactions,
+        failed_transactions=merged.failed_transactions,
+        progress=merged.progress,
+        start_skew_s=merged.start_skew_s,
+        window_s=merged.window_s,
+        degraded=bool(failed),
+        replication=replication,
+        error=degraded,
+        **common,
+    )
+
+
+def _target_result(
+    planned: PlannedTarget,
+    outcome: TargetOutcome | None,
+    summaries: dict[str, StepSummary],
+    campaign_id: str,
+    series: dict[str, ShardSeries],
+    raw_keys: frozenset[str] = frozenset(),
+) -> TargetResult:
+    step_outcomes = {s.step_id: s for s in (outcome.steps if outcome else [])}
+    loads: list[LoadResult] = []
+    workloads: list[WorkloadResult] = []
+    errors: list[ErrorInfo] = []
+    for step in planned.steps:
+        summary = summaries.get(step.step_id)
+        shard_ids = _shard_ids(step.step_id, summaries, step_outcomes)
+        if shard_ids:
+            result = _sharded_result(step, shard_ids, step_outcomes, summaries, campaign_id, series)
+            if result.status == "failed":
+                errors.append(result.error)
+            workloads.append(result)
+            continue
+        error = _step_error(step, step_outcomes.get(step.step_id), summary)
+        status = "succeeded" if summary is not None and summary.status == "succeeded" else "failed"
+        # A worker that died wrote no summary, but the chunks it uploaded while the tool ran are kept.
+        kept = summary.raw if summary else sorted(k for k in raw_keys if k.startswith(f"{step.raw_prefix}/"))
+        if status == "failed":
+            error = error or MISSING
+            if error.raw is None and kept:
+                error = error.model_copy(update={"raw": kept[0]})
+            errors.append(error)
+        raw = _relative(campaign_id, kept)
+        if step.kind in ("init", "cleanup"):
+            loads.append(
+                LoadResult(
+                    workload=step.workload,
+                    kind=step.kind,
+                    status=status,
+                    seconds=summary.load_s if summary else None,
+                    phases_s=summary.load_phases_s if summary else {},
+                    phase=step.phase,
+                    raw=raw,
+                    error=error if status == "failed" else None,
+                )
+            )
+            continue
+        workloads.append(
+            WorkloadResult(
+                name=step.workload,
+                tool=step.tool,
+                clients=summary.clients if summary else step.clients,
+                requested_clients=summary.requested_clients if summary else None,
+                repetition=step.repetition,
+                status=status,
+                tps=summary.tps if summary else None,
+                latency_ms=summary.latency_ms if summary else WorkloadResult.model_fields["latency_ms"].default,
+                transactions=summary.transactions if summary else None,
+                failed_transactions=summary.failed_transactions if summary else None,
+                progress=summary.progress if summary else [],
+                extra=summary.extra if summary else {},
+                connections=_connections(campaign_id, summary),
+                replication=_replication(campaign_id, summary),
+                phase=step.phase,
+                barrier=summary.barrier if summary else None,
+                raw=raw,
+                error=error if status == "failed" else None,
+            )
+        )
+    target_error = (
+        from_step_functions(outcome.failure)
+        if outcome
+        else ErrorInfo(kind="not_run", message="the state machine returned no outcome for this target")
+    )
+    if target_error is not None and target_error.raw is None and outcome is not None and outcome.failure:
+        # Failed before any worker ran (preflight): its record of the target is the evidence.
+        evidence = f"{campaign_id}/raw/{planned.name}/preflight/preflight.json"
+        if evidence in raw_keys:
+            target_error = target_error.model_copy(update={"raw": evidence})
+    if target_error is None and errors:
+        target_error = errors[0]
+    return TargetResult(
+        name=planned.name,
+        provider=planned.provider,
+        status="failed" if target_error else "succeeded",
+        error=target_error,
+        server=outcome.server if outcome else None,
+        hourly_cost_usd=planned.hourly_cost_usd,
+        loads=loads,
+        workloads=workloads,
+    )
+
+
+def aggregate(
+    plan: Plan,
+    outcomes: list[TargetOutcome],
+    summaries: list[StepSummary],
+    started_at: str,
+    finished_at: str,
+    refusal: ErrorInfo | None = None,
+    series: dict[str, ShardSeries] | None = None,
+    raw_keys: Iterable[str] = (),
+) -> CampaignResults:
+    """`refusal`: the campaign was refused before any target ran (the cost guard); every target fails with it."""
+    if refusal is not None:
+        cause = json.dumps({"errorType": refusal.kind, "errorMessage": refusal.message})
+        outcomes = [TargetOutcome(name=t.name, failure={"Error": refusal.kind, "Cause": cause}) for t in plan.targets]
+    by_name = merge_phases(outcomes)
+    by_step = {s.step_id: s for s in summaries}
+    keys = frozenset(raw_keys)
+    targets = [_target_result(t, by_name.get(t.name), by_step, plan.campaign_id, series or {}, keys) for t in plan.targets]
+    return CampaignResults(
+        campaign_id=plan.campaign_id,
+        campaign=plan.campaign,
+        started_at=started_at,
+        finished_at=finished_at,
+        targets=targets,
+        ranking=rank_targets(targets, plan.ranking),
+        scenarios=scenarios(plan, targets, campaign_id=plan.campaign_id),
+    )
+
+
+def _replication_point(p: PointMetrics) -> ReplicationPoint:
+    return ReplicationPoint(
+        target=p.target,
+        workload=p.workload,
+        clients=p.clients,
+        runs=p.runs,
+        tps=p.tps,
+        catch_up_s=p.catch_up_s,
+        sustainable_tps=p.sustainable_tps,
+        caught_up=p.catch_up_s is not None,
+        peak_lag_bytes=p.peak_lag_bytes,
+    )
+
+
+def scenarios(plan: Plan, targets: list[TargetResult], campaign_id: str = "") -> Scenarios | None:
+    """The consolidation tables (a phased plan) and the sustainable throughput per point (targets with
+    replicas); None when the campaign is neither."""
+    consolidation = []
+    if plan.phased:
+        phases = [(p.phase, [t.name for t in p.targets]) for p in plan.phases]
+        consolidation = consolidation_tables(phases, targets, plan.scenario.consolidation.threshold)
+    replication = [_replication_point(p) for t in targets for p in target_metrics(t, campaign_id).points if p.replicated]
+    if not consolidation and not replication:
+        return None
+    return Scenarios(consolidation=consolidation, replication=replication)

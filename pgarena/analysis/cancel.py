@@ -1,0 +1,93 @@
+"""A cancelled campaign still ends with a results.json: what finished, and what the cancellation stopped.
+
+When an execution is stopped (Ctrl-C locally, StopExecution in AWS) Aggregate And Rank never runs.
+This rebuilds its input from what the execution had recorded: the plan (Validate And Plan's
+output), each target's outcome where the target had finished, its preflight where it had got that
+far, and the workers' summaries; every step that did not finish is `cancelled`. Pure.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
+
+from pgarena.analysis.aggregate import aggregate
+from pgarena.model.outcomes import StepOutcome, TargetOutcome
+from pgarena.model.plan import Plan
+from pgarena.model.results import CampaignResults, ServerInfo, StepSummary
+
+CANCELLED_KIND = "cancelled"
+CANCELLED_MESSAGE = "the campaign was cancelled before this step finished"
+STOPPED_MESSAGE = "the campaign was cancelled while this step ran: its worker was stopped, its output until then kept"
+# What a worker records when it is stopped (pgarena.worker): here, it was stopped by the cancellation.
+WORKER_STOPPED_KIND = "worker_stopped"
+
+# States whose output is a target's finished outcome (an item of the Benchmark Targets map).
+_TARGET_ENDS = ("Target Finished", "Record Target Failure")
+
+
+def _exits(history: list[dict]) -> Iterable[tuple[str, dict[str, Any]]]:
+    for event in history:
+        details = event.get("stateExitedEventDetails")
+        if not details:
+            continue
+        try:
+            output = json.loads(details.get("output") or "{}")
+        except ValueError:
+            continue
+        if isinstance(output, dict):
+            yield details.get("name", ""), output
+
+
+class Recorded:
+    """What a stopped execution's history says: the plan, finished targets, preflights passed."""
+
+    def __init__(self, history: list[dict]):
+        self.plan: Plan | None = None
+        self.finished: list[TargetOutcome] = []  # one per target and phase it finished
+        self.servers: dict[str, ServerInfo] = {}
+        for name, output in _exits(history):
+            if name == "Validate And Plan" and "planned" in output:
+                self.plan = Plan.model_validate(output["planned"]["plan"])
+            elif name in _TARGET_ENDS:
+                self.finished.append(TargetOutcome.model_validate(output))
+            elif name == "Preflight Target" and isinstance(output.get("preflight"), dict):
+                self.servers[output["target"]["name"]] = ServerInfo.model_validate(output["preflight"]["server"])
+
+
+def cancelled_results(
+    plan: Plan,
+    finished: list[TargetOutcome],
+    servers: dict[str, ServerInfo],
+    summaries: list[StepSummary],
+    started_at: str,
+    finished_at: str,
+    raw_keys: Iterable[str] = (),
+) -> CampaignResults:
+    """Every planned target and step listed: finished ones as they ended, the rest `cancelled`."""
+    summaries = [_cancelled(s) for s in summaries]
+    cause = json.dumps({"errorType": CANCELLED_KIND, "errorMessage": CANCELLED_MESSAGE})
+    failure = {"Error": CANCELLED_KIND, "Cause": cause}
+    # Steps accounted for: a worker wrote their summary, or a finished target's outcome lists them.
+    known = {s.step_id for s in summaries} | {step.step_id for outcome in finished for step in outcome.steps}
+    failed_targets = {outcome.name for outcome in finished if outcome.failure}
+    outcomes = list(finished)
+    for target in plan.targets:
+        if target.name in failed_targets:  # failed before its steps (preflight): they are not_run, not cancelled
+            continue
+        steps = [
+            StepOutcome(step_id=step.step_id, status="failed", failure=failure)
+            for step in target.steps
+            if step.step_id not in known and not any(i.startswith(f"{step.step_id}/s") for i in known)
+        ]
+        outcomes.append(TargetOutcome(name=target.name, server=servers.get(target.name), steps=steps))
+    results = aggregate(plan, outcomes, summaries, started_at, finished_at, raw_keys=raw_keys)
+    return results.model_copy(update={"status": "cancelled"})
+
+
+def _cancelled(summary: StepSummary) -> StepSummary:
+    if summary.error is None or summary.error.kind != WORKER_STOPPED_KIND:
+        return summary
+    error = summary.error.model_copy(update={"kind": CANCELLED_KIND, "message": STOPPED_MESSAGE})
+    return summary.model_copy(update={"error": error})

@@ -1,0 +1,160 @@
+"""Compare two campaigns (e.g. last week's scheduled run and this week's): what changed per target,
+workload and client count, with regressions flagged. Pure, but for `load_results`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from pgarena.analysis.metrics import PointMetrics, target_metrics
+from pgarena.model.results import CampaignResults
+
+# A change smaller than this (relative) is no change.
+DEFAULT_THRESHOLD = 0.05
+
+Verdict = Literal[
+    "regression", "improvement", "unchanged", "within_noise", "failed", "recovered", "new", "gone", "not_comparable"
+]
+
+
+class Change(BaseModel):
+    target: str
+    workload: str
+    clients: int | None
+    verdict: Verdict
+    tps_a: float | None = None
+    tps_b: float | None = None
+    tps_change: float | None = Field(None, description="(b - a) / a")
+    latency_field: str | None = Field(None, description="p95 when both campaigns have it, else avg")
+    latency_a: float | None = None
+    latency_b: float | None = None
+    latency_change: float | None = None
+    reasons: list[str] = Field(default_factory=list)
+
+    @property
+    def worse(self) -> bool:
+        return self.verdict in ("regression", "failed")
+
+
+class Comparison(BaseModel):
+    a: str
+    b: str
+    threshold: float
+    changes: list[Change]
+
+    @property
+    def regressions(self) -> list[Change]:
+        return [c for c in self.changes if c.worse]
+
+
+def load_results(path: Path) -> CampaignResults:
+    """A campaign folder (holding results.json) or a results.json file."""
+    file = path / "results.json" if path.is_dir() else path
+    return CampaignResults.model_validate_json(file.read_text())
+
+
+def _points(results: CampaignResults) -> dict[tuple[str, str, int | None], PointMetrics]:
+    return {(p.target, p.workload, p.clients): p for t in results.targets for p in target_metrics(t).points}
+
+
+def _relative(a: float | None, b: float | None) -> float | None:
+    if a is None or b is None or a == 0:
+        return None
+    return (b - a) / a
+
+
+def _latency(a: PointMetrics, b: PointMetrics) -> tuple[str | None, float | None, float | None]:
+    for field in ("p95", "avg"):
+        la, lb = getattr(a.latency_ms, field), getattr(b.latency_ms, field)
+        if la is not None and lb is not None:
+            return field, la, lb
+    return None, None, None
+
+
+def _noise(a: PointMetrics, b: PointMetrics) -> float:
+    """Run-to-run relative noise of the pair: the two campaigns' tps stddevs added, over A's tps (0 without
+    repetitions). In pgbench's closed loop latency is clients / tps, so it stands for latency too."""
+    assert a.tps
+    return ((a.tps_stddev or 0.0) + (b.tps_stddev or 0.0)) / a.tps
+
+
+def compare_points(a: PointMetrics, b: PointMetrics, threshold: float = DEFAULT_THRESHOLD) -> Change:
+    """One point in both campaigns: worse or better beyond the threshold and beyond run-to-run noise?"""
+    field, lat_a, lat_b = _latency(a, b)
+    change = Change(
+        target=a.target,
+        workload=a.workload,
+        clients=a.clients,
+        verdict="unchanged",
+        tps_a=a.tps,
+        tps_b=b.tps,
+        tps_change=_relative(a.tps, b.tps),
+        latency_field=field,
+        latency_a=lat_a,
+        latency_b=lat_b,
+        latency_change=_relative(lat_a, lat_b),
+    )
+    if a.complete and b.tps is None:
+        return change.model_copy(update={"verdict": "failed", "reasons": ["no result in B"]})
+    if b.complete and a.tps is None:
+        return change.model_copy(update={"verdict": "recovered", "reasons": ["no result in A"]})
+    if not (a.complete and b.complete):
+        which = "A and B" if not (a.complete or b.complete) else ("A" if not a.complete else "B")
+        return change.model_copy(update={"verdict": "not_comparable", "reasons": [f"failed or clamped in {which}"]})
+    noise = _noise(a, b)
+    reasons, noisy = [], []
+    worse = False
+    for label, relative, higher_is_worse in (
+        ("tps", change.tps_change, False),
+        (f"latency {field}", change.latency_change, True),
+    ):
+        if relative is None or abs(relative) <= threshold:
+            continue
+        if abs(relative) <= noise:
+            noisy.append(f"{label} {relative:+.1%}")
+            continue
+        reasons.append(f"{label} {relative:+.1%}")
+        worse = worse or (relative > 0) == higher_is_worse
+    if b.stability.collapsed and not a.stability.collapsed:
+        reasons.append("tps collapsed during the run in B")
+        worse = True
+    if reasons:
+        return change.model_copy(update={"verdict": "regression" if worse else "improvement", "reasons": reasons})
+    if noisy:
+        return change.model_copy(update={"verdict": "within_noise", "reasons": [*noisy, "within run-to-run noise"]})
+    return change
+
+
+def compare_campaigns(a: CampaignResults, b: CampaignResults, threshold: float = DEFAULT_THRESHOLD) -> Comparison:
+    """Every target x workload x client count of either campaign, matched by name."""
+    points_a, points_b = _points(a), _points(b)
+    changes = []
+    for key in [*points_a, *(k for k in points_b if k not in points_a)]:
+        target, workload, clients = key
+        if key not in points_b:
+            changes.append(
+                Change(
+                    target=target,
+                    workload=workload,
+                    clients=clients,
+                    verdict="gone",
+                    tps_a=points_a[key].tps,
+                    reasons=["only in A"],
+                )
+            )
+        elif key not in points_a:
+            changes.append(
+                Change(
+                    target=target,
+                    workload=workload,
+                    clients=clients,
+                    verdict="new",
+                    tps_b=points_b[key].tps,
+                    reasons=["only in B"],
+                )
+            )
+        else:
+            changes.append(compare_points(points_a[key], points_b[key], threshold))
+    return Comparison(a=a.campaign_id, b=b.campaign_id, threshold=threshold, changes=changes)

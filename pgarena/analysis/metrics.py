@@ -1,0 +1,509 @@
+"""Metrics: what each target did on each workload point, computed from results.json alone. Pure.
+
+A *point* is one target x workload x client count, over its repetitions. Per point: throughput,
+latency, error and retry rates, stability over the run (from pgbench's per-interval progress
+lines) and cost efficiency. Per target and workload with a client sweep: the scaling curve
+against ideal linear scaling and a Universal Scalability Law fit.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from statistics import fmean, median, pstdev, stdev
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from pgarena.model.monitor import Incident
+from pgarena.model.results import CampaignResults, Latency, ProgressSample, TargetResult, WorkloadResult
+
+# An interval below this fraction of the run's earlier peak tps is a drop. A drop the run never
+# climbs back from is a collapse (the Azure study's 457 -> 15 tps); one it recovers from, a stall.
+DROP_FRACTION = 0.25
+# The USL has three parameters (lambda, sigma, kappa): fewer points than that cannot pin them.
+USL_MIN_POINTS = 3
+# A fit whose worst point is off by more than this describes the data poorly (e.g. a collapse).
+USL_GOOD_FIT_ERROR = 0.25
+# A scaling curve needs at least two client counts.
+SCALING_MIN_POINTS = 2
+
+# Figures in WorkloadResult.extra that count retried transactions: pgbench's (15+, --max-tries) and
+# sysbench's ignored errors, after each of which sysbench restarts the transaction.
+RETRY_COUNTS = ("retried", "ignored_errors")
+
+
+class Stability(BaseModel):
+    """How steady the per-interval tps was during one run (or the worst of a point's runs)."""
+
+    intervals: int
+    cv: float | None = Field(None, description="coefficient of variation of the per-interval tps (pstdev / mean)")
+    median_tps: float | None = None
+    worst_tps: float | None = None
+    worst_vs_median: float | None = Field(None, description="worst interval tps / median interval tps")
+    incidents: list[Incident] = Field(default_factory=list)
+
+    @property
+    def collapsed(self) -> bool:
+        return any(i.kind == "tps_collapse" for i in self.incidents)
+
+
+class PointMetrics(BaseModel):
+    """One target x workload x client count, over its repetitions."""
+
+    target: str
+    workload: str
+    clients: int | None = Field(description="client count the matrix asked for")
+    ran_clients: list[int] = Field(default_factory=list, description="client counts that actually ran")
+    clamped: bool = Field(False, description="a repetition ran with fewer clients than asked (budget clamp)")
+    runs: int = Field(0, description="succeeded repetitions")
+    failed_runs: int = 0
+    error_kinds: list[str] = Field(default_factory=list, description="error kind of each failed repetition")
+    tps: float | None = Field(None, description="mean over succeeded repetitions")
+    tps_stddev: float | None = Field(None, description="sample stddev over repetitions; None with one")
+    tps_runs: list[float] = Field(default_factory=list)
+    qps: float | None = Field(None, description="queries per second (sysbench), mean over repetitions")
+    latency_ms: Latency = Latency()
+    error_rate: float | None = Field(None, description="failed / (processed + failed) transactions")
+    retry_rate: float | None = Field(None, description="retried / processed transactions, where the tool reports it")
+    stability: Stability = Stability(intervals=0)
+    tps_per_usd_hour: float | None = Field(None, description="tps per dollar-hour of the target")
+    sustainable_tps: float | None = Field(
+        None, description="transactions / (run + replicas' catch-up), mean over runs; None unless every run caught up"
+    )
+    catch_up_s: float | None = Field(None, description="the slowest replica's catch-up, mean over runs")
+    replicated: bool = Field(False, description="the target has replicas whose catch-up was timed")
+    peak_lag_bytes: int | None = Field(None, description="the largest replica lag sampled during the runs")
+
+    @property
+    def key(self) -> tuple[str, int | None]:
+        return (self.workload, self.clients)
+
+    @property
+    def tps_cv(self) -> float:
+        """Run-to-run relative noise of tps; 0 when there is a single repetition."""
+        if self.tps_stddev is None or not self.tps:
+            return 0.0
+        return self.tps_stddev / self.tps
+
+    @property
+    def complete(self) -> bool:
+        """Comparable with other targets: every repetition succeeded, none was clamped."""
+        return self.tps is not None and self.failed_runs == 0 and not self.clamped
+
+
+class ScalingPoint(BaseModel):
+    clients: int
+    tps: float
+    ideal_tps: float = Field(description="first point's tps x clients / first point's clients")
+    efficiency: float = Field(description="measured / ideal")
+    usl_tps: float | None = Field(None, description="what the USL fit predicts at this client count")
+
+
+class UslFit(BaseModel):
+    """X(N) = lambda N / (1 + sigma (N - 1) + kappa N (N - 1)) (Gunther's Universal Scalability Law)."""
+
+    lambda_tps: float = Field(description="throughput of one client without contention")
+    sigma: float = Field(description="contention (serial fraction); negative means superlinear")
+    kappa: float = Field(description="coherency (crosstalk) cost; > 0 means throughput peaks then falls")
+    peak_clients: float | None = Field(None, description="sqrt((1 - sigma) / kappa); None when kappa = 0")
+    peak_tps: float | None = None
+    max_error: float = Field(description="largest relative error of the fit over the measured points")
+    points: int = Field(description="client counts fitted; with three, three parameters fit them exactly")
+
+    @property
+    def good(self) -> bool:
+        return self.max_error <= USL_GOOD_FIT_ERROR
+
+    def predict(self, clients: float) -> float:
+        return usl(clients, self.lambda_tps, self.sigma, self.kappa)
+
+
+class Scaling(BaseModel):
+    target: str
+    workload: str
+    points: list[ScalingPoint]
+    usl: UslFit | None = None
+
+
+class Finding(BaseModel):
+    """Something that went wrong, with where it happened and the files that show it."""
+
+    target: str
+    source: Literal["target", "load", "run", "stability", "connections"]
+    kind: str
+    message: str
+    workload: str | None = None
+    clients: int | None = None
+    repetition: int | None = None
+    at_s: float | None = None
+    raw: list[str] = Field(default_factory=list, description="paths relative to the campaign folder")
+
+
+class TargetMetrics(BaseModel):
+    target: str
+    provider: str
+    status: str
+    hourly_cost_usd: float | None = None
+    load_s: dict[str, float] = Field(default_factory=dict, description="workload -> init (load) seconds")
+    points: list[PointMetrics] = Field(default_factory=list)
+    scaling: list[Scaling] = Field(default_factory=list)
+    findings: list[Finding] = Field(default_factory=list)
+
+
+# --- stability ---------------------------------------------------------------------------------
+
+
+def _drops(series: list[ProgressSample]) -> list[Incident]:
+    incidents: list[Incident] = []
+    peak = series[0].tps
+    i = 1
+    while i < len(series):
+        sample = series[i]
+        if peak > 0 and sample.tps < DROP_FRACTION * peak:
+            recovered = next((j for j in range(i + 1, len(series)) if series[j].tps >= DROP_FRACTION * peak), None)
+            after = [s.tps for s in series[i:recovered]]
+            if recovered is None:
+                incidents.append(
+                    Incident(
+                        kind="tps_collapse",
+                        at_s=sample.elapsed_s,
+                        message=f"tps fell from {peak:,.1f} to {sample.tps:,.1f} at {sample.elapsed_s:g} s and never "
+                        f"recovered (median {median(after):,.1f} tps over the last {len(after)} intervals)",
+                    )
+                )
+                break
+            incidents.append(
+                Incident(
+                    kind="tps_stall",
+                    at_s=sample.elapsed_s,
+                    message=f"tps fell from {peak:,.1f} to {min(after):,.1f} at {sample.elapsed_s:g} s for "
+                    f"{len(after)} interval(s), then recovered",
+                )
+            )
+            i = recovered
+            continue
+        peak = max(peak, sample.tps)
+        i += 1
+    return incidents
+
+
+def stability(progress: list[ProgressSample]) -> Stability:
+    """Coefficient of variation, worst interval vs median, and drops of one run's per-interval tps."""
+    if len(progress) < 2:
+        return Stability(intervals=len(progress))
+    tps = [s.tps for s in progress]
+    mean, mid, worst = fmean(tps), median(tps), min(tps)
+    return Stability(
+        intervals=len(tps),
+        cv=pstdev(tps) / mean if mean > 0 else None,
+        median_tps=mid,
+        worst_tps=worst,
+        worst_vs_median=worst / mid if mid > 0 else None,
+        incidents=_drops(progress),
+    )
+
+
+def _worst_stability(runs: list[Stability]) -> Stability:
+    measured = [s for s in runs if s.cv is not None]
+    if not measured:
+        return max(runs, key=lambda s: s.intervals, default=Stability(intervals=0))
+    worst = max(measured, key=lambda s: (s.collapsed, s.cv))
+    return worst.model_copy(update={"incidents": [i for s in runs for i in s.incidents]})
+
+
+# --- rates -------------------------------------------------------------------------------------
+
+
+def error_rate(processed: int | None, failed: int | None) -> float | None:
+    """Failed transactions over all attempted (processed + failed), as pgbench prints its percentage."""
+    if processed is None or failed is None or processed + failed == 0:
+        return None
+    return failed / (processed + failed)
+
+
+def retry_rate(processed: int | None, retried: int | None) -> float | None:
+    if processed is None or retried is None or processed == 0:
+        return None
+    return retried / processed
+
+
+def tps_per_usd_hour(tps: float | None, hourly_cost_usd: float | None) -> float | None:
+    if tps is None or not hourly_cost_usd:
+        return None
+    return tps / hourly_cost_usd
+
+
+def _sum(values: list[int | None]) -> int | None:
+    return None if not values or any(v is None for v in values) else sum(values)  # type: ignore[arg-type]
+
+
+def _mean_latency(runs: list[WorkloadResult]) -> Latency:
+    fields: dict[str, float | None] = {}
+    for name in Latency.model_fields:
+        values = [getattr(w.latency_ms, name) for w in runs]
+        known = [v for v in values if v is not None]
+        fields[name] = fmean(known) if known and len(known) == len(values) else None
+    return Latency(**fields)
+
+
+def point_metrics(
+    target: str, workload: str, clients: int | None, runs: list[WorkloadResult], hourly_cost_usd: float | None = None
+) -> PointMetrics:
+    """Aggregate a point's repetitions. Failed repetitions are counted, never averaged in."""
+    ok = [w for w in runs if w.status == "succeeded" and w.tps is not None]
+    tps_runs = [w.tps for w in ok if w.tps is not None]
+    tps = fmean(tps_runs) if tps_runs else None
+    processed = _sum([w.transactions for w in ok])
+    retried = _sum([next((w.extra[k] for k in RETRY_COUNTS if w.extra.get(k) is not None), None) for w in ok])
+    qps = [w.extra["qps"] for w in ok if w.extra.get("qps") is not None]
+    replicated = [w.replication for w in ok if w.replication is not None]
+    caught_up = bool(replicated) and len(replicated) == len(ok) and all(r.caught_up for r in replicated)
+    lags = [r.peak_lag_bytes for rep in replicated for r in rep.replicas if r.peak_lag_bytes is not None]
+    return PointMetrics(
+        target=target,
+        workload=workload,
+        clients=clients,
+        ran_clients=sorted({w.clients for w in runs if w.clients is not None}),
+        clamped=any(is_clamped(w) for w in runs),
+        runs=len(ok),
+        failed_runs=len(runs) - len(ok),
+        error_kinds=[w.error.kind for w in runs if w not in ok and w.error is not None],
+        tps=tps,
+        tps_stddev=stdev(tps_runs) if len(tps_runs) > 1 else None,
+        tps_runs=tps_runs,
+        qps=fmean(qps) if qps and len(qps) == len(ok) else None,
+        latency_ms=_mean_latency(ok) if ok else Latency(),
+        error_rate=error_rate(processed, _sum([w.failed_transactions for w in ok])),
+        retry_rate=retry_rate(processed, retried),
+        stability=_worst_stability([stability(w.progress) for w in ok]),
+        tps_per_usd_hour=tps_per_usd_hour(tps, hourly_cost_usd),
+        sustainable_tps=fmean(r.sustainable_tps for r in replicated) if caught_up else None,
+        catch_up_s=fmean(r.catch_up_s for r in replicated) if caught_up else None,
+        replicated=bool(replicated),
+        peak_lag_bytes=max(lags) if lags else None,
+    )
+
+
+def latest_phase(runs: list[WorkloadResult]) -> list[WorkloadResult]:
+    """A consolidation sweep's target ran in several phases: its figures are those of its last, where every
+    target ran at once (the earlier phases are the sweep's own table). Other campaigns have one phase."""
+    phases = {w.phase for w in runs if w.phase is not None}
+    return [w for w in runs if w.phase == max(phases)] if phases else runs
+
+
+def is_clamped(run: WorkloadResult) -> bool:
+    return run.requested_clients is not None and run.requested_clients != run.clients
+
+
+def nominal_clients(run: WorkloadResult) -> int | None:
+    """The client count the matrix asked for (before any budget clamp)."""
+    return run.requested_clients if run.requested_clients is not None else run.clients
+
+
+# --- scaling -----------------------------------------------------------------------------------
+
+
+def usl(clients: float, lambda_tps: float, sigma: float, kappa: float) -> float:
+    return lambda_tps * clients / (1 + sigma * (clients - 1) + kappa * clients * (clients - 1))
+
+
+def _solve(matrix: list[list[float]], rhs: list[float]) -> list[float] | None:
+    """Gaussian elimination with partial pivoting; None when the system is singular."""
+    n = len(rhs)
+    rows = [[*row[:], rhs[i]] for i, row in enumerate(matrix)]
+    for col in range(n):
+        pivot = max(range(col, n), key=lambda r: abs(rows[r][col]))
+        if abs(rows[pivot][col]) < 1e-15:
+            return None
+        rows[col], rows[pivot] = rows[pivot], rows[col]
+        for r in range(n):
+            if r != col:
+                factor = rows[r][col] / rows[col][col]
+                for c in range(col, n + 1):
+                    rows[r][c] -= factor * rows[col][c]
+    return [rows[i][n] / rows[i][i] for i in range(n)]
+
+
+def _least_squares(columns: list[list[float]], y: list[float]) -> list[float] | None:
+    k = len(columns)
+    normal = [[sum(a * b for a, b in zip(columns[i], columns[j])) for j in range(k)] for i in range(k)]
+    return _solve(normal, [sum(a * b for a, b in zip(columns[i], y)) for i in range(k)])
+
+
+def fit_usl(points: list[tuple[int, float]]) -> UslFit | None:
+    """Least-squares USL fit over (clients, tps) points; None with fewer than three client counts.
+
+    The USL is linear in its parameters once inverted: N / X(N) = a + b (N - 1) + c N (N - 1), with
+    lambda = 1 / a, sigma = b / a, kappa = c / a. Each row is divided by its measured N / X so the
+    residuals are relative errors: small and large client counts weigh alike. A negative kappa (no
+    retrograde region in the data) is refitted with kappa = 0, which is Amdahl's law.
+    """
+    points = sorted((n, x) for n, x in points if n > 0 and x > 0)
+    if len({n for n, _ in points}) < USL_MIN_POINTS:
+        return None
+    y = [n / x for n, x in points]
+    weights = [1 / v for v in y]
+    serial = [w * (n - 1) for w, (n, _) in zip(weights, points)]
+    crosstalk = [w * n * (n - 1) for w, (n, _) in zip(weights, points)]
+    target = [1.0] * len(points)  # y_i * w_i
+    solution = _least_squares([weights, serial, crosstalk], target)
+    if solution is not None and solution[2] < 0:
+        solution = None
+    if solution is None:
+        amdahl = _least_squares([weights, serial], target)
+        solution = [*amdahl, 0.0] if amdahl is not None else None
+    if solution is None or solution[0] <= 0:
+        return None
+    a, b, c = solution
+    lambda_tps, sigma, kappa = 1 / a, b / a, c / a
+    peak_clients = math.sqrt((1 - sigma) / kappa) if kappa > 0 and sigma < 1 else None
+    max_error = max(abs(usl(n, lambda_tps, sigma, kappa) - x) / x for n, x in points)
+    return UslFit(
+        lambda_tps=lambda_tps,
+        sigma=sigma,
+        kappa=kappa,
+        peak_clients=peak_clients,
+        peak_tps=usl(peak_clients, lambda_tps, sigma, kappa) if peak_clients is not None else None,
+        max_error=max_error,
+        points=len(points),
+    )
+
+
+def scaling_curve(points: list[tuple[int, float]]) -> list[ScalingPoint]:
+    """Measured tps against ideal linear scaling from the first (smallest) client count."""
+    points = sorted(points)
+    if not points or points[0][1] <= 0:
+        return []
+    first_clients, first_tps = points[0]
+    curve = []
+    for clients, tps in points:
+        ideal = first_tps * clients / first_clients
+        curve.append(ScalingPoint(clients=clients, tps=tps, ideal_tps=ideal, efficiency=tps / ideal))
+    return curve
+
+
+def scaling(target: str, workload: str, points: list[tuple[int, float]]) -> Scaling | None:
+    if len({n for n, _ in points}) < SCALING_MIN_POINTS:
+        return None
+    fit = fit_usl(points)
+    curve = [p.model_copy(update={"usl_tps": fit.predict(p.clients) if fit else None}) for p in scaling_curve(points)]
+    return Scaling(target=target, workload=workload, points=curve, usl=fit)
+
+
+# --- findings ----------------------------------------------------------------------------------
+
+
+def relative_raw(campaign_id: str, raw: str | None) -> list[str]:
+    """An ErrorInfo's raw as a path relative to the campaign folder, when it names a file."""
+    if not raw or any(ch.isspace() for ch in raw):
+        return []
+    return [raw.removeprefix(f"{campaign_id}/")]
+
+
+def findings(target: TargetResult, campaign_id: str = "") -> list[Finding]:
+    """Every classified failure and incident of a target, each with its evidence."""
+    found: list[Finding] = []
+    errors = [*(w.error for w in target.workloads), *(lo.error for lo in target.loads)]
+    step_errors = {(e.kind, e.message) for e in errors if e is not None}
+    # The aggregate repeats a target's first failed step as the target's error: show it once.
+    if target.error is not None and (target.error.kind, target.error.message) not in step_errors:
+        found.append(
+            Finding(
+                target=target.name,
+                source="target",
+                kind=target.error.kind,
+                message=target.error.message,
+                raw=relative_raw(campaign_id, target.error.raw),
+            )
+        )
+    for load in target.loads:
+        if load.error is not None and not (target.error is not None and load.error.kind == "not_run"):
+            found.append(
+                Finding(
+                    target=target.name,
+                    source="load",
+                    kind=load.error.kind,
+                    message=load.error.message,
+                    workload=load.workload,
+                    raw=load.raw or relative_raw(campaign_id, load.error.raw),
+                )
+            )
+    for w in target.workloads:
+        where = dict(target=target.name, workload=w.name, clients=nominal_clients(w), repetition=w.repetition)
+        if w.error is not None and not (target.error is not None and w.error.kind == "not_run"):
+            found.append(
+                Finding(
+                    source="run",
+                    kind=w.error.kind,
+                    message=w.error.message,
+                    raw=w.raw or relative_raw(campaign_id, w.error.raw),
+                    **where,
+                )
+            )
+        if is_clamped(w):
+            found.append(
+                Finding(
+                    source="run",
+                    kind="clamped",
+                    message=f"ran with {w.clients} clients instead of {w.requested_clients}: "
+                    "left out of the ranking at this point",
+                    raw=w.raw,
+                    **where,
+                )
+            )
+        for incident in stability(w.progress).incidents:
+            found.append(
+                Finding(
+                    source="stability", kind=incident.kind, message=incident.message, at_s=incident.at_s, raw=w.raw[:1], **where
+                )
+            )
+        if w.connections is not None:
+            for incident in w.connections.incidents:
+                found.append(
+                    Finding(
+                        source="connections",
+                        kind=incident.kind,
+                        message=incident.message,
+                        at_s=incident.at_s,
+                        raw=[w.connections.raw] if w.connections.raw else [],
+                        **where,
+                    )
+                )
+    return found
+
+
+# --- per target --------------------------------------------------------------------------------
+
+
+def target_metrics(target: TargetResult, campaign_id: str = "") -> TargetMetrics:
+    grouped: dict[tuple[str, int | None], list[WorkloadResult]] = defaultdict(list)
+    for w in latest_phase(target.workloads):
+        grouped[(w.name, nominal_clients(w))].append(w)
+    points = [
+        point_metrics(target.name, name, clients, runs, target.hourly_cost_usd) for (name, clients), runs in grouped.items()
+    ]
+    curves = []
+    for workload in dict.fromkeys(p.workload for p in points):
+        sweep = [
+            (p.clients, p.tps)
+            for p in points
+            if p.workload == workload and p.complete and p.clients is not None and p.tps is not None
+        ]
+        curve = scaling(target.name, workload, sweep)
+        if curve is not None:
+            curves.append(curve)
+    return TargetMetrics(
+        target=target.name,
+        provider=target.provider,
+        status=target.status,
+        hourly_cost_usd=target.hourly_cost_usd,
+        load_s={lo.workload: lo.seconds for lo in target.loads if lo.kind == "init" and lo.seconds is not None},
+        points=points,
+        scaling=curves,
+        findings=findings(target, campaign_id),
+    )
+
+
+def campaign_metrics(results: CampaignResults) -> list[TargetMetrics]:
+    return [target_metrics(t, results.campaign_id) for t in results.targets]

@@ -1,0 +1,239 @@
+"""Ranking: which target did best, on each metric and overall, with ties where the data cannot tell. Pure.
+
+Only complete measurements are compared: a target that failed is never ranked, and a workload
+point where a target's run was clamped (fewer clients than the matrix asked for) or failed is left
+out of the comparison for every target. The points compared are those every ranked target
+measured completely.
+
+Per metric, each target gets a score relative to the best ranked target (1.0 = best):
+
+- throughput: mean over the compared points of tps / best tps at that point;
+- latency: mean of best latency / latency, using p95 where every target has it at that point,
+  else the average;
+- stability: mean of (1 - coefficient of variation of the per-interval tps), 0 for a run whose
+  tps collapsed, relative to the steadiest target;
+- cost: mean of (tps per dollar-hour) / best, only when every target has an hourly cost;
+- sustainable: mean of sustainable tps (transactions / (run + replicas' catch-up)) / best, only when
+  every target has replicas that caught up; weighted only when the matrix asks (weight 0 by default).
+
+The composite score is the weighted mean of the metric scores, over the metrics every target has
+(a metric nobody can be scored on gives its weight up). Two targets tie, and share a rank, when
+their scores differ by no more than the tie tolerance (relative) or by no more than their
+run-to-run noise: each score +- score x (coefficient of variation of tps over repetitions), the
+overlapping mean +- stddev rule. In pgbench's closed loop latency is clients / tps, so tps's
+run-to-run noise stands for latency's too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from statistics import fmean
+
+from pgarena.analysis.metrics import PointMetrics, target_metrics
+from pgarena.model.matrix import RankingConfig
+from pgarena.model.results import RankEntry, TargetResult
+
+METRICS = ("throughput", "latency", "stability", "cost", "sustainable")
+
+Key = tuple[str, int | None]
+
+
+def _common_points(candidates: dict[str, dict[Key, PointMetrics]]) -> list[Key]:
+    if not candidates:
+        return []
+    keys = set.intersection(*(set(points) for points in candidates.values()))
+    first = next(iter(candidates.values()))
+    return [key for key in first if key in keys]  # the matrix's order
+
+
+def _relative_to_best(values: dict[str, float], higher_is_better: bool) -> dict[str, float]:
+    if higher_is_better:
+        best = max(values.values())
+        return {n: (v / best if best > 0 else 0.0) for n, v in values.items()}
+    best = min(values.values())
+    return {n: (best / v if v > 0 else 1.0) for n, v in values.items()}
+
+
+def _figures(
+    candidates: dict[str, dict[Key, PointMetrics]],
+    keys: list[Key],
+    figure: Callable[[list[PointMetrics]], list[float] | None],
+    relative: bool,
+    higher_is_better: bool = True,
+) -> dict[str, list[float]] | None:
+    """Each target's figure per point (relative to the best target at that point when asked), over
+    the points where every target has one; None when there is no such point."""
+    names = list(candidates)
+    out: dict[str, list[float]] = {n: [] for n in names}
+    for key in keys:
+        values = figure([candidates[n][key] for n in names])
+        if values is None:
+            continue
+        by_name = dict(zip(names, values))
+        if relative:
+            by_name = _relative_to_best(by_name, higher_is_better)
+        for name, value in by_name.items():
+            out[name].append(value)
+    return out if out[names[0]] else None
+
+
+def _mean_relative(candidates, keys, figure, higher_is_better: bool) -> dict[str, float] | None:
+    figures = _figures(candidates, keys, figure, relative=True, higher_is_better=higher_is_better)
+    return {n: fmean(v) for n, v in figures.items()} if figures else None
+
+
+def _throughput(points: list[PointMetrics]) -> list[float] | None:
+    return [p.tps for p in points]  # type: ignore[misc]  # complete points always have tps
+
+
+def _latency(points: list[PointMetrics]) -> list[float] | None:
+    for field in ("p95", "avg"):
+        values = [getattr(p.latency_ms, field) for p in points]
+        if all(v is not None and v > 0 for v in values):
+            return values
+    return None
+
+
+def _steadiness(points: list[PointMetrics]) -> list[float] | None:
+    if any(p.stability.cv is None for p in points):
+        return None
+    return [0.0 if p.stability.collapsed else max(0.0, 1.0 - p.stability.cv) for p in points]  # type: ignore[operator]
+
+
+def _cost(points: list[PointMetrics]) -> list[float] | None:
+    values = [p.tps_per_usd_hour for p in points]
+    return values if all(v is not None for v in values) else None  # type: ignore[return-value]
+
+
+def _sustainable(points: list[PointMetrics]) -> list[float] | None:
+    values = [p.sustainable_tps for p in points]
+    return values if all(v is not None for v in values) else None  # type: ignore[return-value]
+
+
+def metric_scores(candidates: dict[str, dict[Key, PointMetrics]], keys: list[Key]) -> dict[str, dict[str, float]]:
+    """metric -> target -> score (1.0 = best), for the metrics every target can be scored on."""
+    scores = {
+        "throughput": _mean_relative(candidates, keys, _throughput, higher_is_better=True),
+        "latency": _mean_relative(candidates, keys, _latency, higher_is_better=False),
+        "cost": _mean_relative(candidates, keys, _cost, higher_is_better=True),
+        "sustainable": _mean_relative(candidates, keys, _sustainable, higher_is_better=True),
+    }
+    # Steadiness (1 - cv) is absolute: averaged first, then relative to the steadiest target.
+    steadiness = _figures(candidates, keys, _steadiness, relative=False)
+    if steadiness is not None:
+        mean = {n: fmean(v) for n, v in steadiness.items()}
+        scores["stability"] = _relative_to_best(mean, higher_is_better=True) if max(mean.values()) > 0 else mean
+    return {metric: values for metric, values in scores.items() if values is not None}
+
+
+def tied(a: float, b: float, noise_a: float, noise_b: float, tolerance: float) -> bool:
+    """Within the relative tolerance, or within each other's run-to-run noise (mean +- stddev overlap)."""
+    return abs(a - b) <= max(tolerance * max(abs(a), abs(b)), abs(a) * noise_a + abs(b) * noise_b)
+
+
+def competition_ranks(scores: dict[str, float], noise: dict[str, float], tolerance: float) -> dict[str, tuple[int, list[str]]]:
+    """Rank (1, 1, 3 style) and tied targets. A group of ties is the targets tied with its leader,
+    so a chain of small differences never makes the first and the last equal."""
+    ordered = sorted(scores, key=lambda n: (-scores[n], n))
+    groups: list[list[str]] = []
+    for name in ordered:
+        if groups and tied(scores[groups[-1][0]], scores[name], noise[groups[-1][0]], noise[name], tolerance):
+            groups[-1].append(name)
+        else:
+            groups.append([name])
+    ranks: dict[str, tuple[int, list[str]]] = {}
+    position = 1
+    for group in groups:
+        for name in group:
+            ranks[name] = (position, [other for other in group if other != name])
+        position += len(group)
+    return ranks
+
+
+def _describe(weights: dict[str, float], used: list[str], points: int, tolerance: float) -> str:
+    parts = ", ".join(f"{m} {weights[m]:g}" for m in used)
+    left_out = [m for m in METRICS if weights.get(m, 0) > 0 and m not in used]
+    unused = f" ({', '.join(left_out)} not scored: not measured for every target)" if left_out else ""
+    return (
+        f"composite = weighted mean of per-metric scores (1.0 = best target), weights {parts}{unused}, "
+        f"over {points} workload point(s) every ranked target measured completely; ties within "
+        f"{tolerance:.0%} or run-to-run noise share a rank; failed and clamped runs are not ranked"
+    )
+
+
+def _flags(points: list[PointMetrics]) -> list[str]:
+    flags = []
+    for p in points:
+        if p.clamped:
+            ran = ", ".join(str(c) for c in p.ran_clients if c != p.clients)
+            flags.append(f"{p.workload} at {p.clients} clients ran with {ran} (clamped): not compared")
+        elif p.failed_runs:
+            flags.append(f"{p.workload} at {p.clients} clients: {p.failed_runs} failed run(s): not compared")
+    return flags
+
+
+def rank_targets(targets: list[TargetResult], config: RankingConfig | None = None) -> list[RankEntry]:
+    """Rank succeeded targets by a weighted composite of per-metric scores; ties share a rank."""
+    config = config or RankingConfig()
+    candidates: dict[str, dict[Key, PointMetrics]] = {}
+    flags: dict[str, list[str]] = {}
+    for target in targets:
+        if target.status != "succeeded":
+            continue
+        points = target_metrics(target).points
+        flags[target.name] = _flags(points)
+        complete = {p.key: p for p in points if p.complete}
+        if complete:
+            candidates[target.name] = complete
+    keys = _common_points(candidates)
+    if not keys and len(candidates) > 1:
+        # Clamps on different points left nothing in common: rank the targets that ran in full.
+        candidates = {name: points for name, points in candidates.items() if not flags[name]}
+        keys = _common_points(candidates)
+    if not keys:
+        return []
+    candidates = {name: {k: points[k] for k in keys} for name, points in candidates.items()}
+
+    scores = metric_scores(candidates, keys)
+    used = [m for m in METRICS if m in scores and config.weights.get(m, 0) > 0]
+    weights = {m: config.weights.get(m, 0.0) for m in METRICS}
+    if not used:
+        used, weights = ["throughput"], {**weights, "throughput": 1.0}
+    total = sum(weights[m] for m in used)
+    composite = {n: sum(weights[m] * scores[m][n] for m in used) / total for n in candidates}
+    noise = {n: fmean(p.tps_cv for p in candidates[n].values()) for n in candidates}
+
+    per_metric = {m: competition_ranks(scores[m], noise, config.tie_tolerance) for m in scores}
+    overall = competition_ranks(composite, noise, config.tie_tolerance)
+    basis = _describe(weights, used, len(keys), config.tie_tolerance)
+    ordered = sorted(composite, key=lambda n: (overall[n][0], -composite[n], n))
+    return [
+        RankEntry(
+            rank=overall[name][0],
+            target=name,
+            score=round(composite[name], 4),
+            basis=basis,
+            metrics={m: round(scores[m][name], 4) for m in METRICS if m in scores},
+            metric_ranks={m: per_metric[m][name][0] for m in METRICS if m in per_metric},
+            tied_with=overall[name][1],
+            flags=flags[name],
+        )
+        for name in ordered
+    ]
+
+
+def unranked_reasons(targets: list[TargetResult], ranking: list[RankEntry]) -> dict[str, str]:
+    """Why each target missing from the ranking is missing."""
+    ranked = {entry.target for entry in ranking}
+    reasons = {}
+    for target in targets:
+        if target.name in ranked:
+            continue
+        if target.status != "succeeded":
+            reasons[target.name] = f"failed: {target.error.kind}: {target.error.message}" if target.error else "failed"
+        else:
+            flags = _flags(target_metrics(target).points)
+            reasons[target.name] = "no complete measurement comparable with the ranked targets" + (
+                f" ({'; '.join(flags)})" if flags else ""
+            )
+    return reasons

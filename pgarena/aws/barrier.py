@@ -1,0 +1,53 @@
+"""A start barrier for the shards of one step: each worker checks in, the last one sets a start time a
+moment ahead, and all begin their measured run at that time (Fargate tasks start tens of seconds apart)."""
+
+from __future__ import annotations
+
+import time
+
+# The last shard to arrive sets the start this far ahead, so every shard sees it before it passes.
+START_DELAY_S = 1.0
+BARRIER_TIMEOUT_S = 600.0
+POLL_S = 0.05
+
+
+def wait_at_barrier(
+    dynamodb,
+    table: str,
+    campaign_id: str,
+    group_id: str,
+    shard: int,
+    shards: int,
+    clock=time.time,
+    sleep=time.sleep,
+    timeout_s: float = BARRIER_TIMEOUT_S,
+) -> tuple[float, bool]:
+    """Block until the agreed start time; returns (start epoch, whether every shard arrived in time)."""
+    key = {"pk": {"S": f"barrier#{campaign_id}"}, "sk": {"S": group_id}}
+    # A string set of arrivals: a relaunched worker checking in twice is counted once.
+    arrived = dynamodb.update_item(
+        TableName=table,
+        Key=key,
+        UpdateExpression="ADD arrived :me",
+        ExpressionAttributeValues={":me": {"SS": [str(shard)]}},
+        ReturnValues="ALL_NEW",
+    )["Attributes"]["arrived"]["SS"]
+    if len(arrived) >= shards:
+        dynamodb.update_item(
+            TableName=table,
+            Key=key,
+            UpdateExpression="SET start_at = if_not_exists(start_at, :t)",
+            ExpressionAttributeValues={":t": {"N": repr(clock() + START_DELAY_S)}},
+        )
+    deadline = clock() + timeout_s
+    while True:
+        item = dynamodb.get_item(TableName=table, Key=key, ConsistentRead=True).get("Item", {})
+        if "start_at" in item:
+            start_at = float(item["start_at"]["N"])
+            break
+        if clock() > deadline:
+            return clock(), False  # start anyway; the merged result says how many shards ran together
+        sleep(POLL_S)
+    if start_at > clock():
+        sleep(start_at - clock())
+    return start_at, True

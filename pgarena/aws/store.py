@@ -1,0 +1,88 @@
+"""Results storage: raw output in S3, step summaries in DynamoDB."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import boto3
+from botocore.exceptions import ClientError
+
+from pgarena.model.results import StepSummary
+
+RAW_TAG = "pgarena-kind=raw"
+
+
+class ConflictingSummary(RuntimeError):
+    """A different summary already exists for this step: a retried write must never replace a result."""
+
+
+def create_results_table(dynamodb, table: str) -> None:
+    """The results table's shape (summaries, leases, barriers, ledger share it): pk/sk strings.
+    The CDK stack declares the same keys; the local runtime and tests create it with this."""
+    dynamodb.create_table(
+        TableName=table,
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
+        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}, {"AttributeName": "sk", "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
+
+
+class ResultStore:
+    def __init__(self, bucket: str, table: str, s3=None, dynamodb=None):
+        self.bucket = bucket
+        self.table = table
+        self.s3 = s3 or boto3.client("s3")
+        self.dynamodb = dynamodb or boto3.client("dynamodb")
+
+    def put_file(self, key: str, path: Path, content_type: str = "text/plain") -> str:
+        # Raw output is tagged: the bucket's lifecycle rule expires it by tag (keys start with the campaign id).
+        self.s3.put_object(Bucket=self.bucket, Key=key, Body=path.read_bytes(), ContentType=content_type, Tagging=RAW_TAG)
+        return key
+
+    def put_bytes(self, key: str, data: bytes, content_type: str) -> str:
+        self.s3.put_object(Bucket=self.bucket, Key=key, Body=data, ContentType=content_type)
+        return key
+
+    def put_json(self, key: str, data: dict) -> str:
+        body = json.dumps(data, indent=2).encode()
+        self.s3.put_object(Bucket=self.bucket, Key=key, Body=body, ContentType="application/json")
+        return key
+
+    def get_json(self, key: str) -> dict:
+        return json.loads(self.s3.get_object(Bucket=self.bucket, Key=key)["Body"].read())
+
+    def put_summary(self, summary: StepSummary) -> None:
+        """Write once; an identical retry succeeds, a different result for the same step is refused."""
+        document = summary.model_dump_json()
+        try:
+            self.dynamodb.put_item(
+                TableName=self.table,
+                Item={
+                    "pk": {"S": f"campaign#{summary.campaign_id}"},
+                    "sk": {"S": f"step#{summary.step_id}"},
+                    "status": {"S": summary.status},
+                    "summary": {"S": document},
+                },
+                ConditionExpression="attribute_not_exists(pk) OR #doc = :doc",
+                ExpressionAttributeNames={"#doc": "summary"},
+                ExpressionAttributeValues={":doc": {"S": document}},
+            )
+        except ClientError as error:
+            if error.response["Error"]["Code"] == "ConditionalCheckFailedException":
+                raise ConflictingSummary(f"step {summary.step_id} already has a different summary") from None
+            raise
+
+    def summaries(self, campaign_id: str) -> list[StepSummary]:
+        paginator = self.dynamodb.get_paginator("query")
+        pages = paginator.paginate(
+            TableName=self.table,
+            KeyConditionExpression="pk = :pk AND begins_with(sk, :step)",
+            ExpressionAttributeValues={":pk": {"S": f"campaign#{campaign_id}"}, ":step": {"S": "step#"}},
+        )
+        return [StepSummary.model_validate_json(item["summary"]["S"]) for page in pages for item in page["Items"]]
+
+    def keys(self, prefix: str) -> list[str]:
+        """Every object key under `prefix` (e.g. a campaign's raw output, to find what a lost worker left)."""
+        pages = self.s3.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=prefix)
+        return [item["Key"] for page in pages for item in page.get("Contents", [])]

@@ -1,0 +1,177 @@
+"""Models split from planning.plan."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from pgarena.model.matrix import (
+    ConnectionPolicy,
+    CostPolicy,
+    Endpoint,
+    Placement,
+    Pooler,
+    RankingConfig,
+    Replica,
+    Scenario,
+    SysbenchWorkload,
+    Workload,
+)
+from pgarena.model.sysbench import connections_used as sysbench_connections
+
+# A run gets its duration plus this before Step Functions gives up on it.
+RUN_TIMEOUT_MARGIN_S = 300
+
+
+# A worker process exits this long after its step's timeout, whatever it is doing (pgarena.worker):
+# a stuck task stops its Fargate bill even though Step Functions, having timed out, no longer waits.
+WORKER_HARD_STOP_GRACE_S = 120
+
+
+# Loading is slow on big scales: a fixed floor plus time per scale unit (100,000 rows).
+INIT_TIMEOUT_BASE_S = 600
+
+
+INIT_TIMEOUT_PER_SCALE_S = 30
+
+
+# How long the runs of a consolidation step wait for every target to arrive before starting anyway.
+PHASE_BARRIER_TIMEOUT_S = 300
+
+
+class Boundary(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class PhaseBarrier(Boundary):
+    """The runs of one consolidation step, one per target, start together (pgarena.barrier)."""
+
+    group: str = Field(description="e.g. p2/tpcb/c4-r1: the same on every target of the phase")
+    index: int = Field(description="this target's position in the phase")
+    size: int = Field(description="targets running together")
+
+
+class Step(Boundary):
+    """One worker task: everything a worker needs, secrets by reference only."""
+
+    step_id: str
+    campaign_id: str
+    target: str
+    workload: str
+    kind: Literal["init", "run", "cleanup"]
+    spec: Workload = Field(description="the workload as the matrix gives it")
+    endpoint: Endpoint
+    placement: Placement | None = None
+    clients: int | None = Field(None, description="pgbench clients or sysbench threads this run opens")
+    requested_clients: int | None = Field(None, description="set when the budget clamped the client count")
+    repetition: int = 1
+    timeout_s: int
+    monitor_interval_s: float = 5.0
+    shard: int = Field(0, description="this worker's index among the step's shards")
+    shards: int = Field(1, description="workers running this step together")
+    group_id: str | None = Field(None, description="the logical step a shard belongs to")
+    heartbeat_timeout_s: int = Field(60, description="Run Worker Task's HeartbeatSecondsPath: silent this long = lost")
+    hostaddr: str | None = Field(None, description="set by preflight when the endpoint uses its resolved address")
+    postmaster_started_at: str | None = Field(None, description="pg_postmaster_start_time() preflight read")
+    replicas: list[Replica] = Field(default_factory=list, description="runs time the replicas' catch-up")
+    phase: int | None = Field(None, description="the consolidation step this step belongs to")
+    phase_barrier: PhaseBarrier | None = None
+
+    @property
+    def tool(self) -> str:
+        return self.spec.tool
+
+    @property
+    def raw_prefix(self) -> str:
+        return f"{self.campaign_id}/raw/{self.step_id}"
+
+    @property
+    def connections(self) -> int:
+        """Connections this step opens at its peak (measured server-side, see README "Connection budgets").
+
+        pgbench: -i uses one; a run one per client (its setup connection closes before the clients
+        connect). sysbench: a run one per thread; prepare one per thread plus one per table being
+        loaded; cleanup one.
+        """
+        if isinstance(self.spec, SysbenchWorkload):
+            command = {"init": "prepare", "run": "run", "cleanup": "cleanup"}[self.kind]
+            threads = self.clients if self.kind == "run" else self.spec.prepare.threads
+            return sysbench_connections(command, threads, self.spec.prepare.tables)
+        if self.kind == "run":
+            assert self.clients is not None
+            return self.clients
+        return 1
+
+    @property
+    def application_name(self) -> str:
+        """Tags the step's sessions in pg_stat_activity (at most 63 bytes) so the monitor can count them."""
+        return "pgarena/" + hashlib.sha1(f"{self.campaign_id}/{self.step_id}".encode()).hexdigest()[:16]
+
+
+class PlannedTarget(Boundary):
+    name: str
+    provider: str
+    endpoint: Endpoint
+    placement: Placement | None = None
+    hourly_cost_usd: float | None = None
+    pooler: Pooler | None = None
+    connections: ConnectionPolicy
+    connections_needed: int
+    steps: list[Step]
+
+
+class PlanPhase(Boundary):
+    """Targets benchmarked in one pass of the state machine's phase Map; phases run one after the other."""
+
+    phase: int
+    concurrency: int = Field(description="targets of the phase benchmarked at once (Benchmark Targets' MaxConcurrency)")
+    targets: list[PlannedTarget]
+
+
+class Plan(Boundary):
+    campaign_id: str
+    campaign: str
+    repetitions: int
+    target_concurrency: int
+    phases: list[PlanPhase] = Field(
+        min_length=1, description="one phase with every target, or a consolidation sweep's steps in order"
+    )
+    ranking: RankingConfig | None = None
+    cost: CostPolicy | None = None
+    scenario: Scenario | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _targets_are_one_phase(cls, data: Any) -> Any:
+        """A plan given `targets` benchmarks them all in one phase."""
+        if isinstance(data, dict) and "targets" in data:
+            data = dict(data)
+            targets = data.pop("targets")
+            data.setdefault("phases", [{"phase": 1, "concurrency": data.get("target_concurrency", 1), "targets": targets}])
+        return data
+
+    @property
+    def targets(self) -> list[PlannedTarget]:
+        """Each target once, with its steps from every phase in order (phases never repeat a step id)."""
+        merged: dict[str, PlannedTarget] = {}
+        for phase in self.phases:
+            for target in phase.targets:
+                seen = merged.get(target.name)
+                merged[target.name] = (
+                    target
+                    if seen is None
+                    else seen.model_copy(
+                        update={
+                            "steps": [*seen.steps, *target.steps],
+                            "connections_needed": max(seen.connections_needed, target.connections_needed),
+                        }
+                    )
+                )
+        return list(merged.values())
+
+    @property
+    def phased(self) -> bool:
+        """A consolidation sweep: step ids and raw paths carry the phase (p1/, p2/, ...)."""
+        return bool(self.scenario and self.scenario.consolidation)

@@ -1,0 +1,76 @@
+"""Secrets out of everything pgarena keeps: raw output, error messages, logs and results.
+
+Passwords travel only by reference (PGPASSWORD in a worker's environment, Secrets Manager), but a
+tool or a driver may still echo one: a connection string in an error, a URI in a script's output.
+Everything stored goes through `redact` first: key=value passwords, PGPASSWORD assignments,
+credentials in postgres:// URIs, and the secret values the caller knows (the resolved password).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import Any, TypeVar
+
+MASK = "***"
+# Known secrets shorter than this are not masked by value: masking a 1-3 character string everywhere
+# would garble the very figures the raw output is evidence for. The patterns below still apply.
+MIN_SECRET_LEN = 4
+
+_PATTERNS: list[tuple[re.Pattern[str], str]] = [
+    # postgres://user:secret@host, postgresql://user:secret@host (the user is kept)
+    (re.compile(r"(?i)\b(postgres(?:ql)?://[^:/@\s]*):[^@\s]*@"), rf"\1:{MASK}@"),
+    # PGPASSWORD=secret, export PGPASSWORD='secret', "PGPASSWORD": "secret"
+    (re.compile(r"""(?i)(\bPGPASSWORD["']?[ \t]*[=:][ \t]*)(?:"[^"]*"|'[^']*'|[^\s"',;}]+)"""), rf"\1{MASK}"),
+    # libpq key=value: password=secret, password = 'it''s'; also --password=secret, "password": "secret"
+    (
+        re.compile(r"""(?i)(\b(?:password|passwd|pwd|secret)["']?[ \t]*[=:][ \t]*)(?:'(?:[^']|'')*'|"[^"]*"|[^\s"',;}&]+)"""),
+        rf"\1{MASK}",
+    ),
+]
+
+T = TypeVar("T")
+
+
+def _text(text: str, secrets: tuple[str, ...]) -> str:
+    for pattern, replacement in _PATTERNS:
+        text = pattern.sub(replacement, text)
+    # Known values last, and until none is left: masking can join characters into a secret again
+    # ("a***" in "aa***"); each pass shortens the text, so this ends.
+    for secret in secrets:
+        while secret in text:
+            text = text.replace(secret, MASK)
+    return text
+
+
+def usable_secrets(secrets: Iterable[str | None]) -> tuple[str, ...]:
+    """The known values worth masking, longest first (a secret containing another is masked whole)."""
+    return tuple(sorted({s for s in secrets if s and len(s) >= MIN_SECRET_LEN}, key=len, reverse=True))
+
+
+def redact(value: T, secrets: Iterable[str | None] = ()) -> T:
+    """`value` with secrets masked: a string, or the strings inside dicts and lists (keys included)."""
+    known = usable_secrets(secrets)
+    return _redact(value, known)
+
+
+def _redact(value: Any, known: tuple[str, ...]) -> Any:
+    if isinstance(value, str):
+        return _text(value, known)
+    if isinstance(value, dict):
+        return {(_text(k, known) if isinstance(k, str) else k): _redact(v, known) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_redact(v, known) for v in value]
+    if isinstance(value, tuple):
+        return tuple(_redact(v, known) for v in value)
+    return value
+
+
+class Redactor:
+    """A redact() bound to the secrets one process knows, for line-by-line use on a tool's output."""
+
+    def __init__(self, secrets: Iterable[str | None] = ()):
+        self.secrets = usable_secrets(secrets)
+
+    def __call__(self, text: str) -> str:
+        return _text(text, self.secrets)

@@ -1,0 +1,256 @@
+"""Result records: the step summaries workers write and the results.json contract."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from pgarena.model.budget import Budget, ConnectionFacts
+from pgarena.model.errors import ErrorInfo
+from pgarena.model.monitor import ConnectionReport
+from pgarena.model.replication import ReplicationResult
+
+Status = Literal["succeeded", "failed"]
+
+
+class Latency(BaseModel):
+    """Milliseconds. avg/stddev as the tool printed them; percentiles from an HdrHistogram of every
+    transaction's latency (pgbench --log) or as the tool printed them (sysbench --percentile)."""
+
+    avg: float | None = None
+    stddev: float | None = None
+    p50: float | None = None
+    p95: float | None = None
+    p99: float | None = None
+    max: float | None = None
+
+
+class ProgressSample(BaseModel):
+    elapsed_s: float
+    tps: float
+    latency_avg_ms: float | None = None
+
+
+class Barrier(BaseModel):
+    start_epoch: float = Field(description="the start time the shards agreed on")
+    released_epoch: float = Field(description="when this shard left the barrier")
+    all_arrived: bool
+
+
+class StepSummary(BaseModel):
+    """What one worker task measured; stored in DynamoDB and traceable to `raw`."""
+
+    campaign_id: str
+    step_id: str
+    target: str
+    workload: str
+    kind: Literal["init", "run", "cleanup"]
+    tool: str
+    repetition: int = 1
+    clients: int | None = None
+    requested_clients: int | None = None
+    status: Status
+    started_at: str
+    finished_at: str
+    wall_s: float
+    exit_code: int | None = None
+    tool_version: str | None = None
+    tps: float | None = None
+    tps_including_connections: float | None = None
+    latency_ms: Latency = Latency()
+    transactions: int | None = None
+    failed_transactions: int | None = None
+    progress: list[ProgressSample] = Field(default_factory=list)
+    load_s: float | None = None
+    load_phases_s: dict[str, float] = Field(default_factory=dict)
+    latency_histogram: str | None = Field(None, description="HdrHistogram of every transaction's latency (us), encoded")
+    series: str | None = Field(None, description="S3 key of the shard's per-second histograms (sharded runs)")
+    barrier: Barrier | None = None
+    extra: dict[str, float | int | None] = Field(default_factory=dict, description="tool-specific figures, e.g. sysbench qps")
+    connections: ConnectionReport | None = None
+    replication: ReplicationResult | None = Field(None, description="replicas' lag and catch-up after the run")
+    raw: list[str] = Field(default_factory=list, description="S3 keys of the raw output")
+    error: ErrorInfo | None = None
+
+
+class ServerInfo(BaseModel):
+    """What preflight read from the live server, and the connection budget it derived."""
+
+    version: str
+    version_num: int
+    max_connections: int
+    facts: ConnectionFacts
+    budget: Budget
+    leased_by_others: int = 0
+    allowed: int = Field(description="benchmark connections this campaign may open: budget capacity - leased by others")
+    connections_needed: int
+    clamped: bool = False
+    postmaster_started_at: str | None = Field(
+        None, description="pg_postmaster_start_time() at preflight: a later, different value means the server restarted"
+    )
+    address: str | None = Field(None, description="the address the host name resolved to at preflight (resolved once)")
+
+
+class ShardResult(BaseModel):
+    """One worker's part of a sharded run, as it ran on its own (kept beside the merged result)."""
+
+    step_id: str
+    clients: int | None
+    status: Status
+    tps: float | None = Field(None, description="as this shard's pgbench printed it, over its own run")
+    transactions: int | None = None
+    barrier: Barrier | None = None
+    raw: list[str] = Field(default_factory=list)
+    error: ErrorInfo | None = None
+
+
+class WorkloadResult(BaseModel):
+    name: str
+    tool: str
+    clients: int | None = Field(description="clients that actually ran (after any budget clamp)")
+    requested_clients: int | None = Field(None, description="clients the matrix asked for; differs from clients when clamped")
+    repetition: int
+    status: Status
+    tps: float | None = None
+    latency_ms: Latency = Latency()
+    transactions: int | None = None
+    failed_transactions: int | None = None
+    progress: list[ProgressSample] = Field(default_factory=list)
+    extra: dict[str, float | int | None] = Field(default_factory=dict, description="tool-specific figures, e.g. sysbench qps")
+    connections: ConnectionReport | None = None
+    shards: list[ShardResult] = Field(default_factory=list, description="set when several workers ran the step")
+    start_skew_s: float | None = Field(None, description="latest shard start minus earliest")
+    window_s: int | None = Field(None, description="whole seconds when every shard ran: what the merged figures cover")
+    degraded: bool = Field(False, description="a shard failed: the merged result covers fewer clients")
+    replication: ReplicationResult | None = Field(
+        None, description="the target's replicas: lag during the run, catch-up after it, sustainable tps"
+    )
+    phase: int | None = Field(None, description="the consolidation step the run belongs to (multi-phase campaigns)")
+    barrier: Barrier | None = Field(None, description="the start barrier the phase's targets met at (consolidation)")
+    raw: list[str] = Field(default_factory=list, description="paths relative to the campaign folder")
+    error: ErrorInfo | None = None
+
+
+class LoadResult(BaseModel):
+    """Loading the data set (pgbench -i, sysbench prepare), or removing it (sysbench cleanup)."""
+
+    workload: str
+    kind: Literal["init", "cleanup"] = "init"
+    status: Status
+    seconds: float | None = None
+    phases_s: dict[str, float] = Field(default_factory=dict)
+    phase: int | None = Field(None, description="the consolidation step the load belongs to (multi-phase campaigns)")
+    raw: list[str] = Field(default_factory=list)
+    error: ErrorInfo | None = None
+
+
+class TargetResult(BaseModel):
+    name: str
+    provider: str
+    status: Status
+    error: ErrorInfo | None = None
+    server: ServerInfo | None = None
+    hourly_cost_usd: float | None = None
+    loads: list[LoadResult] = Field(default_factory=list)
+    workloads: list[WorkloadResult] = Field(default_factory=list)
+
+
+class RankEntry(BaseModel):
+    rank: int
+    target: str
+    score: float
+    basis: str
+    metrics: dict[str, float] = Field(default_factory=dict, description="per-metric scores, 1.0 = best ranked target")
+    metric_ranks: dict[str, int] = Field(default_factory=dict, description="rank on each metric alone, ties shared")
+    tied_with: list[str] = Field(default_factory=list, description="targets within run-to-run noise: same rank")
+    flags: list[str] = Field(default_factory=list, description="runs left out of the comparison, and why")
+
+
+class CampaignCost(BaseModel):
+    """The cost guard's estimate and, once the campaign ran, what it cost (pgarena.cost, pgarena.ledger)."""
+
+    region: str
+    estimated_usd: float
+    actual_usd: float | None = Field(None, description="priced from the workers' measured times and the wall time")
+    bound_usd: float | None = Field(None, description="the most the campaign could have cost: every step to its timeout")
+    cap_usd: float | None = None
+    monthly_cap_usd: float | None = None
+    month: str | None = Field(None, description="the ledger month the campaign is booked in (YYYY-MM)")
+    refused: str | None = Field(None, description="why the cost guard refused the campaign")
+
+
+class UslSummary(BaseModel):
+    """A Universal Scalability Law fit over a consolidation sweep: N = targets running at once."""
+
+    lambda_tps: float = Field(description="throughput of one target without contention")
+    sigma: float = Field(description="contention")
+    kappa: float = Field(description="coherency cost; > 0 means the total peaks, then falls")
+    peak_targets: float | None = Field(None, description="sqrt((1 - sigma) / kappa); None when kappa = 0")
+    peak_tps: float | None = None
+    max_error: float = Field(description="largest relative error of the fit over the steps")
+    points: int
+
+
+class ConsolidationStep(BaseModel):
+    """One step of a consolidation sweep: N targets running the same workload at the same time."""
+
+    phase: int
+    targets: int = Field(description="targets that ran at once")
+    names: list[str]
+    measured_tps: float | None = Field(None, description="sum of the targets' tps (mean over repetitions)")
+    ideal_tps: float | None = Field(None, description="the first step's tps per target x targets")
+    ratio: float | None = Field(None, description="measured / ideal")
+    per_target_tps: dict[str, float | None] = Field(default_factory=dict)
+    complete: bool = Field(description="every target of the step succeeded at this point (unclamped)")
+    usl_tps: float | None = Field(None, description="what the USL fit predicts for this many targets")
+    note: str | None = None
+
+
+class ConsolidationTable(BaseModel):
+    """Total throughput per step against ideal scaling, for one workload point (METHODOLOGY.md section 3)."""
+
+    workload: str
+    clients: int | None = Field(description="clients per target")
+    threshold: float
+    steps: list[ConsolidationStep]
+    below_threshold_at: int | None = Field(
+        None, description="targets at the first complete step whose measured / ideal fell below the threshold"
+    )
+    usl: UslSummary | None = Field(None, description="fitted over the complete steps (three at least)")
+
+
+class ReplicationPoint(BaseModel):
+    """Sustainable throughput of one target at one client count, over repetitions (METHODOLOGY.md section 4)."""
+
+    target: str
+    workload: str
+    clients: int | None
+    runs: int
+    tps: float | None = Field(None, description="primary's tps, mean over the runs")
+    catch_up_s: float | None = Field(None, description="slowest replica's catch-up, mean over the runs")
+    sustainable_tps: float | None = Field(None, description="mean over the runs where every replica caught up")
+    caught_up: bool = Field(description="every replica caught up after every run")
+    peak_lag_bytes: int | None = None
+
+
+class Scenarios(BaseModel):
+    consolidation: list[ConsolidationTable] = Field(default_factory=list, description="one table per workload point")
+    replication: list[ReplicationPoint] = Field(default_factory=list)
+
+
+class CampaignResults(BaseModel):
+    campaign_id: str
+    campaign: str
+    started_at: str
+    finished_at: str
+    targets: list[TargetResult]
+    ranking: list[RankEntry]
+    cost: CampaignCost | None = None
+    status: Literal["completed", "cancelled"] = Field(
+        "completed", description="cancelled: stopped before the end (Ctrl-C, StopExecution); what finished is listed"
+    )
+    resumed_from: list[str] = Field(
+        default_factory=list, description="campaign ids whose successes this one kept (`pgarena resume`)"
+    )
+    scenarios: Scenarios | None = Field(None, description="consolidation and replication tables, when the matrix asks")

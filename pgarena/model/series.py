@@ -1,0 +1,22 @@
+"""Models split from analysis.latency."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+
+class SecondBucket(BaseModel):
+    """Transactions that completed in one wall-clock second [t, t+1)."""
+
+    t: int
+    count: int
+    failed: int = 0
+    hist: str = Field(description="HdrHistogram of their latencies (us), encoded")
+
+
+class ShardSeries(BaseModel):
+    """One worker's measured window and per-second latency histograms, from its per-transaction log."""
+
+    start_epoch: float = Field(description="when its first logged transaction began")
+    end_epoch: float = Field(description="when its last logged transaction completed")
+    seconds: list[SecondBucket]

@@ -1,0 +1,156 @@
+"""Models split from tools.sysbench.command."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+# The OLTP scripts Debian's sysbench 1.0 ships in /usr/share/sysbench (bulk_insert is left out:
+# it has no prepare step and does not use the sbtest tables).
+SysbenchScript = Literal[
+    "oltp_read_write",
+    "oltp_read_only",
+    "oltp_write_only",
+    "oltp_point_select",
+    "oltp_insert",
+    "oltp_update_index",
+    "oltp_update_non_index",
+    "oltp_delete",
+    "select_random_points",
+    "select_random_ranges",
+]
+RandType = Literal["uniform", "gaussian", "special", "pareto"]
+SysbenchCommand = Literal["prepare", "run", "cleanup"]
+
+
+# Options the models or connection_args own; extra_args may not set them a second time,
+# nor smuggle in a password or an options file.
+_OWNED_OPTIONS = frozenset(
+    {
+        "--tables",
+        "--table_size",
+        "--table-size",
+        "--threads",
+        "--num-threads",
+        "--time",
+        "--max-time",
+        "--report-interval",
+        "--rand-type",
+        "--point_selects",
+        "--simple_ranges",
+        "--sum_ranges",
+        "--order_ranges",
+        "--distinct_ranges",
+        "--index_updates",
+        "--non_index_updates",
+        "--delete_inserts",
+        "--skip_trx",
+        "--histogram",
+        "--percentile",
+        "--forced-shutdown",
+        "--events",
+        "--max-requests",
+        "--db-driver",
+        "--config-file",
+    }
+)
+
+
+_OWNED_PREFIXES = ("--pgsql-", "--mysql-")
+
+
+# select_random_points/ranges assert this in their prepare and cleanup.
+_SINGLE_TABLE_SCRIPTS = frozenset({"select_random_points", "select_random_ranges"})
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _check_extra_args(args: tuple[str, ...]) -> tuple[str, ...]:
+    for arg in args:
+        name = arg.split("=", 1)[0]
+        if not arg.startswith("--") or name == "--":
+            raise ValueError(f"'{arg}' is not a --option: extra_args only adds sysbench options")
+        if name in _OWNED_OPTIONS or name.startswith(_OWNED_PREFIXES):
+            raise ValueError(f"'{name}' is set by pgarena (a field of this workload or the target's endpoint)")
+    return args
+
+
+class SysbenchPrepare(_Strict):
+    """The data set: `sysbench <script> prepare` creates tables sbtest1..N of table_size rows."""
+
+    # Every OLTP script creates the same sbtest tables, so one prepare serves all of them.
+    script: SysbenchScript = "oltp_read_write"
+    tables: int = Field(1, ge=1)
+    table_size: int = Field(10_000, ge=1, description="rows per table (sysbench's default: 10000)")
+    threads: int = Field(1, ge=1, description="tables loaded in parallel, one per thread at a time")
+    extra_args: tuple[str, ...] = Field((), description="further sysbench options, e.g. --create_secondary=off")
+
+    @field_validator("extra_args")
+    @classmethod
+    def _extra_args(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        return _check_extra_args(value)
+
+    @model_validator(mode="after")
+    def _single_table_scripts(self) -> SysbenchPrepare:
+        if self.script in _SINGLE_TABLE_SCRIPTS and self.tables != 1:
+            raise ValueError(f"{self.script} supports only tables=1")
+        return self
+
+
+class SysbenchRun(_Strict):
+    """One `sysbench <script> run`. A None count leaves the script's own default."""
+
+    script: SysbenchScript = "oltp_read_write"
+    threads: int = Field(1, ge=1, description="one connection per thread")
+    duration_s: int = Field(ge=1)
+    report_interval_s: int = Field(5, ge=1, description="seconds between interval lines")
+    rand_type: RandType | None = Field(None, description="row id distribution; sysbench's default is special")
+    # Statements per transaction (event), per kind. Setting all read kinds to 0 on
+    # oltp_read_write gives the write-heavy test of the managed-services study.
+    point_selects: int | None = Field(None, ge=0)
+    simple_ranges: int | None = Field(None, ge=0)
+    sum_ranges: int | None = Field(None, ge=0)
+    order_ranges: int | None = Field(None, ge=0)
+    distinct_ranges: int | None = Field(None, ge=0)
+    index_updates: int | None = Field(None, ge=0)
+    non_index_updates: int | None = Field(None, ge=0)
+    delete_inserts: int | None = Field(None, ge=0)
+    skip_trx: bool = Field(False, description="autocommit every statement instead of BEGIN/COMMIT")
+    histogram: bool = False
+    percentile: int | None = Field(None, ge=0, le=100, description="latency percentile; 0 turns it off; default 95")
+    # sysbench's bare --forced-shutdown means 5% of --time (0 s at --time under 20, which cut a
+    # 5 s fixture run off at its limit with exit 2): pgarena always gives the seconds.
+    forced_shutdown_s: int | None = Field(
+        None, ge=0, description="kill the run this long after duration_s if threads have not stopped"
+    )
+    extra_args: tuple[str, ...] = Field((), description="further sysbench options, e.g. --rand-seed=1")
+
+    @field_validator("extra_args")
+    @classmethod
+    def _extra_args(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        return _check_extra_args(value)
+
+
+def connections_used(command: SysbenchCommand, threads: int, tables: int = 1) -> int:
+    """The most connections one sysbench command holds open at once.
+
+    Counted on PostgreSQL 15 from log_connections (autovacuum off) and
+    pg_stat_database.sessions, sysbench 1.0.20, OLTP scripts:
+    - run: exactly one per thread, opened in thread_init and held to the end;
+      no extra setup connection (threads 1, 4, 7, 8 -> 1, 4, 7, 8 sessions).
+    - prepare: one per thread, plus one short-lived connection per table,
+      opened while the loading thread's own connection is open (the pgsql
+      driver's capability probe, which connects to read the server version,
+      runs before each table's bulk insert). Totals: threads+tables sessions
+      (1 thread/2 tables -> 3, 4/2 -> 6, 8/3 -> 11); at most one extra per
+      thread at a time, hence threads + min(threads, tables) at once.
+    - cleanup: one, whatever --threads says.
+    """
+    if command == "run":
+        return threads
+    if command == "prepare":
+        return threads + min(threads, tables)
+    return 1

@@ -1,1 +1,0 @@
-"""Pure parsers of benchmark tool output."""

@@ -1,0 +1,126 @@
+"""Connection budgets: how many benchmark connections a target can take, and what to do when a plan needs more.
+
+Pure functions over facts read live at preflight (see pgarena/target/preflight.py).
+
+    limit per kind   server:   max_connections
+                                - superuser_reserved_connections   (unless the role is a superuser)
+                                - reserved_connections (PG 16+)    (unless superuser or pg_use_reserved_connections)
+                     role:     pg_roles.rolconnlimit               (when >= 0 and the role is not a superuser)
+                     database: pg_database.datconnlimit            (when >= 0 and the role is not a superuser)
+                     pooler:   the pooler's client limit from the matrix
+    available        = limit - sessions already held against it (other than pgarena's) - COORDINATOR_CONNECTIONS
+    capacity         = min(available) - safety_margin
+    allowed          = capacity - slots leased by other campaigns on the same server
+"""
+
+from __future__ import annotations
+
+from pgarena.model.budget import COORDINATOR_CONNECTIONS, Budget, ConnectionFacts, Limit, Sessions
+from pgarena.model.errors import BudgetRefused
+from pgarena.model.matrix import ConnectionPolicy, Pooler
+from pgarena.model.plan import PlannedTarget, Step
+
+
+def _limits(facts: ConnectionFacts, pooler: Pooler | None) -> list[Limit]:
+    s = facts.sessions
+    su = facts.role_is_superuser
+    server = facts.max_connections
+    parts = [f"max_connections {facts.max_connections}"]
+    if not su:
+        server -= facts.superuser_reserved_connections
+        parts.append(f"superuser_reserved_connections {facts.superuser_reserved_connections}")
+        if not facts.role_can_use_reserved:
+            server -= facts.reserved_connections
+            if facts.reserved_connections:
+                parts.append(f"reserved_connections {facts.reserved_connections}")
+    limits = [
+        Limit(
+            name="server",
+            limit=server,
+            held=s.total,
+            available=server - s.total - COORDINATOR_CONNECTIONS,
+            setting="max_connections",
+        )
+    ]
+    if facts.role_conn_limit >= 0 and not su:
+        limits.append(
+            Limit(
+                name="role",
+                limit=facts.role_conn_limit,
+                held=s.role,
+                available=facts.role_conn_limit - s.role - COORDINATOR_CONNECTIONS,
+                setting=f"the connection limit of role {facts.role} (ALTER ROLE ... CONNECTION LIMIT)",
+            )
+        )
+    if facts.database_conn_limit >= 0 and not su:
+        limits.append(
+            Limit(
+                name="database",
+                limit=facts.database_conn_limit,
+                held=s.database,
+                available=facts.database_conn_limit - s.database - COORDINATOR_CONNECTIONS,
+                setting=f"the connection limit of database {facts.database} (ALTER DATABASE ... CONNECTION LIMIT)",
+            )
+        )
+    if pooler is not None:
+        limits.append(
+            Limit(
+                name="pooler",
+                limit=pooler.max_client_connections,
+                held=0,
+                available=pooler.max_client_connections - COORDINATOR_CONNECTIONS,
+                setting=f"the {pooler.kind} client limit",
+            )
+        )
+    return limits
+
+
+def _held_by(sessions: Sessions) -> str:
+    if not sessions.by_role:
+        return f"{sessions.total} sessions already open"
+    roles = ", ".join(f"{role} {count}" for role, count in sorted(sessions.by_role.items(), key=lambda kv: -kv[1]))
+    return f"{sessions.total} sessions already open ({roles})"
+
+
+def compute_budget(facts: ConnectionFacts, policy: ConnectionPolicy, pooler: Pooler | None = None) -> Budget:
+    limits = _limits(facts, pooler)
+    binding = min(limits, key=lambda limit: limit.available)
+    capacity = binding.available - policy.safety_margin
+    if binding.name == "server":
+        reserved = binding.limit
+        head = f"max_connections {facts.max_connections}"
+        if reserved != facts.max_connections:
+            head += f" less {facts.max_connections - reserved} reserved slots = {reserved}"
+    else:
+        head = f"{binding.name} limit {binding.limit}"
+    explanation = (
+        f"{head} - {_held_by(facts.sessions) if binding.name != 'pooler' else '0 known sessions'}"
+        f" - {COORDINATOR_CONNECTIONS} for pgarena (preflight, monitor) - safety margin {policy.safety_margin}"
+        f" = {capacity} (bound by the {binding.name} limit)"
+    )
+    return Budget(
+        limits=limits, binding=binding.name, safety_margin=policy.safety_margin, capacity=capacity, explanation=explanation
+    )
+
+
+def _clamped(step: Step, allowed: int) -> Step:
+    if step.kind != "run" or step.connections <= allowed:
+        return step
+    return step.model_copy(update={"clients": allowed, "requested_clients": step.clients})
+
+
+def apply_budget(target: PlannedTarget, budget: Budget, leased_by_others: int = 0) -> list[Step]:
+    """The steps to run within `allowed` connections: unchanged, clamped (policy clamp) or refused (policy fail)."""
+    allowed = budget.capacity - leased_by_others
+    need = target.connections_needed
+    if need <= allowed:
+        return target.steps
+    binding = next(limit for limit in budget.limits if limit.name == budget.binding)
+    leases = f"; {leased_by_others} slots are leased by other campaigns on this server" if leased_by_others else ""
+    if target.connections.policy == "fail" or allowed < 1:
+        raise BudgetRefused(
+            f"target {target.name} needs {need} connections but only {allowed} are available: {budget.explanation}"
+            f"{leases}. Raise {binding.setting} to at least {binding.limit + need - allowed}, or lower clients to "
+            f'{max(allowed, 0)}, or set "connections": {{"policy": "clamp"}} to run with {max(allowed, 0)} clients'
+        )
+    return [_clamped(step, allowed) for step in target.steps]

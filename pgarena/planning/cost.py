@@ -1,0 +1,411 @@
+"""What a campaign costs in AWS: an itemised estimate from its plan and a price table. Pure.
+
+The estimate counts what the campaign makes AWS bill (Fargate worker time, Lambda, Step Functions
+state transitions, DynamoDB and S3 requests) and what its targets cost while it runs (each target's
+`hourly_cost_usd` x the campaign's wall time). The cost guard (pgarena.ledger) compares it with
+the matrix's caps before any worker starts; the aggregate step prices what actually ran the same way.
+"""
+
+from __future__ import annotations
+
+import heapq
+import re
+from collections.abc import Callable, Iterable
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from pgarena.model.matrix import Campaign, Endpoint
+from pgarena.model.plan import (
+    INIT_TIMEOUT_BASE_S,
+    INIT_TIMEOUT_PER_SCALE_S,
+    RUN_TIMEOUT_MARGIN_S,
+    WORKER_HARD_STOP_GRACE_S,
+    Plan,
+    Step,
+)
+from pgarena.planning.plan import plan_campaign
+from pgarena.planning.shards import shard
+
+
+class RegionPrices(BaseModel):
+    """On-demand list prices of one region, in USD."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    fargate_vcpu_hour: float = Field(description="Fargate Linux/x86, per vCPU-hour")
+    fargate_gb_hour: float = Field(description="Fargate Linux/x86, per GB of memory per hour")
+    fargate_spot_discount: float = Field(description="typical Fargate Spot discount off on-demand (Spot prices vary)")
+    lambda_gb_second: float = Field(description="Lambda arm64, per GB-second")
+    lambda_request: float = Field(description="Lambda, per request")
+    sfn_transition: float = Field(description="Step Functions standard workflows, per state transition")
+    dynamodb_write: float = Field(description="DynamoDB on-demand, per write request unit")
+    dynamodb_read: float = Field(description="DynamoDB on-demand, per read request unit")
+    s3_put: float = Field(description="S3 Standard, per PUT request")
+    s3_get: float = Field(description="S3 Standard, per GET request")
+
+
+# THE PRICE TABLE. List prices as of 2026-06 from the AWS pricing pages; they change, and some
+# regions are missing: edit this table (a region without an entry is priced as DEFAULT_REGION, and
+# the estimate says so). Savings plans, free tiers and data transfer are not modelled.
+PRICES_AS_OF = "2026-06"
+DEFAULT_REGION = "us-east-1"
+_US = RegionPrices(
+    fargate_vcpu_hour=0.04048,
+    fargate_gb_hour=0.004445,
+    fargate_spot_discount=0.70,
+    lambda_gb_second=0.0000133334,
+    lambda_request=0.20 / 1e6,
+    sfn_transition=0.025 / 1e3,
+    dynamodb_write=0.625 / 1e6,
+    dynamodb_read=0.125 / 1e6,
+    s3_put=0.005 / 1e3,
+    s3_get=0.0004 / 1e3,
+)
+PRICES: dict[str, RegionPrices] = {
+    "us-east-1": _US,
+    "us-east-2": _US,
+    "us-west-2": _US,
+    "eu-west-1": _US.model_copy(
+        update={
+            "fargate_vcpu_hour": 0.04456,
+            "fargate_gb_hour": 0.004865,
+            "dynamodb_write": 0.705 / 1e6,
+            "dynamodb_read": 0.141 / 1e6,
+        }
+    ),
+    "eu-central-1": _US.model_copy(
+        update={
+            "fargate_vcpu_hour": 0.04656,
+            "fargate_gb_hour": 0.00511,
+            "dynamodb_write": 0.7625 / 1e6,
+            "dynamodb_read": 0.1525 / 1e6,
+            "s3_put": 0.0054 / 1e3,
+            "s3_get": 0.00043 / 1e3,
+        }
+    ),
+}
+
+# The model's assumptions about time, in seconds. Fargate bills from the start of the image pull
+# to the task's stop, and at least a minute per task.
+FARGATE_MINIMUM_S = 60
+TASK_OVERHEAD_S = 45  # per worker task: provisioning, image pull, interpreter start, final uploads
+INIT_BASE_S = 20  # a load's fixed part (connections, vacuum, primary keys on an empty start)
+INIT_PER_SIZE_S = 1.0  # per pgbench scale unit (100,000 rows) or sysbench equivalent, over the network
+CLEANUP_S = 30  # sysbench cleanup: dropping its tables
+CAMPAIGN_FIXED_S = 15  # validate, cost check and aggregate around the targets
+TARGET_FIXED_S = 5  # a target's preflight and lease release around its steps
+
+# Lambda per invocation: memory (MiB, the stack's sizes in cdk/pgarena_cdk/constants.py; an
+# infrastructure test keeps them equal) and a typical billed duration (s).
+LAMBDA_SHAPE: dict[str, tuple[int, float]] = {
+    "validate": (512, 1.0),
+    "cost_guard": (256, 1.0),
+    "preflight": (512, 3.0),
+    "launch_worker": (512, 1.0),
+    "release_lease": (256, 0.5),
+    "aggregate": (1024, 5.0),
+}
+
+# State transitions of a campaign that runs, from statemachines/campaign.asl.json's success path
+# (a unit test walks the file and keeps these equal); retries and failures add a few.
+TRANSITIONS_PER_CAMPAIGN = 5  # Validate And Plan, Check Cost Cap, Within Cost Cap?, Run Phases In Order, Aggregate And Rank
+TRANSITIONS_PER_PHASE = 2  # Benchmark Targets, Phase Finished
+TRANSITIONS_PER_TARGET = 4  # Preflight Target, Run Steps In Order, Release Connection Lease, Target Finished
+TRANSITIONS_PER_STEP = 1  # Run Shards Together
+TRANSITIONS_PER_WORKER = 1  # Run Worker Task, once per shard
+
+# Requests per worker task: raw output (once every UPLOAD_EVERY_S while the tool runs, then
+# once more), the monitor series, summary.json; one summary item.
+S3_PUTS_PER_STEP = 3
+S3_UPLOAD_EVERY_S = 15
+DYNAMODB_WRITES_PER_STEP = 1
+DYNAMODB_WRITES_PER_TARGET = 2  # connection lease taken and given back
+DYNAMODB_WRITES_PER_CAMPAIGN = 4  # ledger: booked (entry + month total), settled (entry + month total)
+
+
+_PLACEHOLDER_ENDPOINT = Endpoint(host="127.0.0.1", user="postgres")
+
+
+class CostLine(BaseModel):
+    item: str
+    quantity: float
+    unit: str
+    unit_price_usd: float
+    usd: float
+    note: str = ""
+
+
+class CostEstimate(BaseModel):
+    region: str
+    prices_as_of: str = PRICES_AS_OF
+    worker_vcpu: float
+    worker_memory_gb: float
+    spot: bool = False
+    tasks: int = Field(description="worker tasks: one per step, or one per shard of a sharded run")
+    worker_task_s: float = Field(description="billed Fargate seconds over all worker tasks")
+    wall_s: float = Field(description="the campaign's wall time, start to results")
+    lines: list[CostLine]
+    total_usd: float
+    bound_usd: float | None = Field(
+        None, description="every step running to its timeout and the worker's hard stop: what can be billed at most"
+    )
+    notes: list[str] = Field(default_factory=list)
+
+    def line_usd(self, prefix: str) -> float:
+        return round(sum(line.usd for line in self.lines if line.item.startswith(prefix)), 6)
+
+    def breakdown(self) -> str:
+        """One sentence for refusal messages: the biggest items first."""
+        groups = {
+            "workers (Fargate)": self.line_usd("Fargate"),
+            "targets": self.line_usd("target "),
+            "AWS services": self.line_usd("Lambda")
+            + self.line_usd("Step Functions")
+            + self.line_usd("DynamoDB")
+            + self.line_usd("S3"),
+        }
+        parts = [f"{name} ${usd:.2f}" for name, usd in sorted(groups.items(), key=lambda kv: -kv[1])]
+        return f"{', '.join(parts)}; {self.tasks} worker tasks, about {self.wall_s / 60:.0f} min"
+
+
+def prices_for(region: str) -> tuple[RegionPrices, list[str]]:
+    if region in PRICES:
+        return PRICES[region], []
+    return PRICES[DEFAULT_REGION], [
+        f"no prices for {region} in pgarena/planning/cost.py PRICES: priced as {DEFAULT_REGION}; add the region to the table"
+    ]
+
+
+def init_size(step: Step) -> int:
+    """The load's size in scale units, as the plan sized its timeout."""
+    return max(1, (step.timeout_s - INIT_TIMEOUT_BASE_S) // INIT_TIMEOUT_PER_SCALE_S)
+
+
+def expected_work_s(step: Step) -> float:
+    """How long a step's tool is expected to run: the run's planned duration, or an estimate of a load."""
+    if step.kind == "run":
+        return float(step.timeout_s - RUN_TIMEOUT_MARGIN_S)
+    if step.kind == "init":
+        return min(float(step.timeout_s), INIT_BASE_S + INIT_PER_SIZE_S * init_size(step))
+    return float(CLEANUP_S)
+
+
+def bounded_work_s(step: Step) -> float:
+    """The longest a step's worker can live: its timeout, then the worker's hard stop."""
+    return float(step.timeout_s + WORKER_HARD_STOP_GRACE_S)
+
+
+def _billed_s(task_s: float) -> float:
+    return max(float(FARGATE_MINIMUM_S), task_s)
+
+
+def _makespan(target_s: list[float], lanes: int) -> float:
+    """Wall time of targets run `lanes` at a time, each starting when a lane frees (the Map's MaxConcurrency)."""
+    free = [0.0] * max(1, min(lanes, len(target_s)))
+    heapq.heapify(free)
+    end = 0.0
+    for seconds in target_s:
+        start = heapq.heappop(free)
+        heapq.heappush(free, start + seconds)
+        end = max(end, start + seconds)
+    return end
+
+
+def _line(item: str, quantity: float, unit: str, unit_price: float, note: str = "") -> CostLine:
+    return CostLine(
+        item=item,
+        quantity=round(quantity, 6),
+        unit=unit,
+        unit_price_usd=unit_price,
+        usd=round(quantity * unit_price, 6),
+        note=note,
+    )
+
+
+Worker = tuple[Step, float]  # one worker task: the step (or shard) it runs and its tool seconds
+
+
+def _price(
+    plan: Plan,
+    workers: list[Worker],
+    wall_s: float | None,
+    worker_vcpu: float,
+    worker_memory_gb: float,
+    region: str,
+    spot: bool,
+) -> CostEstimate:
+    """Price these worker tasks (a step's shards run together); steps without a worker did not run."""
+    prices, notes = prices_for(region)
+    task_s = [seconds + TASK_OVERHEAD_S for _, seconds in workers]
+    billed_s = sum(_billed_s(seconds) for seconds in task_s)
+    step_s: dict[str, float] = {}  # a step lasts as long as its slowest shard
+    for (step, _), seconds in zip(workers, task_s):
+        key = step.group_id or step.step_id
+        step_s[key] = max(step_s.get(key, 0.0), seconds)
+    # Each phase benchmarks its targets `concurrency` at a time; phases run one after the other.
+    passes = [(phase.concurrency, phase.targets) for phase in plan.phases]
+    target_passes = sum(len(targets) for _, targets in passes)
+    if wall_s is None:
+        wall_s = CAMPAIGN_FIXED_S + sum(
+            _makespan([TARGET_FIXED_S + sum(step_s.get(s.step_id, 0.0) for s in t.steps) for t in targets], lanes)
+            for lanes, targets in passes
+        )
+    wall_h = wall_s / 3600
+    discount = (1 - prices.fargate_spot_discount) if spot else 1.0
+    kind = "Fargate Spot" if spot else "Fargate"
+    lines = [
+        _line(
+            f"{kind} vCPU",
+            billed_s / 3600 * worker_vcpu,
+            "vCPU-hours",
+            prices.fargate_vcpu_hour * discount,
+            f"{len(workers)} tasks x {worker_vcpu:g} vCPU, {TASK_OVERHEAD_S} s start-up each, at least {FARGATE_MINIMUM_S} s",
+        ),
+        _line(
+            f"{kind} memory",
+            billed_s / 3600 * worker_memory_gb,
+            "GB-hours",
+            prices.fargate_gb_hour * discount,
+            f"{worker_memory_gb:g} GB per task",
+        ),
+    ]
+    for target in plan.targets:
+        hourly = target.hourly_cost_usd
+        lines.append(
+            _line(
+                f"target {target.name}",
+                wall_h,
+                "hours",
+                hourly or 0.0,
+                f"{target.provider}, for the campaign's wall time"
+                if hourly is not None
+                else f"{target.provider}: no hourly_cost_usd in the matrix, counted as free",
+            )
+        )
+    invocations = {
+        "validate": 1,
+        "cost_guard": 1,
+        "aggregate": 1,
+        "preflight": target_passes,
+        "release_lease": target_passes,
+        "launch_worker": len(workers),
+    }
+    requests = sum(invocations.values())
+    gb_s = sum(count * LAMBDA_SHAPE[name][0] / 1024 * LAMBDA_SHAPE[name][1] for name, count in invocations.items())
+    transitions = (
+        TRANSITIONS_PER_CAMPAIGN
+        + TRANSITIONS_PER_PHASE * len(passes)
+        + TRANSITIONS_PER_TARGET * target_passes
+        + TRANSITIONS_PER_STEP * len(step_s)
+        + TRANSITIONS_PER_WORKER * len(workers)
+    )
+    s3_puts = sum(S3_PUTS_PER_STEP + seconds // S3_UPLOAD_EVERY_S for _, seconds in workers) + 1  # + results.json
+    dynamodb_writes = (
+        DYNAMODB_WRITES_PER_STEP * len(workers) + DYNAMODB_WRITES_PER_TARGET * target_passes + DYNAMODB_WRITES_PER_CAMPAIGN
+    )
+    lines += [
+        _line("Lambda requests", requests, "requests", prices.lambda_request),
+        _line("Lambda compute", gb_s, "GB-seconds", prices.lambda_gb_second, "arm64, typical durations"),
+        _line("Step Functions transitions", transitions, "transitions", prices.sfn_transition, "standard workflow"),
+        _line(
+            "DynamoDB writes",
+            dynamodb_writes,
+            "write units",
+            prices.dynamodb_write,
+            "summaries, leases, ledger; lease polling adds reads",
+        ),
+        _line("S3 requests", s3_puts, "PUT requests", prices.s3_put, "raw output, summaries, results.json"),
+    ]
+    return CostEstimate(
+        region=region,
+        worker_vcpu=worker_vcpu,
+        worker_memory_gb=worker_memory_gb,
+        spot=spot,
+        tasks=len(workers),
+        worker_task_s=round(billed_s, 3),
+        wall_s=round(wall_s, 3),
+        lines=lines,
+        total_usd=round(sum(line.usd for line in lines), 6),
+        notes=notes,
+    )
+
+
+def _all_steps(plan: Plan) -> Iterable[Step]:
+    return (step for target in plan.targets for step in target.steps)
+
+
+def _workers(plan: Plan, seconds: Callable[[Step], float]) -> list[Worker]:
+    """Every worker task the plan starts: one per step, or one per shard of a sharded run."""
+    return [(worker, seconds(step)) for step in _all_steps(plan) for worker in shard(step).shards]
+
+
+def estimate(plan: Plan, worker_cpu: float, worker_memory_gb: float, region: str, spot: bool = False) -> CostEstimate:
+    """The campaign's expected cost, itemised, with the most it can cost (`bound_usd`) beside it.
+
+    `worker_cpu` is in vCPU (Fargate CPU units / 1024). Spot prices vary; the cost guard prices on-demand.
+    """
+    expected = _price(plan, _workers(plan, expected_work_s), None, worker_cpu, worker_memory_gb, region, spot)
+    bound = _price(plan, _workers(plan, bounded_work_s), None, worker_cpu, worker_memory_gb, region, spot)
+    return expected.model_copy(update={"bound_usd": bound.total_usd})
+
+
+def actual(
+    plan: Plan,
+    workers: list[Worker],
+    wall_s: float,
+    worker_cpu: float,
+    worker_memory_gb: float,
+    region: str,
+    spot: bool = False,
+) -> CostEstimate:
+    """What a finished campaign cost, priced like its estimate from measured tool seconds and wall time."""
+    return _price(plan, workers, wall_s, worker_cpu, worker_memory_gb, region, spot)
+
+
+def measured_workers(plan: Plan, tool_s: dict[str, float], launched_without_summary: set[str]) -> list[Worker]:
+    """The workers that ran, by step or shard id: a summary's wall time, or, for a worker launched that
+    never wrote one (lost, killed), everything up to its hard stop."""
+    workers: list[Worker] = []
+    for step in _all_steps(plan):
+        shard_id = re.compile(re.escape(step.step_id) + r"(/s\d+)?$")
+        for worker_id in sorted(i for i in tool_s.keys() | launched_without_summary if shard_id.match(i)):
+            worker = step.model_copy(update={"step_id": worker_id, "group_id": step.step_id})
+            workers.append((worker, tool_s.get(worker_id, bounded_work_s(step))))
+    return workers
+
+
+def worker_size(cpu_units: int, memory_mib: int) -> tuple[float, float]:
+    """Fargate task size in vCPU and GB from the task definition's units."""
+    return cpu_units / 1024, memory_mib / 1024
+
+
+def format_lines(estimate_: CostEstimate) -> list[str]:
+    """The estimate line by line, for people."""
+    rows = [f"{'item':32} {'quantity':>14} {'unit':14} {'unit price':>12} {'USD':>10}"]
+    for line in estimate_.lines:
+        rows.append(
+            f"{line.item:32} {line.quantity:>14,.4f} {line.unit:14} {line.unit_price_usd:>12.8f} "
+            f"{line.usd:>10.4f}  {line.note}".rstrip()
+        )
+    rows.append(f"{'total':32} {'':>14} {'':14} {'':>12} {estimate_.total_usd:>10.4f}")
+    if estimate_.bound_usd is not None:
+        rows.append(f"{'at most (every step to its timeout)':62} {'':>12} {estimate_.bound_usd:>10.4f}")
+    return rows
+
+
+def estimate_campaign(
+    campaign: Campaign, cpu_units: int, memory_mib: int, region: str | None = None, spot: bool = False
+) -> CostEstimate:
+    """`pgarena estimate`: the guard's estimate of a matrix, before it is ever started.
+
+    Embedded targets (local runs) are priced as if they were endpoints: what the campaign would
+    cost in AWS against servers of the same hourly price.
+    """
+    targets = [
+        t if t.endpoint is not None else t.model_copy(update={"embedded": None, "endpoint": _PLACEHOLDER_ENDPOINT})
+        for t in campaign.targets
+    ]
+    plan = plan_campaign(campaign.model_copy(update={"targets": targets}), f"{campaign.campaign}-estimate")
+    vcpu, memory_gb = worker_size(cpu_units, memory_mib)
+    chosen = region or (campaign.cost.region if campaign.cost else None) or DEFAULT_REGION
+    return estimate(plan, vcpu, memory_gb, chosen, spot)

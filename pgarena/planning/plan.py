@@ -1,0 +1,152 @@
+"""Planning: a validated campaign becomes the state machine's work list. Pure functions only."""
+
+from __future__ import annotations
+
+from pgarena.model.errors import InvalidMatrix
+from pgarena.model.matrix import Campaign, Target, Workload
+from pgarena.model.plan import (
+    INIT_TIMEOUT_BASE_S,
+    INIT_TIMEOUT_PER_SCALE_S,
+    PHASE_BARRIER_TIMEOUT_S,
+    RUN_TIMEOUT_MARGIN_S,
+    PhaseBarrier,
+    Plan,
+    PlannedTarget,
+    PlanPhase,
+    Step,
+)
+
+
+def _init_timeout_s(workload: Workload) -> int:
+    size = workload.init.scale if workload.tool == "pgbench" else workload.prepare.tables * workload.prepare.table_size // 100_000
+    return INIT_TIMEOUT_BASE_S + INIT_TIMEOUT_PER_SCALE_S * max(size, 1)
+
+
+def _run_shape(workload: Workload) -> tuple[list[int], int]:
+    """Client counts of the sweep and the run's time bound in seconds."""
+    if workload.tool == "pgbench":
+        # -t runs have no duration: give them the init-sized floor.
+        return workload.run.client_counts, workload.run.duration_s or INIT_TIMEOUT_BASE_S
+    return [workload.run.threads], workload.run.duration_s + (workload.run.forced_shutdown_s or 0)
+
+
+def _steps(
+    campaign_id: str, target: Target, campaign: Campaign, phase: int | None = None, together: tuple[int, int] | None = None
+) -> list[Step]:
+    """`phase`: the consolidation step (ids get a p<phase>/ prefix); `together`: (this target's index, targets
+    in the phase) when the phase's runs start at one barrier."""
+    assert target.endpoint is not None
+    policy = target.connections or campaign.connections
+    common = dict(
+        campaign_id=campaign_id,
+        target=target.name,
+        endpoint=target.endpoint,
+        placement=target.placement,
+        monitor_interval_s=policy.monitor_interval_s,
+        heartbeat_timeout_s=campaign.heartbeat_timeout_s,
+        phase=phase,
+    )
+    # A run waits for its replicas to catch up (the slowest timeout) and, in a phase, for the other targets.
+    catch_up_s = max((r.catch_up_timeout_s for r in target.replicas), default=0)
+    barrier_s = PHASE_BARRIER_TIMEOUT_S if together else 0
+    steps: list[Step] = []
+    for workload in campaign.workloads:
+        prefix = f"{target.name}/{workload.name}" if phase is None else f"p{phase}/{target.name}/{workload.name}"
+        steps.append(
+            Step(
+                step_id=f"{prefix}/init",
+                workload=workload.name,
+                kind="init",
+                spec=workload,
+                timeout_s=_init_timeout_s(workload),
+                **common,
+            )
+        )
+        counts, run_s = _run_shape(workload)
+        for repetition in range(1, campaign.repetitions + 1):
+            for clients in counts:
+                barrier = (
+                    PhaseBarrier(group=f"p{phase}/{workload.name}/c{clients}-r{repetition}", index=together[0], size=together[1])
+                    if together
+                    else None
+                )
+                steps.append(
+                    Step(
+                        step_id=f"{prefix}/c{clients}-r{repetition}",
+                        workload=workload.name,
+                        kind="run",
+                        spec=workload,
+                        clients=clients,
+                        repetition=repetition,
+                        replicas=target.replicas,
+                        phase_barrier=barrier,
+                        timeout_s=run_s + RUN_TIMEOUT_MARGIN_S + catch_up_s + barrier_s,
+                        **common,
+                    )
+                )
+        if workload.tool == "sysbench" and workload.cleanup:
+            steps.append(
+                Step(
+                    step_id=f"{prefix}/cleanup",
+                    workload=workload.name,
+                    kind="cleanup",
+                    spec=workload,
+                    timeout_s=INIT_TIMEOUT_BASE_S,
+                    **common,
+                )
+            )
+    return steps
+
+
+def plan_campaign(campaign: Campaign, campaign_id: str) -> Plan:
+    """Expand targets x workloads x client counts x repetitions into ordered worker steps."""
+    embedded = [t.name for t in campaign.targets if t.endpoint is None]
+    if embedded:
+        raise InvalidMatrix(
+            f"targets {', '.join(embedded)} ask for an embedded server, which only the local runtime starts: "
+            "run `pgarena run --local`, or give them an 'endpoint'"
+        )
+    sweep = campaign.scenario.consolidation if campaign.scenario else None
+    if sweep is None:
+        phases = [
+            PlanPhase(
+                phase=1,
+                concurrency=campaign.target_concurrency,
+                targets=[_planned(t, _steps(campaign_id, t, campaign), campaign) for t in campaign.targets],
+            )
+        ]
+    else:
+        # Step k runs the first n targets at once, all of them every step: ideal scaling is the first
+        # step's throughput per target x n.
+        phases = []
+        for phase, n in enumerate(sweep.steps, start=1):
+            together = [(i, n) if n > 1 else None for i in range(n)]
+            targets = [
+                _planned(t, _steps(campaign_id, t, campaign, phase, together[i]), campaign)
+                for i, t in enumerate(campaign.targets[:n])
+            ]
+            phases.append(PlanPhase(phase=phase, concurrency=n, targets=targets))
+    return Plan(
+        campaign_id=campaign_id,
+        campaign=campaign.campaign,
+        repetitions=campaign.repetitions,
+        target_concurrency=campaign.target_concurrency,
+        ranking=campaign.ranking,
+        cost=campaign.cost,
+        scenario=campaign.scenario,
+        phases=phases,
+    )
+
+
+def _planned(target: Target, steps: list[Step], campaign: Campaign) -> PlannedTarget:
+    return PlannedTarget(
+        name=target.name,
+        provider=target.provider,
+        endpoint=target.endpoint,
+        placement=target.placement,
+        hourly_cost_usd=target.hourly_cost_usd,
+        pooler=target.pooler,
+        connections=target.connections or campaign.connections,
+        connections_needed=max(s.connections for s in steps),
+        steps=steps,
+    )

@@ -1,0 +1,120 @@
+"""The live monitor: samples pg_stat_activity through one dedicated connection while a workload runs.
+
+Counts sessions by state and role, the longest time spent in each state, and the benchmark's own
+connections (tagged by application_name); a sudden fall of the benchmark's connections mid-run
+(the 950 -> 628 collapse of the Azure study) is flagged as an incident.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+
+from pgarena.model.matrix import Endpoint
+from pgarena.model.monitor import ActivitySample, ConnectionReport, Incident
+from pgarena.target.postgres import CLIENT_SESSIONS, connect
+
+# A fall of more than this fraction of the benchmark's connections between two samples is an incident.
+DROP_FRACTION = 0.25
+
+ACTIVITY_SQL = (
+    """
+select coalesce(usename, 'unknown'), coalesce(state, 'unknown'), coalesce(application_name, ''),
+       coalesce(extract(epoch from now() - state_change), 0)::float8
+  from pg_stat_activity
+ where """
+    + CLIENT_SESSIONS
+)
+
+
+def sample_of(rows: list[tuple[str, str, str, float]], application_name: str, t_s: float) -> ActivitySample:
+    longest: dict[str, float] = {}
+    for _, state, _, seconds in rows:
+        longest[state] = max(longest.get(state, 0.0), round(float(seconds), 3))
+    return ActivitySample(
+        t_s=round(t_s, 3),
+        total=len(rows),
+        benchmark=sum(1 for r in rows if r[2] == application_name),
+        by_state=dict(Counter(r[1] for r in rows)),
+        by_role=dict(Counter(r[0] for r in rows)),
+        longest_s_by_state=longest,
+    )
+
+
+def detect_drops(samples: list[ActivitySample]) -> list[Incident]:
+    """Sudden falls of the benchmark's connections. The last sample is left out: the tool closes its
+    connections when it finishes, which is not a collapse."""
+    incidents = []
+    for before, after in zip(samples, samples[1:-1]):
+        if before.benchmark > 0 and before.benchmark - after.benchmark > DROP_FRACTION * before.benchmark:
+            incidents.append(
+                Incident(
+                    kind="connection_drop",
+                    at_s=after.t_s,
+                    message=f"benchmark connections fell from {before.benchmark} to {after.benchmark} "
+                    f"between {before.t_s:.1f} s and {after.t_s:.1f} s",
+                )
+            )
+    return incidents
+
+
+def report_of(samples: list[ActivitySample], interval_s: float, errors: list[Incident]) -> ConnectionReport:
+    peak_by_state: dict[str, int] = {}
+    longest: dict[str, float] = {}
+    for s in samples:
+        for state, count in s.by_state.items():
+            peak_by_state[state] = max(peak_by_state.get(state, 0), count)
+        for state, seconds in s.longest_s_by_state.items():
+            longest[state] = max(longest.get(state, 0.0), seconds)
+    return ConnectionReport(
+        interval_s=interval_s,
+        samples=len(samples),
+        peak_benchmark=max((s.benchmark for s in samples), default=0),
+        peak_total=max((s.total for s in samples), default=0),
+        peak_by_state=peak_by_state,
+        longest_s_by_state=longest,
+        incidents=[*detect_drops(samples), *errors],
+    )
+
+
+class Monitor:
+    """Background sampler; use as a context manager around the tool's run."""
+
+    def __init__(self, endpoint: Endpoint, application_name: str, interval_s: float, series_path: Path):
+        self.endpoint = endpoint
+        self.application_name = application_name
+        self.interval_s = interval_s
+        self.series_path = series_path
+        self.samples: list[ActivitySample] = []
+        self.errors: list[Incident] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        t0 = time.monotonic()
+        try:
+            with connect(self.endpoint, application_name="pgarena-monitor") as conn, self.series_path.open("w") as out:
+                cursor = conn.cursor()
+                while True:
+                    cursor.execute(ACTIVITY_SQL)
+                    sample = sample_of(cursor.fetchall(), self.application_name, time.monotonic() - t0)
+                    self.samples.append(sample)
+                    out.write(sample.model_dump_json() + "\n")
+                    out.flush()
+                    if self._stop.wait(self.interval_s):
+                        return
+        except Exception as error:  # a monitor failure is recorded, never fatal to the measurement
+            self.errors.append(Incident(kind="monitor_failed", at_s=round(time.monotonic() - t0, 3), message=str(error)))
+
+    def __enter__(self) -> Monitor:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join(timeout=30)
+
+    def report(self) -> ConnectionReport:
+        return report_of(self.samples, self.interval_s, self.errors)

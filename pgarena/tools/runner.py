@@ -1,0 +1,164 @@
+"""The benchmark tools a worker runs: how to call each, and what its output measured.
+
+Every figure comes from the tool's own output (parsed by pgarena.tools) or, for percentiles,
+from an HdrHistogram of the per-transaction log the tool wrote; both are uploaded as raw output.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from pgarena.analysis.latency import encode, percentiles_of, pgbench_log_histogram
+from pgarena.model.errors import ErrorInfo, classify
+from pgarena.model.matrix import PgbenchWorkload, SysbenchWorkload
+from pgarena.model.plan import Step
+from pgarena.model.results import Barrier, Latency, ProgressSample
+from pgarena.tools.pgbench.command import TRANSACTION_LOG_PREFIX, init_args, libpq_env, pgbench_binary, run_args
+from pgarena.tools.pgbench.parser import parse_pgbench
+from pgarena.tools.sysbench import command as sysbench
+from pgarena.tools.sysbench.parser import parse_sysbench
+
+# How many of the tool's last error lines go into an error message.
+ERROR_LINES = 3
+KILLED = -9
+
+
+@dataclass
+class Measured:
+    tps: float | None = None
+    tps_including_connections: float | None = None
+    latency: Latency = field(default_factory=Latency)
+    transactions: int | None = None
+    failed_transactions: int | None = None
+    progress: list[ProgressSample] = field(default_factory=list)
+    load_s: float | None = None
+    load_phases_s: dict[str, float] = field(default_factory=dict)
+    histogram: str | None = None
+    series: str | None = None
+    barrier: Barrier | None = None
+    extra: dict[str, float | int | None] = field(default_factory=dict)
+    error: ErrorInfo | None = None
+
+
+class Tool(Protocol):
+    def binary(self) -> str: ...
+
+    def command(self, step: Step, password: str | None, workdir: Path) -> tuple[list[str], dict[str, str]]: ...
+
+    def measure(self, step: Step, text: str, exit_code: int, workdir: Path) -> Measured: ...
+
+    def artifacts(self, workdir: Path) -> list[Path]: ...
+
+
+def failure_of(text: str, errors: list[str], exit_code: int, tool: str, timeout_s: int) -> ErrorInfo:
+    if exit_code == KILLED:
+        return ErrorInfo(kind="timeout", message=f"{tool} ran past the step's {timeout_s} s timeout and was killed")
+    lines = errors or [line for line in text.splitlines() if line.strip()]
+    message = " | ".join(lines[-ERROR_LINES:]) or f"{tool} exited with code {exit_code}"
+    return ErrorInfo(kind=classify(text) or "tool_failed", message=message)
+
+
+class Pgbench:
+    def binary(self) -> str:
+        return pgbench_binary()
+
+    def command(self, step: Step, password: str | None, workdir: Path) -> tuple[list[str], dict[str, str]]:
+        spec = step.spec
+        assert isinstance(spec, PgbenchWorkload)
+        args = init_args(spec.init) if step.kind == "init" else run_args(spec.run, step.clients, workdir)
+        return [self.binary(), *args], libpq_env(step.endpoint, password, step.application_name, step.hostaddr)
+
+    def artifacts(self, workdir: Path) -> list[Path]:
+        return sorted(workdir.glob(f"{TRANSACTION_LOG_PREFIX}.*"))
+
+    def measure(self, step: Step, text: str, exit_code: int, workdir: Path) -> Measured:
+        report = parse_pgbench(text)
+        s = report.summary
+        measured = Measured(
+            tps=s.tps if s else None,
+            tps_including_connections=s.tps_including_connections if s else None,
+            latency=Latency(avg=s.latency_avg_ms, stddev=s.latency_stddev_ms) if s else Latency(),
+            transactions=s.transactions if s else None,
+            failed_transactions=s.failed_transactions if s else None,
+            progress=[ProgressSample(elapsed_s=p.elapsed_s, tps=p.tps, latency_avg_ms=p.latency_avg_ms) for p in report.progress],
+            load_s=report.init.total_s if report.init else None,
+            load_phases_s=report.init.phases_s if report.init else {},
+            extra={"lag_ms": report.progress[-1].lag_ms} if report.progress and report.progress[-1].lag_ms is not None else {},
+        )
+        logs = self.artifacts(workdir)
+        if logs:
+            histogram, not_done = pgbench_log_histogram(logs)
+            percentiles = percentiles_of(histogram)
+            measured.latency = measured.latency.model_copy(
+                update={k: v for k, v in percentiles.model_dump().items() if k in ("p50", "p95", "p99", "max")}
+            )
+            measured.histogram = encode(histogram)
+            measured.extra["logged_transactions"] = histogram.get_total_count()
+            measured.extra["logged_not_done"] = not_done
+        if exit_code != 0 or report.aborted:
+            measured.error = failure_of(text, report.errors, exit_code, "pgbench", step.timeout_s)
+        elif step.kind == "run" and measured.tps is None:
+            measured.error = ErrorInfo(kind="tool_failed", message="pgbench exited 0 but printed no tps")
+        return measured
+
+
+class Sysbench:
+    def binary(self) -> str:
+        return sysbench.sysbench_binary()
+
+    def command(self, step: Step, password: str | None, workdir: Path) -> tuple[list[str], dict[str, str]]:
+        spec = step.spec
+        assert isinstance(spec, SysbenchWorkload)
+        if step.kind == "init":
+            args = sysbench.prepare_args(spec.prepare)
+        elif step.kind == "run":
+            args = sysbench.run_args(spec.run.model_copy(update={"threads": step.clients}), spec.prepare)
+        else:
+            args = sysbench.cleanup_args(spec.prepare)
+        e = step.endpoint
+        env = {**sysbench.sysbench_env(password, e.sslmode), "PGAPPNAME": step.application_name}
+        if step.hostaddr:  # libpq inside sysbench reads it beside --pgsql-host (the name, for TLS)
+            env["PGHOSTADDR"] = step.hostaddr
+        return [self.binary(), *sysbench.connection_args(e.host, e.port, e.user, e.dbname), *args], env
+
+    def artifacts(self, workdir: Path) -> list[Path]:
+        return []
+
+    def measure(self, step: Step, text: str, exit_code: int, workdir: Path) -> Measured:
+        report = parse_sysbench(text)
+        s = report.summary
+        pct = s.percentile if s else None
+        latency = Latency()
+        if s:
+            latency = Latency(
+                avg=s.latency_avg_ms, max=s.latency_max_ms, **({f"p{int(pct)}": s.latency_pct_ms} if pct in (50, 95, 99) else {})
+            )
+        measured = Measured(
+            tps=s.tps if s else None,
+            latency=latency,
+            transactions=s.transactions if s else None,
+            failed_transactions=None,  # sysbench counts ignored errors, not failed transactions
+            progress=[ProgressSample(elapsed_s=i.elapsed_s, tps=i.tps) for i in report.intervals],
+            extra={
+                "qps": s.qps,
+                "queries_read": s.queries_read,
+                "queries_write": s.queries_write,
+                "queries_other": s.queries_other,
+                "ignored_errors": s.ignored_errors,
+                "reconnects": s.reconnects,
+                "latency_min_ms": s.latency_min_ms,
+                f"latency_p{pct}_ms" if pct else "latency_pct_ms": s.latency_pct_ms,
+            }
+            if s
+            else {},
+        )
+        if exit_code != 0 or (step.kind == "run" and not report.finished):
+            measured.error = failure_of(text, report.errors, exit_code, "sysbench", step.timeout_s)
+        elif step.kind == "run" and measured.tps is None:
+            measured.error = ErrorInfo(kind="tool_failed", message="sysbench exited 0 but printed no tps")
+        return measured
+
+
+TOOLS: dict[str, Tool] = {"pgbench": Pgbench(), "sysbench": Sysbench()}

@@ -1,0 +1,408 @@
+"""The worker: runs one step's benchmark tool next to the target and reports to the state machine.
+
+The Fargate container's entrypoint and the local runtime's worker processes both run `main()`.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+
+import boto3
+from aws_lambda_powertools import Logger
+
+from pgarena.analysis.latency import pgbench_log_series
+from pgarena.analysis.replication import replication_result, run_seconds
+from pgarena.aws.barrier import wait_at_barrier
+from pgarena.aws.settings import WorkerEnv
+from pgarena.aws.store import ResultStore
+from pgarena.model.errors import ErrorInfo, PgarenaError
+from pgarena.model.monitor import ConnectionReport
+from pgarena.model.plan import PHASE_BARRIER_TIMEOUT_S, WORKER_HARD_STOP_GRACE_S, Step
+from pgarena.model.redact import Redactor
+from pgarena.model.results import Barrier, StepSummary
+from pgarena.target.credentials import resolve_password
+from pgarena.target.monitor import Monitor
+from pgarena.target.replication import LAG_SERIES, ReplicationMonitor
+from pgarena.target.restarts import RESTART_SUSPECTS, RESTART_WAIT_S, read_postmaster_start, restart_evidence
+from pgarena.tools.runner import KILLED, TOOLS, Measured
+
+logger = Logger(service="pgarena-worker")
+
+# The exit code of a worker ended by its hard stop (timeout(1)'s).
+HARD_STOP_EXIT_CODE = 124
+
+# Raw output is uploaded this often while the tool runs, so a killed worker leaves what it had.
+UPLOAD_EVERY_S = 15.0
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+def tool_version(binary: str) -> str | None:
+    try:
+        return subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=10).stdout.strip() or None
+    except OSError:
+        return None
+
+
+def run_tool(
+    argv: list[str],
+    env: dict[str, str],
+    raw_path: Path,
+    timeout_s: float,
+    on_chunk=None,
+    redactor: Callable[[str], str] = Redactor(),
+    upload_every_s: float = UPLOAD_EVERY_S,
+) -> int:
+    """Run the tool with stdout and stderr merged into raw_path (secrets masked), echoing lines as they come.
+
+    Anything raised while it runs (the worker stopped by SIGTERM) kills the tool first: no orphan keeps
+    loading the target after its worker is gone."""
+    last_upload = time.monotonic()
+    deadline = time.monotonic() + timeout_s
+    with (
+        raw_path.open("w") as raw,
+        subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, text=True, bufsize=1) as proc,
+    ):
+        killer = threading.Timer(timeout_s, proc.kill)
+        killer.start()
+        try:
+            assert proc.stdout is not None
+            for line in proc.stdout:
+                line = redactor(line)
+                raw.write(line)
+                raw.flush()
+                print(line, end="", flush=True)
+                if on_chunk and time.monotonic() - last_upload > upload_every_s:
+                    _upload_chunk(on_chunk)
+                    last_upload = time.monotonic()
+            code = proc.wait()
+        except BaseException:
+            proc.kill()
+            raise
+        finally:
+            killer.cancel()
+    if time.monotonic() > deadline:
+        return KILLED
+    return code
+
+
+def _upload_chunk(on_chunk: Callable[[], object]) -> None:
+    try:
+        on_chunk()
+    except Exception as error:  # a missed chunk is not fatal: the next one, or the final upload, carries it
+        logger.warning("raw output chunk not uploaded", error=str(error))
+
+
+def summarize(
+    step: Step,
+    measured: Measured,
+    exit_code: int | None,
+    started_at: str,
+    finished_at: str,
+    wall_s: float,
+    raw: list[str],
+    version: str | None,
+    connections: ConnectionReport | None = None,
+) -> StepSummary:
+    """What the step measured: every figure is one the tool printed or logged in the raw output."""
+    error = measured.error
+    if error is not None and raw:
+        error = error.model_copy(update={"raw": raw[0]})
+    return StepSummary(
+        campaign_id=step.campaign_id,
+        step_id=step.step_id,
+        target=step.target,
+        workload=step.workload,
+        kind=step.kind,
+        tool=step.tool,
+        repetition=step.repetition,
+        clients=step.clients,
+        requested_clients=step.requested_clients,
+        status="failed" if error else "succeeded",
+        started_at=started_at,
+        finished_at=finished_at,
+        wall_s=round(wall_s, 3),
+        exit_code=exit_code,
+        tool_version=version,
+        tps=measured.tps,
+        tps_including_connections=measured.tps_including_connections,
+        latency_ms=measured.latency,
+        transactions=measured.transactions,
+        failed_transactions=measured.failed_transactions,
+        progress=measured.progress,
+        load_s=measured.load_s,
+        load_phases_s=measured.load_phases_s,
+        latency_histogram=measured.histogram,
+        series=measured.series,
+        barrier=measured.barrier,
+        extra=measured.extra,
+        connections=connections,
+        raw=raw,
+        error=error,
+    )
+
+
+def _gzip(path: Path) -> Path:
+    target = path.parent / "upload" / (path.name + ".gz")
+    target.parent.mkdir(exist_ok=True)
+    with path.open("rb") as source, gzip.open(target, "wb") as out:
+        shutil.copyfileobj(source, out)
+    return target
+
+
+def run_step(step: Step, store: ResultStore, workdir: Path, upload_every_s: float = UPLOAD_EVERY_S) -> StepSummary:
+    tool = TOOLS[step.tool]
+    password = resolve_password(step.endpoint)
+    redactor = Redactor([password])
+    argv, tool_env = tool.command(step, password, workdir)
+    env = {**os.environ, **tool_env}
+    raw_path = workdir / f"{step.tool}.log"
+    raw_key = f"{step.raw_prefix}/{step.tool}.log"
+    # argv holds no secret (the environment does); a custom script's text could, so it is masked anyway.
+    logger.info("step starting", step_id=step.step_id, argv=[redactor(a) for a in argv])
+    # The baseline for telling a restart: the server as this step found it (preflight's, if it is down).
+    # Read before the shards' barrier, so that it delays no shard's start.
+    postmaster_before = read_postmaster_start(step.endpoint) or step.postmaster_started_at
+    barrier = _barrier(step, store)
+    started_at, t0 = _now(), time.monotonic()
+    try:
+        with _replication(step, workdir) as lag:
+            with _monitor(step, workdir) as monitor:
+                exit_code = run_tool(
+                    argv,
+                    env,
+                    raw_path,
+                    step.timeout_s,
+                    on_chunk=lambda: store.put_file(raw_key, raw_path),
+                    redactor=redactor,
+                    upload_every_s=upload_every_s,
+                )
+            # Timed from the moment the tool exits, after the activity monitor stopped (its last sample
+            # would otherwise see the clients gone and call it a drop).
+            catch_ups = lag.catch_up() if lag is not None else None
+    except Stopped:  # stopped while the tool ran: what it printed until then is the evidence
+        raise Stopped(raw=store.put_file(raw_key, raw_path)) from None
+    wall_s, finished_at = time.monotonic() - t0, _now()
+    raw = [store.put_file(raw_key, raw_path)]  # upload before parsing: the raw output is the evidence
+    for artifact in tool.artifacts(workdir):
+        raw.append(store.put_file(f"{step.raw_prefix}/{artifact.name}.gz", _gzip(artifact), "application/gzip"))
+    connections = None
+    if monitor is not None:
+        connections = monitor.report()
+        if monitor.series_path.exists():  # absent when the monitor never got a connection (the server full)
+            series_key = store.put_file(f"{step.raw_prefix}/monitor.jsonl", monitor.series_path, "application/x-ndjson")
+            connections = connections.model_copy(update={"raw": series_key})
+            raw.append(series_key)
+    measured = tool.measure(step, raw_path.read_text(errors="replace"), exit_code, workdir)
+    # A step that failed the way a restart makes steps fail waits a little for the server to answer
+    # again, to tell a restart (a crash, a failover) from an outage; any other step is checked once
+    # (sysbench reconnects, so its run can span a restart without failing).
+    suspect = measured.error is not None and measured.error.kind in RESTART_SUSPECTS
+    postmaster_after = read_postmaster_start(step.endpoint, RESTART_WAIT_S if suspect else 0.0)
+    restarted = restart_evidence(postmaster_before, postmaster_after, step.postmaster_started_at)
+    if restarted:
+        said = f"; {step.tool} said: {measured.error.message}" if measured.error else ""
+        measured.error = ErrorInfo(kind="server_restarted", message=restarted + said)
+    series = pgbench_log_series(tool.artifacts(workdir)) if step.shards > 1 else None
+    if series is not None:
+        series_path = workdir / "upload" / "series.json"
+        series_path.parent.mkdir(exist_ok=True)
+        series_path.write_text(series.model_dump_json())
+        measured.series = store.put_file(f"{step.raw_prefix}/series.json", series_path, "application/json")
+        raw.append(measured.series)
+    measured.barrier = barrier
+    summary = summarize(step, measured, exit_code, started_at, finished_at, wall_s, raw, tool_version(argv[0]), connections)
+    if catch_ups is not None:
+        lag_key = store.put_file(f"{step.raw_prefix}/{LAG_SERIES}", lag.series_path, "application/x-ndjson")
+        run_s = run_seconds(step.spec.run.duration_s, measured.transactions, measured.tps)
+        summary = summary.model_copy(
+            update={
+                "replication": replication_result(catch_ups, measured.transactions, run_s, lag_key),
+                "raw": [*summary.raw, lag_key],
+            }
+        )
+    store.put_json(f"{step.raw_prefix}/summary.json", summary.model_dump(mode="json"))
+    store.put_summary(summary)
+    logger.info("step finished", step_id=step.step_id, status=summary.status, tps=summary.tps, wall_s=summary.wall_s)
+    return summary
+
+
+def _barrier(step: Step, store: ResultStore) -> Barrier | None:
+    """Shards of one step start their measured run together; so do the targets of a consolidation step."""
+    if step.shards > 1:
+        start_at, complete = wait_at_barrier(
+            store.dynamodb, store.table, step.campaign_id, step.group_id, step.shard, step.shards
+        )
+    elif step.phase_barrier is not None:
+        together = step.phase_barrier
+        start_at, complete = wait_at_barrier(
+            store.dynamodb,
+            store.table,
+            step.campaign_id,
+            together.group,
+            together.index,
+            together.size,
+            timeout_s=PHASE_BARRIER_TIMEOUT_S,
+        )
+    else:
+        return None
+    return Barrier(start_epoch=start_at, all_arrived=complete, released_epoch=time.time())
+
+
+@contextmanager
+def _replication(step: Step, workdir: Path) -> Iterator[ReplicationMonitor | None]:
+    """Runs on a target with replicas sample their lag and time their catch-up (the first shard does, for all)."""
+    if step.kind != "run" or not step.replicas or step.shard != 0:
+        yield None
+        return
+    with ReplicationMonitor(step.endpoint, step.replicas, step.monitor_interval_s, workdir / LAG_SERIES) as lag:
+        yield lag
+
+
+@contextmanager
+def _monitor(step: Step, workdir: Path) -> Iterator[Monitor | None]:
+    """Runs are watched by the live monitor; loads are not (one connection, nothing to watch)."""
+    if step.kind != "run":
+        yield None
+        return
+    with Monitor(step.endpoint, step.application_name, step.monitor_interval_s, workdir / "monitor.jsonl") as monitor:
+        yield monitor
+
+
+@contextmanager
+def heartbeat(sfn, task_token: str, every_s: float) -> Iterator[None]:
+    """Tell Step Functions the worker is alive; a worker that dies stops beating and is detected."""
+    stop = threading.Event()
+
+    def beat() -> None:
+        while True:  # the first beat at once: starting up already used some of the heartbeat timeout
+            try:
+                sfn.send_task_heartbeat(taskToken=task_token)
+            except Exception as error:  # a missed beat is not fatal; the next one may pass
+                logger.warning("heartbeat failed", error=str(error))
+            if stop.wait(every_s):
+                return
+
+    thread = threading.Thread(target=beat, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(timeout=5)
+
+
+def _exit_now() -> None:
+    sys.stdout.flush()
+    os._exit(HARD_STOP_EXIT_CODE)
+
+
+@contextmanager
+def hard_stop(after_s: float, on_expiry: Callable[[], None] = _exit_now) -> Iterator[None]:
+    """End the process `after_s` from now, whatever it is doing (a hung upload, a wedged monitor): the
+    container's only process exits, so the Fargate task stops and stops billing."""
+
+    def expire() -> None:
+        logger.error("hard stop: the worker outlived its step's timeout", after_s=after_s)
+        on_expiry()
+
+    timer = threading.Timer(after_s, expire)
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()
+
+
+def _cause(error: ErrorInfo) -> str:
+    return json.dumps({"errorType": error.kind, "errorMessage": error.message[:8000], "raw": error.raw})
+
+
+def _record_failure(step: Step, store: ResultStore, error: ErrorInfo) -> None:
+    """A failure before the tool produced a summary is still written down, with its kind and message:
+    the summary, not the task token's cause, is what results.json is built from (moto also drops the
+    cause of SendTaskFailure: moto/stepfunctions/responses.py passes only `error`)."""
+    now = _now()
+    try:
+        store.put_summary(summarize(step, Measured(error=error), None, now, now, 0.0, [error.raw] if error.raw else [], None))
+    except Exception:  # best effort: the state machine still gets the failure
+        logger.exception("could not record the failure", step_id=step.step_id)
+
+
+STOPPED_KIND = "worker_stopped"
+STOPPED_MESSAGE = (
+    "the worker was stopped (SIGTERM: StopTask for a cancelled campaign, a Fargate Spot interruption) while its step ran"
+)
+
+
+class Stopped(BaseException):
+    """SIGTERM arrived. A BaseException, so that no `except Exception` on the way swallows it."""
+
+    def __init__(self, raw: str | None = None):
+        super().__init__(STOPPED_MESSAGE)
+        self.raw = raw
+
+
+def _stop_on_sigterm() -> None:
+    """ECS StopTask (and the local runtime's) sends SIGTERM, then SIGKILL 30 s later: turn the first into a
+    recorded failure (the tool killed, its output kept), told to the state machine at once rather than
+    by a missed heartbeat; ignore any further SIGTERM meanwhile."""
+
+    def stop(signum, frame) -> None:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        raise Stopped()
+
+    signal.signal(signal.SIGTERM, stop)
+
+
+def heartbeat_every_s(env_s: float, timeout_s: int) -> float:
+    """Beat at the configured pace, but at least three times per heartbeat timeout."""
+    return min(env_s, timeout_s / 3)
+
+
+def main() -> int:
+    env = WorkerEnv.from_env()
+    step = Step.model_validate_json(env.step)
+    _stop_on_sigterm()
+    with hard_stop(step.timeout_s + WORKER_HARD_STOP_GRACE_S):
+        sfn = boto3.client("stepfunctions")
+        store = ResultStore(env.results_bucket, env.results_table)
+        beat_s = heartbeat_every_s(env.heartbeat_s, step.heartbeat_timeout_s)
+        with heartbeat(sfn, env.task_token, beat_s), tempfile.TemporaryDirectory(prefix="pgarena-") as tmp:
+            summary = None
+            try:
+                summary = run_step(step, store, Path(tmp), env.upload_every_s)
+                error = summary.error
+            except Stopped as stopped:
+                error = ErrorInfo(kind=STOPPED_KIND, message=STOPPED_MESSAGE, raw=stopped.raw)
+            except PgarenaError as failure:
+                error = failure.info()
+            except Exception as crash:  # report any crash to the state machine rather than leave it waiting
+                logger.exception("worker crashed", step_id=step.step_id)
+                error = ErrorInfo(kind="worker_crashed", message=f"{type(crash).__name__}: {crash}")
+            if summary is None:
+                _record_failure(step, store, error)
+        try:
+            if error is None:
+                sfn.send_task_success(taskToken=env.task_token, output=json.dumps({"step_id": step.step_id}))
+                return 0
+            sfn.send_task_failure(taskToken=env.task_token, error=error.kind, cause=_cause(error))
+        except Exception as unsent:  # the execution was stopped or timed out: the summary is what counts
+            logger.warning("state machine not told", step_id=step.step_id, error=str(unsent))
+        return 1
