@@ -8,7 +8,7 @@ from pydantic import BaseModel
 from functions.observability import logger, tracer
 from pgarena.aws.launch import run_task_request
 from pgarena.aws.settings import LauncherEnv
-from pgarena.model.errors import failure
+from pgarena.model.errors import ErrorKind, failure
 from pgarena.model.plan import Step
 
 
@@ -25,7 +25,7 @@ def handler(event: LaunchEvent, context: LambdaContext) -> dict:
     response = boto3.client("ecs").run_task(**request)
     if response.get("failures") or not response.get("tasks"):
         # A launch failure is transient more often than not: the state machine retries LaunchFailed.
-        raise failure("launch_failed", f"ECS could not start the worker: {response.get('failures')}")
+        raise failure(ErrorKind.LAUNCH_FAILED, f"ECS could not start the worker: {response.get('failures')}")
     task_arn = response["tasks"][0]["taskArn"]
     logger.info("worker launched", step_id=event.step.step_id, task_arn=task_arn)
     return {"task_arn": task_arn}

@@ -11,7 +11,7 @@ from pgarena.analysis.merge import NoCommonWindow, merge
 from pgarena.analysis.metrics import PointMetrics, target_metrics
 from pgarena.analysis.ranking import rank_targets
 from pgarena.analysis.replication import replication_result
-from pgarena.model.errors import ErrorInfo, from_step_functions
+from pgarena.model.errors import ErrorInfo, ErrorKind, from_step_functions
 from pgarena.model.monitor import ConnectionReport
 from pgarena.model.outcomes import StepOutcome, TargetOutcome
 from pgarena.model.plan import Plan, PlannedTarget, Step
@@ -49,8 +49,8 @@ def merge_phases(outcomes: list[TargetOutcome]) -> dict[str, TargetOutcome]:
     return merged
 
 
-MISSING = ErrorInfo(kind="missing_result", message="the step reported success but wrote no summary")
-NOT_RUN = ErrorInfo(kind="not_run", message="the step did not run because the target failed before it")
+MISSING = ErrorInfo(kind=ErrorKind.MISSING_RESULT, message="the step reported success but wrote no summary")
+NOT_RUN = ErrorInfo(kind=ErrorKind.NOT_RUN, message="the step did not run because the target failed before it")
 
 
 def _relative(campaign_id: str, keys: list[str]) -> list[str]:
@@ -77,12 +77,12 @@ def _step_error(step: Step, outcome: StepOutcome | None, summary: StepSummary | 
     if outcome is None:
         return NOT_RUN
     error = from_step_functions(outcome.failure) or MISSING
-    if error.kind in ("timeout", "worker_lost"):
+    if error.kind in (ErrorKind.TIMEOUT, ErrorKind.WORKER_LOST):
         # The state machine stopped waiting and the worker never wrote a summary (a live worker writes
         # one even when its tool times out): the worker was lost. moto reports a missed heartbeat as
         # States.Timeout, AWS as States.HeartbeatTimeout.
         return ErrorInfo(
-            kind="worker_lost",
+            kind=ErrorKind.WORKER_LOST,
             message=(
                 f"the worker stopped reporting ({error.message}: no heartbeat for {step.heartbeat_timeout_s} s or "
                 f"past the step's {step.timeout_s} s) and wrote no summary: killed, out of memory, or its host gone"
@@ -142,13 +142,15 @@ def _sharded_result(
         merged = merge([s for _, s in ran])
     except NoCommonWindow as why:
         return WorkloadResult(
-            clients=step.clients, status="failed", error=ErrorInfo(kind="no_common_window", message=str(why)), **common
+            clients=step.clients, status="failed", error=ErrorInfo(kind=ErrorKind.NO_COMMON_WINDOW, message=str(why)), **common
         )
     covered = sum(summary.clients or 0 for summary, _ in ran)
     degraded = None
     if failed:
         reasons = "; ".join(f"{s.step_id}: {s.error.kind}: {s.error.message}" for s in failed)
-        degraded = ErrorInfo(kind="degraded", message=f"covers {covered} of {requested} clients; failed shards: {reasons}")
+        degraded = ErrorInfo(
+            kind=ErrorKind.DEGRADED, message=f"covers {covered} of {requested} clients; failed shards: {reasons}"
+        )
     clamped_from = next((s.requested_clients for s, _ in ran if s.requested_clients), None)
     # The first shard timed the replicas' catch-up; the merged window's transactions are what they replicated.
     replication = _replication(campaign_id, summaries.get(shard_ids[0]))
@@ -242,7 +244,7 @@ def _target_result(
     target_error = (
         from_step_functions(outcome.failure)
         if outcome
-        else ErrorInfo(kind="not_run", message="the state machine returned no outcome for this target")
+        else ErrorInfo(kind=ErrorKind.NOT_RUN, message="the state machine returned no outcome for this target")
     )
     if target_error is not None and target_error.raw is None and outcome is not None and outcome.failure:
         # Failed before any worker ran (preflight): its record of the target is the evidence.

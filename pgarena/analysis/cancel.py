@@ -12,16 +12,16 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from pgarena.analysis.aggregate import aggregate
+from pgarena.model.errors import ErrorKind
 from pgarena.model.outcomes import StepOutcome, TargetOutcome
 from pgarena.model.plan import Plan
-from pgarena.model.results import CampaignResults, ServerInfo, StepSummary
+from pgarena.model.results import ServerInfo, StepSummary
 
-CANCELLED_KIND = "cancelled"
+CANCELLED_KIND = ErrorKind.CANCELLED
 CANCELLED_MESSAGE = "the campaign was cancelled before this step finished"
 STOPPED_MESSAGE = "the campaign was cancelled while this step ran: its worker was stopped, its output until then kept"
 # What a worker records when it is stopped (pgarena.worker): here, it was stopped by the cancellation.
-WORKER_STOPPED_KIND = "worker_stopped"
+WORKER_STOPPED_KIND = ErrorKind.WORKER_STOPPED
 
 # States whose output is a target's finished outcome (an item of the Benchmark Targets map).
 _TARGET_ENDS = ("Target Finished", "Record Target Failure")
@@ -41,38 +41,40 @@ def _exits(history: list[dict]) -> Iterable[tuple[str, dict[str, Any]]]:
 
 
 class Recorded:
-    """What a stopped execution's history says: the plan, finished targets, preflights passed."""
+    """What a stopped execution's history says: the plan, the cost decision, finished targets, preflights passed."""
 
-    def __init__(self, history: list[dict]):
+    def __init__(self, history: list[dict[str, Any]]):
         self.plan: Plan | None = None
+        self.cost: dict[str, Any] | None = None  # the cost guard's decision, as Check Cost Cap answered it
         self.finished: list[TargetOutcome] = []  # one per target and phase it finished
         self.servers: dict[str, ServerInfo] = {}
         for name, output in _exits(history):
             if name == "Validate And Plan" and "planned" in output:
                 self.plan = Plan.model_validate(output["planned"]["plan"])
+            elif name == "Check Cost Cap" and isinstance(output.get("cost"), dict):
+                self.cost = output["cost"].get("decision")
             elif name in _TARGET_ENDS:
                 self.finished.append(TargetOutcome.model_validate(output))
             elif name == "Preflight Target" and isinstance(output.get("preflight"), dict):
                 self.servers[output["target"]["name"]] = ServerInfo.model_validate(output["preflight"]["server"])
 
+    def outcomes(self) -> list[TargetOutcome]:
+        """The finished targets' outcomes, and the server facts of targets preflight had reached."""
+        return [*self.finished, *(TargetOutcome(name=name, server=server) for name, server in self.servers.items())]
 
-def cancelled_results(
-    plan: Plan,
-    finished: list[TargetOutcome],
-    servers: dict[str, ServerInfo],
-    summaries: list[StepSummary],
-    started_at: str,
-    finished_at: str,
-    raw_keys: Iterable[str] = (),
-) -> CampaignResults:
-    """Every planned target and step listed: finished ones as they ended, the rest `cancelled`."""
+
+def stopped_outcomes(
+    plan: Plan, outcomes: list[TargetOutcome], summaries: list[StepSummary]
+) -> tuple[list[TargetOutcome], list[StepSummary]]:
+    """Every planned step accounted for: finished ones as they ended, the rest `cancelled` (the execution
+    stopped before they finished). A worker stopped by the cancellation says so."""
     summaries = [_cancelled(s) for s in summaries]
     cause = json.dumps({"errorType": CANCELLED_KIND, "errorMessage": CANCELLED_MESSAGE})
     failure = {"Error": CANCELLED_KIND, "Cause": cause}
     # Steps accounted for: a worker wrote their summary, or a finished target's outcome lists them.
-    known = {s.step_id for s in summaries} | {step.step_id for outcome in finished for step in outcome.steps}
-    failed_targets = {outcome.name for outcome in finished if outcome.failure}
-    outcomes = list(finished)
+    known = {s.step_id for s in summaries} | {step.step_id for outcome in outcomes for step in outcome.steps}
+    failed_targets = {outcome.name for outcome in outcomes if outcome.failure}
+    completed = list(outcomes)
     for target in plan.targets:
         if target.name in failed_targets:  # failed before its steps (preflight): they are not_run, not cancelled
             continue
@@ -81,9 +83,8 @@ def cancelled_results(
             for step in target.steps
             if step.step_id not in known and not any(i.startswith(f"{step.step_id}/s") for i in known)
         ]
-        outcomes.append(TargetOutcome(name=target.name, server=servers.get(target.name), steps=steps))
-    results = aggregate(plan, outcomes, summaries, started_at, finished_at, raw_keys=raw_keys)
-    return results.model_copy(update={"status": "cancelled"})
+        completed.append(TargetOutcome(name=target.name, steps=steps))
+    return completed, summaries
 
 
 def _cancelled(summary: StepSummary) -> StepSummary:

@@ -18,14 +18,14 @@ from typing import Literal
 from botocore.exceptions import ClientError
 from pydantic import BaseModel
 
-from pgarena.model.errors import ErrorInfo
+from pgarena.model.errors import ErrorInfo, ErrorKind
 from pgarena.model.matrix import CostPolicy
 from pgarena.model.outcomes import TargetOutcome
 from pgarena.model.plan import Plan
 from pgarena.model.results import CampaignCost, StepSummary
 from pgarena.planning import cost
 
-COST_CAP_REFUSED = "cost_cap_refused"
+COST_CAP_REFUSED = ErrorKind.COST_CAP_REFUSED
 TOTAL_SK = "total"
 
 

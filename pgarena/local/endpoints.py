@@ -26,7 +26,7 @@ Handler = Callable[[dict, Any], Any]
 
 ACCOUNT = "123456789012"
 REGION = "us-east-1"
-FUNCTIONS = ("validate", "cost_guard", "preflight", "launch_worker", "release_lease", "aggregate")
+FUNCTIONS = ("validate", "cost_guard", "preflight", "launch_worker", "release_lease", "aggregate", "finalize_stopped")
 
 
 def function_arn(name: str) -> str:

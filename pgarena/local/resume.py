@@ -11,7 +11,7 @@ from pgarena.analysis.resume import Rerun, combine, copy_raw, load_original, pla
 from pgarena.local.runtime import MATRIX_FILE, Event, LocalRuntime, new_campaign_id
 from pgarena.model.matrix import Campaign, parse_campaign
 from pgarena.model.results import CampaignResults
-from pgarena.report import write_to_folder
+from pgarena.report import folder_writer, publish_results
 
 
 class NothingToResume(Exception):
@@ -65,9 +65,8 @@ def resume_local(
     results_dir = out_dir / campaign_id
     results_dir.mkdir(parents=True, exist_ok=True)
     copy_raw(folder, [(r, d) for r, _, d in done], results_dir, original)
-    (results_dir / "results.json").write_text(combined.model_dump_json(indent=2))
     (results_dir / MATRIX_FILE).write_text(matrix.model_dump_json(exclude_none=True, indent=2))
-    write_to_folder(combined, results_dir)
+    publish_results(combined, folder_writer(results_dir))
     return Resumed(
         campaign_id, results_dir, combined, [results.campaign_id for _, results, _ in done], time.monotonic() - t0, cancelled
     )

@@ -21,16 +21,13 @@ from pathlib import Path
 
 import boto3
 
-from pgarena.analysis.cancel import Recorded, cancelled_results
-from pgarena.aws.leases import LeaseStore, holder_id, lease_key
 from pgarena.aws.store import ResultStore, create_results_table
 from pgarena.local.embedded import EmbeddedServer, EmbeddedStandby, with_replication
 from pgarena.local.endpoints import ACCOUNT, FUNCTIONS, REGION, EcsEndpoint, LambdaEndpoint, function_arn, load_handlers
 from pgarena.model.matrix import Campaign, Replica, Target
 from pgarena.model.results import CampaignResults, StepSummary
-from pgarena.planning.plan import plan_campaign
-from pgarena.report import write_reports
 
+log = logging.getLogger(__name__)
 ASL_PATH = Path(__file__).resolve().parents[2] / "statemachines" / "campaign.asl.json"
 BUCKET = "pgarena-local-results"
 TABLE = "pgarena-local-results"
@@ -286,26 +283,17 @@ class LocalRuntime:
         for _ in range(2):
             self.workers.stop_campaign(execution.campaign_id)
             time.sleep(POLL_S)
-        pages = self.sfn.get_paginator("get_execution_history").paginate(executionArn=execution.arn)
-        recorded = Recorded([event for page in pages for event in page["events"]])
-        plan = recorded.plan
-        if plan is None and execution.campaign is not None:  # stopped before Validate And Plan answered
-            plan = plan_campaign(execution.campaign, execution.campaign_id)
-        if plan is not None:
-            leases = LeaseStore(self.dynamodb, TABLE)
-            for target in plan.targets:
-                leases.release(lease_key(target.endpoint), holder_id(execution.campaign_id, target.name))
-            results = cancelled_results(
-                plan,
-                recorded.finished,
-                recorded.servers,
-                self.store.summaries(execution.campaign_id),
-                started.isoformat(timespec="milliseconds"),
-                datetime.now(UTC).isoformat(timespec="milliseconds"),
-                self.store.keys(f"{execution.campaign_id}/raw/"),
-            )
-            self.store.put_json(f"{execution.campaign_id}/results.json", results.model_dump(mode="json"))
-            write_reports(results, lambda name, data, kind: self.store.put_bytes(f"{execution.campaign_id}/{name}", data, kind))
+        # What EventBridge's execution status change does in AWS: the finalize_stopped function ends it.
+        change = {
+            "source": "aws.states",
+            "detail-type": "Step Functions Execution Status Change",
+            "detail": {"executionArn": execution.arn, "status": "ABORTED", "startDate": int(started.timestamp() * 1000)},
+        }
+        answer = boto3.client("lambda", region_name=REGION).invoke(
+            FunctionName=function_arn("finalize_stopped"), Payload=json.dumps(change).encode()
+        )
+        if "FunctionError" in answer:
+            log.error("finalizing the cancelled campaign failed: %s", answer["Payload"].read().decode())
         _download(self.s3, f"{execution.campaign_id}/", self.out_dir)
         results_path = execution.results_dir / "results.json"
         results = CampaignResults.model_validate_json(results_path.read_text()) if results_path.exists() else None

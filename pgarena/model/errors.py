@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from enum import StrEnum
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, field_validator
 
@@ -23,10 +24,46 @@ class ErrorInfo(BaseModel):
         return redact(value)
 
 
-class PgarenaError(Exception):
-    """Base of the failures pgarena reports; the class name is the Step Functions error name."""
+class ErrorKind(StrEnum):
+    """Every failure kind pgarena reports (`error.kind` in results.json). README's failure table documents
+    each one; tests/unit/test_errors.py keeps the two and the state machine's ErrorEquals in step."""
 
-    kind = "error"
+    # Reaching the target (preflight, workers): classified from libpq's and the server's texts
+    CONNECTION_REFUSED = "connection_refused"
+    CONNECTION_FAILED = "connection_failed"
+    DNS_FAILURE = "dns_failure"
+    AUTHENTICATION = "authentication"
+    TOO_MANY_CLIENTS = "too_many_clients"
+    SERVER_CLOSED_CONNECTION = "server_closed_connection"
+    SERVER_RESTARTED = "server_restarted"
+    STATEMENT_TIMEOUT = "statement_timeout"
+    DISK_FULL = "disk_full"
+    TIMEOUT = "timeout"
+    PREFLIGHT_FAILED = "preflight_failed"
+    # Decisions made before any load
+    INVALID_MATRIX = "invalid_matrix"
+    BUDGET_REFUSED = "budget_refused"
+    COST_CAP_REFUSED = "cost_cap_refused"
+    # Workers and the tools they run
+    LAUNCH_FAILED = "launch_failed"
+    WORKER_LOST = "worker_lost"
+    WORKER_STOPPED = "worker_stopped"
+    WORKER_CRASHED = "worker_crashed"
+    TOOL_FAILED = "tool_failed"
+    TASK_FAILED = "task_failed"
+    # Aggregation: what a step's outcome and summaries add up to
+    NOT_RUN = "not_run"
+    MISSING_RESULT = "missing_result"
+    NO_COMMON_WINDOW = "no_common_window"
+    DEGRADED = "degraded"
+    CANCELLED = "cancelled"
+
+
+class PgarenaError(Exception):
+    """Base of the failures pgarena raises. The class name is the error name Lambda and Step Functions
+    report (what the state machine's ErrorEquals match); `kind` is what results.json says."""
+
+    kind: ClassVar[ErrorKind]
 
     def __init__(self, message: str, raw: str | None = None):
         super().__init__(message)
@@ -36,45 +73,90 @@ class PgarenaError(Exception):
         return ErrorInfo(kind=self.kind, message=str(self), raw=self.raw)
 
 
-class BudgetRefused(PgarenaError):
-    kind = "budget_refused"
+class ConnectionRefused(PgarenaError):
+    kind = ErrorKind.CONNECTION_REFUSED
+
+
+class ConnectionFailed(PgarenaError):
+    kind = ErrorKind.CONNECTION_FAILED
+
+
+class DnsFailure(PgarenaError):
+    kind = ErrorKind.DNS_FAILURE
+
+
+class Authentication(PgarenaError):
+    kind = ErrorKind.AUTHENTICATION
+
+
+class TooManyClients(PgarenaError):
+    kind = ErrorKind.TOO_MANY_CLIENTS
+
+
+class ServerClosedConnection(PgarenaError):
+    kind = ErrorKind.SERVER_CLOSED_CONNECTION
+
+
+class StatementTimeout(PgarenaError):
+    kind = ErrorKind.STATEMENT_TIMEOUT
+
+
+class DiskFull(PgarenaError):
+    kind = ErrorKind.DISK_FULL
+
+
+class Timeout(PgarenaError):
+    kind = ErrorKind.TIMEOUT
+
+
+class PreflightFailed(PgarenaError):
+    kind = ErrorKind.PREFLIGHT_FAILED
 
 
 class InvalidMatrix(PgarenaError):
-    kind = "invalid_matrix"
+    kind = ErrorKind.INVALID_MATRIX
 
 
-_CLASSES: dict[str, type[PgarenaError]] = {"budget_refused": BudgetRefused, "invalid_matrix": InvalidMatrix}
+class BudgetRefused(PgarenaError):
+    kind = ErrorKind.BUDGET_REFUSED
 
 
-def failure(kind: str, message: str, raw: str | None = None) -> PgarenaError:
-    """An exception whose class name (the error name Lambda and Step Functions report) spells its kind."""
-    if kind not in _CLASSES:
-        name = "".join(part.capitalize() for part in kind.split("_"))
-        _CLASSES[kind] = type(name, (PgarenaError,), {"kind": kind})
-    return _CLASSES[kind](message, raw)
+class LaunchFailed(PgarenaError):
+    kind = ErrorKind.LAUNCH_FAILED
+
+
+# The exception raised for each kind that is raised (the others are recorded, never raised).
+RAISED: dict[ErrorKind, type[PgarenaError]] = {cls.kind: cls for cls in PgarenaError.__subclasses__()}
+
+
+def failure(kind: ErrorKind | str, message: str, raw: str | None = None) -> PgarenaError:
+    """The exception of a kind: `classify(...) or ErrorKind.X` picks it from a tool's or driver's text."""
+    return RAISED[ErrorKind(kind)](message, raw)
 
 
 # Ordered: the first pattern found in the output names the kind. Texts are libpq's and the server's.
-_PATTERNS: list[tuple[str, str]] = [
-    ("dns_failure", r"could not translate host name|Name or service not known|nodename nor servname|getaddrinfo"),
-    ("authentication", r"password authentication failed|no password supplied|authentication failed|no pg_hba\.conf entry"),
+_PATTERNS: list[tuple[ErrorKind, str]] = [
+    (ErrorKind.DNS_FAILURE, r"could not translate host name|Name or service not known|nodename nor servname|getaddrinfo"),
     (
-        "too_many_clients",
+        ErrorKind.AUTHENTICATION,
+        r"password authentication failed|no password supplied|authentication failed|no pg_hba\.conf entry",
+    ),
+    (
+        ErrorKind.TOO_MANY_CLIENTS,
         r"too many clients already|remaining connection slots are reserved|too many connections for (role|database)",
     ),
-    ("connection_refused", r"Connection refused|could not connect to server|connection to server .* failed: (?!FATAL)"),
+    (ErrorKind.CONNECTION_REFUSED, r"Connection refused|could not connect to server|connection to server .* failed: (?!FATAL)"),
     (
-        "server_closed_connection",
+        ErrorKind.SERVER_CLOSED_CONNECTION,
         r"server closed the connection unexpectedly|terminating connection due to administrator command|the database system is (shutting down|in recovery mode|starting up)",
     ),
-    ("statement_timeout", r"canceling statement due to statement timeout"),
-    ("disk_full", r"No space left on device|could not extend file"),
-    ("timeout", r"timeout expired|timed out"),
+    (ErrorKind.STATEMENT_TIMEOUT, r"canceling statement due to statement timeout"),
+    (ErrorKind.DISK_FULL, r"No space left on device|could not extend file"),
+    (ErrorKind.TIMEOUT, r"timeout expired|timed out"),
 ]
 
 
-def classify(text: str) -> str | None:
+def classify(text: str) -> ErrorKind | None:
     """The failure kind named by a tool's or driver's error text, or None when nothing matches."""
     for kind, pattern in _PATTERNS:
         if re.search(pattern, text, flags=re.IGNORECASE):
@@ -87,9 +169,9 @@ def _snake(name: str) -> str:
 
 
 _STATES_ERRORS = {
-    "States.Timeout": "timeout",
-    "States.HeartbeatTimeout": "worker_lost",
-    "States.TaskFailed": "task_failed",
+    "States.Timeout": ErrorKind.TIMEOUT,
+    "States.HeartbeatTimeout": ErrorKind.WORKER_LOST,
+    "States.TaskFailed": ErrorKind.TASK_FAILED,
 }
 
 

@@ -247,8 +247,10 @@ class CampaignResults(BaseModel):
     targets: list[TargetResult]
     ranking: list[RankEntry]
     cost: CampaignCost | None = None
-    status: Literal["completed", "cancelled"] = Field(
-        "completed", description="cancelled: stopped before the end (Ctrl-C, StopExecution); what finished is listed"
+    status: Literal["completed", "cancelled", "failed"] = Field(
+        "completed",
+        description="cancelled: stopped before the end (Ctrl-C, StopExecution); failed: the execution failed or "
+        "timed out in AWS before Aggregate And Rank; either way what finished is listed",
     )
     resumed_from: list[str] = Field(
         default_factory=list, description="campaign ids whose successes this one kept (`pgarena resume`)"

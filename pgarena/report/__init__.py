@@ -6,6 +6,7 @@ writes to S3 in the aggregate Lambda and to a folder from the CLI.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from pathlib import Path
 
@@ -14,6 +15,8 @@ from pgarena.report.model import Report, build_report
 from pgarena.report.render import render_html, render_markdown
 from pgarena.report.tables import TABLES, to_csv
 
+RESULTS_FILE = "results.json"
+JSON = "application/json"
 CSV = "text/csv; charset=utf-8"
 CONTENT_TYPES = {
     "report.html": "text/html; charset=utf-8",
@@ -22,7 +25,8 @@ CONTENT_TYPES = {
 }
 REPORT_FILES = tuple(CONTENT_TYPES)
 
-Writer = Callable[[str, bytes, str], None]
+Writer = Callable[[str, bytes, str], object]
+log = logging.getLogger(__name__)
 
 
 def build_reports(results: CampaignResults) -> dict[str, bytes]:
@@ -42,13 +46,39 @@ def write_reports(results: CampaignResults, write: Writer) -> list[str]:
     return list(files)
 
 
-def write_to_folder(results: CampaignResults, folder: Path) -> list[Path]:
+def publish_results(results: CampaignResults, write: Writer) -> list[str]:
+    """results.json (the contract) first, then the reports: a report that cannot be built never loses
+    results.json (it can be rebuilt later with `pgarena report`). Returns the reports written."""
+    write(RESULTS_FILE, results.model_dump_json(indent=2).encode(), JSON)
+    try:
+        return write_reports(results, write)
+    except Exception:
+        log.exception("reports not written for %s", results.campaign_id)
+        return []
+
+
+def folder_writer(folder: Path) -> Writer:
     folder.mkdir(parents=True, exist_ok=True)
 
     def write(name: str, data: bytes, content_type: str) -> None:
         (folder / name).write_bytes(data)
 
-    return [folder / name for name in write_reports(results, write)]
+    return write
 
 
-__all__ = ["REPORT_FILES", "Report", "build_report", "build_reports", "write_reports", "write_to_folder"]
+def write_to_folder(results: CampaignResults, folder: Path) -> list[Path]:
+    """The reports only (results.json is already there): what `pgarena report` rebuilds."""
+    return [folder / name for name in write_reports(results, folder_writer(folder))]
+
+
+__all__ = [
+    "REPORT_FILES",
+    "RESULTS_FILE",
+    "Report",
+    "build_report",
+    "build_reports",
+    "folder_writer",
+    "publish_results",
+    "write_reports",
+    "write_to_folder",
+]

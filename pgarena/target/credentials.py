@@ -7,7 +7,7 @@ import os
 
 import boto3
 
-from pgarena.model.errors import failure
+from pgarena.model.errors import ErrorKind, failure
 from pgarena.model.matrix import Endpoint
 
 
@@ -16,7 +16,7 @@ def resolve_password(endpoint: Endpoint) -> str | None:
         value = os.environ.get(endpoint.password_env)
         if value is None:
             raise failure(
-                "authentication",
+                ErrorKind.AUTHENTICATION,
                 f"environment variable {endpoint.password_env} is not set: export it with the password of {endpoint.user}",
             )
         return value

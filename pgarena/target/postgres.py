@@ -8,7 +8,7 @@ from contextlib import contextmanager
 
 import pg8000.dbapi
 
-from pgarena.model.errors import classify, failure
+from pgarena.model.errors import ErrorKind, classify, failure
 from pgarena.model.matrix import Endpoint
 from pgarena.target.credentials import resolve_password
 
@@ -54,7 +54,7 @@ def connect(endpoint: Endpoint, application_name: str = "pgarena") -> Iterator[p
         # pg8000 wraps socket errors; their cause says what went wrong (refused, DNS, ...).
         detail = f"{error} {error.__cause__ or ''}".strip()
         message = f"could not connect to {endpoint.host}:{endpoint.port} as {endpoint.user}: {detail}"
-        raise failure(classify(detail) or "connection_failed", message) from None
+        raise failure(classify(detail) or ErrorKind.CONNECTION_FAILED, message) from None
     # Autocommit: inside one transaction pg_stat_activity would keep returning its first snapshot.
     conn.autocommit = True
     try:

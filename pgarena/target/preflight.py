@@ -9,7 +9,7 @@ from pydantic import BaseModel, Field
 
 from pgarena.aws.leases import LeaseStore, holder_id, lease_key
 from pgarena.model.budget import COORDINATOR_CONNECTIONS, ConnectionFacts, Sessions
-from pgarena.model.errors import PgarenaError, classify, failure
+from pgarena.model.errors import ErrorKind, PgarenaError, classify, failure
 from pgarena.model.plan import PlannedTarget, Step
 from pgarena.model.results import ServerInfo
 from pgarena.planning.budget import apply_budget, compute_budget
@@ -102,7 +102,7 @@ def preflight(target: PlannedTarget, campaign_id: str, leases: LeaseStore | None
         except Exception as error:  # a statement timeout, a permission, a server going down under us
             message = describe(error)
             raise failure(
-                classify(message) or "preflight_failed", f"reading {target.name}'s settings failed: {message}"
+                classify(message) or ErrorKind.PREFLIGHT_FAILED, f"reading {target.name}'s settings failed: {message}"
             ) from None
     budget = compute_budget(facts, target.connections, target.pooler)
     key, holder = lease_key(target.endpoint), holder_id(campaign_id, target.name)

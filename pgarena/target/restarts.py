@@ -10,7 +10,7 @@ from __future__ import annotations
 import socket
 import time
 
-from pgarena.model.errors import failure
+from pgarena.model.errors import ErrorKind, failure
 from pgarena.model.matrix import Endpoint
 from pgarena.target.postgres import connect
 
@@ -60,7 +60,7 @@ def resolve(host: str, port: int) -> list[str]:
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except (socket.gaierror, UnicodeError) as error:
-        raise failure("dns_failure", f'could not translate host name "{host}" to an address: {error}') from None
+        raise failure(ErrorKind.DNS_FAILURE, f'could not translate host name "{host}" to an address: {error}') from None
     addresses: list[str] = []
     for *_, sockaddr in infos:
         if sockaddr[0] not in addresses:

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Protocol
 
 from pgarena.analysis.latency import encode, percentiles_of, pgbench_log_histogram
-from pgarena.model.errors import ErrorInfo, classify
+from pgarena.model.errors import ErrorInfo, ErrorKind, classify
 from pgarena.model.matrix import PgbenchWorkload, SysbenchWorkload
 from pgarena.model.plan import Step
 from pgarena.model.results import Barrier, Latency, ProgressSample
@@ -54,10 +54,10 @@ class Tool(Protocol):
 
 def failure_of(text: str, errors: list[str], exit_code: int, tool: str, timeout_s: int) -> ErrorInfo:
     if exit_code == KILLED:
-        return ErrorInfo(kind="timeout", message=f"{tool} ran past the step's {timeout_s} s timeout and was killed")
+        return ErrorInfo(kind=ErrorKind.TIMEOUT, message=f"{tool} ran past the step's {timeout_s} s timeout and was killed")
     lines = errors or [line for line in text.splitlines() if line.strip()]
     message = " | ".join(lines[-ERROR_LINES:]) or f"{tool} exited with code {exit_code}"
-    return ErrorInfo(kind=classify(text) or "tool_failed", message=message)
+    return ErrorInfo(kind=classify(text) or ErrorKind.TOOL_FAILED, message=message)
 
 
 class Pgbench:
@@ -100,7 +100,7 @@ class Pgbench:
         if exit_code != 0 or report.aborted:
             measured.error = failure_of(text, report.errors, exit_code, "pgbench", step.timeout_s)
         elif step.kind == "run" and measured.tps is None:
-            measured.error = ErrorInfo(kind="tool_failed", message="pgbench exited 0 but printed no tps")
+            measured.error = ErrorInfo(kind=ErrorKind.TOOL_FAILED, message="pgbench exited 0 but printed no tps")
         return measured
 
 
@@ -157,7 +157,7 @@ class Sysbench:
         if exit_code != 0 or (step.kind == "run" and not report.finished):
             measured.error = failure_of(text, report.errors, exit_code, "sysbench", step.timeout_s)
         elif step.kind == "run" and measured.tps is None:
-            measured.error = ErrorInfo(kind="tool_failed", message="sysbench exited 0 but printed no tps")
+            measured.error = ErrorInfo(kind=ErrorKind.TOOL_FAILED, message="sysbench exited 0 but printed no tps")
         return measured
 
 

@@ -28,7 +28,7 @@ from pgarena.analysis.replication import replication_result, run_seconds
 from pgarena.aws.barrier import wait_at_barrier
 from pgarena.aws.settings import WorkerEnv
 from pgarena.aws.store import ResultStore
-from pgarena.model.errors import ErrorInfo, PgarenaError
+from pgarena.model.errors import ErrorInfo, ErrorKind, PgarenaError
 from pgarena.model.monitor import ConnectionReport
 from pgarena.model.plan import PHASE_BARRIER_TIMEOUT_S, WORKER_HARD_STOP_GRACE_S, Step
 from pgarena.model.redact import Redactor
@@ -217,7 +217,7 @@ def run_step(step: Step, store: ResultStore, workdir: Path, upload_every_s: floa
     restarted = restart_evidence(postmaster_before, postmaster_after, step.postmaster_started_at)
     if restarted:
         said = f"; {step.tool} said: {measured.error.message}" if measured.error else ""
-        measured.error = ErrorInfo(kind="server_restarted", message=restarted + said)
+        measured.error = ErrorInfo(kind=ErrorKind.SERVER_RESTARTED, message=restarted + said)
     series = pgbench_log_series(tool.artifacts(workdir)) if step.shards > 1 else None
     if series is not None:
         series_path = workdir / "upload" / "series.json"
@@ -345,7 +345,7 @@ def _record_failure(step: Step, store: ResultStore, error: ErrorInfo) -> None:
         logger.exception("could not record the failure", step_id=step.step_id)
 
 
-STOPPED_KIND = "worker_stopped"
+STOPPED_KIND = ErrorKind.WORKER_STOPPED
 STOPPED_MESSAGE = (
     "the worker was stopped (SIGTERM: StopTask for a cancelled campaign, a Fargate Spot interruption) while its step ran"
 )
@@ -395,7 +395,7 @@ def main() -> int:
                 error = failure.info()
             except Exception as crash:  # report any crash to the state machine rather than leave it waiting
                 logger.exception("worker crashed", step_id=step.step_id)
-                error = ErrorInfo(kind="worker_crashed", message=f"{type(crash).__name__}: {crash}")
+                error = ErrorInfo(kind=ErrorKind.WORKER_CRASHED, message=f"{type(crash).__name__}: {crash}")
             if summary is None:
                 _record_failure(step, store, error)
         try:

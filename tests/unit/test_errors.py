@@ -1,8 +1,10 @@
 import json
+import re
+from pathlib import Path
 
 import pytest
 
-from pgarena.model.errors import classify, failure, from_step_functions
+from pgarena.model.errors import RAISED, ErrorKind, classify, failure, from_step_functions
 
 
 @pytest.mark.parametrize(
@@ -45,3 +47,39 @@ def test_worker_failure_keeps_raw_pointer():
 
 def test_heartbeat_timeout_means_worker_lost():
     assert from_step_functions({"Error": "States.HeartbeatTimeout", "Cause": ""}).kind == "worker_lost"
+
+
+# --- one declared set of kinds: code, state machine and README agree ----------------------------------
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _error_equals(node):
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key == "ErrorEquals":
+                yield from value
+            else:
+                yield from _error_equals(value)
+    elif isinstance(node, list):
+        for item in node:
+            yield from _error_equals(item)
+
+
+def test_every_error_the_state_machine_matches_is_a_declared_exception():
+    names = set(_error_equals(json.loads((ROOT / "statemachines" / "campaign.asl.json").read_text())))
+    ours = {name for name in names if not name.startswith(("States.", "Lambda."))}
+    assert ours and ours <= {cls.__name__ for cls in RAISED.values()}
+
+
+def test_each_raised_exception_is_named_for_its_kind():
+    for kind, cls in RAISED.items():
+        assert cls.__name__ == "".join(part.capitalize() for part in kind.split("_"))
+        assert failure(kind, "m").info().kind == kind
+
+
+def test_the_readme_documents_exactly_the_declared_kinds():
+    readme = (ROOT / "README.md").read_text()
+    section = readme[readme.index("| kind | meaning |") : readme.index("See [Failures and recovery]")]
+    documented = set(re.findall(r"`([a-z_]+)`", section))
+    assert documented == {kind.value for kind in ErrorKind}

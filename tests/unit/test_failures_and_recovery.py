@@ -6,7 +6,7 @@ import socket
 import pytest
 
 from pgarena.analysis.aggregate import aggregate
-from pgarena.analysis.cancel import Recorded, cancelled_results
+from pgarena.analysis.cancel import Recorded, stopped_outcomes
 from pgarena.analysis.resume import combine, failed_pairs, plan_reruns
 from pgarena.model.errors import ErrorInfo, PgarenaError
 from pgarena.model.matrix import Endpoint, parse_campaign
@@ -193,13 +193,19 @@ def test_workers_connect_to_the_address_and_verify_tls_against_the_name():
 # --- cancellation ------------------------------------------------------------------------------------
 
 
+def cancelled_results(plan, finished, summaries):
+    """What finalize aggregates for a stopped execution (status aside)."""
+    outcomes, summaries = stopped_outcomes(plan, finished, summaries)
+    return aggregate(plan, outcomes, summaries, "s", "f")
+
+
 def test_a_cancelled_campaign_lists_every_step_with_what_finished():
     # Given a and b planned; a loaded, then its run's worker was stopped; b never started
     plan = plan_campaign(matrix_of("a", "b"), "cid")
     stopped = summary("a/tpcb/c4-r1", status="failed", error=ErrorInfo(kind="worker_stopped", message="SIGTERM"))
-    results = cancelled_results(plan, [], {}, [summary("a/tpcb/init", kind="init"), stopped], "s", "f")
+    results = cancelled_results(plan, [], [summary("a/tpcb/init", kind="init"), stopped])
     a, b = results.targets
-    assert results.status == "cancelled" and results.ranking == []
+    assert results.ranking == []
     assert a.loads[0].status == "succeeded"
     assert a.workloads[0].error.kind == "cancelled" and "its worker was stopped" in a.workloads[0].error.message
     assert [x.error.kind for x in [*b.loads, *b.workloads]] == ["cancelled", "cancelled"]
@@ -210,7 +216,7 @@ def test_a_finished_target_in_a_cancelled_campaign_keeps_its_result_and_rank():
     done = TargetOutcome(
         name="a", steps=[{"step_id": "a/tpcb/init", "status": "succeeded"}, {"step_id": "a/tpcb/c4-r1", "status": "succeeded"}]
     )
-    results = cancelled_results(plan, [done], {}, [summary("a/tpcb/init", kind="init"), summary("a/tpcb/c4-r1")], "s", "f")
+    results = cancelled_results(plan, [done], [summary("a/tpcb/init", kind="init"), summary("a/tpcb/c4-r1")])
     assert results.targets[0].status == "succeeded" and [r.target for r in results.ranking] == ["a"]
     assert results.targets[1].status == "failed" and results.targets[1].error.kind == "cancelled"
 

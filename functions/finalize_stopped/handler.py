@@ -1,0 +1,57 @@
+"""An execution that ended without Aggregate And Rank (stopped, failed, timed out): EventBridge's
+execution status change brings it here, and it ends like any other campaign, through finalize:
+results.json with what finished, the ledger settled with what ran, the leases given back."""
+
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+import boto3
+from aws_lambda_powertools.utilities.parser import event_parser
+from aws_lambda_powertools.utilities.typing import LambdaContext
+from pydantic import BaseModel
+
+from functions.observability import logger, tracer
+from pgarena.aws.finalize import Ending, finalize_stopped
+from pgarena.aws.leases import LeaseStore
+from pgarena.aws.ledger import Ledger
+from pgarena.aws.settings import ResultsEnv
+from pgarena.aws.store import ResultStore
+
+ENDINGS: dict[str, Ending] = {"ABORTED": "cancelled", "FAILED": "failed", "TIMED_OUT": "failed"}
+
+
+class ExecutionDetail(BaseModel):
+    executionArn: str
+    status: Literal["ABORTED", "FAILED", "TIMED_OUT"]
+    startDate: int  # epoch milliseconds
+
+
+class StatusChange(BaseModel):
+    detail: ExecutionDetail
+
+
+def history(sfn: Any, execution_arn: str) -> list[dict[str, Any]]:
+    pages = sfn.get_paginator("get_execution_history").paginate(executionArn=execution_arn)
+    return [event for page in pages for event in page["events"]]
+
+
+@logger.inject_lambda_context
+@tracer.capture_lambda_handler
+@event_parser(model=StatusChange)
+def handler(event: StatusChange, context: LambdaContext) -> dict[str, Any]:
+    env = ResultsEnv.from_env()
+    dynamodb = boto3.client("dynamodb")
+    started_at = datetime.fromtimestamp(event.detail.startDate / 1000, UTC).isoformat(timespec="milliseconds")
+    results = finalize_stopped(
+        history(boto3.client("stepfunctions"), event.detail.executionArn),
+        started_at,
+        ResultStore(env.results_bucket, env.results_table),
+        ledger=Ledger(dynamodb, env.results_table),
+        leases=LeaseStore(dynamodb, env.results_table),
+        ending=ENDINGS[event.detail.status],
+    )
+    if results is None:  # it stopped before it had a plan: nothing was leased, booked or run
+        logger.info("stopped before planning", execution=event.detail.executionArn)
+        return {"finalized": False}
+    logger.info("stopped campaign finalized", campaign_id=results.campaign_id, status=results.status)
+    return {"finalized": True, "campaign_id": results.campaign_id, "status": results.status}

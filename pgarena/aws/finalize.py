@@ -1,0 +1,108 @@
+"""The one way a campaign ends, however it ends: aggregate what finished, settle the month's ledger,
+write results.json and the reports, give the connection leases back.
+
+Used by the aggregate Lambda (the state machine's last state), by the aborted-execution path (an
+execution stopped, failed or timed out: its history is read back) and by the local runtime's cancel.
+results.json is written before the reports, so a report that cannot be built never loses it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from pgarena.analysis.aggregate import aggregate
+from pgarena.analysis.cancel import Recorded, stopped_outcomes
+from pgarena.aws.leases import LeaseStore, holder_id, lease_key
+from pgarena.aws.ledger import CostDecision, Ledger, settle_campaign
+from pgarena.aws.store import ResultStore
+from pgarena.model.errors import PgarenaError
+from pgarena.model.matrix import MatrixError, parse_campaign
+from pgarena.model.outcomes import TargetOutcome
+from pgarena.model.plan import Plan
+from pgarena.model.results import CampaignResults
+from pgarena.model.series import ShardSeries
+from pgarena.planning.plan import plan_campaign
+from pgarena.report import RESULTS_FILE, Writer, publish_results
+
+Ending = Literal["completed", "cancelled", "failed"]
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+def store_writer(store: ResultStore, campaign_id: str) -> Writer:
+    return lambda name, data, content_type: store.put_bytes(f"{campaign_id}/{name}", data, content_type)
+
+
+def finalize(
+    plan: Plan,
+    outcomes: Iterable[TargetOutcome],
+    store: ResultStore,
+    started_at: str,
+    *,
+    cost: CostDecision | None = None,
+    ledger: Ledger | None = None,
+    leases: LeaseStore | None = None,
+    ending: Ending = "completed",
+    finished_at: str | None = None,
+) -> tuple[CampaignResults, str, list[str]]:
+    """Aggregate, settle, publish, release. Returns the results, results.json's key and the report names."""
+    finished_at = finished_at or now_iso()
+    outcomes = list(outcomes)
+    summaries = store.summaries(plan.campaign_id)
+    # Sharded runs are merged from each shard's per-second histograms, kept beside its raw output.
+    series = {s.step_id: ShardSeries.model_validate(store.get_json(s.series)) for s in summaries if s.series}
+    raw_keys = store.keys(f"{plan.campaign_id}/raw/")  # what lost workers and failed preflights left
+    ran = outcomes  # what the state machine saw launched: the cost of a stopped campaign is what ran
+    if ending != "completed":  # stopped before Aggregate And Rank: steps that did not finish are listed cancelled
+        outcomes, summaries = stopped_outcomes(plan, outcomes, summaries)
+    refusal = cost.refusal if cost else None
+    results = aggregate(plan, outcomes, summaries, started_at, finished_at, refusal, series, raw_keys)
+    if ending != "completed":
+        results = results.model_copy(update={"status": ending})
+    if cost is not None and ledger is not None:
+        spent = settle_campaign(cost, plan, ran, summaries, started_at, finished_at, ledger)
+        results = results.model_copy(update={"cost": spent})
+    reports = publish_results(results, store_writer(store, plan.campaign_id))
+    if leases is not None:  # idempotent: a target whose lease was already released is a no-op
+        for target in plan.targets:
+            leases.release(lease_key(target.endpoint), holder_id(plan.campaign_id, target.name))
+    return results, f"{plan.campaign_id}/{RESULTS_FILE}", reports
+
+
+def _planned_from_input(history: list[dict[str, Any]]) -> Plan | None:
+    """The plan Validate And Plan would have made, from the execution's input: an execution stopped
+    before Validate answered has leased and booked nothing, but its targets are still listed."""
+    for event in history:
+        details = event.get("executionStartedEventDetails")
+        if details:
+            try:
+                started = json.loads(details.get("input") or "{}")
+                return plan_campaign(parse_campaign(started["matrix"]), started["campaign_id"])
+            except (ValueError, KeyError, TypeError, MatrixError, PgarenaError):
+                return None
+    return None
+
+
+def finalize_stopped(
+    history: list[dict[str, Any]],
+    started_at: str,
+    store: ResultStore,
+    *,
+    ledger: Ledger | None,
+    leases: LeaseStore,
+    ending: Ending,
+) -> CampaignResults | None:
+    """An execution that never reached Aggregate And Rank (stopped, failed, timed out): rebuild its
+    outcomes from the history and finalize. None when it had no valid plan (nothing was leased or run)."""
+    recorded = Recorded(history)
+    plan = recorded.plan or _planned_from_input(history)
+    if plan is None:
+        return None
+    cost = CostDecision.model_validate(recorded.cost) if recorded.cost else None
+    results, _, _ = finalize(plan, recorded.outcomes(), store, started_at, cost=cost, ledger=ledger, leases=leases, ending=ending)
+    return results

@@ -1,0 +1,110 @@
+"""One way to finish a campaign: finalize settles the ledger, releases leases and publishes results,
+whether the state machine reached Aggregate And Rank or was stopped (cancel, abort)."""
+
+import json
+from datetime import UTC, datetime
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from pgarena.aws.finalize import finalize, finalize_stopped, now_iso
+from pgarena.aws.leases import LeaseStore, holder_id, lease_key
+from pgarena.aws.ledger import Ledger, check_cost, month_of
+from pgarena.aws.store import ResultStore, create_results_table
+from pgarena.model.matrix import parse_campaign
+from pgarena.model.results import CampaignResults
+from pgarena.planning.plan import plan_campaign
+from pgarena.report import REPORT_FILES
+from tests.conftest import FIXTURES
+
+NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC).timestamp()
+
+
+@pytest.fixture
+def aws(monkeypatch):
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    with mock_aws():
+        dynamodb, s3 = boto3.client("dynamodb"), boto3.client("s3")
+        create_results_table(dynamodb, "t")
+        s3.create_bucket(Bucket="results")
+        yield dynamodb, ResultStore("results", "t", s3=s3, dynamodb=dynamodb)
+
+
+def plan():
+    data = json.loads((FIXTURES / "matrices" / "minimal.json").read_text())
+    data["targets"] = data["targets"][:1]  # the endpoint target: AWS plans have no embedded ones
+    data["targets"][0]["hourly_cost_usd"] = 2.0
+    data["cost"] = {"monthly_cap_usd": 100.0}
+    return plan_campaign(parse_campaign(data), "cid")
+
+
+def booked(dynamodb, p):
+    """The cost guard's decision for `p`, booked in the month's ledger as Check Cost Cap does."""
+    ledger = Ledger(dynamodb, "t", clock=lambda: NOW)
+    decision = check_cost(p, ledger, 1024, 2048, "us-east-1")
+    assert decision.booked and ledger.entry(decision.month, p.campaign_id).status == "booked"
+    return ledger, decision
+
+
+def test_a_stopped_campaign_settles_its_estimate_releases_its_leases_and_publishes(aws):
+    dynamodb, store = aws
+    p = plan()
+    ledger, decision = booked(dynamodb, p)
+    leases = LeaseStore(dynamodb, "t")
+    target = p.targets[0]
+    assert leases.acquire(lease_key(target.endpoint), holder_id("cid", target.name), 4, 10, 600)
+    history = [
+        {
+            "stateExitedEventDetails": {
+                "name": "Validate And Plan",
+                "output": json.dumps({"planned": {"plan": p.model_dump(mode="json")}}),
+            }
+        },
+        {
+            "stateExitedEventDetails": {
+                "name": "Check Cost Cap",
+                "output": json.dumps({"cost": {"decision": decision.model_dump(mode="json")}}),
+            }
+        },
+    ]
+
+    results = finalize_stopped(history, now_iso(), store, ledger=ledger, leases=leases, ending="cancelled")
+
+    # The month carries what ran (the target's hourly cost for the seconds it took), no longer the estimate
+    entry = ledger.entry(month_of(NOW), "cid")
+    assert entry.status == "settled" and entry.actual_usd < decision.estimate.total_usd
+    assert results.cost is not None and results.cost.actual_usd == entry.actual_usd
+    assert leases.read(lease_key(target.endpoint))[0] == []
+    kept = CampaignResults.model_validate(store.get_json("cid/results.json"))
+    assert kept.status == "cancelled" and {t.name for t in kept.targets} == {t.name for t in p.targets}
+    assert all(w.error.kind == "cancelled" for t in kept.targets for w in [*t.loads, *t.workloads])
+    assert set(store.keys("cid/")) >= {f"cid/{name}" for name in ("results.json", *REPORT_FILES)}
+
+
+def test_a_stopped_execution_without_a_plan_leaves_nothing_to_finalize(aws):
+    dynamodb, store = aws
+    invalid = {"executionStartedEventDetails": {"input": json.dumps({"campaign_id": "cid", "matrix": {"targets": []}})}}
+    assert finalize_stopped([invalid], "s", store, ledger=None, leases=LeaseStore(dynamodb, "t"), ending="failed") is None
+    assert store.keys("") == []
+
+
+def test_an_execution_stopped_before_validate_answered_lists_its_targets_from_its_input(aws):
+    dynamodb, store = aws
+    p = plan()
+    data = json.loads((FIXTURES / "matrices" / "minimal.json").read_text())
+    data["targets"] = data["targets"][:1]
+    started = {"executionStartedEventDetails": {"input": json.dumps({"campaign_id": "cid", "matrix": data})}}
+    results = finalize_stopped([started], now_iso(), store, ledger=None, leases=LeaseStore(dynamodb, "t"), ending="failed")
+    assert results.status == "failed" and [t.name for t in results.targets] == [t.name for t in p.targets]
+    assert CampaignResults.model_validate(store.get_json("cid/results.json")).status == "failed"
+
+
+def test_results_json_is_kept_when_a_report_cannot_be_built(aws, monkeypatch):
+    _, store = aws
+    monkeypatch.setattr("pgarena.report.build_report", lambda results: 1 / 0)
+    results, key, reports = finalize(plan(), [], store, "s")
+    assert reports == [] and key == "cid/results.json"
+    assert CampaignResults.model_validate(store.get_json(key)).campaign_id == results.campaign_id == "cid"
