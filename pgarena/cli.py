@@ -283,15 +283,22 @@ def compare(
 
 class Tool(StrEnum):
     pgbench = "pgbench"
+    sysbench = "sysbench"
 
 
 @app.command()
 def parse(tool: Tool, file: Annotated[Path, typer.Argument(help="raw tool output; - for stdin")]) -> None:
-    """Parse a benchmark tool's raw output and print JSON (summary, progress, init phases)."""
+    """Parse a benchmark tool's raw output (pgbench 9.6-18, sysbench 0.5 and 1.0) and print JSON."""
     from pgarena.tools.pgbench.parser import parse_pgbench
+    from pgarena.tools.sysbench.parser import parse_sysbench
 
-    text = sys.stdin.read() if str(file) == "-" else file.read_text(errors="replace")
-    print(parse_pgbench(text).model_dump_json(indent=2))
+    try:
+        text = sys.stdin.read() if str(file) == "-" else file.read_text(errors="replace")
+    except OSError as error:
+        errors.print(f"[red]{file}: {error.strerror or error}[/red]", highlight=False)
+        raise typer.Exit(2) from None
+    parsed = parse_pgbench(text) if tool is Tool.pgbench else parse_sysbench(text)
+    print(parsed.model_dump_json(indent=2))
 
 
 if __name__ == "__main__":

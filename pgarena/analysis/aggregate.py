@@ -10,9 +10,10 @@ from pgarena.analysis.consolidation import consolidation_tables
 from pgarena.analysis.merge import NoCommonWindow, merge
 from pgarena.analysis.metrics import PointMetrics, target_metrics
 from pgarena.analysis.ranking import rank_targets
+from pgarena.analysis.rate import rate_incident
 from pgarena.analysis.replication import replication_result
 from pgarena.model.errors import ErrorInfo, ErrorKind, from_step_functions
-from pgarena.model.monitor import ConnectionReport
+from pgarena.model.monitor import ConnectionReport, Incident
 from pgarena.model.outcomes import StepOutcome, TargetOutcome
 from pgarena.model.plan import Plan, PlannedTarget, Step
 from pgarena.model.replication import ReplicationResult
@@ -174,6 +175,15 @@ def _sharded_result(
     )
 
 
+def _rate_tps(step: Step) -> float | None:
+    return step.spec.run.rate_tps if step.tool == "pgbench" else None  # type: ignore[union-attr]
+
+
+def _rate_incidents(step: Step, summary: StepSummary | None) -> list[Incident]:
+    incident = rate_incident(_rate_tps(step), summary.tps, summary.progress) if summary else None
+    return [incident] if incident else []
+
+
 def _target_result(
     planned: PlannedTarget,
     outcome: TargetOutcome | None,
@@ -237,6 +247,8 @@ def _target_result(
                 replication=_replication(campaign_id, summary),
                 phase=step.phase,
                 barrier=summary.barrier if summary else None,
+                rate_tps=_rate_tps(step),
+                incidents=_rate_incidents(step, summary) if status == "succeeded" else [],
                 raw=raw,
                 error=error if status == "failed" else None,
             )

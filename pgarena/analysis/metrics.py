@@ -15,6 +15,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from pgarena.analysis.rate import RATE_NOT_SUSTAINED
 from pgarena.model.monitor import Incident
 from pgarena.model.results import CampaignResults, Latency, ProgressSample, TargetResult, WorkloadResult
 
@@ -74,6 +75,7 @@ class PointMetrics(BaseModel):
     catch_up_s: float | None = Field(None, description="the slowest replica's catch-up, mean over runs")
     replicated: bool = Field(False, description="the target has replicas whose catch-up was timed")
     peak_lag_bytes: int | None = Field(None, description="the largest replica lag sampled during the runs")
+    rate_not_sustained: bool = Field(False, description="a run fell short of its --rate: latency is not ranked here")
 
     @property
     def key(self) -> tuple[str, int | None]:
@@ -282,6 +284,7 @@ def point_metrics(
         catch_up_s=fmean(r.catch_up_s for r in replicated) if caught_up else None,
         replicated=bool(replicated),
         peak_lag_bytes=max(lags) if lags else None,
+        rate_not_sustained=any(i.kind == RATE_NOT_SUSTAINED for w in ok for i in w.incidents),
     )
 
 
@@ -457,6 +460,10 @@ def findings(target: TargetResult, campaign_id: str = "") -> list[Finding]:
                 Finding(
                     source="stability", kind=incident.kind, message=incident.message, at_s=incident.at_s, raw=w.raw[:1], **where
                 )
+            )
+        for incident in w.incidents:
+            found.append(
+                Finding(source="run", kind=incident.kind, message=incident.message, at_s=incident.at_s, raw=w.raw[:1], **where)
             )
         if w.connections is not None:
             for incident in w.connections.incidents:

@@ -87,6 +87,8 @@ def _throughput(points: list[PointMetrics]) -> list[float] | None:
 
 
 def _latency(points: list[PointMetrics]) -> list[float] | None:
+    if any(p.rate_not_sustained for p in points):
+        return None  # one target's latency includes its queue behind the schedule: not comparable
     for field in ("p95", "avg"):
         values = [getattr(p.latency_ms, field) for p in points]
         if all(v is not None and v > 0 for v in values):
@@ -172,16 +174,26 @@ def _flags(points: list[PointMetrics]) -> list[str]:
     return flags
 
 
+def _rate_flags(points: list[PointMetrics]) -> list[str]:
+    return [
+        f"{p.workload} at {p.clients} clients: rate not sustained: latency not ranked at this point"
+        for p in points
+        if p.rate_not_sustained
+    ]
+
+
 def rank_targets(targets: list[TargetResult], config: RankingConfig | None = None) -> list[RankEntry]:
     """Rank succeeded targets by a weighted composite of per-metric scores; ties share a rank."""
     config = config or RankingConfig()
     candidates: dict[str, dict[Key, PointMetrics]] = {}
     flags: dict[str, list[str]] = {}
+    rate_notes: dict[str, list[str]] = {}
     for target in targets:
         if target.status != "succeeded":
             continue
         points = target_metrics(target).points
         flags[target.name] = _flags(points)
+        rate_notes[target.name] = _rate_flags(points)
         complete = {p.key: p for p in points if p.complete}
         if complete:
             candidates[target.name] = complete
@@ -216,7 +228,7 @@ def rank_targets(targets: list[TargetResult], config: RankingConfig | None = Non
             metrics={m: round(scores[m][name], 4) for m in METRICS if m in scores},
             metric_ranks={m: per_metric[m][name][0] for m in METRICS if m in per_metric},
             tied_with=overall[name][1],
-            flags=flags[name],
+            flags=flags[name] + rate_notes[name],
         )
         for name in ordered
     ]

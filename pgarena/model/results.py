@@ -8,7 +8,7 @@ from pydantic import BaseModel, Field
 
 from pgarena.model.budget import Budget, ConnectionFacts
 from pgarena.model.errors import ErrorInfo
-from pgarena.model.monitor import ConnectionReport
+from pgarena.model.monitor import ConnectionReport, Incident
 from pgarena.model.replication import ReplicationResult
 
 Status = Literal["succeeded", "failed"]
@@ -30,6 +30,7 @@ class ProgressSample(BaseModel):
     elapsed_s: float
     tps: float
     latency_avg_ms: float | None = None
+    lag_ms: float | None = Field(None, description="schedule lag of the interval (pgbench --rate)")
 
 
 class Barrier(BaseModel):
@@ -128,6 +129,10 @@ class WorkloadResult(BaseModel):
     )
     phase: int | None = Field(None, description="the consolidation step the run belongs to (multi-phase campaigns)")
     barrier: Barrier | None = Field(None, description="the start barrier the phase's targets met at (consolidation)")
+    rate_tps: float | None = Field(None, description="the rate the run was throttled to (pgbench --rate)")
+    incidents: list[Incident] = Field(
+        default_factory=list, description="e.g. rate_not_sustained: the asked rate was not delivered"
+    )
     raw: list[str] = Field(default_factory=list, description="paths relative to the campaign folder")
     error: ErrorInfo | None = None
 

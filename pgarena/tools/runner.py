@@ -82,7 +82,10 @@ class Pgbench:
             latency=Latency(avg=s.latency_avg_ms, stddev=s.latency_stddev_ms) if s else Latency(),
             transactions=s.transactions if s else None,
             failed_transactions=s.failed_transactions if s else None,
-            progress=[ProgressSample(elapsed_s=p.elapsed_s, tps=p.tps, latency_avg_ms=p.latency_avg_ms) for p in report.progress],
+            progress=[
+                ProgressSample(elapsed_s=p.elapsed_s, tps=p.tps, latency_avg_ms=p.latency_avg_ms, lag_ms=p.lag_ms)
+                for p in report.progress
+            ],
             load_s=report.init.total_s if report.init else None,
             load_phases_s=report.init.phases_s if report.init else {},
             extra={"lag_ms": report.progress[-1].lag_ms} if report.progress and report.progress[-1].lag_ms is not None else {},

@@ -1,4 +1,5 @@
-"""The pgbench parser against real pgbench 15/18 captures and pgbench 12 reconstructions.
+"""The pgbench parser against real pgbench 15/18 captures, pgbench 12 reconstructions and
+pgbench 9.6/10/11 outputs composed from their printf formats (fixtures README).
 
 Every expected number below was copied from the fixture file it is checked
 against: the parser must return exactly what pgbench printed.
@@ -350,6 +351,61 @@ EXPECTED_SUMMARIES = {
         tps_including_connections=1606.133370,
         tps_excluding_connections=1608.599314,
     ),
+    "pg96_run_tpcb_c4_j2_T5_P1.txt": summary(
+        transaction_type=TPCB,
+        scaling_factor=1,
+        query_mode="simple",
+        clients=4,
+        threads=2,
+        duration_s=5.0,
+        transactions=6311,
+        latency_avg_ms=3.165,
+        latency_stddev_ms=1.902,
+        tps=1262.907513,
+        tps_including_connections=1261.947610,
+        tps_excluding_connections=1262.907513,
+    ),
+    "pg10_run_tpcb_rate_R400_L20_c4_j2_T3_P1.txt": summary(
+        transaction_type=TPCB,
+        scaling_factor=1,
+        query_mode="simple",
+        clients=4,
+        threads=2,
+        duration_s=3.0,
+        transactions=1202,
+        latency_avg_ms=1.436,
+        latency_stddev_ms=0.589,
+        tps=400.921504,
+        tps_including_connections=400.468839,
+        tps_excluding_connections=400.921504,
+    ),
+    "pg11_run_tpcb_c2_t200.txt": summary(
+        transaction_type=TPCB,
+        scaling_factor=1,
+        query_mode="simple",
+        clients=2,
+        threads=1,
+        transactions=400,
+        transactions_expected=400,
+        latency_avg_ms=1.583,
+        tps=1265.937043,
+        tps_including_connections=1263.391517,
+        tps_excluding_connections=1265.937043,
+    ),
+    "pg11_run_aborted_divzero_c2_j1_T8_P1.txt": summary(
+        transaction_type="divzero.sql",
+        scaling_factor=1,
+        query_mode="simple",
+        clients=2,
+        threads=1,
+        duration_s=8.0,
+        transactions=70120,
+        latency_avg_ms=0.055,
+        latency_stddev_ms=0.099,
+        tps=24158.031188,
+        tps_including_connections=24120.554712,
+        tps_excluding_connections=24158.031188,
+    ),
     "pg12_run_aborted_divzero_c2_j1_T8_P1.txt": summary(
         transaction_type="divzero.sql",
         scaling_factor=1,
@@ -431,24 +487,83 @@ EXPECTED_PROGRESS = {
         p(3.0, 401.0, 1.402, 0.611, lag_ms=0.139, skipped=0),
     ),
     "pg12_run_aborted_divzero_c2_j1_T8_P1.txt": (2, p(1.0, 36568.6, 0.052, 0.104), p(2.0, 26447.3, 0.042, 0.106)),
+    "pg96_run_tpcb_c4_j2_T5_P1.txt": (5, p(1.0, 1205.3, 3.300, 2.018), p(5.0, 1281.1, 3.122, 1.869)),
+    "pg10_run_tpcb_rate_R400_L20_c4_j2_T3_P1.txt": (
+        3,
+        p(1.0, 392.9, 1.502, 0.601, lag_ms=0.151, skipped=0),
+        p(3.0, 398.0, 1.421, 0.590, lag_ms=0.146, skipped=0),
+    ),
+    "pg11_run_tpcb_c2_t200.txt": (0, None, None),
+    "pg11_run_aborted_divzero_c2_j1_T8_P1.txt": (2, p(1.0, 35102.4, 0.054, 0.098), p(2.0, 25871.0, 0.043, 0.101)),
 }
 
+CLIENT_SIDE_STEPS = [
+    "dropping old tables",
+    "creating tables",
+    "generating data (client-side)",
+    "vacuuming",
+    "creating primary keys",
+]
+SERVER_SIDE_STEPS = [
+    "dropping old tables",
+    "creating tables",
+    "generating data (server-side)",
+    "vacuuming",
+    "creating primary keys",
+]
+PG11_STEPS = ["dropping old tables", "creating tables", "generating data", "vacuuming", "creating primary keys"]
+
 EXPECTED_INIT = {
+    # Before 13 there is no total: the last tuple line's "elapsed" is the only timing printed.
+    "pg96_init_s1.txt": InitPhases(
+        steps=["creating tables", "vacuum", "set primary keys"],
+        rows_generated=100000,
+        rows_total=100000,
+        generate_elapsed_s=0.11,
+        completed=True,
+    ),
+    "pg10_init_s3.txt": InitPhases(
+        steps=["creating tables", "vacuum", "set primary keys"],
+        rows_generated=300000,
+        rows_total=300000,
+        generate_elapsed_s=0.17,
+        completed=True,
+    ),
+    "pg11_init_s1.txt": InitPhases(
+        steps=PG11_STEPS, rows_generated=100000, rows_total=100000, generate_elapsed_s=0.09, completed=True
+    ),
+    "pg12_init_s1.txt": InitPhases(
+        steps=PG11_STEPS, rows_generated=100000, rows_total=100000, generate_elapsed_s=0.08, completed=True
+    ),
     "pg18_init_s1.txt": InitPhases(
         total_s=0.34,
         phases_s={"drop tables": 0.00, "create tables": 0.00, "client-side generate": 0.17, "vacuum": 0.10, "primary keys": 0.06},
+        steps=CLIENT_SIDE_STEPS,
+        rows_generated=100000,
+        rows_total=100000,
+        generate_elapsed_s=0.01,
+        completed=True,
     ),
     "pg15_init_s1.txt": InitPhases(
         total_s=0.30,
         phases_s={"drop tables": 0.02, "create tables": 0.02, "client-side generate": 0.11, "vacuum": 0.12, "primary keys": 0.04},
+        steps=CLIENT_SIDE_STEPS,
+        rows_generated=100000,
+        rows_total=100000,
+        generate_elapsed_s=0.03,
+        completed=True,
     ),
     "pg18_init_s1_IdtGvp.txt": InitPhases(
         total_s=0.32,
         phases_s={"drop tables": 0.01, "create tables": 0.00, "server-side generate": 0.17, "vacuum": 0.09, "primary keys": 0.05},
+        steps=SERVER_SIDE_STEPS,
+        completed=True,
     ),
     "pg15_init_s1_IdtGvp.txt": InitPhases(
         total_s=0.28,
         phases_s={"drop tables": 0.01, "create tables": 0.00, "server-side generate": 0.16, "vacuum": 0.07, "primary keys": 0.04},
+        steps=SERVER_SIDE_STEPS,
+        completed=True,
     ),
 }
 
@@ -463,8 +578,8 @@ def test_every_fixture_file_is_covered():
         set(EXPECTED_SUMMARIES)
         | set(EXPECTED_INIT)
         | {
-            "pg12_init_s1.txt",
             "pg18_error_not_initialized.txt",
+            "pg10_error_connection_refused.txt",
             "pg15_error_connection_refused.txt",
             "pg18_error_connection_refused.txt",
             "pg15_error_bad_host.txt",
@@ -531,12 +646,60 @@ def test_init_notices_are_not_errors():
     assert report.errors == []
 
 
-def test_pg12_bare_done_line_yields_no_init_timings():
-    # Given a pgbench 12 init, which ends with "done." and prints no timings
+@pytest.mark.parametrize("name", ["pg96_init_s1.txt", "pg10_init_s3.txt", "pg11_init_s1.txt", "pg12_init_s1.txt"])
+def test_pre13_init_has_no_made_up_total(name):
+    # Given a pgbench 9.6-12 init, which ends with a bare "done." and prints no total or phases
     # When it is parsed
-    report = parse_fixture("pg12_init_s1.txt")
-    # Then no timings are made up
-    assert (report.init, report.errors) == (None, [])
+    report = parse_fixture(name)
+    # Then no total is made up, nothing is an error, and the output is not a run
+    assert report.init is not None
+    assert (report.init.total_s, report.init.phases_s, report.errors, report.summary) == (None, {}, [], None)
+
+
+def test_pre13_init_keeps_the_last_tuple_line():
+    # Given a scale-3 init, three "N of 300000 tuples" lines
+    # When it is parsed
+    init = parse_fixture("pg10_init_s3.txt").init
+    # Then the figures of the last line are kept, not of the first
+    assert init is not None
+    assert (init.rows_generated, init.generate_elapsed_s) == (300000, 0.17)
+
+
+def test_unfinished_init_is_not_completed():
+    # Given an init cut off while generating (no "done.")
+    text = "creating tables...\n100000 of 300000 tuples (33%) done (elapsed 0.05 s, remaining 0.10 s)\n"
+    # When it is parsed
+    init = parse_pgbench(text).init
+    # Then what was printed is kept and the init is not taken as done
+    assert init == InitPhases(steps=["creating tables"], rows_generated=100000, rows_total=300000, generate_elapsed_s=0.05)
+
+
+def test_second_init_in_one_log_replaces_the_first():
+    # Given two pgbench 11 inits, one after the other
+    text = (PGBENCH_FIXTURES / "pg11_init_s1.txt").read_text() + (PGBENCH_FIXTURES / "pg10_init_s3.txt").read_text()
+    # When parsed together
+    init = parse_pgbench(text).init
+    # Then the steps and figures are the second one's alone
+    assert init == EXPECTED_INIT["pg10_init_s3.txt"]
+
+
+def test_study_total_time_line_gives_total_and_phases():
+    # Given the load-test record of the managed-services study (not a line pgbench prints)
+    text = "total time: 11738.59 s (insert 7697.98 s, commit 0.00 s, vacuum 1820.14 s, index 2220.47 s)\n"
+    # When it is parsed
+    init = parse_pgbench(text).init
+    # Then the total and the four phases are the printed seconds, in printed order
+    assert init == InitPhases(
+        total_s=11738.59, phases_s={"insert": 7697.98, "commit": 0.0, "vacuum": 1820.14, "index": 2220.47}, completed=True
+    )
+
+
+def test_run_output_has_no_init():
+    # Given a pgbench 9.6 run ("starting vacuum...end." is not an init step)
+    # When it is parsed
+    report = parse_fixture("pg96_run_tpcb_c4_j2_T5_P1.txt")
+    # Then there is no init
+    assert report.init is None
 
 
 @pytest.mark.parametrize("name", sorted(CLEAN_RUNS))
@@ -587,6 +750,30 @@ def test_pg12_aborted_run_errors_keep_old_wording():
         "pgbench: error: client 0 aborted in command 1 (SQL) of script 0; ERROR:  division by zero",
         "pgbench: error: client 1 aborted in command 1 (SQL) of script 0; ERROR:  division by zero",
         "pgbench: fatal: Run was aborted; the above results are incomplete.",
+    ]
+
+
+def test_pg11_aborted_run_errors_have_no_log_prefix_and_no_abort_line():
+    # Given a pgbench 11 abort: "client N aborted in command 1 (SQL) of script 0; ERROR: ..." and no "Run was aborted"
+    # When it is parsed
+    report = parse_fixture("pg11_run_aborted_divzero_c2_j1_T8_P1.txt")
+    # Then both client lines are the errors, verbatim, and the summary is kept
+    assert report.errors == [
+        "client 0 aborted in command 1 (SQL) of script 0; ERROR:  division by zero",
+        "client 1 aborted in command 1 (SQL) of script 0; ERROR:  division by zero",
+    ]
+    assert report.aborted is False and report.summary is not None
+
+
+def test_pg10_connection_refused_keeps_pgbench_and_libpq_lines():
+    # Given pgbench 10 pointed at a closed port: its own line, then libpq 10's message
+    # When it is parsed
+    report = parse_fixture("pg10_error_connection_refused.txt")
+    # Then both first lines are errors, the hint lines are not, and there is no summary
+    assert report.summary is None
+    assert report.errors == [
+        'connection to database "pgarena_fixtures" failed:',
+        "could not connect to server: Connection refused",
     ]
 
 

@@ -5,11 +5,14 @@ raises on a string, whatever it holds; text it does not recognise is ignored.
 Every number is `float()`/`int()` of the token pgbench printed, never rounded
 or recomputed, so a parsed value compares equal to the printed one.
 
-Formats covered: pgbench 12/13 ("tps = ... (including/excluding connections
+Formats covered: pgbench 9.6-13 ("tps = ... (including/excluding connections
 establishing)", progress lines without "failed"), 14 ("initial connection
 time", "tps = ... (without initial connection time)"), 15-18 ("maximum number
-of tries", "number of failed transactions", ", N failed" in progress lines),
-and the init summary "done in X s (phase Y s, ...)." of 13+.
+of tries", "number of failed transactions", ", N failed" in progress lines).
+Init: the summary "done in X s (phase Y s, ...)." of 13+; before 13 pgbench
+prints only its steps ("creating tables...", "vacuum...") and "N of M tuples
+(P%) done (elapsed E s, remaining R s)" lines, then a bare "done." (checked in
+pgbench.c at 9.6.0, 10.4 and 11.17; tests/fixtures/pgbench/README.md).
 """
 
 from __future__ import annotations
@@ -45,12 +48,19 @@ class ProgressPoint(_Frozen):
 
 
 class InitPhases(_Frozen):
-    """The "done in 0.30 s (drop tables 0.02 s, ...)." line of `pgbench -i` (13+)."""
+    """What `pgbench -i` printed: 13+ ends with "done in 0.30 s (drop tables 0.02 s, ...).",
+    9.6-12 with a bare "done." after step and row-count lines, which carry no total."""
 
-    total_s: float
+    total_s: float | None = None  # None before 13: no total is printed
     # Phase label exactly as printed -> seconds, in printed order. The printed
     # total is pgbench's own unrounded sum, so it may differ from the sum of these.
     phases_s: dict[str, float] = {}
+    steps: list[str] = []  # step announcements without their "...", e.g. "creating tables", "vacuum"
+    rows_generated: int | None = None  # N of the last "N of M tuples (P%) done (elapsed E s, ...)" line
+    rows_total: int | None = None  # its M
+    # Its E: the only load timing pgbench 9.6-12 print (data generation alone, no vacuum or keys).
+    generate_elapsed_s: float | None = None
+    completed: bool = False  # "done." or "done in ..." was printed
 
 
 class StatementLatency(_Frozen):
@@ -214,29 +224,55 @@ def parse_progress(lines: list[str]) -> list[ProgressPoint]:
 # --- init timings -------------------------------------------------------------
 
 _INIT_DONE = re.compile(rf"^done in ({_N}) s \((.*)\)\.$")
+# Not printed by any pgbench 9.6-18 (checked in its source history), but the managed-services
+# study recorded its load test this way (METHODOLOGY.md section 1), so its logs are read too.
+_STUDY_TOTAL = re.compile(rf"^total time: ({_N}) s \((.*)\)\.?$")
 _INIT_PHASE = re.compile(rf"(.+?) ({_N}) s")
+_INIT_STEP = re.compile(
+    r"^(dropping old tables|creating tables|generating data(?: \((?:client|server)-side\))?"
+    r"|vacuum|vacuuming|set primary keys|creating primary keys|set foreign keys|creating foreign keys)\.\.\.$"
+)
+# 18 names the table: "100000 of 100000 tuples (100%) of pgbench_accounts done (elapsed ...)";
+# 9.5 and earlier closed the line with a ".".
+_INIT_ROWS = re.compile(rf"^(\d+) of (\d+) tuples \(\d+%\)(?: of \S+)? done \(elapsed ({_N}) s, remaining {_N} s\)\.?$")
+
+
+def _phases(text: str) -> dict[str, float]:
+    phases: dict[str, float] = {}
+    for item in text.split(", "):
+        if phase := _INIT_PHASE.fullmatch(item):
+            seconds = to_float(phase.group(2))
+            if seconds is not None:
+                phases[phase.group(1)] = seconds
+    return phases
 
 
 def parse_init(lines: list[str]) -> InitPhases | None:
-    """The last "done in ..." line of `pgbench -i`, or None.
+    """The last `pgbench -i` output in the text, or None when there is none.
 
-    pgbench 12 ends init with a bare "done." that carries no timings: None.
+    A step line after a completed init starts a new one (several inits in one log).
     """
+    found: dict[str, object] = {}
     result: InitPhases | None = None
     for line in lines:
-        m = _INIT_DONE.match(line)
-        if not m:
+        if (m := _INIT_DONE.match(line) or _STUDY_TOTAL.match(line)) and (total := to_float(m.group(1))) is not None:
+            found.update(total_s=total, phases_s=_phases(m.group(2)), completed=True)
+        elif m := _INIT_STEP.match(line):
+            if found.get("completed"):
+                found = {}
+            found["steps"] = [*found.get("steps", []), m.group(1)]  # type: ignore[misc]
+        elif m := _INIT_ROWS.match(line):
+            rows = {
+                "rows_generated": to_int(m.group(1)),
+                "rows_total": to_int(m.group(2)),
+                "generate_elapsed_s": to_float(m.group(3)),
+            }
+            found.update((k, v) for k, v in rows.items() if v is not None)
+        elif line == "done." and found:
+            found["completed"] = True
+        else:
             continue
-        total = to_float(m.group(1))
-        if total is None:
-            continue
-        phases: dict[str, float] = {}
-        for item in m.group(2).split(", "):
-            if phase := _INIT_PHASE.fullmatch(item):
-                seconds = to_float(phase.group(2))
-                if seconds is not None:
-                    phases[phase.group(1)] = seconds
-        result = InitPhases(total_s=total, phases_s=phases)
+        result = InitPhases.model_validate(found)
     return result
 
 
@@ -290,6 +326,7 @@ _ERROR = re.compile(
     r"|\b(?:FATAL|PANIC|ERROR):"  # server messages, also pre-12 "client N aborted ...; ERROR: ..."
     r"|could not translate host name"
     r"|could not connect to server"  # libpq before 14
+    r"|^connection to database \"[^\"]*\" failed"  # pgbench before 12, before libpq's message
     r"|connection to server\b"  # libpq 14+: 'connection to server at "h", port p failed: ...'
     r"|server closed the connection unexpectedly"
     r"|Run was aborted"

@@ -1,0 +1,56 @@
+"""Open-loop runs (pgbench --rate): was the asked rate delivered? Pure.
+
+A run that falls behind its schedule measures a queue, not the server: its latencies include the
+time transactions waited to start. Such a run is flagged `rate_not_sustained` and its latency is
+not ranked (analysis.ranking).
+"""
+
+from __future__ import annotations
+
+from statistics import median
+
+from pgarena.model.monitor import Incident
+from pgarena.model.results import ProgressSample
+
+RATE_NOT_SUSTAINED = "rate_not_sustained"
+# Delivered below this fraction of the asked rate: the rate was not met.
+SUSTAINED_FRACTION = 0.95
+# Schedule lag "grows" when the last third of the run's intervals lags the first third by more than
+# this many ms and by more than this ratio: a met rate keeps a bounded, jittery lag; a missed one
+# builds a backlog that grows for as long as the run lasts.
+LAG_GROWTH_MS = 10.0
+LAG_GROWTH_RATIO = 2.0
+# Fewer lag samples than this cannot show a trend.
+LAG_MIN_SAMPLES = 3
+
+
+def lag_trend(progress: list[ProgressSample]) -> tuple[float, float] | None:
+    """Median schedule lag (ms) over the first and the last third of the progress intervals."""
+    lags = [p.lag_ms for p in progress if p.lag_ms is not None]
+    if len(lags) < LAG_MIN_SAMPLES:
+        return None
+    third = len(lags) // 3
+    return median(lags[:third]), median(lags[-third:])
+
+
+def rate_incident(rate_tps: float | None, tps: float | None, progress: list[ProgressSample]) -> Incident | None:
+    """A `rate_not_sustained` incident when a run with a rate delivered under 95% of it or fell
+    further and further behind its schedule; None for a met rate, or a run without one."""
+    if rate_tps is None or tps is None:
+        return None
+    reasons = []
+    if tps < SUSTAINED_FRACTION * rate_tps:
+        reasons.append(f"delivered {tps:,.1f} tps, {tps / rate_tps:.0%} of the {rate_tps:,.0f} tps asked")
+    trend = lag_trend(progress)
+    if trend is not None:
+        first, last = trend
+        if last - first > LAG_GROWTH_MS and last > LAG_GROWTH_RATIO * first:
+            reasons.append(f"schedule lag grew from {first:,.1f} ms to {last:,.1f} ms")
+    if not reasons:
+        return None
+    at_s = progress[-1].elapsed_s if progress else 0.0
+    return Incident(
+        kind=RATE_NOT_SUSTAINED,
+        at_s=at_s,
+        message=f"rate {rate_tps:,.0f} tps not sustained: {'; '.join(reasons)}; latency not ranked",
+    )
