@@ -2,8 +2,16 @@
 
 from __future__ import annotations
 
+import hashlib
+
 from pgarena.aws.settings import LauncherEnv
 from pgarena.model.plan import Step
+
+
+def client_token(step: Step, task_token: str) -> str:
+    """ECS's idempotency token: a launch Lambda retried after a RunTask that did start a task gets that
+    task back instead of a second worker. The task token is new for each attempt of the state."""
+    return hashlib.sha256(f"{step.step_id}\n{task_token}".encode()).hexdigest()[:64]
 
 
 def run_task_request(step: Step, task_token: str, env: LauncherEnv) -> dict:
@@ -13,8 +21,8 @@ def run_task_request(step: Step, task_token: str, env: LauncherEnv) -> dict:
     request: dict = {
         "cluster": env.cluster_arn,
         "taskDefinition": env.task_definition_arn,
-        "launchType": env.launch_type,
         "count": 1,
+        "clientToken": client_token(step, task_token),
         "startedBy": "pgarena",
         "overrides": {
             "containerOverrides": [
@@ -30,6 +38,11 @@ def run_task_request(step: Step, task_token: str, env: LauncherEnv) -> dict:
             ]
         },
     }
+    # Fargate Spot when the stack enables it (a capacity provider strategy and a launch type exclude each other)
+    if env.capacity_provider:
+        request["capacityProviderStrategy"] = [{"capacityProvider": env.capacity_provider, "weight": 1}]
+    else:
+        request["launchType"] = env.launch_type
     if subnets:
         request["networkConfiguration"] = {
             "awsvpcConfiguration": {"subnets": subnets, "securityGroups": groups, "assignPublicIp": env.assign_public_ip}

@@ -33,6 +33,7 @@ class LauncherEnv(FromEnv):
     subnets: str = Field("", alias="WORKER_SUBNETS")
     security_groups: str = Field("", alias="WORKER_SECURITY_GROUPS")
     launch_type: str = Field("FARGATE", alias="LAUNCH_TYPE")
+    capacity_provider: str = Field("", alias="CAPACITY_PROVIDER", description="FARGATE_SPOT when the stack enables Spot")
     assign_public_ip: str = Field("DISABLED", alias="ASSIGN_PUBLIC_IP")
 
     @property

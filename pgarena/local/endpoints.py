@@ -127,6 +127,14 @@ class LambdaEndpoint(_Server):
         super().__init__(Invoke)
 
 
+# ECS RunTask: "the total character count of container overrides (JSON) cannot exceed 8192 characters".
+MAX_OVERRIDES_CHARS = 8192
+
+
+class InvalidParameter(Exception):
+    pass
+
+
 class EcsEndpoint(_Server):
     """RunTask starts `python -m workers.entrypoint` with the container overrides' environment."""
 
@@ -136,6 +144,7 @@ class EcsEndpoint(_Server):
         self.logs_dir = logs_dir
         self.processes: dict[str, subprocess.Popen] = {}
         self.campaigns: dict[str, str] = {}  # task ARN -> campaign id, to stop one campaign's workers
+        self.tokens: dict[str, dict] = {}  # RunTask clientToken -> the task it started
         self.lock = threading.Lock()
 
         class Ecs(_Quiet):
@@ -143,7 +152,10 @@ class EcsEndpoint(_Server):
                 action = self.headers.get("X-Amz-Target", "").rsplit(".", 1)[-1]
                 body = self._body()
                 if action == "RunTask":
-                    self._reply(endpoint.run_task(body))
+                    try:
+                        self._reply(endpoint.run_task(body))
+                    except InvalidParameter as error:
+                        self._reply({"__type": "InvalidParameterException", "message": str(error)}, status=400)
                 elif action == "StopTask":
                     self._reply(endpoint.stop_task(body["task"]))
                 else:
@@ -152,6 +164,15 @@ class EcsEndpoint(_Server):
         super().__init__(Ecs)
 
     def run_task(self, request: dict) -> dict:
+        """As ECS does: a repeated clientToken returns the task it started (no second worker), and
+        container overrides past 8,192 characters are refused."""
+        size = len(json.dumps(request.get("overrides", {}).get("containerOverrides", []), separators=(",", ":")))
+        if size > MAX_OVERRIDES_CHARS:
+            raise InvalidParameter(f"Container Overrides length must be at most {MAX_OVERRIDES_CHARS} (was {size})")
+        token = request.get("clientToken")
+        with self.lock:
+            if token and token in self.tokens:
+                return {"tasks": [self.tokens[token]], "failures": []}
         task_id = uuid.uuid4().hex
         task_arn = f"arn:aws:ecs:{REGION}:{ACCOUNT}:task/pgarena-local/{task_id}"
         overrides = request.get("overrides", {}).get("containerOverrides", [{}])[0].get("environment", [])
@@ -169,13 +190,13 @@ class EcsEndpoint(_Server):
             campaign_id = json.loads(env.get("PGARENA_STEP") or "{}").get("campaign_id", "")
         except ValueError:
             campaign_id = ""
+        task = {"taskArn": task_arn, "lastStatus": "PROVISIONING", "clusterArn": request.get("cluster")}
         with self.lock:
             self.processes[task_arn] = process
             self.campaigns[task_arn] = campaign_id
-        return {
-            "tasks": [{"taskArn": task_arn, "lastStatus": "PROVISIONING", "clusterArn": request.get("cluster")}],
-            "failures": [],
-        }
+            if token:
+                self.tokens[token] = task
+        return {"tasks": [task], "failures": []}
 
     def stop_task(self, task_arn: str) -> dict:
         with self.lock:

@@ -334,8 +334,10 @@ class Campaign(Strict):
         1, ge=1, le=40, description="targets benchmarked at once; 1 keeps local targets from competing for CPU"
     )
     connections: ConnectionPolicy = ConnectionPolicy()
+    # The clock starts when the state launches the worker: a cold Fargate start (ENI, image pull) takes
+    # one to three minutes before the first beat, so the default leaves room for it.
     heartbeat_timeout_s: int = Field(
-        60, ge=2, le=3600, description="a worker silent for this long is declared lost (worker_lost); it beats more often"
+        300, ge=2, le=3600, description="a worker silent for this long is declared lost (worker_lost); it beats more often"
     )
     ranking: RankingConfig | None = Field(None, description="composite score weights and tie rule; defaults when absent")
     cost: CostPolicy | None = Field(None, description="cost caps and the price region; no caps when absent")

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import boto3
 from aws_lambda_powertools import Logger
+from botocore.exceptions import ClientError
 
 from pgarena.analysis.latency import pgbench_log_series
 from pgarena.analysis.replication import replication_result, run_seconds
@@ -284,16 +285,33 @@ def _monitor(step: Step, workdir: Path) -> Iterator[Monitor | None]:
         yield monitor
 
 
+# Step Functions' answers to a heartbeat once it has stopped waiting for this task (timed out, the
+# execution stopped or failed): the step is over for the campaign, so the load must stop too.
+TASK_GONE = frozenset({"TaskTimedOut", "TaskDoesNotExist", "InvalidToken"})
+
+
+def _stop_self() -> None:
+    os.kill(os.getpid(), signal.SIGTERM)  # the SIGTERM path kills the tool and records the step stopped
+
+
 @contextmanager
-def heartbeat(sfn, task_token: str, every_s: float) -> Iterator[None]:
-    """Tell Step Functions the worker is alive; a worker that dies stops beating and is detected."""
+def heartbeat(sfn, task_token: str, every_s: float, on_gone: Callable[[], None] = _stop_self) -> Iterator[None]:
+    """Tell Step Functions the worker is alive; a worker that dies stops beating and is detected. A beat
+    refused because the state machine moved on stops the worker at once: two steps never overlap on one
+    server because a worker kept loading it after its step was given up."""
     stop = threading.Event()
 
     def beat() -> None:
         while True:  # the first beat at once: starting up already used some of the heartbeat timeout
             try:
                 sfn.send_task_heartbeat(taskToken=task_token)
-            except Exception as error:  # a missed beat is not fatal; the next one may pass
+            except ClientError as error:
+                if error.response.get("Error", {}).get("Code") in TASK_GONE:
+                    logger.warning("the state machine gave this step up: stopping", error=str(error))
+                    on_gone()
+                    return
+                logger.warning("heartbeat failed", error=str(error))  # a missed beat is not fatal
+            except Exception as error:  # nor is a network error: the next beat may pass
                 logger.warning("heartbeat failed", error=str(error))
             if stop.wait(every_s):
                 return

@@ -2,8 +2,11 @@
 
 import json
 import socket
+import threading
+import time
 
 import pytest
+from botocore.exceptions import ClientError
 
 from pgarena.analysis.aggregate import aggregate
 from pgarena.analysis.cancel import Recorded, stopped_outcomes
@@ -15,7 +18,7 @@ from pgarena.model.results import StepSummary
 from pgarena.planning.plan import plan_campaign
 from pgarena.target.restarts import reachable_address, resolve, restart_evidence
 from pgarena.tools.pgbench.command import libpq_env
-from pgarena.worker.run import heartbeat_every_s
+from pgarena.worker.run import heartbeat, heartbeat_every_s
 from tests.conftest import FIXTURES, ROOT
 
 ASL = json.loads((ROOT / "statemachines" / "campaign.asl.json").read_text())
@@ -90,7 +93,7 @@ def test_a_lost_worker_is_worker_lost_with_what_it_uploaded():
     )
     (run,) = results.targets[0].workloads
     # Then it is worker_lost, pointing at the output it left
-    assert run.error.kind == "worker_lost" and "no heartbeat for 60 s" in run.error.message
+    assert run.error.kind == "worker_lost" and "no heartbeat for 300 s" in run.error.message
     assert run.raw == ["raw/a/tpcb/c4-r1/pgbench.log"] and run.error.raw == "cid/raw/a/tpcb/c4-r1/pgbench.log"
 
 
@@ -154,7 +157,34 @@ def test_a_worker_failure_is_never_retried_only_its_launch_is():
 def test_the_heartbeat_timeout_comes_from_the_step_so_one_definition_serves_aws_and_tests():
     task = states("Run Worker Task")
     assert task["HeartbeatSecondsPath"] == "$.step.heartbeat_timeout_s" and "HeartbeatSeconds" not in task
-    assert plan_campaign(matrix_of("a"), "cid").targets[0].steps[0].heartbeat_timeout_s == 60
+    # the default covers a cold Fargate start (ENI, image pull: minutes) before the worker's first beat
+    assert plan_campaign(matrix_of("a"), "cid").targets[0].steps[0].heartbeat_timeout_s == 300
+
+
+def test_a_worker_whose_heartbeat_is_refused_stops_at_once():
+    class GaveUp:
+        def send_task_heartbeat(self, taskToken):
+            raise ClientError({"Error": {"Code": "TaskTimedOut", "Message": "Task Timed Out"}}, "SendTaskHeartbeat")
+
+    stopped = threading.Event()
+    with heartbeat(GaveUp(), "token", every_s=60, on_gone=stopped.set):
+        assert stopped.wait(30)
+
+
+def test_a_worker_keeps_going_through_a_transient_heartbeat_error():
+    class Flaky:
+        calls = 0
+
+        def send_task_heartbeat(self, taskToken):
+            Flaky.calls += 1
+            if Flaky.calls == 1:
+                raise ClientError({"Error": {"Code": "ThrottlingException", "Message": "slow down"}}, "SendTaskHeartbeat")
+
+    gone = threading.Event()
+    with heartbeat(Flaky(), "token", every_s=0.01, on_gone=gone.set):
+        while Flaky.calls < 3:
+            time.sleep(0.01)
+    assert not gone.is_set()
 
 
 def test_workers_beat_at_least_three_times_per_heartbeat_timeout():

@@ -1,6 +1,6 @@
 import json
 
-from pgarena.aws.launch import run_task_request
+from pgarena.aws.launch import client_token, run_task_request
 from pgarena.aws.settings import LauncherEnv
 from pgarena.model.matrix import parse_campaign
 from pgarena.model.plan import Step
@@ -46,3 +46,18 @@ def test_target_placement_wins_so_load_comes_from_next_to_the_database():
     request = run_task_request(step({"subnets": ["subnet-db"], "security_groups": ["sg-db"]}), "t", ENV)
     vpc = request["networkConfiguration"]["awsvpcConfiguration"]
     assert (vpc["subnets"], vpc["securityGroups"], vpc["assignPublicIp"]) == (["subnet-db"], ["sg-db"], "DISABLED")
+
+
+def test_a_retried_launch_reuses_its_client_token_and_a_new_attempt_gets_another():
+    s = step()
+    first, retried = run_task_request(s, "token-1", ENV), run_task_request(s, "token-1", ENV)
+    assert first["clientToken"] == retried["clientToken"] == client_token(s, "token-1")
+    assert len(first["clientToken"]) <= 64  # ECS's limit
+    assert run_task_request(s, "token-2", ENV)["clientToken"] != first["clientToken"]
+
+
+def test_spot_uses_the_capacity_provider_instead_of_a_launch_type():
+    spot = ENV.model_copy(update={"capacity_provider": "FARGATE_SPOT"})
+    request = run_task_request(step(), "token-1", spot)
+    assert request["capacityProviderStrategy"] == [{"capacityProvider": "FARGATE_SPOT", "weight": 1}]
+    assert "launchType" not in request
