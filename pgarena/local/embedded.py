@@ -49,8 +49,10 @@ def _conf_value(value: str | int | float | bool) -> str:
 class EmbeddedServer:
     """One PostgreSQL server with its own data directory, started with the target's settings."""
 
-    def __init__(self, name: str, settings: dict, root: Path | None = None, port: int | None = None):
+    def __init__(self, name: str, settings: dict, root: Path | None = None, port: int | None = None, bin_dir: Path | None = None):
         self.name = name
+        # The wheel's server by default; another installation's (e.g. Debian's, built with TLS) when given.
+        self.bin_dir = bin_dir or POSTGRES_BIN_PATH
         self.settings = settings
         self.port = port or free_port()
         self.user = _server_user()
@@ -60,7 +62,7 @@ class EmbeddedServer:
 
     def _run(self, binary: str, *args: str) -> None:
         subprocess.run(
-            [str(POSTGRES_BIN_PATH / binary), *args],
+            [str(self.bin_dir / binary), *args],
             check=True,
             capture_output=True,
             text=True,

@@ -42,6 +42,13 @@ class Endpoint(Strict):
     password_env: EnvVarName | None = None
     password_secret_arn: SecretArn | None = None
     sslmode: Literal["disable", "allow", "prefer", "require", "verify-ca", "verify-full"] = "prefer"
+    sslrootcert: str | None = Field(
+        None,
+        max_length=1024,
+        description="CA bundle (a PEM file where the worker and preflight run) to verify the server with "
+        "(verify-ca, verify-full); default: the bundle shipped with pgarena (the RDS global bundle plus the "
+        "system CAs in the worker image), else the system CAs",
+    )
     use_resolved_address: bool = Field(
         False,
         description="workers connect to the address preflight resolved the host to (libpq hostaddr), not the name; "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import ssl
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -13,6 +14,7 @@ from pgarena.model.matrix import Endpoint
 from pgarena.target.credentials import resolve_password
 
 CONNECT_TIMEOUT_S = 10
+CA_BUNDLE_ENV = "PGARENA_CA_BUNDLE"
 
 # Client sessions in pg_stat_activity. Without pg_read_all_stats a role sees other roles' backend_type
 # as NULL; such rows with a database and a user are counted as client sessions (an autovacuum worker
@@ -23,10 +25,16 @@ CLIENT_SESSIONS = (
 )
 
 
-def _ssl_context(sslmode: str) -> ssl.SSLContext | None:
+def ca_bundle(endpoint: Endpoint) -> str | None:
+    """The CA file a verifying connection trusts: the endpoint's, else the one shipped where pgarena
+    runs (PGARENA_CA_BUNDLE: the worker image's RDS global bundle plus the system CAs), else None."""
+    return endpoint.sslrootcert or os.environ.get(CA_BUNDLE_ENV) or None
+
+
+def _ssl_context(sslmode: str, cafile: str | None = None) -> ssl.SSLContext | None:
     if sslmode in ("disable", "allow", "prefer"):
         return None
-    context = ssl.create_default_context()
+    context = ssl.create_default_context(cafile=cafile)
     if sslmode == "require":
         # libpq's "require" encrypts without verifying the certificate.
         context.check_hostname = False
@@ -46,7 +54,7 @@ def connect(endpoint: Endpoint, application_name: str = "pgarena") -> Iterator[p
             database=endpoint.dbname,
             user=endpoint.user,
             password=password,
-            ssl_context=_ssl_context(endpoint.sslmode),
+            ssl_context=_ssl_context(endpoint.sslmode, ca_bundle(endpoint)),
             timeout=CONNECT_TIMEOUT_S,
             application_name=application_name,
         )

@@ -122,6 +122,8 @@ class Sysbench:
             args = sysbench.cleanup_args(spec.prepare)
         e = step.endpoint
         env = {**sysbench.sysbench_env(password, e.sslmode), "PGAPPNAME": step.application_name}
+        if e.sslrootcert:  # sysbench's pgsql driver is libpq: it reads PGSSLROOTCERT as pgbench does
+            env["PGSSLROOTCERT"] = e.sslrootcert
         if step.hostaddr:  # libpq inside sysbench reads it beside --pgsql-host (the name, for TLS)
             env["PGHOSTADDR"] = step.hostaddr
         return [self.binary(), *sysbench.connection_args(e.host, e.port, e.user, e.dbname), *args], env

@@ -46,6 +46,8 @@ def libpq_env(
     }
     if hostaddr:
         env["PGHOSTADDR"] = hostaddr
+    if endpoint.sslrootcert:  # else libpq's default; the worker image sets PGSSLROOTCERT to its bundle
+        env["PGSSLROOTCERT"] = endpoint.sslrootcert
     if password is not None:
         env["PGPASSWORD"] = password
     return env
