@@ -42,11 +42,8 @@ def test_a_schedule_name_in_the_matrix_wins():
 
 
 @pytest.fixture
-def aws(monkeypatch):
+def aws(monkeypatch, aws_credentials):
     for name, value in {
-        "AWS_DEFAULT_REGION": "us-east-1",
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
         "RESULTS_BUCKET": "results",
         "POWERTOOLS_TRACE_DISABLED": "true",
     }.items():
