@@ -3,7 +3,7 @@
 Two campaigns run at once, each with a healthy control target. Faults are injected from the
 outside, as they happen in the field: a server crash and restart, an administrator terminating the
 benchmark's backends, a worker killed (its heartbeat stops), a host name that does not resolve,
-other sessions filling the server before preflight and after the load, a statement timeout set after
+other sessions filling the server before preflight and after it, a statement timeout set after
 preflight. Each case must end with the campaign finished, every step's status and error kind as the
 fault dictates, the controls ranked and evidence kept.
 """
@@ -155,10 +155,10 @@ def wait_for_preflight(runtime, campaign_id, name):
     wait_for_key(runtime, f"{campaign_id}/raw/{name}/preflight/preflight.json")
 
 
-def squeeze_after_the_load(server, runtime, campaign_id, name, stop, held):
-    """Once the load has finished within the budget preflight took, other sessions take every slot left (a
-    provider's agents, another application): the run's connections are refused."""
-    wait_for_key(runtime, f"{campaign_id}/raw/{name}/{WORKLOAD['name']}/init/summary.json")
+def squeeze_after_preflight(server, runtime, campaign_id, name, stop, held):
+    """Once preflight has taken the budget, other sessions take the slots left (a provider's agents, another
+    application): the load's one connection still finds a slot, the run's two are refused."""
+    wait_for_preflight(runtime, campaign_id, name)
     while not stop.is_set():  # take every slot at once, then take back any slot a finished step frees
         try:
             held.append(connect(server.endpoint, application_name="squeezer"))
@@ -238,7 +238,7 @@ def faults(servers, tmp_path_factory):
         injector.at("lost", kill_worker, servers["lost"], runtime, "lost/tpcb/c2-r1")
         injector.at(
             "squeezed",
-            squeeze_after_the_load,
+            squeeze_after_preflight,
             servers["squeezed"],
             runtime,
             main_run.campaign_id,
@@ -267,8 +267,9 @@ def result(run, name):
 
 
 # What each fault must leave: the target's status and error kind, then its load's and its run's. A target that
-# fails at preflight runs no step (not_run); a fault during the run, or sessions taking every slot after the
-# load, leave the load succeeded; a timeout set after preflight cancels the load, and the run then meets it too.
+# fails at preflight runs no step (not_run); a fault during the run, or sessions taking the slots after preflight,
+# leave the load (one connection) succeeded; a timeout set after preflight cancels the load while it copies the
+# rows, and the run then fails on the empty tables it left.
 OK = ("succeeded", None)
 EXPECTED = {
     ("main", "healthy"): (OK, [OK], [OK]),
@@ -374,7 +375,7 @@ def test_budget_filled_before_preflight_is_refused_with_the_count_and_evidence(f
     assert evidence["error"]["kind"] == "budget_refused"
 
 
-def test_budget_filled_after_the_load_leaves_the_servers_refusal(faults):
+def test_budget_filled_after_preflight_leaves_the_servers_refusal(faults):
     runs, _ = faults
     (w,) = result(runs["main"], "squeezed").workloads
     assert "too many clients" in _raw_text(runs["main"], w)
