@@ -280,7 +280,7 @@ EXPECTED = {
     ("main", "impatient"): (
         ("failed", "statement_timeout"),
         [("failed", "statement_timeout")],
-        [("failed", "statement_timeout")],
+        [("failed", "tool_failed")],
     ),
     ("main", "unresolvable"): (("failed", "dns_failure"), [("failed", "not_run")], [("failed", "not_run")]),
     ("lost", "steady"): (OK, [OK], [OK]),
