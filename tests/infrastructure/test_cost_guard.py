@@ -9,6 +9,7 @@ import pytest
 from pgarena.aws.settings import CostGuardEnv
 from pgarena.planning import cost
 from pgarena_cdk import constants
+from tests.infrastructure import template as cfn
 
 pytestmark = pytest.mark.infrastructure
 
@@ -16,27 +17,11 @@ COST_GUARD_HANDLER = "functions/cost_guard/handler.handler"
 AGGREGATE_HANDLER = "functions/aggregate/handler.handler"
 
 
-@pytest.fixture(scope="module")
-def default_synth(synthesize_app, tmp_path_factory):
-    return synthesize_app(tmp_path_factory.mktemp("cdk.out"))
-
-
-def _function(synth, handler: str) -> dict:
-    (body,) = [b for b in synth.resources_of_type("AWS::Lambda::Function").values() if b["Properties"]["Handler"] == handler]
-    return body["Properties"]
-
-
 def _dynamodb_statements(synth, handler: str) -> list[dict]:
-    role_id = _function(synth, handler)["Role"]["Fn::GetAtt"][0]
     return [
         statement
-        for body in synth.resources_of_type("AWS::IAM::Policy").values()
-        if {"Ref": role_id} in body["Properties"]["Roles"]
-        for statement in body["Properties"]["PolicyDocument"]["Statement"]
-        if any(
-            a.startswith("dynamodb:")
-            for a in (statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]])
-        )
+        for statement in cfn.statements_of_function(synth, handler)
+        if any(a.startswith("dynamodb:") for a in cfn.as_list(statement["Action"]))
     ]
 
 
@@ -62,14 +47,8 @@ def test_cost_guard_may_touch_only_ledger_items(default_synth):
 
 def test_cost_guard_has_no_other_grant_than_logs_tracing_and_the_ledger(default_synth):
     # Given every statement of the cost guard's role
-    role_id = _function(default_synth, COST_GUARD_HANDLER)["Role"]["Fn::GetAtt"][0]
-    actions = {
-        action
-        for body in default_synth.resources_of_type("AWS::IAM::Policy").values()
-        if {"Ref": role_id} in body["Properties"]["Roles"]
-        for statement in body["Properties"]["PolicyDocument"]["Statement"]
-        for action in (statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]])
-    }
+    statements = cfn.statements_of_function(default_synth, COST_GUARD_HANDLER)
+    actions = {action for statement in statements for action in cfn.as_list(statement["Action"])}
 
     # Then no S3, no ECS, no secrets
     assert {a.split(":")[0] for a in actions} == {"logs", "xray", "dynamodb"}
@@ -80,9 +59,7 @@ def test_aggregate_settles_ledger_items_only_besides_its_summaries(default_synth
     statements = _dynamodb_statements(default_synth, AGGREGATE_HANDLER)
 
     # When reading them by condition
-    by_keys = {
-        json.dumps(s["Condition"]): sorted(s["Action"] if isinstance(s["Action"], list) else [s["Action"]]) for s in statements
-    }
+    by_keys = {json.dumps(s["Condition"]): sorted(cfn.as_list(s["Action"])) for s in statements}
 
     # Then it queries step summaries and reads/updates ledger items, nothing else
     assert by_keys == {
@@ -93,7 +70,7 @@ def test_aggregate_settles_ledger_items_only_besides_its_summaries(default_synth
 
 def test_cost_guard_environment_prices_the_deployed_worker_size(default_synth):
     # Given the guard's environment and the worker's task definition
-    variables = _function(default_synth, COST_GUARD_HANDLER)["Environment"]["Variables"]
+    variables = cfn.function(default_synth, COST_GUARD_HANDLER)["Environment"]["Variables"]
     task = next(iter(default_synth.resources_of_type("AWS::ECS::TaskDefinition").values()))["Properties"]
 
     # Then every setting the guard reads is set, to the task definition's CPU and memory
@@ -104,7 +81,7 @@ def test_cost_guard_environment_prices_the_deployed_worker_size(default_synth):
 def test_cost_model_knows_each_function_at_its_deployed_memory(default_synth):
     # Given the memory of each function the state machine invokes
     deployed = {
-        spec.handler.split("/")[1]: _function(default_synth, spec.handler)["MemorySize"]
+        spec.handler.split("/")[1]: cfn.function(default_synth, spec.handler)["MemorySize"]
         for spec in (
             constants.VALIDATE,
             constants.COST_GUARD,

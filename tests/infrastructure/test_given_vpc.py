@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pgarena_cdk import constants
+from tests.infrastructure import template as cfn
 
 pytestmark = pytest.mark.infrastructure
 
@@ -36,13 +37,6 @@ def given_vpc_synth(synthesize_app, tmp_path_factory, layer_dir):
     )
 
 
-def _function(synth, handler: str) -> dict:
-    (body,) = [
-        body for body in synth.resources_of_type("AWS::Lambda::Function").values() if body["Properties"]["Handler"] == handler
-    ]
-    return body["Properties"]
-
-
 def test_no_network_is_created_in_a_given_vpc(given_vpc_synth):
     # Given a synth with pgarena:vpcId / When counting network resources
     created = [body["Type"] for body in given_vpc_synth.resources.values() if body["Type"].startswith("AWS::EC2::")]
@@ -53,7 +47,7 @@ def test_no_network_is_created_in_a_given_vpc(given_vpc_synth):
 
 def test_workers_launch_into_the_given_subnets_and_security_groups(given_vpc_synth):
     # Given launch_worker's environment
-    variables = _function(given_vpc_synth, "functions/launch_worker/handler.handler")["Environment"]["Variables"]
+    variables = cfn.function(given_vpc_synth, "functions/launch_worker/handler.handler")["Environment"]["Variables"]
 
     # When reading the placement variables / Then they are the given ids, comma-separated
     assert (variables["WORKER_SUBNETS"], variables["WORKER_SECURITY_GROUPS"]) == (
@@ -64,7 +58,7 @@ def test_workers_launch_into_the_given_subnets_and_security_groups(given_vpc_syn
 
 def test_preflight_runs_in_the_given_subnets(given_vpc_synth):
     # Given a synth with pgarena:vpcId / When reading the preflight function's VPC configuration
-    vpc_config = _function(given_vpc_synth, "functions/preflight/handler.handler")["VpcConfig"]
+    vpc_config = cfn.function(given_vpc_synth, "functions/preflight/handler.handler")["VpcConfig"]
 
     # Then it reaches the targets from the same subnets and security groups as the workers
     assert vpc_config == {"SubnetIds": SUBNET_IDS, "SecurityGroupIds": [SECURITY_GROUP_ID]}
@@ -88,7 +82,7 @@ def test_fargate_spot_adds_capacity_providers(given_vpc_synth):
 
     # Then FARGATE_SPOT is available, and launch_worker is told to use it
     assert "FARGATE_SPOT" in association["Properties"]["CapacityProviders"]
-    variables = _function(given_vpc_synth, "functions/launch_worker/handler.handler")["Environment"]["Variables"]
+    variables = cfn.function(given_vpc_synth, "functions/launch_worker/handler.handler")["Environment"]["Variables"]
     assert variables["CAPACITY_PROVIDER"] == "FARGATE_SPOT"
 
 

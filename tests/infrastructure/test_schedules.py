@@ -12,6 +12,7 @@ from pgarena.aws.settings import StartCampaignEnv
 from pgarena_cdk import constants
 from pgarena_cdk.settings import DeploySettings
 from tests.conftest import FIXTURES
+from tests.infrastructure import template as cfn
 
 pytestmark = pytest.mark.infrastructure
 
@@ -48,34 +49,10 @@ def _schedules(synth) -> dict[str, dict]:
     }
 
 
-def _logical_id(synth, type_: str, name_part: str = "") -> str:
-    (name,) = [name for name in synth.resources_of_type(type_) if name_part in name]
-    return name
-
-
-def _function_logical_id(synth, handler: str) -> str:
-    (name,) = [
-        name
-        for name, body in synth.resources_of_type("AWS::Lambda::Function").items()
-        if body["Properties"]["Handler"] == handler
-    ]
-    return name
-
-
-def _statements_of_role(synth, role_logical_id: str) -> list[dict]:
-    return [
-        statement
-        for body in synth.resources_of_type("AWS::IAM::Policy").values()
-        if {"Ref": role_logical_id} in body["Properties"]["Roles"]
-        for statement in body["Properties"]["PolicyDocument"]["Statement"]
-    ]
-
-
 def _grants(statements: list[dict]) -> dict[str, list[str]]:
     grants: dict[str, list[str]] = {}
     for s in statements:
-        actions = s["Action"] if isinstance(s["Action"], list) else [s["Action"]]
-        grants.setdefault(json.dumps(s["Resource"]), []).extend(actions)
+        grants.setdefault(json.dumps(s["Resource"]), []).extend(cfn.as_list(s["Action"]))
     return {resource: sorted(actions) for resource, actions in grants.items()}
 
 
@@ -86,7 +63,7 @@ def _scheduler_role_id(synth) -> str:
 
 
 def _state_machine_id(synth) -> str:
-    return _logical_id(synth, "AWS::StepFunctions::StateMachine")
+    return cfn.logical_id(synth, "AWS::StepFunctions::StateMachine")
 
 
 # --- Schedules ---------------------------------------------------------------------------------
@@ -100,7 +77,7 @@ def test_schedules_synthesize_without_unacknowledged_findings(scheduled_synth):
 def test_one_schedule_per_context_entry_in_one_group(scheduled_synth):
     # Given the synthesized schedules
     schedules = _schedules(scheduled_synth)
-    group_id = _logical_id(scheduled_synth, "AWS::Scheduler::ScheduleGroup")
+    group_id = cfn.logical_id(scheduled_synth, "AWS::Scheduler::ScheduleGroup")
 
     # When reading their timing and state
     shape = {
@@ -135,7 +112,7 @@ def test_s3_schedule_invokes_start_campaign_with_its_key(scheduled_synth):
     target = _schedules(scheduled_synth)["weekly-big"]["Target"]
 
     # When reading its target and input / Then start_campaign gets the key and the execution id
-    assert target["Arn"] == {"Fn::GetAtt": [_function_logical_id(scheduled_synth, START_CAMPAIGN_HANDLER), "Arn"]}
+    assert target["Arn"] == {"Fn::GetAtt": [cfn.function_logical_id(scheduled_synth, START_CAMPAIGN_HANDLER), "Arn"]}
     assert json.loads(target["Input"]) == {
         "schedule": "weekly-big",
         "matrix_s3_key": "matrices/weekly.json",
@@ -161,7 +138,7 @@ def test_scheduler_role_is_assumable_only_by_the_scheduler_for_this_group(schedu
     # Given the role the schedules use
     role = scheduled_synth.resources[_scheduler_role_id(scheduled_synth)]["Properties"]
     (statement,) = role["AssumeRolePolicyDocument"]["Statement"]
-    group_id = _logical_id(scheduled_synth, "AWS::Scheduler::ScheduleGroup")
+    group_id = cfn.logical_id(scheduled_synth, "AWS::Scheduler::ScheduleGroup")
 
     # When reading its trust policy / Then only EventBridge Scheduler, for this account's group
     assert statement["Principal"] == {"Service": "scheduler.amazonaws.com"}
@@ -173,8 +150,8 @@ def test_scheduler_role_is_assumable_only_by_the_scheduler_for_this_group(schedu
 
 def test_scheduler_role_may_only_start_this_state_machine_and_invoke_start_campaign(scheduled_synth):
     # Given the scheduler role's statements
-    grants = _grants(_statements_of_role(scheduled_synth, _scheduler_role_id(scheduled_synth)))
-    function_id = _function_logical_id(scheduled_synth, START_CAMPAIGN_HANDLER)
+    grants = _grants(cfn.statements_of_role(scheduled_synth, _scheduler_role_id(scheduled_synth)))
+    function_id = cfn.function_logical_id(scheduled_synth, START_CAMPAIGN_HANDLER)
 
     # Then it starts executions of the campaign state machine and invokes start_campaign, nothing else
     assert grants == {
@@ -186,7 +163,7 @@ def test_scheduler_role_may_only_start_this_state_machine_and_invoke_start_campa
 def test_inline_schedules_alone_need_no_function_and_no_invoke(inline_only_synth):
     # Given schedules whose matrices are all inline
     handlers = {b["Properties"]["Handler"] for b in inline_only_synth.resources_of_type("AWS::Lambda::Function").values()}
-    grants = _grants(_statements_of_role(inline_only_synth, _scheduler_role_id(inline_only_synth)))
+    grants = _grants(cfn.statements_of_role(inline_only_synth, _scheduler_role_id(inline_only_synth)))
 
     # Then there is no start_campaign function and the role may only start executions
     assert START_CAMPAIGN_HANDLER not in handlers
@@ -198,9 +175,8 @@ def test_inline_schedules_alone_need_no_function_and_no_invoke(inline_only_synth
 
 def test_start_campaign_reads_only_schedule_matrices_and_starts_only_this_state_machine(scheduled_synth):
     # Given start_campaign's statements
-    function = scheduled_synth.resources[_function_logical_id(scheduled_synth, START_CAMPAIGN_HANDLER)]["Properties"]
-    grants = _grants(_statements_of_role(scheduled_synth, function["Role"]["Fn::GetAtt"][0]))
-    bucket_id = _logical_id(scheduled_synth, "AWS::S3::Bucket", "ResultsBucket")
+    grants = _grants(cfn.statements_of_function(scheduled_synth, START_CAMPAIGN_HANDLER))
+    bucket_id = cfn.logical_id(scheduled_synth, "AWS::S3::Bucket", "ResultsBucket")
     matrices = json.dumps({"Fn::Join": ["", [{"Fn::GetAtt": [bucket_id, "Arn"]}, "/matrices/*"]]})
 
     # Then it gets objects under matrices/ and starts the campaign state machine
@@ -211,8 +187,7 @@ def test_start_campaign_reads_only_schedule_matrices_and_starts_only_this_state_
 
 def test_start_campaign_environment_satisfies_its_settings(scheduled_synth):
     # Given the environment CDK gives start_campaign
-    function = scheduled_synth.resources[_function_logical_id(scheduled_synth, START_CAMPAIGN_HANDLER)]["Properties"]
-    variables = function["Environment"]["Variables"]
+    variables = cfn.function(scheduled_synth, START_CAMPAIGN_HANDLER)["Environment"]["Variables"]
 
     # When comparing with the handler's settings model / Then every name it reads is set
     assert {field.alias for field in StartCampaignEnv.model_fields.values()} - set(variables) == set()

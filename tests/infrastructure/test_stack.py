@@ -14,6 +14,7 @@ from aws_cdk.assertions import Annotations, Match
 from pgarena.aws.settings import LauncherEnv, ResultsEnv
 from pgarena_cdk import constants
 from pgarena_cdk.nag import add_security_checks
+from tests.infrastructure import template as cfn
 
 pytestmark = pytest.mark.infrastructure
 
@@ -29,50 +30,6 @@ HANDLERS = {
 }
 
 
-@pytest.fixture(scope="module")
-def default_synth(synthesize_app, tmp_path_factory):
-    """The app as `cdk synth` builds it from cdk.json alone: a new VPC, no layer. Synthesized once."""
-    return synthesize_app(tmp_path_factory.mktemp("cdk.out"))
-
-
-def _logical_id(synth, type_: str, name_part: str) -> str:
-    (name,) = [name for name in synth.resources_of_type(type_) if name_part in name]
-    return name
-
-
-def _function(synth, handler: str) -> dict:
-    (body,) = [
-        body for body in synth.resources_of_type("AWS::Lambda::Function").values() if body["Properties"]["Handler"] == handler
-    ]
-    return body["Properties"]
-
-
-def _function_logical_id(synth, handler: str) -> str:
-    (name,) = [
-        name
-        for name, body in synth.resources_of_type("AWS::Lambda::Function").items()
-        if body["Properties"]["Handler"] == handler
-    ]
-    return name
-
-
-def _statements_of_role(synth, role_logical_id: str) -> list[dict]:
-    statements = []
-    for body in synth.resources_of_type("AWS::IAM::Policy").values():
-        if {"Ref": role_logical_id} in body["Properties"]["Roles"]:
-            statements.extend(body["Properties"]["PolicyDocument"]["Statement"])
-    return statements
-
-
-def _statement_with(statements: list[dict], action: str) -> dict:
-    (statement,) = [s for s in statements if action in _as_list(s["Action"])]
-    return statement
-
-
-def _as_list(value) -> list:
-    return value if isinstance(value, list) else [value]
-
-
 def _get_att_targets(value) -> list[str]:
     """Logical ids named by Fn::GetAtt anywhere inside a template value."""
     if isinstance(value, dict):
@@ -85,7 +42,7 @@ def _get_att_targets(value) -> list[str]:
 
 
 def _results_bucket(synth) -> dict:
-    return synth.resources[_logical_id(synth, "AWS::S3::Bucket", "ResultsBucket")]["Properties"]
+    return synth.resources[cfn.logical_id(synth, "AWS::S3::Bucket", "ResultsBucket")]["Properties"]
 
 
 # --- Results ---------------------------------------------------------------------------------
@@ -114,7 +71,7 @@ def test_results_bucket_blocks_public_access(default_synth):
 
 def test_results_bucket_refuses_requests_without_tls(default_synth):
     # Given the results bucket's policy
-    bucket_id = _logical_id(default_synth, "AWS::S3::Bucket", "ResultsBucket")
+    bucket_id = cfn.logical_id(default_synth, "AWS::S3::Bucket", "ResultsBucket")
     (policy,) = [
         body["Properties"]["PolicyDocument"]
         for body in default_synth.resources_of_type("AWS::S3::BucketPolicy").values()
@@ -145,7 +102,7 @@ def test_results_bucket_logs_access_to_a_separate_bucket(default_synth):
     destination = _results_bucket(default_synth)["LoggingConfiguration"]["DestinationBucketName"]
 
     # Then access logs go to the log bucket
-    assert destination == {"Ref": _logical_id(default_synth, "AWS::S3::Bucket", "AccessLogBucket")}
+    assert destination == {"Ref": cfn.logical_id(default_synth, "AWS::S3::Bucket", "AccessLogBucket")}
 
 
 def test_raw_output_expires_after_configured_days(default_synth):
@@ -213,9 +170,9 @@ def test_functions_run_python_312_traced_with_powertools_service_name(default_sy
     # Given the default synth / When reading each function's runtime, tracing and service name
     shapes = {
         handler: (
-            _function(default_synth, handler)["Runtime"],
-            _function(default_synth, handler)["TracingConfig"]["Mode"],
-            _function(default_synth, handler)["Environment"]["Variables"]["POWERTOOLS_SERVICE_NAME"],
+            cfn.function(default_synth, handler)["Runtime"],
+            cfn.function(default_synth, handler)["TracingConfig"]["Mode"],
+            cfn.function(default_synth, handler)["Environment"]["Variables"]["POWERTOOLS_SERVICE_NAME"],
         )
         for handler in HANDLERS
     }
@@ -228,7 +185,7 @@ def test_every_handler_module_is_in_the_code_asset(default_synth):
     # Given the staged code asset of each function
     modules = {}
     for handler in HANDLERS:
-        asset_hash = _function(default_synth, handler)["Code"]["S3Key"].removesuffix(".zip")
+        asset_hash = cfn.function(default_synth, handler)["Code"]["S3Key"].removesuffix(".zip")
         module = handler.rsplit(".", 1)[0] + ".py"
         modules[handler] = (default_synth.asset_dir(asset_hash) / module).is_file()
 
@@ -238,7 +195,7 @@ def test_every_handler_module_is_in_the_code_asset(default_synth):
 
 def test_function_code_asset_holds_only_functions_and_pgarena(default_synth):
     # Given the code asset of a function
-    code = _function(default_synth, "functions/validate/handler.handler")["Code"]
+    code = cfn.function(default_synth, "functions/validate/handler.handler")["Code"]
     asset_hash = code["S3Key"].removesuffix(".zip")
 
     # When listing the staged directory
@@ -250,7 +207,7 @@ def test_function_code_asset_holds_only_functions_and_pgarena(default_synth):
 
 def test_launch_worker_environment_satisfies_launcher_settings(default_synth):
     # Given the environment CDK gives launch_worker
-    variables = _function(default_synth, "functions/launch_worker/handler.handler")["Environment"]["Variables"]
+    variables = cfn.function(default_synth, "functions/launch_worker/handler.handler")["Environment"]["Variables"]
 
     # When validating it with the handler's own settings model (every required name present)
     names = {field.alias for field in LauncherEnv.model_fields.values()}
@@ -261,7 +218,7 @@ def test_launch_worker_environment_satisfies_launcher_settings(default_synth):
 
 def test_launch_worker_fixed_settings(default_synth):
     # Given the environment CDK gives launch_worker
-    variables = _function(default_synth, "functions/launch_worker/handler.handler")["Environment"]["Variables"]
+    variables = cfn.function(default_synth, "functions/launch_worker/handler.handler")["Environment"]["Variables"]
 
     # When reading the fixed values
     fixed = {name: variables[name] for name in ("WORKER_CONTAINER_NAME", "LAUNCH_TYPE", "ASSIGN_PUBLIC_IP")}
@@ -272,8 +229,8 @@ def test_launch_worker_fixed_settings(default_synth):
 
 def test_launch_worker_targets_the_created_subnets_and_security_group(default_synth):
     # Given the environment CDK gives launch_worker
-    variables = _function(default_synth, "functions/launch_worker/handler.handler")["Environment"]["Variables"]
-    group_id = _logical_id(default_synth, "AWS::EC2::SecurityGroup", "WorkerSecurityGroup")
+    variables = cfn.function(default_synth, "functions/launch_worker/handler.handler")["Environment"]["Variables"]
+    group_id = cfn.logical_id(default_synth, "AWS::EC2::SecurityGroup", "WorkerSecurityGroup")
 
     # When reading the placement variables
     subnets = variables["WORKER_SUBNETS"]["Fn::Join"]
@@ -294,7 +251,7 @@ def test_launch_worker_targets_the_created_subnets_and_security_group(default_sy
 )
 def test_results_environment_satisfies_results_settings(default_synth, handler):
     # Given the environment CDK gives a function that reads or writes results or leases
-    variables = _function(default_synth, handler)["Environment"]["Variables"]
+    variables = cfn.function(default_synth, handler)["Environment"]["Variables"]
 
     # When comparing with the handlers' settings model
     names = {field.alias for field in ResultsEnv.model_fields.values()}
@@ -306,12 +263,11 @@ def test_results_environment_satisfies_results_settings(default_synth, handler):
 @pytest.mark.parametrize("handler", ["functions/preflight/handler.handler", "functions/release_lease/handler.handler"])
 def test_lease_functions_may_touch_only_lease_items(default_synth, handler):
     # Given the statements of a function that takes or gives back connection leases
-    role_id = _function(default_synth, handler)["Role"]["Fn::GetAtt"][0]
-    statement = _statement_with(_statements_of_role(default_synth, role_id), "dynamodb:PutItem")
-    table_id = _logical_id(default_synth, "AWS::DynamoDB::Table", "ResultsTable")
+    statement = cfn.statement_with(cfn.statements_of_function(default_synth, handler), "dynamodb:PutItem")
+    table_id = cfn.logical_id(default_synth, "AWS::DynamoDB::Table", "ResultsTable")
 
     # When reading its DynamoDB grant
-    grant = (sorted(_as_list(statement["Action"])), statement["Resource"], statement["Condition"])
+    grant = (sorted(cfn.as_list(statement["Action"])), statement["Resource"], statement["Condition"])
 
     # Then it reads and writes lease items of the results table, and no other items
     assert grant == (
@@ -323,7 +279,7 @@ def test_lease_functions_may_touch_only_lease_items(default_synth, handler):
 
 def test_preflight_runs_outside_a_vpc_when_none_is_given(default_synth):
     # Given the default synth (no pgarena:vpcId) / When reading the preflight function
-    function = _function(default_synth, "functions/preflight/handler.handler")
+    function = cfn.function(default_synth, "functions/preflight/handler.handler")
 
     # Then it has no VPC configuration
     assert "VpcConfig" not in function
@@ -367,12 +323,12 @@ def test_each_placeholder_points_at_its_function(default_synth):
 
     # Then each placeholder is the ARN of the function of the same name
     assert resolved == {
-        "ValidateFunctionArn": _function_logical_id(default_synth, "functions/validate/handler.handler"),
-        "PreflightFunctionArn": _function_logical_id(default_synth, "functions/preflight/handler.handler"),
-        "LaunchWorkerFunctionArn": _function_logical_id(default_synth, "functions/launch_worker/handler.handler"),
-        "ReleaseLeaseFunctionArn": _function_logical_id(default_synth, "functions/release_lease/handler.handler"),
-        "AggregateFunctionArn": _function_logical_id(default_synth, "functions/aggregate/handler.handler"),
-        "CostGuardFunctionArn": _function_logical_id(default_synth, "functions/cost_guard/handler.handler"),
+        "ValidateFunctionArn": cfn.function_logical_id(default_synth, "functions/validate/handler.handler"),
+        "PreflightFunctionArn": cfn.function_logical_id(default_synth, "functions/preflight/handler.handler"),
+        "LaunchWorkerFunctionArn": cfn.function_logical_id(default_synth, "functions/launch_worker/handler.handler"),
+        "ReleaseLeaseFunctionArn": cfn.function_logical_id(default_synth, "functions/release_lease/handler.handler"),
+        "AggregateFunctionArn": cfn.function_logical_id(default_synth, "functions/aggregate/handler.handler"),
+        "CostGuardFunctionArn": cfn.function_logical_id(default_synth, "functions/cost_guard/handler.handler"),
     }
 
 
@@ -391,14 +347,14 @@ def test_template_does_not_inline_the_asl(default_synth):
 def test_state_machine_may_invoke_exactly_its_functions(default_synth):
     # Given the state machine role's statements
     role_id = _state_machine(default_synth)["RoleArn"]["Fn::GetAtt"][0]
-    statement = _statement_with(_statements_of_role(default_synth, role_id), "lambda:InvokeFunction")
+    statement = cfn.statement_with(cfn.statements_of_role(default_synth, role_id), "lambda:InvokeFunction")
 
     # When resolving every resource to the function it names
-    resources = _as_list(statement["Resource"])
+    resources = cfn.as_list(statement["Resource"])
     named = {logical_id for resource in resources for logical_id in _get_att_targets(resource)}
 
     # Then only the campaign's functions are named, and no resource is a wildcard
-    assert named == {_function_logical_id(default_synth, h) for h in HANDLERS}
+    assert named == {cfn.function_logical_id(default_synth, h) for h in HANDLERS}
     assert not any("*" in json.dumps(r) for r in resources)
 
 
@@ -423,17 +379,16 @@ def test_state_machine_is_standard_and_traced(default_synth):
 
 
 def _launch_worker_statements(synth) -> list[dict]:
-    role_id = _function(synth, "functions/launch_worker/handler.handler")["Role"]["Fn::GetAtt"][0]
-    return _statements_of_role(synth, role_id)
+    return cfn.statements_of_function(synth, "functions/launch_worker/handler.handler")
 
 
 def test_launch_worker_may_run_only_the_worker_task_on_its_cluster(default_synth):
     # Given launch_worker's statements
-    statement = _statement_with(_launch_worker_statements(default_synth), "ecs:RunTask")
+    statement = cfn.statement_with(_launch_worker_statements(default_synth), "ecs:RunTask")
 
     # When reading the RunTask grant
-    task_id = _logical_id(default_synth, "AWS::ECS::TaskDefinition", "WorkerTask")
-    cluster_id = _logical_id(default_synth, "AWS::ECS::Cluster", "Cluster")
+    task_id = cfn.logical_id(default_synth, "AWS::ECS::TaskDefinition", "WorkerTask")
+    cluster_id = cfn.logical_id(default_synth, "AWS::ECS::Cluster", "Cluster")
 
     # Then it names the worker task definition, on the pgarena cluster only
     assert statement["Resource"] == {"Ref": task_id}
@@ -442,14 +397,14 @@ def test_launch_worker_may_run_only_the_worker_task_on_its_cluster(default_synth
 
 def test_launch_worker_may_pass_only_the_task_and_execution_roles(default_synth):
     # Given launch_worker's statements
-    statement = _statement_with(_launch_worker_statements(default_synth), "iam:PassRole")
+    statement = cfn.statement_with(_launch_worker_statements(default_synth), "iam:PassRole")
 
     # When reading the PassRole grant
     task = _task_definition(default_synth)
     expected = [task["TaskRoleArn"], task["ExecutionRoleArn"]]
 
     # Then exactly the worker's two roles can be passed, and only to ECS tasks
-    assert sorted(map(json.dumps, _as_list(statement["Resource"]))) == sorted(map(json.dumps, expected))
+    assert sorted(map(json.dumps, cfn.as_list(statement["Resource"]))) == sorted(map(json.dumps, expected))
     assert statement["Condition"] == {"StringEquals": {"iam:PassedToService": "ecs-tasks.amazonaws.com"}}
 
 
@@ -497,12 +452,12 @@ def test_worker_image_context_holds_only_what_the_dockerfile_copies(default_synt
 def test_worker_task_role_grants(default_synth):
     # Given the worker's task role statements
     role_id = _task_definition(default_synth)["TaskRoleArn"]["Fn::GetAtt"][0]
-    statements = _statements_of_role(default_synth, role_id)
+    statements = cfn.statements_of_role(default_synth, role_id)
 
     # When collecting actions per resource
-    grants = {json.dumps(s["Resource"]): sorted(_as_list(s["Action"])) for s in statements}
-    bucket_id = _logical_id(default_synth, "AWS::S3::Bucket", "ResultsBucket")
-    table_id = _logical_id(default_synth, "AWS::DynamoDB::Table", "ResultsTable")
+    grants = {json.dumps(s["Resource"]): sorted(cfn.as_list(s["Action"])) for s in statements}
+    bucket_id = cfn.logical_id(default_synth, "AWS::S3::Bucket", "ResultsBucket")
+    table_id = cfn.logical_id(default_synth, "AWS::DynamoDB::Table", "ResultsTable")
 
     # Then it writes raw output, puts its summary, answers the token and reads pgarena/ secrets
     raw = json.dumps({"Fn::Join": ["", [{"Fn::GetAtt": [bucket_id, "Arn"]}, "/*/raw/*"]]})
@@ -516,7 +471,7 @@ def test_worker_task_role_grants(default_synth):
 def test_worker_may_write_only_summary_items(default_synth):
     # Given the worker's task role statements
     role_id = _task_definition(default_synth)["TaskRoleArn"]["Fn::GetAtt"][0]
-    statement = _statement_with(_statements_of_role(default_synth, role_id), "dynamodb:PutItem")
+    statement = cfn.statement_with(cfn.statements_of_role(default_synth, role_id), "dynamodb:PutItem")
 
     # When reading the condition on its PutItem / Then only step summaries ("campaign#...") qualify
     assert statement["Condition"] == {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["campaign#*"]}}

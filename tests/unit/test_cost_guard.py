@@ -8,6 +8,7 @@ from moto import mock_aws
 
 from functions.cost_guard.handler import handler
 from pgarena.analysis.aggregate import aggregate
+from pgarena.aws.store import create_results_table
 from pgarena.local.endpoints import LambdaContext
 from pgarena.model.errors import ErrorInfo
 from pgarena.model.matrix import parse_campaign
@@ -25,12 +26,9 @@ def plan_two_targets(**cost_policy):
 
 
 @pytest.fixture
-def aws(monkeypatch):
+def aws(monkeypatch, aws_credentials):
     for name, value in {
-        "AWS_DEFAULT_REGION": "us-east-1",
         "AWS_REGION": "us-east-1",
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
         "RESULTS_TABLE": "t",
         "WORKER_CPU_UNITS": "2048",
         "WORKER_MEMORY_MIB": "4096",
@@ -39,12 +37,7 @@ def aws(monkeypatch):
     }.items():
         monkeypatch.setenv(name, value)
     with mock_aws():
-        boto3.client("dynamodb").create_table(
-            TableName="t",
-            KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
-            AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}, {"AttributeName": "sk", "AttributeType": "S"}],
-            BillingMode="PAY_PER_REQUEST",
-        )
+        create_results_table(boto3.client("dynamodb"), "t")
         yield
 
 

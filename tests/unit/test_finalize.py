@@ -22,10 +22,7 @@ NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC).timestamp()
 
 
 @pytest.fixture
-def aws(monkeypatch):
-    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+def aws(aws_credentials):
     with mock_aws():
         dynamodb, s3 = boto3.client("dynamodb"), boto3.client("s3")
         create_results_table(dynamodb, "t")

@@ -7,10 +7,7 @@ from pgarena.aws.store import create_results_table
 
 
 @pytest.fixture
-def store(monkeypatch):
-    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+def store(aws_credentials):
     with mock_aws():
         client = boto3.client("dynamodb")
         create_results_table(client, "t")

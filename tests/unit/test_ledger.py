@@ -9,6 +9,7 @@ import pytest
 from moto import mock_aws
 
 from pgarena.aws.ledger import COST_CAP_REFUSED, Ledger, check_cost, month_of, settle_campaign
+from pgarena.aws.store import create_results_table
 from pgarena.model.matrix import parse_campaign
 from pgarena.model.outcomes import StepOutcome, TargetOutcome
 from pgarena.model.results import StepSummary
@@ -20,18 +21,10 @@ MONTH = "2026-11"
 
 
 @pytest.fixture
-def dynamodb(monkeypatch):
-    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+def dynamodb(aws_credentials):
     with mock_aws():
         client = boto3.client("dynamodb")
-        client.create_table(
-            TableName="t",
-            KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
-            AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}, {"AttributeName": "sk", "AttributeType": "S"}],
-            BillingMode="PAY_PER_REQUEST",
-        )
+        create_results_table(client, "t")
         yield client
 
 

@@ -5,9 +5,10 @@ import json
 import boto3
 import pytest
 from moto import mock_aws
+from pydantic import ValidationError
 
 from functions.start_campaign.handler import handler
-from pgarena.aws.schedule import SCHEDULER_EXECUTION_ID, campaign_input
+from pgarena.aws.schedule import campaign_input
 from pgarena.local.endpoints import LambdaContext
 from tests.conftest import FIXTURES
 
@@ -15,9 +16,15 @@ MATRIX = json.loads((FIXTURES / "matrices" / "minimal.json").read_text())
 
 
 def test_input_names_the_campaign_after_the_schedule_and_the_scheduler_execution():
+    # Given a matrix without a cost block / When a schedule's input is written at synth
     payload = campaign_input("nightly", MATRIX)
-    assert payload["campaign_id"] == f"nightly-{SCHEDULER_EXECUTION_ID}"
-    assert payload["matrix"]["targets"] == MATRIX["targets"]
+
+    # Then the campaign id ends in the keyword EventBridge Scheduler replaces with each invocation's id, and
+    # the matrix is the same but for the schedule's name in its cost block
+    assert payload == {
+        "campaign_id": "nightly-<aws.scheduler.execution-id>",
+        "matrix": {**MATRIX, "cost": {"schedule": "nightly"}},
+    }
 
 
 def test_input_records_the_schedule_in_the_cost_block_and_keeps_the_caps():
@@ -35,11 +42,8 @@ def test_a_schedule_name_in_the_matrix_wins():
 
 
 @pytest.fixture
-def aws(monkeypatch):
+def aws(monkeypatch, aws_credentials):
     for name, value in {
-        "AWS_DEFAULT_REGION": "us-east-1",
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
         "RESULTS_BUCKET": "results",
         "POWERTOOLS_TRACE_DISABLED": "true",
     }.items():
@@ -56,20 +60,31 @@ def aws(monkeypatch):
         yield sfn
 
 
+@pytest.fixture
+def state_machine_arn(aws):
+    return aws.list_state_machines()["stateMachines"][0]["stateMachineArn"]
+
+
 def test_start_campaign_starts_the_matrix_from_s3(aws):
     # Given a schedule's matrix in the results bucket / When the scheduler invokes start_campaign
     event = {"schedule": "weekly", "matrix_s3_key": "matrices/weekly.json", "execution_id": "d32c5kddcf5bb8c3"}
     result = handler(event, LambdaContext(function_name="pgarena-start-campaign"))
 
-    # Then one execution is started, named after the campaign, with the matrix as its input
+    # Then one execution is started, named after the campaign, with the matrix and the schedule as its input
     execution = aws.describe_execution(executionArn=result["execution_arn"])
     assert execution["name"] == "weekly-d32c5kddcf5bb8c3"
-    assert json.loads(execution["input"]) == campaign_input("weekly", MATRIX, "d32c5kddcf5bb8c3")
+    assert json.loads(execution["input"]) == {
+        "campaign_id": "weekly-d32c5kddcf5bb8c3",
+        "matrix": {**MATRIX, "cost": {"schedule": "weekly"}},
+    }
 
 
-def test_start_campaign_refuses_a_malformed_event(aws):
-    with pytest.raises(Exception, match="execution_id"):
-        handler(
-            {"schedule": "weekly", "matrix_s3_key": "matrices/weekly.json", "execution_id": "a b"},
-            LambdaContext(function_name="pgarena-start-campaign"),
-        )
+def test_start_campaign_refuses_an_execution_id_that_cannot_name_an_execution(aws, state_machine_arn):
+    # Given an execution id with a space (Step Functions execution names allow none)
+    event = {"schedule": "weekly", "matrix_s3_key": "matrices/weekly.json", "execution_id": "a b"}
+
+    # When the scheduler invokes start_campaign / Then the event is refused naming the field, and nothing starts
+    with pytest.raises(ValidationError) as refused:
+        handler(event, LambdaContext(function_name="pgarena-start-campaign"))
+    assert [(e["loc"], e["type"]) for e in refused.value.errors()] == [(("execution_id",), "string_pattern_mismatch")]
+    assert aws.list_executions(stateMachineArn=state_machine_arn)["executions"] == []
