@@ -12,9 +12,10 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
+from pgarena.aws.access import Component
 from pgarena_cdk import constants
 from pgarena_cdk.nag import acknowledge
-from pgarena_cdk.permissions import grant_read_pgarena_secrets, leading_keys, object_finding
+from pgarena_cdk.permissions import grant_access, grant_read_pgarena_secrets
 from pgarena_cdk.placement_construct import PlacementConstruct
 from pgarena_cdk.settings import DeploySettings
 
@@ -61,24 +62,15 @@ class ComputeConstruct(Construct):
             self,
             "TaskRole",
             assumed_by=iam.ServicePrincipal("ecs-tasks.amazonaws.com"),
-            description="pgarena worker: writes raw output and its step summary, answers the task token",
+            description="pgarena worker: writes raw output and its step summary, meets its shards, answers the task token",
         )
-        raw_output = bucket.arn_for_objects(constants.RAW_OUTPUT_OBJECTS)
-        statements = [
-            # PutObjectTagging lets the worker tag raw output for the lifecycle rule that expires it.
-            iam.PolicyStatement(actions=["s3:PutObject", "s3:PutObjectTagging"], resources=[raw_output]),
-            iam.PolicyStatement(
-                actions=["dynamodb:PutItem"],
-                resources=[table.table_arn],
-                conditions=leading_keys(constants.SUMMARY_PARTITION_KEYS),
-            ),
+        grant_access(role, Component.WORKER, table, bucket)
+        role.add_to_policy(
             iam.PolicyStatement(
                 actions=["states:SendTaskSuccess", "states:SendTaskFailure", "states:SendTaskHeartbeat"],
                 resources=["*"],
-            ),
-        ]
-        for statement in statements:
-            role.add_to_policy(statement)
+            )
+        )
         grant_read_pgarena_secrets(role, self)
         acknowledge(
             role,
@@ -86,12 +78,6 @@ class ComputeConstruct(Construct):
             "Task-token callbacks (states:SendTaskSuccess/Failure/Heartbeat) do not support resource-level "
             "permissions; the token itself is the authorization.",
             finding="Resource::*",
-        )
-        acknowledge(
-            role,
-            "AwsSolutions-IAM5",
-            "Workers write raw output only under <campaign_id>/raw/; campaign and step ids are chosen at run time.",
-            finding=object_finding(bucket, constants.RAW_OUTPUT_OBJECTS),
         )
         return role
 

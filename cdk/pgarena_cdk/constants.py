@@ -2,6 +2,8 @@
 
 from typing import NamedTuple
 
+from pgarena.aws.access import Component
+
 SERVICE_NAME = "pgarena"
 STACK_ID = "Pgarena"
 
@@ -52,16 +54,9 @@ LAMBDA_CODE_EXCLUDE = [
     "**/*.pyc",
 ]
 
-# Results: raw tool output is written under <campaign_id>/raw/<step_id>/ (pgarena.plan.Step.raw_prefix).
-RAW_OUTPUT_OBJECTS = "*/raw/*"
-# S3 lifecycle filters match key prefixes, and raw output sits under a per-campaign prefix,
-# so the expiry rule selects raw output by this object tag instead.
-RAW_OUTPUT_TAG_KEY = "pgarena-kind"
-RAW_OUTPUT_TAG_VALUE = "raw"
+# Results: what lives where in the bucket and the table, and who may touch it, is pgarena.aws.access.
 ACCESS_LOG_EXPIRATION_DAYS = 90
 ABORT_INCOMPLETE_UPLOAD_DAYS = 7
-TABLE_PARTITION_KEY = "pk"
-TABLE_SORT_KEY = "sk"
 ACCESS_LOG_PREFIX_RESULTS = "results-bucket/"
 FLOW_LOG_PREFIX = "vpc-flow-logs/"
 
@@ -86,36 +81,40 @@ class FunctionSpec(NamedTuple):
     asl_placeholder: str
     memory_mib: int
     timeout_s: int
+    # Its grants on the results table and bucket (pgarena.aws.access.ACCESS).
+    component: Component
 
 
-VALIDATE = FunctionSpec("ValidateFunction", "functions/validate/handler.handler", "ValidateFunctionArn", 512, 30)
+VALIDATE = FunctionSpec(
+    "ValidateFunction", "functions/validate/handler.handler", "ValidateFunctionArn", 512, 30, Component.VALIDATE
+)
 # Preflight connects to the target, then may wait up to the matrix's lease_wait_s (at most 600 s,
 # pgarena.matrix) for slots another campaign holds: Lambda's longest timeout covers both.
-PREFLIGHT = FunctionSpec("PreflightFunction", "functions/preflight/handler.handler", "PreflightFunctionArn", 512, 900)
+PREFLIGHT = FunctionSpec(
+    "PreflightFunction", "functions/preflight/handler.handler", "PreflightFunctionArn", 512, 900, Component.PREFLIGHT
+)
 LAUNCH_WORKER = FunctionSpec(
-    "LaunchWorkerFunction", "functions/launch_worker/handler.handler", "LaunchWorkerFunctionArn", 512, 60
+    "LaunchWorkerFunction", "functions/launch_worker/handler.handler", "LaunchWorkerFunctionArn", 512, 60, Component.LAUNCH_WORKER
 )
 RELEASE_LEASE = FunctionSpec(
-    "ReleaseLeaseFunction", "functions/release_lease/handler.handler", "ReleaseLeaseFunctionArn", 256, 30
+    "ReleaseLeaseFunction", "functions/release_lease/handler.handler", "ReleaseLeaseFunctionArn", 256, 30, Component.RELEASE_LEASE
 )
 # Aggregate reads every step summary of a campaign and ranks them in memory.
-AGGREGATE = FunctionSpec("AggregateFunction", "functions/aggregate/handler.handler", "AggregateFunctionArn", 1024, 300)
+AGGREGATE = FunctionSpec(
+    "AggregateFunction", "functions/aggregate/handler.handler", "AggregateFunctionArn", 1024, 300, Component.AGGREGATE
+)
 # The cost guard prices the plan and books it in the month's ledger (pgarena.ledger).
-COST_GUARD = FunctionSpec("CostGuardFunction", "functions/cost_guard/handler.handler", "CostGuardFunctionArn", 256, 30)
+COST_GUARD = FunctionSpec(
+    "CostGuardFunction", "functions/cost_guard/handler.handler", "CostGuardFunctionArn", 256, 30, Component.COST_GUARD
+)
 # Started by EventBridge Scheduler, not by the state machine (no ASL placeholder): reads a schedule's
 # matrix from the results bucket and starts the campaign's execution.
-START_CAMPAIGN = FunctionSpec("StartCampaignFunction", "functions/start_campaign/handler.handler", "", 256, 30)
-
-# The results table holds step summaries (pgarena.store, "campaign#<id>") and connection leases
-# (pgarena.leases, "lease#<host:port>"); each function may touch only its own kind of item.
-SUMMARY_PARTITION_KEYS = "campaign#*"
-LEASE_PARTITION_KEYS = "lease#*"
-# The cost ledger (pgarena.ledger, "ledger#<YYYY-MM>"): the cost guard books, aggregate settles.
-LEDGER_PARTITION_KEYS = "ledger#*"
+START_CAMPAIGN = FunctionSpec(
+    "StartCampaignFunction", "functions/start_campaign/handler.handler", "", 256, 30, Component.START_CAMPAIGN
+)
 
 # Schedules (EventBridge Scheduler): a schedule's matrix is inline in the context or an object
-# under this prefix of the results bucket, which only start_campaign may read.
-SCHEDULE_MATRIX_PREFIX = "matrices/"
+# under pgarena.model.layout.SCHEDULE_MATRIX_PREFIX of the results bucket.
 SCHEDULE_RETRY_ATTEMPTS = 2
 SCHEDULE_MAX_EVENT_AGE_S = 3600
 

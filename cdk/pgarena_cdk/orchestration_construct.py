@@ -16,7 +16,7 @@ from constructs import Construct
 from pgarena_cdk import constants
 from pgarena_cdk.compute_construct import ComputeConstruct
 from pgarena_cdk.nag import acknowledge
-from pgarena_cdk.permissions import grant_read_pgarena_secrets, leading_keys, object_finding
+from pgarena_cdk.permissions import grant_access, grant_read_pgarena_secrets
 from pgarena_cdk.placement_construct import PlacementConstruct
 from pgarena_cdk.settings import DeploySettings
 
@@ -38,6 +38,8 @@ class OrchestrationConstruct(Construct):
     ) -> None:
         super().__init__(scope, id_)
         self._settings = settings
+        self._table = table
+        self._bucket = bucket
         self._code = lambda_.Code.from_asset(str(repo_root), exclude=constants.LAMBDA_CODE_EXCLUDE)
         self._layers = self._build_layers(repo_root)
         results_env = {"RESULTS_BUCKET": bucket.bucket_name, "RESULTS_TABLE": table.table_name}
@@ -63,14 +65,7 @@ class OrchestrationConstruct(Construct):
         )
 
         grant_read_pgarena_secrets(self.preflight_function.role, self)
-        self._grant_leases(self.preflight_function, table)
-        self._grant_preflight_evidence(self.preflight_function, bucket)
-        self._grant_leases(self.release_lease_function, table)
         self._grant_launch_worker(self.launch_worker_function, compute)
-        self._grant_aggregate(self.aggregate_function, bucket, table)
-        # The guard books campaigns in the ledger; aggregate settles them with what they cost.
-        self._grant_ledger(self.cost_guard_function, table, ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"])
-        self._grant_ledger(self.aggregate_function, table, ["dynamodb:GetItem", "dynamodb:UpdateItem"])
         self.state_machine = self._build_state_machine(repo_root)
 
     @property
@@ -118,9 +113,9 @@ class OrchestrationConstruct(Construct):
             "WORKER_SECURITY_GROUPS": placement.security_group_ids_csv,
             "LAUNCH_TYPE": constants.LAUNCH_TYPE,
             "ASSIGN_PUBLIC_IP": constants.ASSIGN_PUBLIC_IP,
+            # FARGATE_SPOT when the stack enables Spot: launch_worker then sends a capacity provider strategy
+            "CAPACITY_PROVIDER": compute.capacity_provider or "",
         }
-        if compute.capacity_provider:
-            environment["CAPACITY_PROVIDER"] = compute.capacity_provider
         return environment
 
     def _build_function(
@@ -169,6 +164,8 @@ class OrchestrationConstruct(Construct):
             **network,
         )
         acknowledge(role, "AwsSolutions-IAM5", " ".join(wildcard_reasons), finding="Resource::*")
+        # Table and bucket grants come from the access map, never written here.
+        grant_access(role, spec.component, self._table, self._bucket)
         acknowledge(
             function,
             "AwsSolutions-L1",
@@ -198,29 +195,6 @@ class OrchestrationConstruct(Construct):
             "as in that managed policy; the function runs in the given subnets only."
         )
 
-    def _grant_leases(self, function: lambda_.Function, table: dynamodb.ITable) -> None:
-        # Leases are read-then-conditionally-written items; the condition keeps these functions
-        # away from the step summaries that share the table.
-        function.add_to_role_policy(
-            iam.PolicyStatement(
-                actions=["dynamodb:GetItem", "dynamodb:PutItem"],
-                resources=[table.table_arn],
-                conditions=leading_keys(constants.LEASE_PARTITION_KEYS),
-            )
-        )
-
-    @staticmethod
-    def _grant_ledger(function: lambda_.Function, table: dynamodb.ITable, actions: list[str]) -> None:
-        # Ledger writes are transactions of conditional puts and updates; IAM checks each item's
-        # action, so the condition keeps both functions on ledger items.
-        function.add_to_role_policy(
-            iam.PolicyStatement(
-                actions=actions,
-                resources=[table.table_arn],
-                conditions=leading_keys(constants.LEDGER_PARTITION_KEYS),
-            )
-        )
-
     def _grant_launch_worker(self, function: lambda_.Function, compute: ComputeConstruct) -> None:
         function.add_to_role_policy(
             iam.PolicyStatement(
@@ -235,39 +209,6 @@ class OrchestrationConstruct(Construct):
                 resources=[compute.task_role.role_arn, compute.execution_role.role_arn],
                 conditions={"StringEquals": {"iam:PassedToService": "ecs-tasks.amazonaws.com"}},
             )
-        )
-
-    @staticmethod
-    def _grant_preflight_evidence(function: lambda_.Function, bucket: s3.IBucket) -> None:
-        # Preflight records what it read (or why the target failed) beside the campaign's raw output.
-        pattern = "*/raw/*/preflight/preflight.json"
-        function.add_to_role_policy(iam.PolicyStatement(actions=["s3:PutObject"], resources=[bucket.arn_for_objects(pattern)]))
-        acknowledge(
-            function.role,
-            "AwsSolutions-IAM5",
-            "Preflight writes <campaign_id>/raw/<target>/preflight/preflight.json; campaign ids are chosen at run time.",
-            finding=object_finding(bucket, pattern),
-        )
-
-    def _grant_aggregate(self, function: lambda_.Function, bucket: s3.IBucket, table: dynamodb.ITable) -> None:
-        function.add_to_role_policy(
-            iam.PolicyStatement(
-                actions=["dynamodb:Query"],
-                resources=[table.table_arn],
-                conditions=leading_keys(constants.SUMMARY_PARTITION_KEYS),
-            )
-        )
-        function.add_to_role_policy(
-            iam.PolicyStatement(actions=["s3:GetObject", "s3:PutObject"], resources=[bucket.arn_for_objects("*")])
-        )
-        # Listing a campaign's raw output finds what a lost worker uploaded before it died.
-        function.add_to_role_policy(iam.PolicyStatement(actions=["s3:ListBucket"], resources=[bucket.bucket_arn]))
-        acknowledge(
-            function.role,
-            "AwsSolutions-IAM5",
-            "Aggregate writes <campaign_id>/results.json and reads back objects under the campaign's prefix; "
-            "campaign ids are chosen at run time.",
-            finding=object_finding(bucket, "*"),
         )
 
     def _build_state_machine(self, repo_root: Path) -> sfn.StateMachine:

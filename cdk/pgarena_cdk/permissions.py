@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from aws_cdk import ArnFormat, Stack
+from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
+from pgarena.aws.access import ACCESS, BUCKET_ACTIONS, BucketGrant, Component, TableGrant
 from pgarena_cdk import constants
 from pgarena_cdk.nag import acknowledge
 
@@ -43,3 +45,45 @@ def object_finding(bucket: s3.IBucket, key_pattern: str) -> str:
 def leading_keys(pattern: str) -> dict:
     """An IAM condition limiting DynamoDB item access to partition keys matching `pattern`."""
     return {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": [pattern]}}
+
+
+def grant_access(role: iam.IRole, component: Component, table: dynamodb.ITable, bucket: s3.IBucket) -> None:
+    """Every grant the access map (pgarena.aws.access) gives `component` on the results table and bucket.
+
+    One statement per kind of item (the table's ARN, a `dynamodb:LeadingKeys` condition on its
+    partition prefix) and per kind of object (its key patterns; bucket-level actions such as
+    ListBucket on the bucket's ARN with an `s3:prefix` condition on the same patterns).
+    """
+    for grant in ACCESS[component]:
+        actions = [str(action) for action in grant.actions]
+        if isinstance(grant, TableGrant):
+            role.add_to_principal_policy(
+                iam.PolicyStatement(
+                    actions=actions, resources=[table.table_arn], conditions=leading_keys(grant.items.leading_keys)
+                )
+            )
+            continue
+        _grant_objects(role, component, grant, bucket)
+
+
+def _grant_objects(role: iam.IRole, component: Component, grant: BucketGrant, bucket: s3.IBucket) -> None:
+    patterns = list(grant.objects.patterns)
+    on_objects = [str(action) for action in grant.actions if action not in BUCKET_ACTIONS]
+    on_bucket = [str(action) for action in grant.actions if action in BUCKET_ACTIONS]
+    if on_objects:
+        resources = [bucket.arn_for_objects(pattern) for pattern in patterns]
+        role.add_to_principal_policy(iam.PolicyStatement(actions=on_objects, resources=resources))
+        for pattern in patterns:
+            acknowledge(
+                role,
+                "AwsSolutions-IAM5",
+                f"{component} may {', '.join(on_objects)} {grant.objects.name} only, keys {pattern} "
+                "(pgarena.aws.access); campaign, step and target names are chosen at run time.",
+                finding=object_finding(bucket, pattern),
+            )
+    if on_bucket:
+        role.add_to_principal_policy(
+            iam.PolicyStatement(
+                actions=on_bucket, resources=[bucket.bucket_arn], conditions={"StringLike": {"s3:prefix": patterns}}
+            )
+        )

@@ -7,6 +7,8 @@ from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
+from pgarena.aws import access
+from pgarena.model import layout
 from pgarena_cdk import constants
 from pgarena_cdk.nag import acknowledge
 from pgarena_cdk.settings import DeploySettings
@@ -42,7 +44,7 @@ class ResultsConstruct(Construct):
     def _build_results_bucket(self, settings: DeploySettings) -> s3.Bucket:
         expire_raw_output = s3.LifecycleRule(
             id="ExpireRawOutput",
-            tag_filters={constants.RAW_OUTPUT_TAG_KEY: constants.RAW_OUTPUT_TAG_VALUE},
+            tag_filters={layout.RAW_OUTPUT_TAG_KEY: layout.RAW_OUTPUT_TAG_VALUE},
             expiration=Duration.days(settings.raw_output_expiration_days),
             noncurrent_version_expiration=Duration.days(settings.raw_output_expiration_days),
         )
@@ -69,8 +71,8 @@ class ResultsConstruct(Construct):
         return dynamodb.Table(
             self,
             "ResultsTable",
-            partition_key=dynamodb.Attribute(name=constants.TABLE_PARTITION_KEY, type=dynamodb.AttributeType.STRING),
-            sort_key=dynamodb.Attribute(name=constants.TABLE_SORT_KEY, type=dynamodb.AttributeType.STRING),
+            partition_key=dynamodb.Attribute(name=access.PARTITION_KEY, type=dynamodb.AttributeType.STRING),
+            sort_key=dynamodb.Attribute(name=access.SORT_KEY, type=dynamodb.AttributeType.STRING),
             billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
             point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(point_in_time_recovery_enabled=True),
             encryption=dynamodb.TableEncryption.AWS_MANAGED,

@@ -16,10 +16,9 @@ from constructs import Construct
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from pgarena.aws.schedule import SCHEDULER_EXECUTION_ID, campaign_input
+from pgarena.model import layout
 from pgarena.model.matrix import NAME_PATTERN, MatrixError, parse_campaign
 from pgarena_cdk import constants
-from pgarena_cdk.nag import acknowledge
-from pgarena_cdk.permissions import object_finding
 
 
 class ScheduleSpec(BaseModel):
@@ -33,7 +32,7 @@ class ScheduleSpec(BaseModel):
     enabled: bool = True
     matrix: dict | None = Field(None, description="the provider matrix, inline")
     matrix_s3_key: str | None = Field(
-        None, description=f"or the key of a matrix in the results bucket, under {constants.SCHEDULE_MATRIX_PREFIX}"
+        None, description=f"or the key of a matrix in the results bucket, under {layout.SCHEDULE_MATRIX_PREFIX}"
     )
 
     @field_validator("timezone")
@@ -48,8 +47,8 @@ class ScheduleSpec(BaseModel):
     @field_validator("matrix_s3_key")
     @classmethod
     def _under_matrix_prefix(cls, value: str | None) -> str | None:
-        if value is not None and (not value.startswith(constants.SCHEDULE_MATRIX_PREFIX) or ".." in value):
-            raise ValueError(f"keep schedule matrices under {constants.SCHEDULE_MATRIX_PREFIX} in the results bucket")
+        if value is not None and (not value.startswith(layout.SCHEDULE_MATRIX_PREFIX) or ".." in value):
+            raise ValueError(f"keep schedule matrices under {layout.SCHEDULE_MATRIX_PREFIX} in the results bucket")
         return value
 
     @field_validator("matrix")
@@ -136,17 +135,9 @@ class SchedulesConstruct(Construct):
             constants.START_CAMPAIGN,
             {"RESULTS_BUCKET": bucket.bucket_name, "STATE_MACHINE_ARN": state_machine.state_machine_arn},
         )
-        matrices = f"{constants.SCHEDULE_MATRIX_PREFIX}*"
-        function.add_to_role_policy(iam.PolicyStatement(actions=["s3:GetObject"], resources=[bucket.arn_for_objects(matrices)]))
+        # Its read of the matrices comes with the function (pgarena.aws.access); starting is this construct's.
         function.add_to_role_policy(
             iam.PolicyStatement(actions=["states:StartExecution"], resources=[state_machine.state_machine_arn])
-        )
-        acknowledge(
-            function.role,
-            "AwsSolutions-IAM5",
-            f"start_campaign reads schedule matrices, any object under {matrices} of the results bucket; which "
-            "ones is decided by the schedules, not by this role.",
-            finding=object_finding(bucket, matrices),
         )
         return function
 

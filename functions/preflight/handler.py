@@ -9,9 +9,10 @@ from pgarena.aws.leases import LeaseStore
 from pgarena.aws.settings import ResultsEnv
 from pgarena.aws.store import ResultStore
 from pgarena.model.errors import PgarenaError
+from pgarena.model.layout import evidence_key
 from pgarena.model.plan import PlannedTarget
 from pgarena.model.redact import redact
-from pgarena.target.preflight import evidence_key, preflight
+from pgarena.target.preflight import preflight
 
 
 class PreflightEvent(BaseModel):

@@ -12,6 +12,7 @@ from pgarena.analysis.metrics import PointMetrics, target_metrics
 from pgarena.analysis.ranking import rank_targets
 from pgarena.analysis.rate import rate_incident
 from pgarena.analysis.replication import replication_result
+from pgarena.model import layout
 from pgarena.model.errors import ErrorInfo, ErrorKind, from_step_functions
 from pgarena.model.monitor import ConnectionReport, Incident
 from pgarena.model.outcomes import StepOutcome, TargetOutcome
@@ -55,7 +56,7 @@ NOT_RUN = ErrorInfo(kind=ErrorKind.NOT_RUN, message="the step did not run becaus
 
 
 def _relative(campaign_id: str, keys: list[str]) -> list[str]:
-    return [k.removeprefix(f"{campaign_id}/") for k in keys]
+    return [layout.relative(campaign_id, k) for k in keys]
 
 
 def _connections(campaign_id: str, summary: StepSummary | None) -> ConnectionReport | None:
@@ -260,7 +261,7 @@ def _target_result(
     )
     if target_error is not None and target_error.raw is None and outcome is not None and outcome.failure:
         # Failed before any worker ran (preflight): its record of the target is the evidence.
-        evidence = f"{campaign_id}/raw/{planned.name}/preflight/preflight.json"
+        evidence = layout.evidence_key(campaign_id, planned.name)
         if evidence in raw_keys:
             target_error = target_error.model_copy(update={"raw": evidence})
     if target_error is None and errors:

@@ -16,6 +16,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from pgarena.analysis.rate import RATE_NOT_SUSTAINED
+from pgarena.model import layout
 from pgarena.model.monitor import Incident
 from pgarena.model.results import CampaignResults, Latency, ProgressSample, TargetResult, WorkloadResult
 
@@ -401,7 +402,7 @@ def relative_raw(campaign_id: str, raw: str | None) -> list[str]:
     """An ErrorInfo's raw as a path relative to the campaign folder, when it names a file."""
     if not raw or any(ch.isspace() for ch in raw):
         return []
-    return [raw.removeprefix(f"{campaign_id}/")]
+    return [layout.relative(campaign_id, raw)]
 
 
 def findings(target: TargetResult, campaign_id: str = "") -> list[Finding]:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import time
 
+from pgarena.aws import access
+
 # The last shard to arrive sets the start this far ahead, so every shard sees it before it passes.
 START_DELAY_S = 1.0
 BARRIER_TIMEOUT_S = 600.0
@@ -23,7 +25,7 @@ def wait_at_barrier(
     timeout_s: float = BARRIER_TIMEOUT_S,
 ) -> tuple[float, bool]:
     """Block until the agreed start time; returns (start epoch, whether every shard arrived in time)."""
-    key = {"pk": {"S": f"barrier#{campaign_id}"}, "sk": {"S": group_id}}
+    key = access.barrier_key(campaign_id, group_id)
     # A string set of arrivals: a relaunched worker checking in twice is counted once.
     arrived = dynamodb.update_item(
         TableName=table,

@@ -18,6 +18,7 @@ from pgarena.analysis.cancel import Recorded, stopped_outcomes
 from pgarena.aws.leases import LeaseStore, holder_id, lease_key
 from pgarena.aws.ledger import CostDecision, Ledger, settle_campaign
 from pgarena.aws.store import ResultStore
+from pgarena.model import layout
 from pgarena.model.errors import PgarenaError
 from pgarena.model.matrix import MatrixError, parse_campaign
 from pgarena.model.outcomes import TargetOutcome
@@ -25,7 +26,7 @@ from pgarena.model.plan import Plan
 from pgarena.model.results import CampaignResults
 from pgarena.model.series import ShardSeries
 from pgarena.planning.plan import plan_campaign
-from pgarena.report import RESULTS_FILE, Writer, publish_results
+from pgarena.report import Writer, publish_results
 
 Ending = Literal["completed", "cancelled", "failed"]
 
@@ -35,7 +36,7 @@ def now_iso() -> str:
 
 
 def store_writer(store: ResultStore, campaign_id: str) -> Writer:
-    return lambda name, data, content_type: store.put_bytes(f"{campaign_id}/{name}", data, content_type)
+    return lambda name, data, content_type: store.put_bytes(layout.report_key(campaign_id, name), data, content_type)
 
 
 def finalize(
@@ -56,7 +57,7 @@ def finalize(
     summaries = store.summaries(plan.campaign_id)
     # Sharded runs are merged from each shard's per-second histograms, kept beside its raw output.
     series = {s.step_id: ShardSeries.model_validate(store.get_json(s.series)) for s in summaries if s.series}
-    raw_keys = store.keys(f"{plan.campaign_id}/raw/")  # what lost workers and failed preflights left
+    raw_keys = store.keys(layout.raw_prefix(plan.campaign_id))  # what lost workers and failed preflights left
     ran = outcomes  # what the state machine saw launched: the cost of a stopped campaign is what ran
     if ending != "completed":  # stopped before Aggregate And Rank: steps that did not finish are listed cancelled
         outcomes, summaries = stopped_outcomes(plan, outcomes, summaries)
@@ -71,7 +72,7 @@ def finalize(
     if leases is not None:  # idempotent: a target whose lease was already released is a no-op
         for target in plan.targets:
             leases.release(lease_key(target.endpoint), holder_id(plan.campaign_id, target.name))
-    return results, f"{plan.campaign_id}/{RESULTS_FILE}", reports
+    return results, layout.results_key(plan.campaign_id), reports
 
 
 def _planned_from_input(history: list[dict[str, Any]]) -> Plan | None:

@@ -11,6 +11,7 @@ import time
 from botocore.exceptions import ClientError
 from pydantic import BaseModel, TypeAdapter
 
+from pgarena.aws import access
 from pgarena.model.matrix import Endpoint
 
 
@@ -37,12 +38,9 @@ class LeaseStore:
         self.table = table
         self.clock = clock
 
-    def _key(self, key: str) -> dict:
-        return {"pk": {"S": f"lease#{key}"}, "sk": {"S": "lease"}}
-
     def read(self, key: str) -> tuple[list[Holder], int]:
         """Live holders (expired ones dropped) and the item's version (0 when there is no item)."""
-        item = self.dynamodb.get_item(TableName=self.table, Key=self._key(key), ConsistentRead=True).get("Item")
+        item = self.dynamodb.get_item(TableName=self.table, Key=access.lease_item_key(key), ConsistentRead=True).get("Item")
         if not item:
             return [], 0
         holders = _HOLDERS.validate_json(item["holders"]["S"])
@@ -60,7 +58,7 @@ class LeaseStore:
             self.dynamodb.put_item(
                 TableName=self.table,
                 Item={
-                    **self._key(key),
+                    **access.lease_item_key(key),
                     "holders": {"S": _HOLDERS.dump_json(holders).decode()},
                     "version": {"N": str(version + 1)},
                 },

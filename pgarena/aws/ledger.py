@@ -18,6 +18,7 @@ from typing import Literal
 from botocore.exceptions import ClientError
 from pydantic import BaseModel
 
+from pgarena.aws import access
 from pgarena.model.errors import ErrorInfo, ErrorKind
 from pgarena.model.matrix import CostPolicy
 from pgarena.model.outcomes import TargetOutcome
@@ -26,7 +27,6 @@ from pgarena.model.results import CampaignCost, StepSummary
 from pgarena.planning import cost
 
 COST_CAP_REFUSED = ErrorKind.COST_CAP_REFUSED
-TOTAL_SK = "total"
 
 
 def month_of(epoch_s: float) -> str:
@@ -66,17 +66,13 @@ class Ledger:
         self.table = table
         self.clock = clock
 
-    @staticmethod
-    def _key(month: str, sk: str) -> dict:
-        return {"pk": {"S": f"ledger#{month}"}, "sk": {"S": sk}}
-
     def total(self, month: str) -> float:
-        item = self.dynamodb.get_item(TableName=self.table, Key=self._key(month, TOTAL_SK), ConsistentRead=True).get("Item")
+        item = self.dynamodb.get_item(TableName=self.table, Key=access.ledger_total_key(month), ConsistentRead=True).get("Item")
         return float(item["committed_usd"]["N"]) if item and "committed_usd" in item else 0.0
 
     def entry(self, month: str, campaign_id: str) -> LedgerEntry | None:
         item = self.dynamodb.get_item(
-            TableName=self.table, Key=self._key(month, f"campaign#{campaign_id}"), ConsistentRead=True
+            TableName=self.table, Key=access.ledger_campaign_key(month, campaign_id), ConsistentRead=True
         ).get("Item")
         return LedgerEntry.model_validate_json(item["entry"]["S"]) if item else None
 
@@ -84,7 +80,10 @@ class Ledger:
         pages = self.dynamodb.get_paginator("query").paginate(
             TableName=self.table,
             KeyConditionExpression="pk = :pk AND begins_with(sk, :campaign)",
-            ExpressionAttributeValues={":pk": {"S": f"ledger#{month}"}, ":campaign": {"S": "campaign#"}},
+            ExpressionAttributeValues={
+                ":pk": {"S": access.LEDGER.pk(month)},
+                ":campaign": {"S": access.LEDGER_CAMPAIGN_SK_PREFIX},
+            },
             ConsistentRead=True,
         )
         return [LedgerEntry.model_validate_json(item["entry"]["S"]) for page in pages for item in page["Items"]]
@@ -93,7 +92,7 @@ class Ledger:
         return {
             "TableName": self.table,
             "Item": {
-                **self._key(entry.month, f"campaign#{entry.campaign_id}"),
+                **access.ledger_campaign_key(entry.month, entry.campaign_id),
                 "status": {"S": entry.status},
                 "estimated_usd": _n(entry.estimated_usd),
                 "entry": {"S": entry.model_dump_json()},
@@ -104,7 +103,7 @@ class Ledger:
     def _add_to_total(self, month: str, usd: float, campaigns: int, headroom_usd: float | None) -> dict:
         update: dict = {
             "TableName": self.table,
-            "Key": self._key(month, TOTAL_SK),
+            "Key": access.ledger_total_key(month),
             "UpdateExpression": "ADD committed_usd :usd, campaigns :n",
             "ExpressionAttributeValues": {":usd": _n(usd), ":n": {"N": str(campaigns)}},
         }
@@ -193,7 +192,7 @@ class Ledger:
                         {
                             "Update": {
                                 "TableName": self.table,
-                                "Key": self._key(month, f"campaign#{campaign_id}"),
+                                "Key": access.ledger_campaign_key(month, campaign_id),
                                 "UpdateExpression": "SET #status = :settled, actual_usd = :actual, entry = :entry",
                                 "ConditionExpression": "#status = :booked",
                                 "ExpressionAttributeNames": {"#status": "status"},

@@ -8,9 +8,11 @@ from pathlib import Path
 import boto3
 from botocore.exceptions import ClientError
 
+from pgarena.aws import access
+from pgarena.model import layout
 from pgarena.model.results import StepSummary
 
-RAW_TAG = "pgarena-kind=raw"
+RAW_TAG = f"{layout.RAW_OUTPUT_TAG_KEY}={layout.RAW_OUTPUT_TAG_VALUE}"
 
 
 class ConflictingSummary(RuntimeError):
@@ -22,8 +24,14 @@ def create_results_table(dynamodb, table: str) -> None:
     The CDK stack declares the same keys; the local runtime and tests create it with this."""
     dynamodb.create_table(
         TableName=table,
-        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
-        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}, {"AttributeName": "sk", "AttributeType": "S"}],
+        KeySchema=[
+            {"AttributeName": access.PARTITION_KEY, "KeyType": "HASH"},
+            {"AttributeName": access.SORT_KEY, "KeyType": "RANGE"},
+        ],
+        AttributeDefinitions=[
+            {"AttributeName": access.PARTITION_KEY, "AttributeType": "S"},
+            {"AttributeName": access.SORT_KEY, "AttributeType": "S"},
+        ],
         BillingMode="PAY_PER_REQUEST",
     )
 
@@ -59,8 +67,7 @@ class ResultStore:
             self.dynamodb.put_item(
                 TableName=self.table,
                 Item={
-                    "pk": {"S": f"campaign#{summary.campaign_id}"},
-                    "sk": {"S": f"step#{summary.step_id}"},
+                    **access.summary_key(summary.campaign_id, summary.step_id),
                     "status": {"S": summary.status},
                     "summary": {"S": document},
                 },
@@ -78,7 +85,10 @@ class ResultStore:
         pages = paginator.paginate(
             TableName=self.table,
             KeyConditionExpression="pk = :pk AND begins_with(sk, :step)",
-            ExpressionAttributeValues={":pk": {"S": f"campaign#{campaign_id}"}, ":step": {"S": "step#"}},
+            ExpressionAttributeValues={
+                ":pk": {"S": access.SUMMARIES.pk(campaign_id)},
+                ":step": {"S": access.STEP_SK_PREFIX},
+            },
         )
         return [StepSummary.model_validate_json(item["summary"]["S"]) for page in pages for item in page["Items"]]
 

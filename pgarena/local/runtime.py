@@ -24,6 +24,7 @@ import boto3
 from pgarena.aws.store import ResultStore, create_results_table
 from pgarena.local.embedded import EmbeddedServer, EmbeddedStandby, with_replication
 from pgarena.local.endpoints import ACCOUNT, FUNCTIONS, REGION, EcsEndpoint, LambdaEndpoint, function_arn, load_handlers
+from pgarena.model import layout
 from pgarena.model.matrix import Campaign, Replica, Target
 from pgarena.model.results import CampaignResults, StepSummary
 
@@ -250,8 +251,8 @@ class LocalRuntime:
             if status["status"] != "RUNNING":
                 break
             time.sleep(POLL_S)
-        _download(self.s3, f"{execution.campaign_id}/", self.out_dir)
-        results_path = execution.results_dir / "results.json"
+        _download(self.s3, layout.campaign_prefix(execution.campaign_id), self.out_dir)
+        results_path = execution.results_dir / layout.RESULTS_FILE
         results = CampaignResults.model_validate_json(results_path.read_text()) if results_path.exists() else None
         error = None if status["status"] == "SUCCEEDED" else f"{status.get('error')}: {status.get('cause')}"
         transitions = sum(1 for event in history if event["type"].endswith("StateEntered"))
@@ -294,8 +295,8 @@ class LocalRuntime:
         )
         if "FunctionError" in answer:
             log.error("finalizing the cancelled campaign failed: %s", answer["Payload"].read().decode())
-        _download(self.s3, f"{execution.campaign_id}/", self.out_dir)
-        results_path = execution.results_dir / "results.json"
+        _download(self.s3, layout.campaign_prefix(execution.campaign_id), self.out_dir)
+        results_path = execution.results_dir / layout.RESULTS_FILE
         results = CampaignResults.model_validate_json(results_path.read_text()) if results_path.exists() else None
         # ABORTED, as StopExecution leaves it in AWS. moto's interpreter reports RUNNING until the task it
         # waited on answers, then may record a stopped worker's late SendTaskFailure as FAILED.

@@ -7,6 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from pgarena.model import layout
 from pgarena.model.matrix import (
     ConnectionPolicy,
     CostPolicy,
@@ -85,7 +86,7 @@ class Step(Boundary):
 
     @property
     def raw_prefix(self) -> str:
-        return f"{self.campaign_id}/raw/{self.step_id}"
+        return layout.step_raw_prefix(self.campaign_id, self.step_id)
 
     @property
     def connections(self) -> int:

@@ -10,12 +10,12 @@ import logging
 from collections.abc import Callable
 from pathlib import Path
 
+from pgarena.model.layout import RESULTS_FILE
 from pgarena.model.results import CampaignResults
 from pgarena.report.model import Report, build_report
 from pgarena.report.render import render_html, render_markdown
 from pgarena.report.tables import TABLES, to_csv
 
-RESULTS_FILE = "results.json"
 JSON = "application/json"
 CSV = "text/csv; charset=utf-8"
 CONTENT_TYPES = {

@@ -139,8 +139,3 @@ def preflight(target: PlannedTarget, campaign_id: str, leases: LeaseStore | None
 
 def release(target: PlannedTarget, campaign_id: str, leases: LeaseStore) -> None:
     leases.release(lease_key(target.endpoint), holder_id(campaign_id, target.name))
-
-
-def evidence_key(campaign_id: str, target: str) -> str:
-    """Where preflight's record of a target lives (the facts it read, or why it failed), beside the raw output."""
-    return f"{campaign_id}/raw/{target}/preflight/preflight.json"

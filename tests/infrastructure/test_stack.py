@@ -11,7 +11,9 @@ from aws_cdk import App, Stack
 from aws_cdk import aws_s3 as s3
 from aws_cdk.assertions import Annotations, Match
 
+from pgarena.aws import access
 from pgarena.aws.settings import LauncherEnv, ResultsEnv
+from pgarena.aws.store import RAW_TAG
 from pgarena_cdk import constants
 from pgarena_cdk.nag import add_security_checks
 from tests.infrastructure import template as cfn
@@ -113,8 +115,9 @@ def test_raw_output_expires_after_configured_days(default_synth):
     rules = _results_bucket(default_synth)["LifecycleConfiguration"]["Rules"]
     (rule,) = [r for r in rules if r.get("Id") == "ExpireRawOutput"]
 
-    # Then objects tagged as raw output (and their old versions) expire after that many days
-    assert rule["TagFilters"] == [{"Key": constants.RAW_OUTPUT_TAG_KEY, "Value": constants.RAW_OUTPUT_TAG_VALUE}]
+    # Then objects tagged as the store tags raw output (and their old versions) expire after that many days
+    ((key, value),) = [(f["Key"], f["Value"]) for f in rule["TagFilters"]]
+    assert f"{key}={value}" == RAW_TAG
     assert (rule["ExpirationInDays"], rule["NoncurrentVersionExpiration"]["NoncurrentDays"]) == (days, days)
 
 
@@ -258,23 +261,6 @@ def test_results_environment_satisfies_results_settings(default_synth, handler):
 
     # Then every name it reads is set
     assert names - set(variables) == set()
-
-
-@pytest.mark.parametrize("handler", ["functions/preflight/handler.handler", "functions/release_lease/handler.handler"])
-def test_lease_functions_may_touch_only_lease_items(default_synth, handler):
-    # Given the statements of a function that takes or gives back connection leases
-    statement = cfn.statement_with(cfn.statements_of_function(default_synth, handler), "dynamodb:PutItem")
-    table_id = cfn.logical_id(default_synth, "AWS::DynamoDB::Table", "ResultsTable")
-
-    # When reading its DynamoDB grant
-    grant = (sorted(cfn.as_list(statement["Action"])), statement["Resource"], statement["Condition"])
-
-    # Then it reads and writes lease items of the results table, and no other items
-    assert grant == (
-        ["dynamodb:GetItem", "dynamodb:PutItem"],
-        {"Fn::GetAtt": [table_id, "Arn"]},
-        {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["lease#*"]}},
-    )
 
 
 def test_preflight_runs_outside_a_vpc_when_none_is_given(default_synth):
@@ -456,25 +442,23 @@ def test_worker_task_role_grants(default_synth):
 
     # When collecting actions per resource
     grants = {json.dumps(s["Resource"]): sorted(cfn.as_list(s["Action"])) for s in statements}
-    bucket_id = cfn.logical_id(default_synth, "AWS::S3::Bucket", "ResultsBucket")
-    table_id = cfn.logical_id(default_synth, "AWS::DynamoDB::Table", "ResultsTable")
 
-    # Then it writes raw output, puts its summary, answers the token and reads pgarena/ secrets
-    raw = json.dumps({"Fn::Join": ["", [{"Fn::GetAtt": [bucket_id, "Arn"]}, "/*/raw/*"]]})
-    assert grants[raw] == ["s3:PutObject", "s3:PutObjectTagging"]
-    assert grants[json.dumps({"Fn::GetAtt": [table_id, "Arn"]})] == ["dynamodb:PutItem"]
+    # Then it answers the token and reads pgarena/ secrets (its table and bucket grants: test_access.py)
     assert grants[json.dumps("*")] == ["states:SendTaskFailure", "states:SendTaskHeartbeat", "states:SendTaskSuccess"]
     (secrets,) = [resource for resource in grants if "secret:pgarena/*" in resource]
     assert grants[secrets] == ["secretsmanager:GetSecretValue"]
 
 
-def test_worker_may_write_only_summary_items(default_synth):
-    # Given the worker's task role statements
+def test_worker_may_use_the_start_barrier(default_synth):
+    # Given the worker's task role statements (sharded steps and consolidation phases meet at a barrier)
     role_id = _task_definition(default_synth)["TaskRoleArn"]["Fn::GetAtt"][0]
-    statement = cfn.statement_with(cfn.statements_of_role(default_synth, role_id), "dynamodb:PutItem")
+    statement = cfn.statement_with(cfn.statements_of_role(default_synth, role_id), "dynamodb:UpdateItem")
 
-    # When reading the condition on its PutItem / Then only step summaries ("campaign#...") qualify
-    assert statement["Condition"] == {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["campaign#*"]}}
+    # When reading the grant / Then it checks in (UpdateItem) and polls (GetItem) barrier items only
+    assert (sorted(cfn.as_list(statement["Action"])), statement["Condition"]) == (
+        ["dynamodb:GetItem", "dynamodb:UpdateItem"],
+        {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": [access.BARRIERS.leading_keys]}},
+    )
 
 
 def test_cluster_has_container_insights(default_synth):

@@ -99,7 +99,17 @@ def test_months_are_separate(ledger):
 
 
 def test_racing_campaigns_never_book_past_the_cap(dynamodb):
-    # Given eight campaigns of $3 racing for a $10 month
+    # Given eight campaigns of $3 racing for a $10 month. DynamoDB applies a transaction atomically;
+    # moto's in-process backend does not lock, so its transactions are serialised here as DynamoDB's are.
+    # The race under test (read the total, decide, write) stays: only the conditional write is atomic.
+    atomic = threading.Lock()
+    transact = dynamodb.transact_write_items
+
+    def transact_atomically(**request):
+        with atomic:
+            return transact(**request)
+
+    dynamodb.transact_write_items = transact_atomically
     ledger = Ledger(dynamodb, "t", clock=lambda: NOW)
     results = {}
 

@@ -1,0 +1,63 @@
+"""Where a campaign's files live in the results bucket (and, once downloaded, in its folder). Pure.
+
+Every object key is built here. The access map (pgarena.aws.access) grants each component its
+objects by calling these same functions with "*" for the ids, so a key and the IAM pattern that
+allows it cannot drift apart. This lives in `model` because plans, analysis and the local runtime
+name these keys too, and they may not import `aws`.
+"""
+
+from __future__ import annotations
+
+RAW_DIR = "raw"
+RESULTS_FILE = "results.json"
+PREFLIGHT_EVIDENCE_FILE = "preflight/preflight.json"
+# Reports (pgarena.report.REPORT_FILES) sit at the campaign's root beside results.json; they are
+# granted by extension, so a new CSV table needs no IAM change (tests/unit/test_access.py checks).
+REPORT_SUFFIXES = (".html", ".md", ".csv")
+# Schedules whose matrix is kept in the bucket (not inline in the CDK context) read it from here.
+SCHEDULE_MATRIX_PREFIX = "matrices/"
+# The lifecycle rule expires raw output by this tag: S3 lifecycle filters match key prefixes, and
+# raw output sits under a per-campaign prefix.
+RAW_OUTPUT_TAG_KEY = "pgarena-kind"
+RAW_OUTPUT_TAG_VALUE = "raw"
+
+
+def campaign_prefix(campaign_id: str) -> str:
+    """Everything a campaign wrote; its local folder mirrors the keys below this prefix."""
+    return f"{campaign_id}/"
+
+
+def raw_prefix(campaign_id: str) -> str:
+    """All raw output of a campaign: every step's and every preflight's."""
+    return f"{campaign_prefix(campaign_id)}{RAW_DIR}/"
+
+
+def step_raw_prefix(campaign_id: str, step_id: str) -> str:
+    """One step's raw output (no trailing slash: files are `<this>/<name>`)."""
+    return f"{raw_prefix(campaign_id)}{step_id}"
+
+
+def raw_key(campaign_id: str, step_id: str, name: str) -> str:
+    return f"{step_raw_prefix(campaign_id, step_id)}/{name}"
+
+
+def evidence_key(campaign_id: str, target: str) -> str:
+    """Preflight's record of a target (the facts it read, or why it failed), beside the raw output."""
+    return raw_key(campaign_id, target, PREFLIGHT_EVIDENCE_FILE)
+
+
+def results_key(campaign_id: str) -> str:
+    return f"{campaign_prefix(campaign_id)}{RESULTS_FILE}"
+
+
+def report_key(campaign_id: str, name: str) -> str:
+    return f"{campaign_prefix(campaign_id)}{name}"
+
+
+def matrix_key(name: str) -> str:
+    return f"{SCHEDULE_MATRIX_PREFIX}{name}"
+
+
+def relative(campaign_id: str, key: str) -> str:
+    """A key as a path relative to the campaign's folder."""
+    return key.removeprefix(campaign_prefix(campaign_id))
