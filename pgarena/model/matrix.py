@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -186,12 +187,30 @@ class PgbenchInit(Strict):
         return self
 
 
+# pgbench's \shell and \setshell run a program on the worker; pgbench reads a backslash anywhere outside
+# quotes as a meta-command, in any case, so the whole text is searched (a false alarm costs a rewording).
+SHELL_META_COMMAND = re.compile(r"\\\s*(set)?shell", re.IGNORECASE)
+SHELL_FIX = (
+    "pgbench's \\shell and \\setshell start a program on the worker, next to its credentials: pgarena refuses "
+    "them in custom scripts; compute values with \\set or in SQL instead"
+)
+
+
 class PgbenchScript(Strict):
     """A script in a weighted mix: a builtin one, or custom SQL shipped in the matrix."""
 
     builtin: Literal["tpcb-like", "simple-update", "select-only"] | None = None
-    sql: str | None = Field(None, min_length=1, description="pgbench script text (meta-commands allowed)")
+    sql: str | None = Field(
+        None, min_length=1, description="pgbench script text (meta-commands allowed, except \\shell and \\setshell)"
+    )
     weight: int = Field(1, ge=1)
+
+    @field_validator("sql")
+    @classmethod
+    def _no_shell(cls, value: str | None) -> str | None:
+        if value is not None and SHELL_META_COMMAND.search(value):
+            raise ValueError(SHELL_FIX)
+        return value
 
     @model_validator(mode="after")
     def _one_kind(self) -> PgbenchScript:

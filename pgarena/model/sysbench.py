@@ -59,6 +59,34 @@ _OWNED_OPTIONS = frozenset(
 
 _OWNED_PREFIXES = ("--pgsql-", "--mysql-")
 
+# What extra_args may add: sysbench 1.0.20's general options and its OLTP scripts' options that no field
+# owns (`sysbench --help`, `sysbench oltp_read_write help`). A list of what is allowed, not of what is
+# not: an option that loads a file or a Lua module must never reach sysbench from a matrix.
+_ALLOWED_OPTIONS = frozenset(
+    {
+        "--rate",
+        "--tx-rate",
+        "--thread-stack-size",
+        "--report-checkpoints",
+        "--debug",
+        "--validate",
+        "--verbosity",
+        "--rand-seed",
+        "--rand-spec-iter",
+        "--rand-spec-pct",
+        "--rand-spec-res",
+        "--rand-pareto-h",
+        "--db-ps-mode",
+        "--db-debug",
+        "--auto_inc",
+        "--create_secondary",
+        "--secondary",
+        "--range_selects",
+        "--range_size",
+        "--pgsql_variant",
+    }
+)
+
 
 # select_random_points/ranges assert this in their prepare and cleanup.
 _SINGLE_TABLE_SCRIPTS = frozenset({"select_random_points", "select_random_ranges"})
@@ -75,6 +103,8 @@ def _check_extra_args(args: tuple[str, ...]) -> tuple[str, ...]:
             raise ValueError(f"'{arg}' is not a --option: extra_args only adds sysbench options")
         if name in _OWNED_OPTIONS or name.startswith(_OWNED_PREFIXES):
             raise ValueError(f"'{name}' is set by pgarena (a field of this workload or the target's endpoint)")
+        if name not in _ALLOWED_OPTIONS:
+            raise ValueError(f"'{name}' is not an option extra_args may add; allowed: {', '.join(sorted(_ALLOWED_OPTIONS))}")
     return args
 
 
