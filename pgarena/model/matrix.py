@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from pgarena.model.sysbench import MAX_DURATION_S, SysbenchPrepare, SysbenchRun
 
@@ -85,9 +85,51 @@ class Endpoint(Strict):
         return self
 
 
+# Settings that make the server run a program, load code or read another configuration: an embedded
+# server runs on this machine, so the matrix may set them only when the target says so explicitly.
+UNSAFE_SETTINGS = frozenset(
+    {
+        "include",
+        "include_dir",
+        "include_if_exists",
+        "shared_preload_libraries",
+        "session_preload_libraries",
+        "local_preload_libraries",
+        "dynamic_library_path",
+        "archive_library",
+        "jit_provider",
+    }
+)
+# Settings pgarena sets itself to keep the server on 127.0.0.1 behind its password: never from a matrix.
+OWNED_SETTINGS = frozenset(
+    {
+        "listen_addresses",
+        "port",
+        "unix_socket_directories",
+        "unix_socket_group",
+        "unix_socket_permissions",
+        "hba_file",
+        "ident_file",
+        "data_directory",
+        "config_file",
+        "password_encryption",
+    }
+)
+
+
+def _unsafe(name: str) -> bool:
+    name = name.lower()  # setting names are case-insensitive
+    return name in UNSAFE_SETTINGS or name.endswith("_command")
+
+
 class EmbeddedServer(Strict):
     """A PostgreSQL server the local runtime starts on 127.0.0.1 for the campaign."""
 
+    allow_unsafe_settings: bool = Field(
+        False,
+        description="allow settings that run programs or load code (archive_command, *_preload_libraries, "
+        "include, ...): they run as the server's user on this machine",
+    )
     settings: dict[str, str | int | float | bool] = Field(
         default_factory=dict, description='postgresql.conf settings, e.g. {"shared_buffers": "64MB"}'
     )
@@ -100,7 +142,16 @@ class EmbeddedServer(Strict):
 
     @field_validator("settings", "replica_settings")
     @classmethod
-    def _setting_names(cls, value: dict[str, Any]) -> dict[str, Any]:
+    def _setting_names(cls, value: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
+        owned = sorted(name for name in value if name.lower() in OWNED_SETTINGS)
+        if owned:
+            raise ValueError(f"{', '.join(owned)}: set by pgarena (the server listens on 127.0.0.1 behind a password)")
+        unsafe = sorted(name for name in value if _unsafe(name))
+        if unsafe and not info.data.get("allow_unsafe_settings"):
+            raise ValueError(
+                f"{', '.join(unsafe)}: runs a program or loads code as the server's user on this machine; "
+                'add "allow_unsafe_settings": true to this embedded target if that is intended'
+            )
         if len(value) > MAX_SETTINGS:
             raise ValueError(f"at most {MAX_SETTINGS} settings")
         for name, setting in value.items():
