@@ -22,14 +22,19 @@ console = Console()
 errors = Console(stderr=True, soft_wrap=True)
 
 
+def _fail(text: str) -> None:
+    """An error line in red, printed as given: paths and messages may hold [brackets] rich would eat."""
+    errors.print(text, style="red", markup=False, highlight=False)
+
+
 def _load_or_exit(path: Path):
     try:
         return load_campaign(path)
     except FileNotFoundError:
-        errors.print(f"[red]{path}: no such file[/red]")
+        _fail(f"{path}: no such file")
         raise typer.Exit(2) from None
     except MatrixError as error:
-        errors.print(f"[red]{path}: {len(error.problems)} problem(s)[/red]")
+        _fail(f"{path}: {len(error.problems)} problem(s)")
         for problem in error.problems:
             errors.print(f"  {problem.path}: {problem.message}", markup=False, highlight=False)
         raise typer.Exit(1) from None
@@ -156,7 +161,7 @@ def run(
     with console.status(f"running {campaign.campaign} locally (Ctrl-C cancels, keeping what finished)"):
         result = run_local(campaign, out, on_event=show_event)
     if result.results is None:
-        errors.print(f"[red]campaign {result.campaign_id} ended {result.status} without results: {result.error}[/red]")
+        _fail(f"campaign {result.campaign_id} ended {result.status} without results: {result.error}")
         raise typer.Exit(1)
     _print_outcome(result.results, result.results_dir, result.wall_s)
 
@@ -203,9 +208,9 @@ def resume(
 ) -> None:
     """Re-run only what failed in a campaign, and write a results.json combining it with what succeeded."""
     if not (campaign / "results.json").exists():
-        errors.print(
-            f"[red]{campaign}: no results.json there. An AWS execution: copy its folder first "
-            "(aws s3 cp --recursive s3://<bucket>/<campaign_id>/ results/<campaign_id>/) and pass --matrix[/red]"
+        _fail(
+            f"{campaign}: no results.json there. An AWS execution: copy its folder first "
+            "(aws s3 cp --recursive s3://<bucket>/<campaign_id>/ results/<campaign_id>/) and pass --matrix"
         )
         raise typer.Exit(2)
     override = _load_or_exit(matrix) if matrix else None
@@ -218,7 +223,7 @@ def resume(
         console.print(str(nothing), highlight=False)
         return
     except FileNotFoundError as missing:
-        errors.print(f"[red]{missing}[/red]", markup=False)
+        _fail(f"{missing}")
         raise typer.Exit(2) from None
     console.print(f"re-ran {', '.join(resumed.reruns) or 'nothing'}; kept the successes of {campaign.name}", highlight=False)
     _print_outcome(resumed.results, resumed.results_dir, resumed.wall_s)
@@ -228,11 +233,14 @@ def _results_or_exit(path: Path) -> CampaignResults:
     try:
         return load_results(path)
     except FileNotFoundError:
-        errors.print(f"[red]{path}: no results.json there[/red]")
+        _fail(f"{path}: no results.json there")
         raise typer.Exit(2) from None
     except ValueError as error:
-        errors.print(f"[red]{path}: not a pgarena results.json: {error}[/red]", markup=False)
+        _fail(f"{path}: not a pgarena results.json: {error}")
         raise typer.Exit(1) from None
+    except OSError as error:
+        _fail(f"{path}: cannot read it: {error.strerror}")
+        raise typer.Exit(2) from None
 
 
 @app.command()
@@ -294,8 +302,11 @@ def parse(tool: Tool, file: Annotated[Path, typer.Argument(help="raw tool output
 
     try:
         text = sys.stdin.read() if str(file) == "-" else file.read_text(errors="replace")
-    except OSError as error:
-        errors.print(f"[red]{file}: {error.strerror or error}[/red]", highlight=False)
+    except FileNotFoundError:
+        _fail(f"{file}: no such file")
+        raise typer.Exit(2) from None
+    except OSError as error:  # a directory, no permission
+        _fail(f"{file}: cannot read it: {error.strerror or error}")
         raise typer.Exit(2) from None
     parsed = parse_pgbench(text) if tool is Tool.pgbench else parse_sysbench(text)
     print(parsed.model_dump_json(indent=2))

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import pwd
+import re
+import secrets
 import shutil
 import socket
 import subprocess
@@ -17,10 +19,39 @@ from pgarena.model.matrix import Endpoint
 # PostgreSQL refuses to run as root; as root we run servers as this system user.
 SERVER_USER = "pgarena"
 START_TIMEOUT_S = 60
+# Each server's generated password is in this variable (suffixed by its port) while it runs: workers,
+# preflight and the monitor read it as any password_env, and no other local user can connect.
+PASSWORD_ENV_PREFIX = "PGARENA_EMBEDDED_PW_"
+# What the server's programs inherit: nothing of this process's credentials (AWS_*, other passwords).
+SERVER_ENV = ("PATH", "LANG", "LC_ALL")
+
+
+def server_env(**extra: str) -> dict[str, str]:
+    env = {name: os.environ[name] for name in SERVER_ENV if name in os.environ}
+    return {**env, **extra}
 
 
 class EmbeddedStartError(RuntimeError):
-    pass
+    """The server would not start: the target fails (`embedded_start_failed`), not the campaign."""
+
+    kind = "embedded_start_failed"
+
+
+# The server's own words from its log: its severity-tagged lines, without the text of any file it read
+# (a syntax error quotes the offending token: `near token "..."`).
+SERVER_MESSAGE = re.compile(r"\b(PANIC|FATAL|ERROR|LOG|DETAIL|HINT):\s+(.*)$")
+QUOTED_TOKEN = re.compile(r',? near token ".*?"(?=$|,)')
+MESSAGE_LINES = 6
+
+
+def server_message(log: str) -> str:
+    """The server's last few messages from its log, one line each, no file contents."""
+    lines = []
+    for line in log.splitlines():
+        match = SERVER_MESSAGE.search(line)
+        if match and not match.group(2).startswith(("database system is shut down", "shutting down")):
+            lines.append(f"{match.group(1)}: {QUOTED_TOKEN.sub('', match.group(2))}")
+    return " | ".join(lines[-MESSAGE_LINES:])
 
 
 def free_port() -> int:
@@ -43,48 +74,84 @@ def _server_user() -> str | None:
 def _conf_value(value: str | int | float | bool) -> str:
     if isinstance(value, bool):
         return "on" if value else "off"
-    return "'" + str(value).replace("'", "''") + "'"
+    # Inside quotes postgresql.conf reads backslash escapes: a value ending in \ would escape its closing quote.
+    return "'" + str(value).replace("\\", "\\\\").replace("'", "''") + "'"
 
 
 class EmbeddedServer:
     """One PostgreSQL server with its own data directory, started with the target's settings."""
 
-    def __init__(self, name: str, settings: dict, root: Path | None = None, port: int | None = None, bin_dir: Path | None = None):
+    def __init__(
+        self,
+        name: str,
+        settings: dict,
+        root: Path | None = None,
+        port: int | None = None,
+        password_auth: bool = False,
+        bin_dir: Path | None = None,
+    ):
+        """`password_auth`: scram-sha-256 with a generated password, as the local runtime starts every embedded
+        target; without it the server trusts local connections (test fixtures standing in for a server
+        reached by host and port). `bin_dir`: the wheel's server by default; another installation's (e.g.
+        Debian's, built with TLS) when given."""
         self.name = name
-        # The wheel's server by default; another installation's (e.g. Debian's, built with TLS) when given.
+        self.password_auth = password_auth
         self.bin_dir = bin_dir or POSTGRES_BIN_PATH
         self.settings = settings
         self.port = port or free_port()
         self.user = _server_user()
+        self.password = secrets.token_urlsafe(24)
+        self.password_env = f"{PASSWORD_ENV_PREFIX}{self.port}"
         self.dir = Path(tempfile.mkdtemp(prefix=f"pgarena-{name}-", dir=root))
         self.pgdata = self.dir / "data"
         self.log = self.dir / "server.log"
 
-    def _run(self, binary: str, *args: str) -> None:
+    def _run(self, binary: str, *args: str, env: dict[str, str] | None = None) -> None:
+        # As root: the server user's own group and no supplementary groups (root's would be inherited).
+        identity = dict(user=self.user, group=pwd.getpwnam(self.user).pw_gid, extra_groups=[]) if self.user else {}
         subprocess.run(
             [str(self.bin_dir / binary), *args],
             check=True,
             capture_output=True,
             text=True,
-            user=self.user,
             timeout=START_TIMEOUT_S,
+            env=env or server_env(),
+            **identity,
         )
 
     def _own_dir(self) -> None:
+        if self.user:  # the server user must reach its data directory
+            self._own(self.dir, 0o755)
+        if self.password_auth:
+            os.environ[self.password_env] = self.password
+
+    def _own(self, path: Path, mode: int) -> None:
         if self.user:
             entry = pwd.getpwnam(self.user)
-            os.chown(self.dir, entry.pw_uid, entry.pw_gid)
-            self.dir.chmod(0o755)
+            os.chown(path, entry.pw_uid, entry.pw_gid)
+        path.chmod(mode)
 
     def start(self) -> Endpoint:
         self._own_dir()
         try:
-            self._run("initdb", "-D", str(self.pgdata), "-U", "postgres", "--auth=trust", "--encoding=UTF8", "--no-sync")
+            pwfile = self.dir / "pwfile"
+            pwfile.write_text(self.password + "\n")
+            self._own(pwfile, 0o600)
+            auth = "--auth=scram-sha-256" if self.password_auth else "--auth=trust"
+            try:
+                self._run(
+                    "initdb", "-D", str(self.pgdata), "-U", "postgres", auth, f"--pwfile={pwfile}",
+                    "--encoding=UTF8", "--no-sync",
+                )  # fmt: skip
+            finally:
+                pwfile.unlink()
             self._configure_and_start(
                 "target", {"listen_addresses": "127.0.0.1", "port": self.port, "unix_socket_directories": str(self.dir)}
             )
         except subprocess.CalledProcessError as error:
             raise self._start_error(f"embedded server for target {self.name}", error) from None
+        except subprocess.TimeoutExpired:
+            raise EmbeddedStartError(f"embedded server for target {self.name} did not start within {START_TIMEOUT_S} s") from None
         return self.endpoint
 
     def _configure_and_start(self, role: str, conf: dict) -> None:
@@ -96,12 +163,21 @@ class EmbeddedServer:
         self._run("pg_ctl", "-D", str(self.pgdata), "-l", str(self.log), "-w", "-t", str(START_TIMEOUT_S), "start")
 
     def _start_error(self, what: str, error: subprocess.CalledProcessError) -> EmbeddedStartError:
-        log = self.log.read_text()[-2000:] if self.log.exists() else ""
-        return EmbeddedStartError(f"{what} did not start: {error.stderr.strip()} {log.strip()}")
+        said = server_message(self.log.read_text(errors="replace")) if self.log.exists() else ""
+        if not said:  # initdb or pg_basebackup failed before any server log: their own last line
+            said = next(iter(reversed((error.stderr or "").strip().splitlines())), f"exit code {error.returncode}")
+        return EmbeddedStartError(f"{what} did not start: {said}")
 
     @property
     def endpoint(self) -> Endpoint:
-        return Endpoint(host="127.0.0.1", port=self.port, dbname="postgres", user="postgres", sslmode="disable")
+        return Endpoint(
+            host="127.0.0.1",
+            port=self.port,
+            dbname="postgres",
+            user="postgres",
+            sslmode="disable",
+            password_env=self.password_env if self.password_auth else None,
+        )
 
     def restart(self, mode: str = "immediate") -> None:
         """Stop and start the server again; `immediate` stops it as a crash would (recovery on start)."""
@@ -114,6 +190,7 @@ class EmbeddedServer:
             except subprocess.CalledProcessError:
                 pass  # already down: nothing to stop
         shutil.rmtree(self.dir, ignore_errors=True)
+        os.environ.pop(self.password_env, None)
 
 
 # What a primary needs to stream its WAL to standbys (the target's own settings win).
@@ -129,8 +206,9 @@ class EmbeddedStandby(EmbeddedServer):
     replication slot so the primary keeps the WAL the standby still needs), started on a port of its own."""
 
     def __init__(self, name: str, primary: EmbeddedServer, settings: dict, root: Path | None = None):
-        super().__init__(name, settings, root=root)
+        super().__init__(name, settings, root=root, password_auth=primary.password_auth)
         self.primary = primary
+        self.password = primary.password  # a copy of the primary's cluster: the same roles and password
         self.slot = "pgarena_" + "".join(c if c.isalnum() else "_" for c in name.lower())
 
     def start(self) -> Endpoint:
@@ -154,6 +232,7 @@ class EmbeddedStandby(EmbeddedServer):
                 self.slot,
                 "--checkpoint=fast",
                 "--no-sync",
+                env=server_env(PGPASSWORD=self.password),
             )
             # The backup carries the primary's postgresql.conf: the lines appended here win over its port.
             self._configure_and_start(
@@ -162,4 +241,6 @@ class EmbeddedStandby(EmbeddedServer):
             )
         except subprocess.CalledProcessError as error:
             raise self._start_error(f"standby {self.name} of {self.primary.name}", error) from None
+        except subprocess.TimeoutExpired:
+            raise EmbeddedStartError(f"standby {self.name} did not start within {START_TIMEOUT_S} s") from None
         return self.endpoint

@@ -15,18 +15,21 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
 import boto3
 
+from pgarena.aws.finalize import store_writer
 from pgarena.aws.store import ResultStore, create_results_table
-from pgarena.local.embedded import EmbeddedServer, EmbeddedStandby, with_replication
+from pgarena.local.embedded import EmbeddedServer, EmbeddedStandby, EmbeddedStartError, with_replication
 from pgarena.local.endpoints import ACCOUNT, FUNCTIONS, REGION, EcsEndpoint, LambdaEndpoint, function_arn, load_handlers
 from pgarena.model import layout
+from pgarena.model.errors import ErrorInfo
 from pgarena.model.matrix import Campaign, Replica, Target
-from pgarena.model.results import CampaignResults, StepSummary
+from pgarena.model.results import CampaignResults, StepSummary, TargetResult
+from pgarena.report import publish_results
 
 log = logging.getLogger(__name__)
 ASL_PATH = Path(__file__).resolve().parents[2] / "statemachines" / "campaign.asl.json"
@@ -91,24 +94,60 @@ def patched_environ(values: dict[str, str]) -> Iterator[None]:
                 os.environ[key] = value
 
 
-def _with_embedded_endpoints(campaign: Campaign, stack: ExitStack, servers_root: Path | None) -> Campaign:
-    """Start each embedded target's server and point the target at it."""
+def _with_embedded_endpoints(
+    campaign: Campaign, stack: ExitStack, servers_root: Path | None
+) -> tuple[Campaign | None, dict[str, ErrorInfo]]:
+    """Start each embedded target's server and point the target at it. A server that will not start is
+    its target's failure: the target is left out of the execution and its error returned, by name (None
+    for the campaign when no target is left)."""
     targets: list[Target] = []
+    unstarted: dict[str, ErrorInfo] = {}
     for target in campaign.targets:
         if target.embedded is None:
             targets.append(target)
             continue
         embedded = target.embedded
-        server = EmbeddedServer(target.name, with_replication(embedded.settings, embedded.replicas), root=servers_root)
+        server = EmbeddedServer(
+            target.name, with_replication(embedded.settings, embedded.replicas), root=servers_root, password_auth=True
+        )
         stack.callback(server.stop)
-        endpoint = server.start()
-        replicas = list(target.replicas)
-        for i in range(1, embedded.replicas + 1):
-            standby = EmbeddedStandby(f"{target.name}-standby{i}", server, embedded.replica_settings, root=servers_root)
-            stack.callback(standby.stop)  # before the primary's: the callbacks run last in, first out
-            replicas.append(Replica(name=f"standby{i}", kind="physical", endpoint=standby.start()))
+        try:
+            endpoint = server.start()
+            replicas = list(target.replicas)
+            for i in range(1, embedded.replicas + 1):
+                standby = EmbeddedStandby(f"{target.name}-standby{i}", server, embedded.replica_settings, root=servers_root)
+                stack.callback(standby.stop)  # before the primary's: the callbacks run last in, first out
+                replicas.append(Replica(name=f"standby{i}", kind="physical", endpoint=standby.start()))
+        except EmbeddedStartError as failure:
+            unstarted[target.name] = ErrorInfo(kind=failure.kind, message=str(failure))
+            continue
         targets.append(target.model_copy(update={"embedded": None, "endpoint": endpoint, "replicas": replicas}))
-    return campaign.model_copy(update={"targets": targets})
+    if not targets:
+        return None, unstarted
+    update: dict = {"targets": targets}
+    sweep = campaign.scenario.consolidation if campaign.scenario else None
+    if sweep and unstarted:  # the sweep ends with every target that started running at once
+        steps = [n for n in sweep.steps if n < len(targets)] + [len(targets)]
+        update["scenario"] = campaign.scenario.model_copy(update={"consolidation": sweep.model_copy(update={"steps": steps})})
+    return campaign.model_copy(update=update), unstarted
+
+
+def with_unstarted_targets(
+    results: CampaignResults, campaign: Campaign | None, unstarted: dict[str, ErrorInfo]
+) -> CampaignResults:
+    """The campaign's results with its unstartable targets listed as failed, in the matrix's order."""
+    if campaign is None or not unstarted:
+        return results
+    measured = {t.name: t for t in results.targets}
+    targets = [
+        measured.get(t.name)
+        or TargetResult(
+            name=t.name, provider=t.provider, status="failed", error=unstarted.get(t.name), hourly_cost_usd=t.hourly_cost_usd
+        )
+        for t in campaign.targets
+        if t.name in measured or t.name in unstarted
+    ]
+    return results.model_copy(update={"targets": targets})
 
 
 def _create_resources(sfn, s3, dynamodb) -> str:
@@ -149,6 +188,8 @@ class Execution:
     results_dir: Path
     t0: float
     campaign: Campaign | None = None  # as started: embedded targets already given their endpoints
+    matrix: Campaign | None = None  # as the user gave it
+    unstarted: dict[str, ErrorInfo] = field(default_factory=dict)  # embedded targets whose server did not start
 
 
 class LocalRuntime:
@@ -224,19 +265,48 @@ class LocalRuntime:
         """Start the campaign's embedded servers and its execution; return without waiting."""
         t0 = time.monotonic()
         campaign_id = new_campaign_id(campaign.campaign)
-        resolved = _with_embedded_endpoints(campaign, self.stack, self.servers_root)
+        started_at = datetime.now(UTC).isoformat(timespec="milliseconds")
+        resolved, unstarted = _with_embedded_endpoints(campaign, self.stack, self.servers_root)
+        results_dir = self.out_dir / campaign_id
+        results_dir.mkdir(parents=True, exist_ok=True)
+        (results_dir / MATRIX_FILE).write_text(campaign.model_dump_json(exclude_none=True, indent=2))
+        if resolved is None:  # no server started: nothing for the state machine to run
+            self._put_results(
+                campaign_id,
+                CampaignResults(
+                    campaign_id=campaign_id,
+                    campaign=campaign.campaign,
+                    started_at=started_at,
+                    finished_at=datetime.now(UTC).isoformat(timespec="milliseconds"),
+                    targets=[],
+                    ranking=[],
+                ),
+                campaign,
+                unstarted,
+            )
+            return Execution(campaign_id, "", results_dir, t0, None, campaign, unstarted)
         execution_input = {"campaign_id": campaign_id, "matrix": resolved.model_dump(mode="json", exclude_none=True)}
         arn = self.sfn.start_execution(
             stateMachineArn=self.machine_arn, name=campaign_id[:80], input=json.dumps(execution_input)
         )["executionArn"]
-        results_dir = self.out_dir / campaign_id
-        results_dir.mkdir(parents=True, exist_ok=True)
-        (results_dir / MATRIX_FILE).write_text(campaign.model_dump_json(exclude_none=True, indent=2))
-        return Execution(campaign_id, arn, results_dir, t0, resolved)
+        return Execution(campaign_id, arn, results_dir, t0, resolved, campaign, unstarted)
+
+    def _put_results(
+        self, campaign_id: str, results: CampaignResults, matrix: Campaign | None, unstarted: dict[str, ErrorInfo]
+    ) -> None:
+        """results.json and the reports, with the targets whose server did not start listed as failed."""
+        publish_results(with_unstarted_targets(results, matrix, unstarted), store_writer(self.store, campaign_id))
 
     def wait(self, execution: Execution, on_event: Callable[[Event], None] = lambda event: None) -> LocalRun:
         """Follow the execution to its end, reporting progress; then copy its results to the results folder."""
+        for name, error in execution.unstarted.items():
+            on_event(Event(time.monotonic() - execution.t0, "state", f"Target Failed {name}: {error.message}"))
+        if not execution.arn:  # no target started: its results.json is already written
+            _download(self.s3, layout.campaign_prefix(execution.campaign_id), self.out_dir)
+            results = CampaignResults.model_validate_json((execution.results_dir / layout.RESULTS_FILE).read_text())
+            return LocalRun(execution.campaign_id, "SUCCEEDED", execution.results_dir, results, time.monotonic() - execution.t0)
         seen_events, seen_steps = 0, set()
+        history: list[dict] = []
         while True:
             status = self.sfn.describe_execution(executionArn=execution.arn)
             pages = self.sfn.get_paginator("get_execution_history").paginate(executionArn=execution.arn)
@@ -251,6 +321,8 @@ class LocalRuntime:
             if status["status"] != "RUNNING":
                 break
             time.sleep(POLL_S)
+        if execution.unstarted:
+            self._add_unstarted(execution)
         _download(self.s3, layout.campaign_prefix(execution.campaign_id), self.out_dir)
         results_path = execution.results_dir / layout.RESULTS_FILE
         results = CampaignResults.model_validate_json(results_path.read_text()) if results_path.exists() else None
@@ -266,6 +338,13 @@ class LocalRuntime:
             transitions,
         )
 
+    def _add_unstarted(self, execution: Execution) -> None:
+        try:
+            data = self.store.get_json(layout.campaign_prefix(execution.campaign_id) + layout.RESULTS_FILE)
+        except Exception:  # the execution wrote none (it failed): nothing to add to
+            return
+        self._put_results(execution.campaign_id, CampaignResults.model_validate(data), execution.matrix, execution.unstarted)
+
     def run(self, campaign: Campaign, on_event: Callable[[Event], None] = lambda event: None) -> LocalRun:
         """Start the campaign and follow it to its end; Ctrl-C (KeyboardInterrupt) cancels it instead."""
         execution = self.start(campaign)
@@ -278,6 +357,8 @@ class LocalRuntime:
         """Stop the campaign as Ctrl-C does: StopExecution, StopTask its workers (each records the step it
         was running as `cancelled`, its output kept), give its connection leases back, and write a
         results.json marked cancelled that lists every target and step with what finished."""
+        if not execution.arn:  # nothing was started: its results are already written
+            return self.wait(execution)
         self.sfn.stop_execution(executionArn=execution.arn, error="Cancelled", cause="stopped by the user")
         started = self.sfn.describe_execution(executionArn=execution.arn)["startDate"]
         # A worker may have been launched while the execution stopped: look twice.
@@ -295,6 +376,8 @@ class LocalRuntime:
         )
         if "FunctionError" in answer:
             log.error("finalizing the cancelled campaign failed: %s", answer["Payload"].read().decode())
+        if execution.unstarted:
+            self._add_unstarted(execution)
         _download(self.s3, layout.campaign_prefix(execution.campaign_id), self.out_dir)
         results_path = execution.results_dir / layout.RESULTS_FILE
         results = CampaignResults.model_validate_json(results_path.read_text()) if results_path.exists() else None

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import math
+import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
-from pgarena.model.sysbench import SysbenchPrepare, SysbenchRun
+from pgarena.model.sysbench import MAX_DURATION_S, SysbenchPrepare, SysbenchRun
 
 # Names end up in S3 keys, DynamoDB keys and file names: keep them boring.
 NAME_PATTERN = r"^[a-z0-9][a-z0-9_-]{0,62}$"
@@ -17,6 +19,24 @@ NAME_PATTERN = r"^[a-z0-9][a-z0-9_-]{0,62}$"
 CAMPAIGN_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$"
 ENV_VAR_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*$"
 SECRET_ARN_PATTERN = r"^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:.+$"
+# Limits of the runtime a matrix must fit (each refusal names the limit).
+MAX_SCALE = 100_000  # pgbench scale 100,000 is ~1.5 TB; its load timeout is already 35 days
+MAX_CLIENTS = 10_000
+MAX_SETTINGS = 200
+MAX_SWEEP = 64
+MAX_SETTING_CHARS = 1_024
+MAX_NESTING = 32  # a valid matrix is 7 levels deep
+# Each worker gets its step in its ECS RunTask container overrides, which hold at most 8,192 characters;
+# the task token (up to 2,048), the other variables and the step's own fields take the reserve.
+RUNTASK_OVERRIDES_LIMIT_CHARS = 8_192
+RUNTASK_RESERVED_CHARS = 3_800
+# The execution's state (the matrix, its plan, the outcomes) must fit Step Functions' 256 KB; outcomes
+# (and failure messages) get the reserve.
+STATE_LIMIT_BYTES = 262_144
+STATE_RESERVED_BYTES = 64_000
+OUTCOME_BYTES_PER_STEP = 400
+STEP_OWN_CHARS = 1_400
+
 Name = Annotated[str, Field(pattern=NAME_PATTERN, description="lower-case letters, digits, - and _")]
 EnvVarName = Annotated[str, Field(pattern=ENV_VAR_PATTERN)]
 SecretArn = Annotated[str, Field(pattern=SECRET_ARN_PATTERN)]
@@ -29,16 +49,17 @@ INLINE_PASSWORD_FIX = (
 
 
 class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # strict: `true` is not a client count, "5" not a port; allow_inf_nan: Infinity is not a rate.
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
 
 
 class Endpoint(Strict):
     """A server pgarena connects to. Credentials by reference only."""
 
-    host: str = Field(min_length=1)
+    host: str = Field(min_length=1, max_length=255)
     port: int = Field(5432, ge=1, le=65535)
-    dbname: str = Field("postgres", min_length=1)
-    user: str = Field(min_length=1)
+    dbname: str = Field("postgres", min_length=1, max_length=63)
+    user: str = Field(min_length=1, max_length=63)
     password_env: EnvVarName | None = None
     password_secret_arn: SecretArn | None = None
     sslmode: Literal["disable", "allow", "prefer", "require", "verify-ca", "verify-full"] = "prefer"
@@ -71,9 +92,51 @@ class Endpoint(Strict):
         return self
 
 
+# Settings that make the server run a program, load code or read another configuration: an embedded
+# server runs on this machine, so the matrix may set them only when the target says so explicitly.
+UNSAFE_SETTINGS = frozenset(
+    {
+        "include",
+        "include_dir",
+        "include_if_exists",
+        "shared_preload_libraries",
+        "session_preload_libraries",
+        "local_preload_libraries",
+        "dynamic_library_path",
+        "archive_library",
+        "jit_provider",
+    }
+)
+# Settings pgarena sets itself to keep the server on 127.0.0.1 behind its password: never from a matrix.
+OWNED_SETTINGS = frozenset(
+    {
+        "listen_addresses",
+        "port",
+        "unix_socket_directories",
+        "unix_socket_group",
+        "unix_socket_permissions",
+        "hba_file",
+        "ident_file",
+        "data_directory",
+        "config_file",
+        "password_encryption",
+    }
+)
+
+
+def _unsafe(name: str) -> bool:
+    name = name.lower()  # setting names are case-insensitive
+    return name in UNSAFE_SETTINGS or name.endswith("_command")
+
+
 class EmbeddedServer(Strict):
     """A PostgreSQL server the local runtime starts on 127.0.0.1 for the campaign."""
 
+    allow_unsafe_settings: bool = Field(
+        False,
+        description="allow settings that run programs or load code (archive_command, *_preload_libraries, "
+        "include, ...): they run as the server's user on this machine",
+    )
     settings: dict[str, str | int | float | bool] = Field(
         default_factory=dict, description='postgresql.conf settings, e.g. {"shared_buffers": "64MB"}'
     )
@@ -86,8 +149,23 @@ class EmbeddedServer(Strict):
 
     @field_validator("settings", "replica_settings")
     @classmethod
-    def _setting_names(cls, value: dict[str, Any]) -> dict[str, Any]:
+    def _setting_names(cls, value: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
+        owned = sorted(name for name in value if name.lower() in OWNED_SETTINGS)
+        if owned:
+            raise ValueError(f"{', '.join(owned)}: set by pgarena (the server listens on 127.0.0.1 behind a password)")
+        unsafe = sorted(name for name in value if _unsafe(name))
+        if unsafe and not info.data.get("allow_unsafe_settings"):
+            raise ValueError(
+                f"{', '.join(unsafe)}: runs a program or loads code as the server's user on this machine; "
+                'add "allow_unsafe_settings": true to this embedded target if that is intended'
+            )
+        if len(value) > MAX_SETTINGS:
+            raise ValueError(f"at most {MAX_SETTINGS} settings")
         for name, setting in value.items():
+            if len(name) > 63:
+                raise ValueError(f"'{name[:40]}...' is longer than a PostgreSQL setting name can be (63)")
+            if isinstance(setting, str) and len(setting) > MAX_SETTING_CHARS:
+                raise ValueError(f"the value of '{name}' is longer than {MAX_SETTING_CHARS:,} characters")
             bare = name.replace("_", "").replace(".", "")
             if not (bare.isascii() and bare.isalnum()):
                 raise ValueError(f"'{name}' is not a PostgreSQL setting name")
@@ -100,9 +178,9 @@ class EmbeddedServer(Strict):
 class Placement(Strict):
     """Where workers and preflight run in AWS, next to the database."""
 
-    region: str | None = None
-    subnets: list[str] = Field(default_factory=list)
-    security_groups: list[str] = Field(default_factory=list)
+    region: str | None = Field(None, max_length=32)
+    subnets: list[Annotated[str, Field(max_length=64)]] = Field(default_factory=list, max_length=16)
+    security_groups: list[Annotated[str, Field(max_length=64)]] = Field(default_factory=list, max_length=5)
 
 
 class ConnectionPolicy(Strict):
@@ -111,7 +189,7 @@ class ConnectionPolicy(Strict):
     policy: Literal["clamp", "fail"] = Field(
         "fail", description="fail: refuse the workload; clamp: run with the largest client count that fits"
     )
-    safety_margin: int = Field(2, ge=0, description="slots left free for admins and the unexpected")
+    safety_margin: int = Field(2, ge=0, le=MAX_CLIENTS, description="slots left free for admins and the unexpected")
     lease_wait_s: int = Field(
         120, ge=0, le=600, description="how long to wait for slots held by another campaign on the same target"
     )
@@ -122,7 +200,9 @@ class Pooler(Strict):
     """A connection pooler in front of the target, with a client limit of its own."""
 
     kind: Literal["pgbouncer", "pgpool", "rds_proxy", "other"]
-    max_client_connections: int = Field(ge=1, description="e.g. pgbouncer max_client_conn, pgpool num_init_children")
+    max_client_connections: int = Field(
+        ge=1, le=1_000_000, description="e.g. pgbouncer max_client_conn, pgpool num_init_children"
+    )
 
 
 class Replica(Strict):
@@ -134,7 +214,7 @@ class Replica(Strict):
         "managed: a provider's read replica (replay LSN where it answers, else the replay timestamp)"
     )
     endpoint: Endpoint = Field(description="the standby, the subscriber or the read replica")
-    subscription: str | None = Field(None, min_length=1, description="logical only: the subscription's name")
+    subscription: str | None = Field(None, min_length=1, max_length=63, description="logical only: the subscription's name")
     catch_up_timeout_s: int = Field(900, ge=1, le=7200, description="stop waiting for the replica after this long")
 
     @model_validator(mode="after")
@@ -146,11 +226,11 @@ class Replica(Strict):
 
 class Target(Strict):
     name: Name
-    provider: str = Field(min_length=1, description="label shown in reports, e.g. rds, aurora, cloudsql")
+    provider: str = Field(min_length=1, max_length=100, description="label shown in reports, e.g. rds, aurora, cloudsql")
     endpoint: Endpoint | None = None
     embedded: EmbeddedServer | None = None
     placement: Placement | None = None
-    hourly_cost_usd: float | None = Field(None, ge=0)
+    hourly_cost_usd: float | None = Field(None, ge=0, le=1_000_000)
     pooler: Pooler | None = None
     connections: ConnectionPolicy | None = Field(None, description="overrides the campaign's connection policy")
     replicas: list[Replica] = Field(
@@ -175,9 +255,9 @@ class Target(Strict):
 class PgbenchInit(Strict):
     """pgbench --initialize: timed, its phases recorded; load time is a result of its own."""
 
-    scale: int = Field(1, ge=1)
+    scale: int = Field(1, ge=1, le=MAX_SCALE, description=f"pgbench -s, at most {MAX_SCALE:,}")
     fillfactor: int = Field(100, ge=10, le=100)
-    partitions: int | None = Field(None, ge=1, description="partition pgbench_accounts")
+    partitions: int | None = Field(None, ge=1, le=100_000, description="partition pgbench_accounts")
     partition_method: Literal["range", "hash"] | None = None
     foreign_keys: bool = False
     unlogged_tables: bool = False
@@ -193,12 +273,30 @@ class PgbenchInit(Strict):
         return self
 
 
+# pgbench's \shell and \setshell run a program on the worker; pgbench reads a backslash anywhere outside
+# quotes as a meta-command, in any case, so the whole text is searched (a false alarm costs a rewording).
+SHELL_META_COMMAND = re.compile(r"\\\s*(set)?shell", re.IGNORECASE)
+SHELL_FIX = (
+    "pgbench's \\shell and \\setshell start a program on the worker, next to its credentials: pgarena refuses "
+    "them in custom scripts; compute values with \\set or in SQL instead"
+)
+
+
 class PgbenchScript(Strict):
     """A script in a weighted mix: a builtin one, or custom SQL shipped in the matrix."""
 
     builtin: Literal["tpcb-like", "simple-update", "select-only"] | None = None
-    sql: str | None = Field(None, min_length=1, description="pgbench script text (meta-commands allowed)")
-    weight: int = Field(1, ge=1)
+    sql: str | None = Field(
+        None, min_length=1, description="pgbench script text (meta-commands allowed, except \\shell and \\setshell)"
+    )
+    weight: int = Field(1, ge=1, le=1_000_000)
+
+    @field_validator("sql")
+    @classmethod
+    def _no_shell(cls, value: str | None) -> str | None:
+        if value is not None and SHELL_META_COMMAND.search(value):
+            raise ValueError(SHELL_FIX)
+        return value
 
     @model_validator(mode="after")
     def _one_kind(self) -> PgbenchScript:
@@ -209,21 +307,23 @@ class PgbenchScript(Strict):
 
 class PgbenchRun(Strict):
     clients: int | list[int] = Field(1, description="one client count, or a list for a sweep")
-    jobs: int = Field(1, ge=1)
-    duration_s: int | None = Field(None, ge=1, description="run for this long (-T)")
-    transactions: int | None = Field(None, ge=1, description="or run this many transactions per client (-t)")
+    jobs: int = Field(1, ge=1, le=MAX_CLIENTS, description="pgbench threads; at most the clients")
+    duration_s: int | None = Field(
+        None, ge=1, le=MAX_DURATION_S, description=f"run for this long (-T), at most {MAX_DURATION_S:,} s (a week)"
+    )
+    transactions: int | None = Field(None, ge=1, le=1_000_000_000, description="or run this many transactions per client (-t)")
     protocol: Literal["simple", "extended", "prepared"] = "simple"
-    progress_s: int = Field(5, ge=1)
+    progress_s: int = Field(5, ge=1, le=3600)
     builtin: Literal["tpcb-like", "simple-update", "select-only"] = "tpcb-like"
     scripts: list[PgbenchScript] | None = Field(None, min_length=1, description="a weighted mix; replaces builtin")
-    rate_tps: float | None = Field(None, gt=0, description="throttle to this rate (--rate); schedule lag is reported")
-    latency_limit_ms: float | None = Field(None, gt=0, description="count transactions slower than this as late")
-    max_tries: int | None = Field(None, ge=1, description="retry serialization/deadlock failures (pgbench 15+)")
+    rate_tps: float | None = Field(None, gt=0, le=1e9, description="throttle to this rate (--rate); schedule lag is reported")
+    latency_limit_ms: float | None = Field(None, gt=0, le=3_600_000, description="count transactions slower than this as late")
+    max_tries: int | None = Field(None, ge=1, le=1_000_000, description="retry serialization/deadlock failures (pgbench 15+)")
     percentiles: bool = Field(True, description="log every transaction's latency for exact p50/p95/p99")
     no_vacuum: bool = Field(False, description="skip pgbench's vacuum of its tables before the run (-n)")
     workers: int = Field(1, ge=1, le=256, description="split the clients across this many workers started together")
     max_clients_per_worker: int | None = Field(
-        None, ge=1, description="or: as many workers as it takes to keep each at or under this many clients"
+        None, ge=1, le=MAX_CLIENTS, description="or: as many workers as it takes to keep each at or under this many clients"
     )
 
     @field_validator("clients")
@@ -232,8 +332,10 @@ class PgbenchRun(Strict):
         counts = value if isinstance(value, list) else [value]
         if not counts:
             raise ValueError("give at least one client count")
-        if any(c < 1 for c in counts):
-            raise ValueError("client counts must be >= 1")
+        if len(counts) > MAX_SWEEP:
+            raise ValueError(f"a sweep has at most {MAX_SWEEP} client counts")
+        if any(c < 1 or c > MAX_CLIENTS for c in counts):
+            raise ValueError(f"client counts must be between 1 and {MAX_CLIENTS:,}")
         if len(set(counts)) != len(counts):
             raise ValueError("client counts in a sweep must be distinct")
         return value
@@ -301,9 +403,9 @@ class RankingConfig(Strict):
 class CostPolicy(Strict):
     """Spending limits checked by the cost guard before any worker starts (pgarena.cost, pgarena.ledger)."""
 
-    cap_usd: float | None = Field(None, gt=0, description="refuse the campaign when its estimate exceeds this")
+    cap_usd: float | None = Field(None, gt=0, le=1e9, description="refuse the campaign when its estimate exceeds this")
     monthly_cap_usd: float | None = Field(
-        None, gt=0, description="refuse it when the month's ledger (all campaigns) plus its estimate exceeds this"
+        None, gt=0, le=1e9, description="refuse it when the month's ledger (all campaigns) plus its estimate exceeds this"
     )
     region: str | None = Field(
         None, pattern=r"^[a-z]{2}(-[a-z]+)+-\d$", description="price table region; default: the coordinator's region"
@@ -398,41 +500,204 @@ def _json_path(loc: tuple[int | str, ...]) -> str:
     return path
 
 
+# pydantic names the member of a union it tried (`clients.int`, `settings.x.float`): not a field.
+_UNION_TAG = re.compile(r"^(str|int|float|bool|none|(list|dict|tuple)\[.*\])$")
+# Why an upper bound is there, for the refusal's message.
+_LIMIT_REASONS = {
+    "duration_s": "a week at most; longer runs outgrow the worker's timers (split it into repetitions)",
+    "scale": "pgbench scale 100,000 is about 1.5 TB; its load would outlast every timeout",
+    "table_size": "tables x table_size is bounded like pgbench's scale",
+    "provider": "a label for reports; it travels in every step's state",
+    "transactions": "give duration_s for long runs",
+}
+NON_FINITE_FIX = "Infinity and NaN are not numbers a benchmark can use: give a finite number"
+
+
+def _message(err: dict[str, Any]) -> str:
+    message = err["msg"].removeprefix("Value error, ")
+    if isinstance(err.get("input"), bool) and err["type"] in ("int_type", "float_type", "list_type", "string_type"):
+        # JSON true/false are not 1/0 here: `clients: true` must not run one client.
+        return f"{json.dumps(err['input'])} is not a number: give a number"
+    if err["type"] == "finite_number":
+        return NON_FINITE_FIX
+    if err["type"] in ("less_than_equal", "too_long") and err["loc"] and err["loc"][-1] in _LIMIT_REASONS:
+        return f"{message}: {_LIMIT_REASONS[err['loc'][-1]]}"
+    if err["type"] == "string_pattern_mismatch":
+        return _PATTERN_HINTS.get(err["ctx"]["pattern"], message)
+    if err["type"] == "extra_forbidden":
+        return "unknown field: remove it or check its spelling (see `pgarena schema`)"
+    return message
+
+
 def problems_of(error: ValidationError) -> list[Problem]:
-    problems = []
+    by_path: dict[str, list[str]] = {}
     for err in error.errors():
-        # Drop pydantic's union tags from the location: function tags ("function-after[...]") and the
-        # workload discriminator ("pgbench", "sysbench") that follows a list index.
+        # Drop pydantic's union tags from the location: function tags ("function-after[...]"), the type a
+        # union member is named by, and the workload discriminator ("pgbench", "sysbench") after a list index.
         raw_loc = err["loc"]
         loc = tuple(
             p
             for i, p in enumerate(raw_loc)
-            if isinstance(p, int) or ("[" not in p and not (p in TOOLS and i > 0 and isinstance(raw_loc[i - 1], int)))
+            if isinstance(p, int)
+            or (
+                "[" not in p
+                and not (i > 0 and _UNION_TAG.match(p))
+                and not (p in TOOLS and i > 0 and isinstance(raw_loc[i - 1], int))
+            )
         )
-        message = err["msg"].removeprefix("Value error, ")
-        if err["type"] == "string_pattern_mismatch":
-            message = _PATTERN_HINTS.get(err["ctx"]["pattern"], message)
-        if err["type"] == "extra_forbidden":
-            message = "unknown field: remove it or check its spelling (see `pgarena schema`)"
-        problems.append(Problem(path=_json_path(loc), message=message))
+        messages = by_path.setdefault(_json_path(loc), [])
+        message = _message(err)
+        if message not in messages:
+            messages.append(message)
+    # A value no member of a union took gets one problem, listing what each member wanted.
+    return [Problem(path=path, message=" or ".join(messages)) for path, messages in by_path.items()]
+
+
+class _Object(dict):
+    """A decoded JSON object that remembers the keys it was given more than once."""
+
+    duplicates: tuple[str, ...] = ()
+
+
+def _object(pairs: list[tuple[str, Any]]) -> _Object:
+    obj = _Object(pairs)
+    if len(obj) < len(pairs):
+        keys = [key for key, _ in pairs]
+        obj.duplicates = tuple(sorted({key for key in keys if keys.count(key) > 1}))
+    return obj
+
+
+def _shape_problems(data: Any, path: str = "$", depth: int = 0) -> list[Problem]:
+    """What JSON allows but a matrix must not have: keys given twice (json takes the last silently), nesting
+    far deeper than any matrix (the validator's recursion), and non-finite numbers (caught here for every
+    value, including those pydantic would not look at)."""
+    if depth > MAX_NESTING:
+        return [Problem(path=path, message=f"nested deeper than {MAX_NESTING} levels, far beyond any matrix: check the brackets")]
+    problems = []
+    if isinstance(data, dict):
+        for key in getattr(data, "duplicates", ()):
+            problems.append(Problem(path=f"{path}.{key}", message="given more than once in one object: keep one"))
+        for key, value in data.items():
+            problems += _shape_problems(value, f"{path}.{key}", depth + 1)
+    elif isinstance(data, list):
+        for index, item in enumerate(data):
+            problems += _shape_problems(item, f"{path}[{index}]", depth + 1)
+    elif isinstance(data, float) and not math.isfinite(data):
+        problems.append(Problem(path=path, message=NON_FINITE_FIX))
     return problems
+
+
+def _encoded_chars(value: Any) -> int:
+    """Characters a value takes in a RunTask override: JSON in a JSON string (quotes and newlines escaped)."""
+    return len(json.dumps(json.dumps(value)))
+
+
+def _runtime_problems(campaign: Campaign) -> list[Problem]:
+    """What validates field by field but cannot run: a worker's step outgrowing its RunTask overrides, or the
+    plan outgrowing the execution's Step Functions state."""
+    problems = []
+    step_budget = RUNTASK_OVERRIDES_LIMIT_CHARS - RUNTASK_RESERVED_CHARS
+    workload_chars = [_encoded_chars(w.model_dump(mode="json")) for w in campaign.workloads]
+    target_chars = [
+        _encoded_chars(t.model_dump(mode="json", include={"endpoint", "embedded", "placement", "replicas"}))
+        for t in campaign.targets
+    ]
+    for w, (workload, chars) in enumerate(zip(campaign.workloads, workload_chars)):
+        for t, target in enumerate(campaign.targets):
+            total = chars + target_chars[t]
+            if total <= step_budget:
+                continue
+            scripts = isinstance(workload, PgbenchWorkload) and workload.run.scripts
+            path = (
+                (f"$.workloads[{w}].run.scripts" if scripts else f"$.workloads[{w}]")
+                if chars >= target_chars[t]
+                else f"$.targets[{t}]"
+            )
+            problems.append(
+                Problem(
+                    path=path,
+                    message=f"workload {workload.name} on target {target.name} needs about {total:,} characters in each "
+                    f"worker's ECS RunTask overrides, which hold {RUNTASK_OVERRIDES_LIMIT_CHARS:,} in all "
+                    f"({step_budget:,} for the matrix's part): shorten it (custom scripts, client counts, replicas, placement)",
+                )
+            )
+            break
+    if problems:
+        return problems
+    passes = (
+        sum(campaign.scenario.consolidation.steps)
+        if campaign.scenario and campaign.scenario.consolidation
+        else len(campaign.targets)
+    )
+    steps_per_pass = sum(_steps_per_target(w, campaign.repetitions) for w in campaign.workloads)
+    # A step carries its workload and its target's endpoint, replicas and placement (once encoded, here).
+    per_step = (
+        STEP_OWN_CHARS
+        + OUTCOME_BYTES_PER_STEP
+        + max(len(w.model_dump_json()) for w in campaign.workloads)
+        + max(len(t.model_dump_json(include={"endpoint", "embedded", "placement", "replicas"})) for t in campaign.targets)
+    )
+    state = len(campaign.model_dump_json()) + passes * steps_per_pass * per_step
+    if state > STATE_LIMIT_BYTES - STATE_RESERVED_BYTES:
+        problems.append(
+            Problem(
+                path="$.workloads",
+                message=f"{passes * steps_per_pass:,} worker steps make a plan of about {state // 1024:,} KB, and the "
+                f"execution's state in Step Functions holds {STATE_LIMIT_BYTES // 1024} KB in all (its outcomes need "
+                f"{STATE_RESERVED_BYTES // 1000} KB): fewer repetitions, client counts, workloads or targets, "
+                "or shorter custom scripts; or split the campaign",
+            )
+        )
+    return problems
+
+
+def _steps_per_target(workload: PgbenchWorkload | SysbenchWorkload, repetitions: int) -> int:
+    """Worker steps one target runs for a workload (as pgarena.planning plans them), shards counted."""
+    if isinstance(workload, SysbenchWorkload):
+        return 1 + repetitions + (1 if workload.cleanup else 0)
+    run = workload.run
+    shards = sum(
+        max(run.workers, -(-c // run.max_clients_per_worker) if run.max_clients_per_worker else 1) for c in run.client_counts
+    )
+    return 1 + repetitions * shards
 
 
 def parse_campaign(data: Any) -> Campaign:
     """Validate a decoded matrix; raise MatrixError listing every problem with its JSON path."""
+    problems = _shape_problems(data)
+    if problems:
+        raise MatrixError(problems)
     try:
-        return Campaign.model_validate(data)
+        campaign = Campaign.model_validate(data)
     except ValidationError as error:
         raise MatrixError(problems_of(error)) from None
+    problems = _runtime_problems(campaign)
+    if problems:
+        raise MatrixError(problems)
+    return campaign
 
 
 def load_campaign(path: Path) -> Campaign:
+    """Read and validate a matrix file. A missing file raises FileNotFoundError; anything else unusable
+    about the file (a directory, unreadable, not JSON) is a MatrixError with the fix."""
     try:
-        data = json.loads(path.read_text())
-    except json.JSONDecodeError as error:
-        raise MatrixError([Problem(path="$", message=f"not valid JSON: {error}")]) from None
+        text = path.read_text()
+    except IsADirectoryError:
+        raise MatrixError([Problem(path="$", message=f"{path} is a directory: give the matrix's JSON file")]) from None
+    except FileNotFoundError:
+        raise
+    except OSError as error:
+        raise MatrixError([Problem(path="$", message=f"cannot read {path}: {error.strerror}")]) from None
     except UnicodeDecodeError as error:
         raise MatrixError([Problem(path="$", message=f"not UTF-8 text: {error}")]) from None
+    try:
+        data = json.loads(text, object_pairs_hook=_object)
+    except json.JSONDecodeError as error:
+        raise MatrixError([Problem(path="$", message=f"not valid JSON: {error}")]) from None
+    except RecursionError:
+        raise MatrixError(
+            [Problem(path="$", message=f"nested deeper than {MAX_NESTING} levels, far beyond any matrix: check the brackets")]
+        ) from None
     return parse_campaign(data)
 
 

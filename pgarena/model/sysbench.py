@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -59,13 +59,45 @@ _OWNED_OPTIONS = frozenset(
 
 _OWNED_PREFIXES = ("--pgsql-", "--mysql-")
 
+# The same bounds as the matrix's pgbench fields (pgarena.model.matrix imports this module).
+MAX_DURATION_S = 7 * 24 * 3600
+MAX_ROWS = 10_000_000_000  # pgbench scale 100,000
+
+# What extra_args may add: sysbench 1.0.20's general options and its OLTP scripts' options that no field
+# owns (`sysbench --help`, `sysbench oltp_read_write help`). A list of what is allowed, not of what is
+# not: an option that loads a file or a Lua module must never reach sysbench from a matrix.
+_ALLOWED_OPTIONS = frozenset(
+    {
+        "--rate",
+        "--tx-rate",
+        "--thread-stack-size",
+        "--report-checkpoints",
+        "--debug",
+        "--validate",
+        "--verbosity",
+        "--rand-seed",
+        "--rand-spec-iter",
+        "--rand-spec-pct",
+        "--rand-spec-res",
+        "--rand-pareto-h",
+        "--db-ps-mode",
+        "--db-debug",
+        "--auto_inc",
+        "--create_secondary",
+        "--secondary",
+        "--range_selects",
+        "--range_size",
+        "--pgsql_variant",
+    }
+)
+
 
 # select_random_points/ranges assert this in their prepare and cleanup.
 _SINGLE_TABLE_SCRIPTS = frozenset({"select_random_points", "select_random_ranges"})
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
 
 
 def _check_extra_args(args: tuple[str, ...]) -> tuple[str, ...]:
@@ -75,6 +107,8 @@ def _check_extra_args(args: tuple[str, ...]) -> tuple[str, ...]:
             raise ValueError(f"'{arg}' is not a --option: extra_args only adds sysbench options")
         if name in _OWNED_OPTIONS or name.startswith(_OWNED_PREFIXES):
             raise ValueError(f"'{name}' is set by pgarena (a field of this workload or the target's endpoint)")
+        if name not in _ALLOWED_OPTIONS:
+            raise ValueError(f"'{name}' is not an option extra_args may add; allowed: {', '.join(sorted(_ALLOWED_OPTIONS))}")
     return args
 
 
@@ -83,10 +117,12 @@ class SysbenchPrepare(_Strict):
 
     # Every OLTP script creates the same sbtest tables, so one prepare serves all of them.
     script: SysbenchScript = "oltp_read_write"
-    tables: int = Field(1, ge=1)
-    table_size: int = Field(10_000, ge=1, description="rows per table (sysbench's default: 10000)")
-    threads: int = Field(1, ge=1, description="tables loaded in parallel, one per thread at a time")
-    extra_args: tuple[str, ...] = Field((), description="further sysbench options, e.g. --create_secondary=off")
+    tables: int = Field(1, ge=1, le=10_000)
+    table_size: int = Field(10_000, ge=1, le=10_000_000_000, description="rows per table (sysbench's default: 10000)")
+    threads: int = Field(1, ge=1, le=10_000, description="tables loaded in parallel, one per thread at a time")
+    extra_args: tuple[Annotated[str, Field(max_length=200)], ...] = Field(
+        (), strict=False, max_length=32, description="further sysbench options, e.g. --create_secondary=off"
+    )
 
     @field_validator("extra_args")
     @classmethod
@@ -97,6 +133,9 @@ class SysbenchPrepare(_Strict):
     def _single_table_scripts(self) -> SysbenchPrepare:
         if self.script in _SINGLE_TABLE_SCRIPTS and self.tables != 1:
             raise ValueError(f"{self.script} supports only tables=1")
+        if self.tables * self.table_size > MAX_ROWS:
+            # The load's timeout grows with the rows (pgarena.planning); beyond this it outgrows every timer.
+            raise ValueError(f"tables x table_size is at most {MAX_ROWS:,} rows: fewer tables or smaller ones")
         return self
 
 
@@ -104,29 +143,31 @@ class SysbenchRun(_Strict):
     """One `sysbench <script> run`. A None count leaves the script's own default."""
 
     script: SysbenchScript = "oltp_read_write"
-    threads: int = Field(1, ge=1, description="one connection per thread")
-    duration_s: int = Field(ge=1)
-    report_interval_s: int = Field(5, ge=1, description="seconds between interval lines")
+    threads: int = Field(1, ge=1, le=10_000, description="one connection per thread")
+    duration_s: int = Field(ge=1, le=MAX_DURATION_S, description=f"at most {MAX_DURATION_S:,} s (a week)")
+    report_interval_s: int = Field(5, ge=1, le=3600, description="seconds between interval lines")
     rand_type: RandType | None = Field(None, description="row id distribution; sysbench's default is special")
     # Statements per transaction (event), per kind. Setting all read kinds to 0 on
     # oltp_read_write gives the write-heavy test of the managed-services study.
-    point_selects: int | None = Field(None, ge=0)
-    simple_ranges: int | None = Field(None, ge=0)
-    sum_ranges: int | None = Field(None, ge=0)
-    order_ranges: int | None = Field(None, ge=0)
-    distinct_ranges: int | None = Field(None, ge=0)
-    index_updates: int | None = Field(None, ge=0)
-    non_index_updates: int | None = Field(None, ge=0)
-    delete_inserts: int | None = Field(None, ge=0)
+    point_selects: int | None = Field(None, ge=0, le=1000)
+    simple_ranges: int | None = Field(None, ge=0, le=1000)
+    sum_ranges: int | None = Field(None, ge=0, le=1000)
+    order_ranges: int | None = Field(None, ge=0, le=1000)
+    distinct_ranges: int | None = Field(None, ge=0, le=1000)
+    index_updates: int | None = Field(None, ge=0, le=1000)
+    non_index_updates: int | None = Field(None, ge=0, le=1000)
+    delete_inserts: int | None = Field(None, ge=0, le=1000)
     skip_trx: bool = Field(False, description="autocommit every statement instead of BEGIN/COMMIT")
     histogram: bool = False
     percentile: int | None = Field(None, ge=0, le=100, description="latency percentile; 0 turns it off; default 95")
     # sysbench's bare --forced-shutdown means 5% of --time (0 s at --time under 20, which cut a
     # 5 s fixture run off at its limit with exit 2): pgarena always gives the seconds.
     forced_shutdown_s: int | None = Field(
-        None, ge=0, description="kill the run this long after duration_s if threads have not stopped"
+        None, ge=0, le=3600, description="kill the run this long after duration_s if threads have not stopped"
     )
-    extra_args: tuple[str, ...] = Field((), description="further sysbench options, e.g. --rand-seed=1")
+    extra_args: tuple[Annotated[str, Field(max_length=200)], ...] = Field(
+        (), strict=False, max_length=32, description="further sysbench options, e.g. --rand-seed=1"
+    )
 
     @field_validator("extra_args")
     @classmethod

@@ -6,6 +6,8 @@ from an HdrHistogram of the per-transaction log the tool wrote; both are uploade
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -23,6 +25,18 @@ from pgarena.tools.sysbench.parser import parse_sysbench
 # How many of the tool's last error lines go into an error message.
 ERROR_LINES = 3
 KILLED = -9
+
+
+# What a tool inherits from the worker's environment: where programs and messages are, and the operator's
+# TLS trust store. Nothing else: the worker's own environment holds the task token and AWS credentials.
+INHERITED_ENV = ("PATH", "LANG", "LC_ALL", "PGSSLROOTCERT")
+
+
+def tool_environment(tool_env: Mapping[str, str], worker_env: Mapping[str, str] = os.environ) -> dict[str, str]:
+    """The tool's whole environment, built from scratch: INHERITED_ENV plus the tool's own PG* settings."""
+    env = {name: worker_env[name] for name in INHERITED_ENV if name in worker_env}
+    env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
+    return {**env, **tool_env}
 
 
 @dataclass

@@ -38,7 +38,7 @@ from pgarena.target.credentials import resolve_password
 from pgarena.target.monitor import Monitor
 from pgarena.target.replication import LAG_SERIES, ReplicationMonitor
 from pgarena.target.restarts import RESTART_SUSPECTS, RESTART_WAIT_S, read_postmaster_start, restart_evidence
-from pgarena.tools.runner import KILLED, TOOLS, Measured
+from pgarena.tools.runner import KILLED, TOOLS, Measured, tool_environment
 
 logger = Logger(service="pgarena-worker")
 
@@ -55,7 +55,12 @@ def _now() -> str:
 
 def tool_version(binary: str) -> str | None:
     try:
-        return subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=10).stdout.strip() or None
+        return (
+            subprocess.run(
+                [binary, "--version"], capture_output=True, text=True, timeout=10, env=tool_environment({})
+            ).stdout.strip()
+            or None
+        )
     except OSError:
         return None
 
@@ -171,7 +176,7 @@ def run_step(step: Step, store: ResultStore, workdir: Path, upload_every_s: floa
     password = resolve_password(step.endpoint)
     redactor = Redactor([password])
     argv, tool_env = tool.command(step, password, workdir)
-    env = {**os.environ, **tool_env}
+    env = tool_environment(tool_env)  # never the worker's own: it holds the task token and AWS credentials
     raw_path = workdir / f"{step.tool}.log"
     raw_key = f"{step.raw_prefix}/{step.tool}.log"
     # argv holds no secret (the environment does); a custom script's text could, so it is masked anyway.

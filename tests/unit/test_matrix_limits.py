@@ -1,0 +1,175 @@
+"""Issue 15.6: `validate` refuses what `run` cannot do, naming the field and the fix."""
+
+import copy
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from pgarena.aws.launch import run_task_request
+from pgarena.aws.settings import LauncherEnv
+from pgarena.cli import app
+from pgarena.model.matrix import (
+    RUNTASK_OVERRIDES_LIMIT_CHARS,
+    STATE_LIMIT_BYTES,
+    STATE_RESERVED_BYTES,
+    MatrixError,
+    load_campaign,
+    parse_campaign,
+)
+from pgarena.planning.plan import plan_campaign
+from pgarena.planning.shards import shard
+from tests.conftest import FIXTURES
+
+MINIMAL = json.loads((FIXTURES / "matrices" / "minimal.json").read_text())
+ENV = LauncherEnv(RESULTS_BUCKET="b" * 63, RESULTS_TABLE="t" * 255, CLUSTER_ARN="arn:cluster", TASK_DEFINITION_ARN="arn:td")
+LONGEST_TASK_TOKEN = "x" * 2048  # SendTaskSuccess's taskToken: at most 2,048 characters
+
+
+def matrix(**changes) -> dict:
+    data = copy.deepcopy(MINIMAL)
+    data["targets"] = data["targets"][:1]  # an endpoint target: it plans outside the local runtime
+    for path, value in changes.items():
+        node = data
+        *parents, last = path.split(".")
+        for part in parents:
+            node = node[int(part)] if part.isdigit() else node[part]
+        node[last] = value
+    return data
+
+
+def problems(data) -> dict[str, str]:
+    with pytest.raises(MatrixError) as caught:
+        parse_campaign(data)
+    return {p.path: p.message for p in caught.value.problems}
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "field", "words"),
+    [
+        ("workloads.0.run.rate_tps", float("inf"), "$.workloads[0].run.rate_tps", "finite"),
+        ("workloads.0.run.latency_limit_ms", float("nan"), "$.workloads[0].run.latency_limit_ms", "finite"),
+        ("targets.0.hourly_cost_usd", float("-inf"), "$.targets[0].hourly_cost_usd", "finite"),
+        ("workloads.0.run.clients", True, "$.workloads[0].run.clients", "true is not a number"),
+        ("workloads.0.run.jobs", False, "$.workloads[0].run.jobs", "false is not a number"),
+        ("targets.0.endpoint.port", True, "$.targets[0].endpoint.port", "not a number"),
+        ("workloads.0.run.duration_s", 10**12, "$.workloads[0].run.duration_s", "604800: a week"),
+        ("workloads.0.init.scale", 10**9, "$.workloads[0].init.scale", "100000: pgbench scale"),
+        ("targets.0.provider", "p" * 5_000_000, "$.targets[0].provider", "at most 100 characters"),
+        ("workloads.0.run.clients", list(range(1, 100)), "$.workloads[0].run.clients", "at most 64"),
+    ],
+)
+def test_a_value_the_runtime_cannot_use_is_refused_at_its_field(path, value, field, words):
+    # Given a matrix with one value beyond what a run can do
+    found = problems(matrix(**{path: value}))
+    # When validated / Then the refusal names the field and says the limit
+    assert list(found) == [field] and words in found[field]
+
+
+def test_a_sysbench_load_beyond_every_timer_is_refused():
+    data = matrix(
+        workloads=[
+            {"name": "sb", "tool": "sysbench", "prepare": {"tables": 10_000, "table_size": 10**9}, "run": {"duration_s": 5}}
+        ]
+    )
+    assert "rows" in problems(data)["$.workloads[0].prepare"]
+
+
+def test_a_script_too_big_for_the_runtask_overrides_is_refused_naming_the_limit():
+    # Given a 60 KB custom script (it travels in every worker's ECS RunTask overrides)
+    data = matrix(**{"workloads.0.run.scripts": [{"sql": "SELECT 1;\n" * 6000}]})
+    # When validated / Then it is refused at the scripts, naming the 8,192-character limit
+    message = problems(data)["$.workloads[0].run.scripts"]
+    assert "8,192" in message and "RunTask" in message
+
+
+def test_the_largest_accepted_script_fits_the_runtask_overrides():
+    # Given the longest custom script validation accepts, on a target and campaign with the longest names
+    def data(n: int) -> dict:
+        d = matrix(**{"workloads.0.run.scripts": [{"sql": '"' * n}], "targets.0.name": "t" * 63, "workloads.0.name": "w" * 63})
+        d["targets"][0]["endpoint"].update(host="h" * 255, user="u" * 63, dbname="d" * 63)
+        return d
+
+    low, high = 1, 20_000  # quotes: the character JSON escapes twice over
+    while low < high:
+        mid = (low + high + 1) // 2
+        try:
+            parse_campaign(data(mid))
+            low = mid
+        except MatrixError:
+            high = mid - 1
+    campaign = parse_campaign(data(low))
+    # When its run step is launched with the longest task token
+    step = plan_campaign(campaign, "c" * 128).targets[0].steps[1]
+    step = (
+        shard(step).shards[0].model_copy(update={"hostaddr": "f" * 45, "postmaster_started_at": "2026-01-01T00:00:00.000+00:00"})
+    )
+    overrides = run_task_request(step, LONGEST_TASK_TOKEN, ENV)["overrides"]
+    # Then the overrides stay within ECS's limit
+    assert len(json.dumps(overrides)) <= RUNTASK_OVERRIDES_LIMIT_CHARS
+
+
+def test_a_plan_too_big_for_the_state_is_refused():
+    # Given 100 repetitions of a sweep of 60 client counts
+    data = matrix(repetitions=100, **{"workloads.0.run.clients": list(range(1, 61))})
+    # When validated / Then the refusal names the 256 KB state limit and what to shrink
+    message = problems(data)["$.workloads"]
+    assert "256 KB" in message and "repetitions" in message
+
+
+def test_the_state_estimate_covers_the_real_plan():
+    # Given the largest sweep the state check accepts
+    repetitions = 1
+    while True:
+        data = matrix(repetitions=repetitions + 1, **{"workloads.0.run.clients": list(range(1, 11))})
+        try:
+            parse_campaign(data)
+        except MatrixError:
+            break
+        repetitions += 1
+    campaign = parse_campaign(matrix(repetitions=repetitions, **{"workloads.0.run.clients": list(range(1, 11))}))
+    # When planned / Then the matrix and its plan leave the outcomes their reserve in the state
+    plan = plan_campaign(campaign, "c" * 128)
+    assert len(campaign.model_dump_json()) + len(plan.model_dump_json()) <= STATE_LIMIT_BYTES - STATE_RESERVED_BYTES
+
+
+@pytest.mark.parametrize(
+    ("text", "field", "words"),
+    [
+        ('{"campaign": "a", "campaign": "b"}', "$.campaign", "more than once"),
+        ("[" * 100_000 + "]" * 100_000, "$", "nested deeper"),
+        ('{"campaign": ' + "[" * 40 + "]" * 40 + "}", "$.campaign" + "[0]" * 32, "nested deeper"),
+        ('{"repetitions": Infinity}', "$.repetitions", "finite"),
+        ('{"repetitions": NaN}', "$.repetitions", "finite"),
+    ],
+)
+def test_what_json_allows_but_a_matrix_must_not_have(tmp_path, text, field, words):
+    # Given a matrix file with duplicate keys, absurd nesting or a non-finite number
+    path = tmp_path / "matrix.json"
+    path.write_text(text)
+    # When loaded / Then it is refused at the field, with no traceback
+    with pytest.raises(MatrixError) as caught:
+        load_campaign(path)
+    found = {p.path: p.message for p in caught.value.problems}
+    assert words in found[field]
+
+
+def test_a_directory_as_the_matrix_is_a_clear_refusal(tmp_path):
+    result = CliRunner().invoke(app, ["validate", str(tmp_path)])
+    assert result.exit_code == 1 and "is a directory: give the matrix's JSON file" in result.output
+
+
+def test_parse_of_a_missing_file_is_a_clear_error(tmp_path):
+    result = CliRunner().invoke(app, ["parse", "pgbench", str(tmp_path / "missing.log")])
+    assert result.exit_code == 2 and "no such file" in result.output
+    assert "Traceback" not in result.output
+
+
+def test_report_on_a_bad_file_prints_no_markup_tags(tmp_path):
+    # Given a folder whose results.json is not pgarena's
+    (tmp_path / "results.json").write_text('{"x": [1]}')
+    # When reported on
+    result = CliRunner().invoke(app, ["report", str(tmp_path)])
+    # Then the error is printed as text, with no literal rich tags
+    assert result.exit_code == 1 and "not a pgarena results.json" in result.output
+    assert "[red]" not in result.output and "[/red]" not in result.output
