@@ -14,7 +14,7 @@ import random
 import time
 import tracemalloc
 
-from pgarena.analysis.latency import decode, encode, new_histogram
+from pgarena.analysis.latency import decode, encode, new_histogram, values_at_percentiles
 
 
 def timed(fn):
@@ -46,7 +46,7 @@ def main() -> None:
         total = new_histogram()
         for item in encoded:
             total.add(decode(item))
-        return {p: total.get_value_at_percentile(p) for p in (50, 95, 99)}
+        return dict(zip((50, 95, 99), values_at_percentiles(total, [50, 95, 99]), strict=True))
 
     def concatenate_and_sort():
         everything = sorted(value for samples in shards for value in samples)

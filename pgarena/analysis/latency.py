@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from pathlib import Path
+import math
+from bisect import bisect_left
+from fractions import Fraction
+from itertools import accumulate
 
 from hdrh.histogram import HdrHistogram
 
 from pgarena.model.results import Latency
-from pgarena.model.series import SecondBucket, ShardSeries
 
 # Microseconds from 1 us to one hour at 3 significant digits (0.1% precision).
 LOWEST_US = 1
@@ -19,24 +21,29 @@ def new_histogram() -> HdrHistogram:
     return HdrHistogram(LOWEST_US, HIGHEST_US, SIGNIFICANT_DIGITS)
 
 
-def pgbench_log_histogram(paths: list[Path]) -> tuple[HdrHistogram, int]:
-    """Histogram of per-transaction latencies from pgbench --log files, and the failed/skipped count.
+def values_at_percentiles(histogram: HdrHistogram, percentiles: list[float]) -> list[int]:
+    """pgarena's one percentile definition, for single and merged runs alike.
 
-    Line format: client_id transaction_no time script_no time_epoch time_us [schedule_lag] [retries],
-    where time is the latency in microseconds, or "failed" / "skipped".
+    The p-th percentile of n samples is the smallest recorded value with at least p% of the samples
+    at or below it: the sample of rank ceil(p/100 * n) in ascending order. It is read from the
+    histogram as the highest value equivalent to that sample's bucket, so it is never below the
+    sample and at most 0.1% above it (3 significant digits). HdrHistogram's own
+    get_value_at_percentile rounds the rank to the nearest count instead, which can land one
+    sample short of p% (e.g. rank 8873 of 8963 for p99, where 8874 is needed).
     """
-    histogram, not_done = new_histogram(), 0
-    for path in paths:
-        with path.open() as lines:
-            for line in lines:
-                fields = line.split()
-                if len(fields) < 3:
-                    continue
-                if fields[2].isdigit():
-                    histogram.record_value(min(max(int(fields[2]), LOWEST_US), HIGHEST_US))
-                else:
-                    not_done += 1
-    return histogram, not_done
+    total = histogram.get_total_count()
+    if total == 0:
+        raise ValueError("no samples: an empty histogram has no percentiles")
+    cumulative = list(accumulate(histogram.counts))
+    values = []
+    for p in percentiles:
+        if not 0 < p <= 100:
+            raise ValueError(f"percentile {p} is outside (0, 100]")
+        # Exact arithmetic: 0.99 * 100 is 99.00000000000001 in floats, and ceil would make it 100.
+        rank = max(1, math.ceil(Fraction(str(p)) * total / 100))
+        index = bisect_left(cumulative, rank)
+        values.append(histogram.get_highest_equivalent_value(histogram.get_value_from_index(index)))
+    return values
 
 
 def _ms(us: float) -> float:
@@ -47,13 +54,8 @@ def percentiles_of(histogram: HdrHistogram) -> Latency:
     """p50/p95/p99/max in milliseconds, read from the histogram (never computed from other percentiles)."""
     if histogram.get_total_count() == 0:
         return Latency()
-    ms = _ms
-    return Latency(
-        p50=ms(histogram.get_value_at_percentile(50)),
-        p95=ms(histogram.get_value_at_percentile(95)),
-        p99=ms(histogram.get_value_at_percentile(99)),
-        max=ms(histogram.get_max_value()),
-    )
+    p50, p95, p99 = values_at_percentiles(histogram, [50, 95, 99])
+    return Latency(p50=_ms(p50), p95=_ms(p95), p99=_ms(p99), max=_ms(histogram.get_max_value()))
 
 
 def encode(histogram: HdrHistogram) -> str:
@@ -70,33 +72,3 @@ def merged(encoded: list[str]) -> HdrHistogram:
     for item in encoded:
         total.add(decode(item))
     return total
-
-
-def pgbench_log_series(paths: list[Path]) -> ShardSeries | None:
-    """Per-second buckets of a pgbench --log (fields: client txn latency_us script epoch_s epoch_us ...)."""
-    buckets: dict[int, tuple[HdrHistogram, list[int]]] = {}
-    start, end = float("inf"), float("-inf")
-    for path in paths:
-        with path.open() as lines:
-            for line in lines:
-                fields = line.split()
-                if len(fields) < 6 or not fields[4].isdigit() or not fields[5].isdigit():
-                    continue
-                second = int(fields[4])
-                completed = second + int(fields[5]) / 1_000_000
-                histogram, counts = buckets.setdefault(second, (new_histogram(), [0, 0]))
-                if fields[2].isdigit():
-                    latency_us = int(fields[2])
-                    histogram.record_value(min(max(latency_us, LOWEST_US), HIGHEST_US))
-                    counts[0] += 1
-                    start = min(start, completed - latency_us / 1_000_000)
-                else:
-                    counts[1] += 1
-                end = max(end, completed)
-    if not buckets:
-        return None
-    return ShardSeries(
-        start_epoch=start if start != float("inf") else min(buckets),
-        end_epoch=end,
-        seconds=[SecondBucket(t=t, count=c[0], failed=c[1], hist=encode(h)) for t, (h, c) in sorted(buckets.items())],
-    )

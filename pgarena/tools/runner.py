@@ -12,13 +12,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from pgarena.analysis.latency import encode, percentiles_of, pgbench_log_histogram
+from pgarena.analysis.latency import encode, percentiles_of
 from pgarena.model.errors import ErrorInfo, ErrorKind, classify
 from pgarena.model.matrix import PgbenchWorkload, SysbenchWorkload
 from pgarena.model.plan import Step
 from pgarena.model.results import Barrier, Latency, ProgressSample
+from pgarena.model.series import ShardSeries
 from pgarena.tools.pgbench.command import TRANSACTION_LOG_PREFIX, init_args, libpq_env, pgbench_binary, run_args
 from pgarena.tools.pgbench.parser import parse_pgbench
+from pgarena.tools.pgbench.txlog import read_txlog
 from pgarena.tools.sysbench import command as sysbench
 from pgarena.tools.sysbench.parser import parse_sysbench
 
@@ -51,6 +53,7 @@ class Measured:
     load_phases_s: dict[str, float] = field(default_factory=dict)
     histogram: str | None = None
     series: str | None = None
+    per_second: ShardSeries | None = None  # a sharded run's per-second histograms, before upload (series is its key)
     barrier: Barrier | None = None
     extra: dict[str, float | int | None] = field(default_factory=dict)
     error: ErrorInfo | None = None
@@ -106,7 +109,9 @@ class Pgbench:
         )
         logs = self.artifacts(workdir)
         if logs:
-            histogram, not_done = pgbench_log_histogram(logs)
+            # One pass over the log gives the run's histogram and, for a shard, its per-second series.
+            txlog = read_txlog(logs, per_second=step.shards > 1)
+            histogram, not_done, measured.per_second = txlog.histogram, txlog.not_done, txlog.series
             percentiles = percentiles_of(histogram)
             measured.latency = measured.latency.model_copy(
                 update={k: v for k, v in percentiles.model_dump().items() if k in ("p50", "p95", "p99", "max")}

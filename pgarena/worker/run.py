@@ -24,7 +24,6 @@ import boto3
 from aws_lambda_powertools import Logger
 from botocore.exceptions import ClientError
 
-from pgarena.analysis.latency import pgbench_log_series
 from pgarena.analysis.replication import replication_result, run_seconds
 from pgarena.aws.barrier import wait_at_barrier
 from pgarena.aws.settings import WorkerEnv
@@ -224,7 +223,7 @@ def run_step(step: Step, store: ResultStore, workdir: Path, upload_every_s: floa
     if restarted:
         said = f"; {step.tool} said: {measured.error.message}" if measured.error else ""
         measured.error = ErrorInfo(kind=ErrorKind.SERVER_RESTARTED, message=restarted + said)
-    series = pgbench_log_series(tool.artifacts(workdir)) if step.shards > 1 else None
+    series = measured.per_second
     if series is not None:
         series_path = workdir / "upload" / "series.json"
         series_path.parent.mkdir(exist_ok=True)

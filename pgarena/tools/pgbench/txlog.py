@@ -1,0 +1,188 @@
+"""pgbench's per-transaction log (--log) -> latency histograms, whole-run and per second, in one pass.
+
+Line format: client_id transaction_no time script_no time_epoch time_us [schedule_lag] [retries], where
+time is the latency in microseconds, or "failed" / "skipped"; time_epoch/time_us is when the
+transaction ended. A study-scale log holds millions of lines, so it is parsed by pyarrow in blocks
+and bucketed with numpy (worker image only: the Lambda bundle never imports this module), and
+recorded into HdrHistograms by bucket counts rather than value by value. Memory stays bounded by a
+few blocks per file whatever the run's length: a second's histogram is encoded as soon as every
+file has read past it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pacsv
+from hdrh.histogram import HdrHistogram
+
+from pgarena.analysis.latency import HIGHEST_US, LOWEST_US, decode, encode, new_histogram
+from pgarena.model.series import SecondBucket, ShardSeries
+
+# Bytes pyarrow reads and parses at a time, per file: large enough to amortise per-block work,
+# small enough that a handful of files in flight stays far below the worker's memory.
+BLOCK_BYTES = 2 << 20
+NOT_DONE = ["failed", "skipped"]
+# Columns read (0-based): the latency, and the end time's seconds and microseconds.
+LATENCY, EPOCH_S, EPOCH_US = 2, 4, 5
+# _TEMPLATE's bucket layout (counts array length, bucket magnitudes) is the same for every histogram.
+_TEMPLATE = new_histogram()
+
+
+@dataclass
+class TransactionLog:
+    histogram: HdrHistogram  # every completed transaction's latency (us)
+    not_done: int  # failed or skipped transactions
+    series: ShardSeries | None  # per-second buckets, when asked for and anything was logged
+
+
+def counts_index(latency_us: np.ndarray) -> np.ndarray:
+    """HdrHistogram's counts-array index of each value (its _counts_index_for, vectorised)."""
+    h = _TEMPLATE
+    values = np.clip(latency_us, LOWEST_US, HIGHEST_US).astype(np.int64)
+    # bit_length(v | mask) is 64 - clz: the float64's exponent field minus 1022, exact below 2**53.
+    pow2_ceiling = ((values | h.sub_bucket_mask).astype(np.float64).view(np.int64) >> 52) - 1022
+    bucket = pow2_ceiling - h.unit_magnitude - (h.sub_bucket_half_count_magnitude + 1)
+    sub_bucket = values >> (bucket + h.unit_magnitude)
+    return ((bucket + 1) << h.sub_bucket_half_count_magnitude) + (sub_bucket - h.sub_bucket_half_count)
+
+
+def histogram_of_counts(counts: np.ndarray) -> HdrHistogram:
+    """A histogram holding these bucket counts (what record_value would have built, bucket for bucket)."""
+    histogram = new_histogram()
+    np.ctypeslib.as_array(histogram.counts)[:] = counts
+    recorded = np.flatnonzero(counts)
+    if len(recorded):
+        histogram.set_internal_tacking_values(int(recorded[0]), int(recorded[-1]), int(counts.sum()))
+    return histogram
+
+
+class _File:
+    """One log file, parsed a block of whole lines at a time; `seen` is the last end second read."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        with path.open("rb") as head:
+            width = len(head.readline().split())
+        if width < EPOCH_US + 1:
+            raise ValueError(f"{path}: not a pgbench --log file (first line has {width} fields, expected 6 to 8)")
+        names = [f"f{i}" for i in range(width)]
+        wanted = [names[LATENCY], names[EPOCH_S], names[EPOCH_US]]
+        # Blocks are cut here and handed to pyarrow whole: its own streaming reader reads ahead
+        # without bound (the whole file in flight) when given a path.
+        self.options = {
+            "read_options": pacsv.ReadOptions(column_names=names, block_size=2 * BLOCK_BYTES, use_threads=False),
+            # A line cut short (the tool killed mid-write) is skipped, as the line-by-line parser did.
+            "parse_options": pacsv.ParseOptions(delimiter=" ", quote_char=False, invalid_row_handler=lambda _: "skip"),
+            "convert_options": pacsv.ConvertOptions(
+                include_columns=wanted, column_types={n: pa.int64() for n in wanted}, null_values=NOT_DONE
+            ),
+        }
+        self.file: BinaryIO | None = path.open("rb")
+        self.rest = b""
+        self.seen = -1
+
+    def next_block(self) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """(latency_us or -1 when not done, end second, end microsecond), or None at the end of the file."""
+        while self.file is not None:
+            chunk = self.file.read(BLOCK_BYTES)
+            if chunk:
+                cut = chunk.rfind(b"\n") + 1
+                data, self.rest = self.rest + chunk[:cut], chunk[cut:]
+            else:  # the end: a last line without its newline is parsed too
+                data, self.rest = self.rest, b""
+                self.file.close()
+                self.file = None
+            if not data:
+                continue
+            try:
+                table = pacsv.read_csv(pa.py_buffer(data), **self.options)
+            except pa.ArrowInvalid as error:
+                raise ValueError(f"{self.path}: unreadable pgbench --log line ({error})") from None
+            if table.num_rows:
+                latency = pc.fill_null(table.column(0), -1).to_numpy()
+                return latency, table.column(1).to_numpy(), table.column(2).to_numpy()
+        return None
+
+
+class _Seconds:
+    """Per-second buckets: open ones hold their rows' counts indices until every file is past them."""
+
+    def __init__(self) -> None:
+        self.open: dict[int, list[np.ndarray]] = {}
+        self.failed: dict[int, int] = {}
+        self.closed: dict[int, SecondBucket] = {}
+
+    def add(self, second: np.ndarray, index: np.ndarray, not_done_second: np.ndarray) -> None:
+        if len(second):
+            order = np.argsort(second, kind="stable") if np.any(second[1:] < second[:-1]) else None
+            if order is not None:
+                second, index = second[order], index[order]
+            cuts = np.flatnonzero(second[1:] != second[:-1]) + 1
+            for start, part in zip(np.concatenate(([0], cuts)).tolist(), np.split(index, cuts)):
+                self.open.setdefault(int(second[start]), []).append(part)
+        for t, n in zip(*np.unique(not_done_second, return_counts=True)):
+            self.failed[int(t)] = self.failed.get(int(t), 0) + int(n)
+            self.open.setdefault(int(t), [])
+
+    def close_before(self, watermark: float) -> None:
+        for t in sorted(t for t in self.open if t < watermark):
+            parts, failed = self.open.pop(t), self.failed.pop(t, 0)
+            counts = np.bincount(np.concatenate(parts), minlength=_TEMPLATE.counts_len) if parts else None
+            late = self.closed.get(t)
+            if late is not None:  # a line out of time order: merge into what was encoded already
+                previous = np.ctypeslib.as_array(decode(late.hist).counts).astype(np.int64)
+                counts = previous if counts is None else counts + previous
+                failed += late.failed
+            if counts is None:
+                counts = np.zeros(_TEMPLATE.counts_len, dtype=np.int64)
+            self.closed[t] = SecondBucket(t=t, count=int(counts.sum()), failed=failed, hist=encode(histogram_of_counts(counts)))
+
+
+def read_txlog(paths: list[Path], per_second: bool) -> TransactionLog:
+    """The whole run's latency histogram, the failed/skipped count and (per_second) the per-second series."""
+    files = [_File(p) for p in paths if p.stat().st_size > 0]
+    total = np.zeros(_TEMPLATE.counts_len, dtype=np.int64)
+    seconds = _Seconds()
+    not_done, start_us, end_us = 0, None, None
+    while files:
+        # Read from the file furthest behind, so all files move through time together.
+        current = min(files, key=lambda f: f.seen)
+        block = current.next_block()
+        if block is None:
+            files.remove(current)
+        else:
+            latency, second, micro = block
+            ended_us = second * 1_000_000 + micro
+            end_us = max(end_us or 0, int(ended_us.max()))
+            done = latency >= 0
+            failed = len(latency) - int(np.count_nonzero(done))
+            if failed:  # rare: most logs have no failed or skipped line at all
+                latency, ended_us, done_second = latency[done], ended_us[done], second[done]
+                not_done += failed
+            else:
+                done_second = second
+            index = counts_index(latency)
+            total += np.bincount(index, minlength=len(total))
+            if len(index):
+                first = int((ended_us - latency).min())
+                start_us = first if start_us is None else min(start_us, first)
+            current.seen = int(second.max())
+            if per_second:
+                seconds.add(done_second, index, second[~done] if failed else second[:0])
+        if per_second:
+            seconds.close_before(min((f.seen for f in files), default=float("inf")))
+    series = None
+    if per_second and seconds.closed:
+        buckets = [seconds.closed[t] for t in sorted(seconds.closed)]
+        series = ShardSeries(
+            start_epoch=start_us / 1_000_000 if start_us is not None else float(buckets[0].t),
+            end_epoch=end_us / 1_000_000,
+            seconds=buckets,
+        )
+    return TransactionLog(histogram=histogram_of_counts(total), not_done=not_done, series=series)

@@ -1,0 +1,134 @@
+"""pgbench --log -> histograms in one streaming pass, checked against recording every line one by one."""
+
+import random
+
+import numpy as np
+import pytest
+
+import pgarena.tools.pgbench.txlog as txlog
+from pgarena.analysis.latency import HIGHEST_US, LOWEST_US, decode, encode, new_histogram
+from pgarena.tools.pgbench.txlog import counts_index, read_txlog
+
+START = 1_700_000_000
+
+
+def log_lines(rng, seconds, per_second, clients=8, extra_fields=0, not_done=0.01):
+    """pgbench --log lines in end-time order; `extra_fields` appends schedule lag / retries columns."""
+    lines, numbers = [], [0] * clients
+    for t in range(START, START + seconds):
+        for micro in sorted(rng.randrange(1_000_000) for _ in range(per_second)):
+            client = rng.randrange(clients)
+            roll = rng.random()
+            latency = "failed" if roll < not_done / 2 else "skipped" if roll < not_done else str(int(rng.lognormvariate(8, 1.2)))
+            tail = "".join(f" {rng.randrange(100)}" for _ in range(extra_fields))
+            lines.append(f"{client} {numbers[client]} {latency} 0 {t} {micro}{tail}\n")
+            numbers[client] += 1
+    return lines
+
+
+def reference(lines):
+    """What recording each line by hand gives: the whole-run histogram, not-done count, per-second buckets."""
+    whole, not_done, per_second = new_histogram(), 0, {}
+    start, end = None, None
+    for line in lines:
+        fields = line.split()
+        second, ended = int(fields[4]), int(fields[4]) * 1_000_000 + int(fields[5])
+        h, counts = per_second.setdefault(second, (new_histogram(), [0, 0]))
+        end = ended if end is None else max(end, ended)
+        if fields[2].isdigit():
+            value = min(max(int(fields[2]), LOWEST_US), HIGHEST_US)
+            whole.record_value(value)
+            h.record_value(value)
+            counts[0] += 1
+            start = ended - int(fields[2]) if start is None else min(start, ended - int(fields[2]))
+        else:
+            not_done += 1
+            counts[1] += 1
+    buckets = {t: (c[0], c[1], encode(h)) for t, (h, c) in per_second.items()}
+    return encode(whole), not_done, buckets, start / 1e6, end / 1e6
+
+
+def assert_matches(log, lines):
+    whole, not_done, buckets, start, end = reference(lines)
+    assert encode(log.histogram) == whole
+    assert log.not_done == not_done
+    assert log.series is not None
+    assert log.series.start_epoch == pytest.approx(start, abs=1e-6)
+    assert log.series.end_epoch == pytest.approx(end, abs=1e-6)
+    got = {b.t: (b.count, b.failed, b.hist) for b in log.series.seconds}
+    assert got.keys() == buckets.keys()
+    for t, (count, failed, hist) in buckets.items():
+        assert got[t][:2] == (count, failed)
+        assert decode(got[t][2]).get_total_count() == count
+        assert encode(decode(got[t][2])) == hist
+
+
+def write(path, lines):
+    path.write_text("".join(lines))
+    return path
+
+
+def test_counts_index_is_hdrhistograms_bucket_for_every_magnitude():
+    # Given values around every power of two, and random ones, up to the histogram's highest
+    h = new_histogram()
+    values = sorted(
+        {v for k in range(33) for v in (2**k - 1, 2**k, 2**k + 1)}
+        | {random.Random(3).randrange(1, HIGHEST_US) for _ in range(5000)}
+    )
+    values = [v for v in values if LOWEST_US <= v <= HIGHEST_US]
+    assert counts_index(np.array(values)).tolist() == [h._counts_index_for(v) for v in values]
+
+
+def test_one_pass_gives_the_run_histogram_and_the_per_second_series(tmp_path, monkeypatch):
+    # Given a 20-second log read in small blocks, so seconds and lines straddle block boundaries
+    monkeypatch.setattr(txlog, "BLOCK_BYTES", 4096)
+    lines = log_lines(random.Random(1), seconds=20, per_second=150)
+    log = read_txlog([write(tmp_path / "pgbench_log.1", lines)], per_second=True)
+    # Then every figure equals recording each line by hand
+    assert_matches(log, lines)
+
+
+def test_several_thread_files_are_merged_second_by_second(tmp_path, monkeypatch):
+    # Given pgbench -j 3: one log file per thread, each in time order, interleaved in time
+    monkeypatch.setattr(txlog, "BLOCK_BYTES", 2048)
+    rng = random.Random(2)
+    files = [log_lines(rng, seconds=12, per_second=n) for n in (40, 90, 5)]
+    paths = [write(tmp_path / f"pgbench_log.1.{i}", lines) for i, lines in enumerate(files)]
+    log = read_txlog(paths, per_second=True)
+    assert_matches(log, [line for lines in files for line in lines])
+
+
+def test_a_line_out_of_time_order_is_merged_into_its_second(tmp_path, monkeypatch):
+    # Given a line for second 2 that turns up after second 15 was logged (a clock step back)
+    monkeypatch.setattr(txlog, "BLOCK_BYTES", 1024)
+    lines = log_lines(random.Random(5), seconds=16, per_second=30)
+    late = f"0 999 12345 0 {START + 2} 500\n"
+    lines.append(late)
+    log = read_txlog([write(tmp_path / "pgbench_log.1", lines)], per_second=True)
+    assert_matches(log, lines)
+
+
+def test_rate_and_retry_columns_and_a_cut_last_line(tmp_path):
+    # Given --rate and --max-tries columns, and a last line cut short by a killed pgbench
+    lines = log_lines(random.Random(6), seconds=3, per_second=50, extra_fields=2)
+    path = write(tmp_path / "pgbench_log.1", [*lines, "3 77 123"])
+    log = read_txlog([path], per_second=True)
+    assert_matches(log, lines)
+
+
+def test_without_per_second_only_the_run_histogram_is_made(tmp_path):
+    lines = log_lines(random.Random(7), seconds=4, per_second=60)
+    log = read_txlog([write(tmp_path / "pgbench_log.1", lines)], per_second=False)
+    assert log.series is None
+    assert encode(log.histogram) == reference(lines)[0]
+
+
+def test_empty_logs_give_no_series(tmp_path):
+    log = read_txlog([write(tmp_path / "pgbench_log.1", [])], per_second=True)
+    assert log.series is None and log.histogram.get_total_count() == 0 and log.not_done == 0
+
+
+def test_a_file_that_is_not_a_pgbench_log_is_named(tmp_path):
+    path = write(tmp_path / "pgbench_log.1", ["progress: 1.0 s, 10.0 tps\n"])
+    with pytest.raises(ValueError, match=r"pgbench_log\.1.*not a pgbench --log file"):
+        read_txlog([path], per_second=True)
