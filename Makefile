@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.pgarena-installed
 PYTEST_ARGS ?=
 
-.PHONY: install demo lint test test-fast clean
+.PHONY: install demo lint test test-fast deploy clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -37,5 +37,12 @@ test: lint
 test-fast: install
 	$(BIN)/python -m pytest tests/unit $(PYTEST_ARGS)
 
+# The AWS stack (README.md, "AWS"): bootstrap is idempotent. CLI 2.x: `npx aws-cdk` alone now
+# resolves to 3.x, which refuses this app's cloud assembly.
+CDK ?= npx --yes aws-cdk@2
+deploy: install
+	PATH="$(abspath $(BIN)):$$PATH" $(CDK) bootstrap
+	PATH="$(abspath $(BIN)):$$PATH" $(CDK) deploy $(CDK_ARGS)
+
 clean:
-	rm -rf $(VENV) results cdk.out
+	rm -rf $(VENV) results cdk.out build

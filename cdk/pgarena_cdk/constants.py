@@ -16,7 +16,6 @@ CONTEXT_WORKER_MEMORY_MIB = "pgarena:workerMemoryMiB"
 CONTEXT_FARGATE_SPOT = "pgarena:fargateSpot"
 CONTEXT_LOG_RETENTION_DAYS = "pgarena:logRetentionDays"
 CONTEXT_RAW_OUTPUT_EXPIRATION_DAYS = "pgarena:rawOutputExpirationDays"
-CONTEXT_LAYER_DIR = "pgarena:layerDir"
 CONTEXT_SCHEDULES = "pgarena:schedules"
 
 # Defaults used when the context does not set a value.
@@ -41,7 +40,7 @@ WORKER_IMAGE_CONTEXT_EXCLUDE = [
     "**/*.pyc",
 ]
 # The Lambda code asset holds the handlers and the library they import, nothing else;
-# third-party packages come from the layer.
+# third-party packages come from the layer (pgarena_cdk.bundling).
 LAMBDA_CODE_EXCLUDE = [
     "*",
     ".*",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from aws_cdk import Annotations, Duration
+from aws_cdk import Duration
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
@@ -14,6 +14,7 @@ from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
 from pgarena_cdk import constants
+from pgarena_cdk.bundling import dependencies_layer_code
 from pgarena_cdk.compute_construct import ComputeConstruct
 from pgarena_cdk.nag import acknowledge
 from pgarena_cdk.permissions import grant_access, grant_read_pgarena_secrets
@@ -21,7 +22,9 @@ from pgarena_cdk.placement_construct import PlacementConstruct
 from pgarena_cdk.settings import DeploySettings
 
 RUNTIME = lambda_.Runtime.PYTHON_3_12
-ARCHITECTURE = lambda_.Architecture.ARM_64
+# x86_64: hdrhistogram publishes no aarch64 wheels, and the tests import-test the bundles on this
+# (x86_64) machine with the runtime's interpreter.
+ARCHITECTURE = lambda_.Architecture.X86_64
 
 
 class OrchestrationConstruct(Construct):
@@ -84,23 +87,13 @@ class OrchestrationConstruct(Construct):
         return self._build_function(spec, environment=environment)
 
     def _build_layers(self, repo_root: Path) -> list[lambda_.ILayerVersion]:
-        layer_dir = self._settings.layer_dir
-        if layer_dir is None:
-            # Synth stays offline and builds nothing: without a layer the functions deploy but
-            # cannot import pydantic, pg8000 or Powertools. See cdk/README.md, "Lambda layer".
-            Annotations.of(self).add_warning_v2(
-                "pgarena:noLayer",
-                f"No Lambda layer: set the context key {constants.CONTEXT_LAYER_DIR} to a directory built "
-                "with `pip install --target <dir>/python ...` before deploying (cdk/README.md).",
-            )
-            return []
         layer = lambda_.LayerVersion(
             self,
             "DependenciesLayer",
-            code=lambda_.Code.from_asset(str(layer_dir if layer_dir.is_absolute() else repo_root / layer_dir)),
+            code=dependencies_layer_code(repo_root, RUNTIME, ARCHITECTURE),
             compatible_runtimes=[RUNTIME],
             compatible_architectures=[ARCHITECTURE],
-            description="pgarena's third-party dependencies: pydantic, pg8000, Powertools",
+            description="pgarena's third-party dependencies (pyproject.toml), bundled at synth",
         )
         return [layer]
 
@@ -169,8 +162,8 @@ class OrchestrationConstruct(Construct):
         acknowledge(
             function,
             "AwsSolutions-L1",
-            "Pinned to python3.12 on purpose: the dependency layer is built from cp312 wheels and the worker "
-            "image runs the same interpreter.",
+            "Pinned to python3.12 on purpose: the dependency layer is built from cp312 wheels, the worker "
+            "image runs the same interpreter and the tests import every handler's bundle with it.",
         )
         return function
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 from aws_cdk import aws_logs as logs
 from constructs import Node
@@ -33,6 +32,9 @@ RETENTION_DAYS = {
     3653: logs.RetentionDays.TEN_YEARS,
 }
 
+# The pre-built layer directory of earlier versions; a stale `-c` is refused rather than ignored.
+REMOVED_LAYER_DIR = "pgarena:layerDir"
+
 
 def _id_list(value: object) -> list[str]:
     # `cdk synth -c key=a,b` passes a string; cdk.json can hold a JSON list.
@@ -56,7 +58,6 @@ class DeploySettings(BaseModel):
     raw_output_expiration_days: int = Field(
         constants.DEFAULT_RAW_OUTPUT_EXPIRATION_DAYS, alias=constants.CONTEXT_RAW_OUTPUT_EXPIRATION_DAYS, gt=0
     )
-    layer_dir: Path | None = Field(None, alias=constants.CONTEXT_LAYER_DIR)
     schedules: list[ScheduleSpec] = Field(default_factory=list, alias=constants.CONTEXT_SCHEDULES)
 
     @field_validator("schedules", mode="before")
@@ -103,6 +104,11 @@ class DeploySettings(BaseModel):
 
     @classmethod
     def from_context(cls, node: Node) -> DeploySettings:
+        if node.try_get_context(REMOVED_LAYER_DIR) is not None:
+            raise ValueError(
+                f"context key {REMOVED_LAYER_DIR} is no longer read: synth bundles the Lambda dependencies from "
+                "pyproject.toml itself (cdk/README.md). Remove it from the command line or cdk.json."
+            )
         keys = [field.alias for field in cls.model_fields.values()]
         present = {key: node.try_get_context(key) for key in keys}
         return cls.model_validate({key: value for key, value in present.items() if value is not None})

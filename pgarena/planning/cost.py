@@ -35,7 +35,7 @@ class RegionPrices(BaseModel):
     fargate_vcpu_hour: float = Field(description="Fargate Linux/x86, per vCPU-hour")
     fargate_gb_hour: float = Field(description="Fargate Linux/x86, per GB of memory per hour")
     fargate_spot_discount: float = Field(description="typical Fargate Spot discount off on-demand (Spot prices vary)")
-    lambda_gb_second: float = Field(description="Lambda arm64, per GB-second")
+    lambda_gb_second: float = Field(description="Lambda x86_64 (the functions' architecture), per GB-second")
     lambda_request: float = Field(description="Lambda, per request")
     sfn_transition: float = Field(description="Step Functions standard workflows, per state transition")
     dynamodb_write: float = Field(description="DynamoDB on-demand, per write request unit")
@@ -53,7 +53,7 @@ _US = RegionPrices(
     fargate_vcpu_hour=0.04048,
     fargate_gb_hour=0.004445,
     fargate_spot_discount=0.70,
-    lambda_gb_second=0.0000133334,
+    lambda_gb_second=0.0000166667,
     lambda_request=0.20 / 1e6,
     sfn_transition=0.025 / 1e3,
     dynamodb_write=0.625 / 1e6,
@@ -305,7 +305,7 @@ def _price(
     )
     lines += [
         _line("Lambda requests", requests, "requests", prices.lambda_request),
-        _line("Lambda compute", gb_s, "GB-seconds", prices.lambda_gb_second, "arm64, typical durations"),
+        _line("Lambda compute", gb_s, "GB-seconds", prices.lambda_gb_second, "x86_64, typical durations"),
         _line("Step Functions transitions", transitions, "transitions", prices.sfn_transition, "standard workflow"),
         _line(
             "DynamoDB writes",

@@ -60,7 +60,7 @@ def synthesize_app():
 
 @pytest.fixture(scope="session")
 def default_synth(tmp_path_factory) -> Synthesized:
-    """The app as `cdk synth` builds it from cdk.json alone: a new VPC, no layer. Synthesized once."""
+    """The app as `cdk synth` builds it from cdk.json alone: a new VPC. Synthesized once."""
     return synthesize(tmp_path_factory.mktemp("cdk.out"))
 
 

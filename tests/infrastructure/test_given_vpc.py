@@ -1,4 +1,4 @@
-"""The stack deployed into an existing VPC, with Fargate Spot and a pre-built layer."""
+"""The stack deployed into an existing VPC, with Fargate Spot."""
 
 from __future__ import annotations
 
@@ -15,15 +15,7 @@ SECURITY_GROUP_ID = "sg-0123456789abcdef0"
 
 
 @pytest.fixture(scope="module")
-def layer_dir(tmp_path_factory):
-    layer = tmp_path_factory.mktemp("layer")
-    (layer / "python").mkdir()
-    (layer / "python" / "placeholder.py").write_text("")
-    return layer
-
-
-@pytest.fixture(scope="module")
-def given_vpc_synth(synthesize_app, tmp_path_factory, layer_dir):
+def given_vpc_synth(synthesize_app, tmp_path_factory):
     # Values as `cdk deploy -c key=value` passes them: strings, ids comma-separated.
     return synthesize_app(
         tmp_path_factory.mktemp("cdk.out"),
@@ -32,7 +24,6 @@ def given_vpc_synth(synthesize_app, tmp_path_factory, layer_dir):
             constants.CONTEXT_SUBNET_IDS: ",".join(SUBNET_IDS),
             constants.CONTEXT_SECURITY_GROUP_IDS: SECURITY_GROUP_ID,
             constants.CONTEXT_FARGATE_SPOT: "true",
-            constants.CONTEXT_LAYER_DIR: str(layer_dir),
         },
     )
 
@@ -84,27 +75,6 @@ def test_fargate_spot_adds_capacity_providers(given_vpc_synth):
     assert "FARGATE_SPOT" in association["Properties"]["CapacityProviders"]
     variables = cfn.function(given_vpc_synth, "functions/launch_worker/handler.handler")["Environment"]["Variables"]
     assert variables["CAPACITY_PROVIDER"] == "FARGATE_SPOT"
-
-
-def test_every_function_gets_the_dependencies_layer(given_vpc_synth):
-    # Given pgarena:layerDir / When reading each function's layers
-    (layer_id,) = given_vpc_synth.resources_of_type("AWS::Lambda::LayerVersion")
-    functions = given_vpc_synth.resources_of_type("AWS::Lambda::Function").values()
-    layers = [body["Properties"].get("Layers") for body in functions]
-
-    # Then every function uses the one layer
-    assert layers and layers == [[{"Ref": layer_id}]] * len(layers)
-
-
-def test_layer_matches_the_functions_platform(given_vpc_synth):
-    # Given pgarena:layerDir / When reading the layer
-    (layer,) = given_vpc_synth.resources_of_type("AWS::Lambda::LayerVersion").values()
-
-    # Then it is declared for Python 3.12 on arm64, like the functions
-    assert (layer["Properties"]["CompatibleRuntimes"], layer["Properties"]["CompatibleArchitectures"]) == (
-        ["python3.12"],
-        ["arm64"],
-    )
 
 
 def test_cdk_nag_passes_with_a_given_vpc(given_vpc_synth):

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import pytest
+from aws_cdk import App
 from pydantic import ValidationError
 
 from pgarena_cdk import constants
-from pgarena_cdk.settings import DeploySettings
+from pgarena_cdk.settings import REMOVED_LAYER_DIR, DeploySettings
 
 pytestmark = pytest.mark.infrastructure
 
@@ -70,3 +71,12 @@ def test_an_unsupported_log_retention_is_refused():
     # When reading the settings / Then they are refused with the allowed values
     with pytest.raises(ValidationError, match="retention must be one of"):
         DeploySettings.model_validate(context)
+
+
+def test_the_removed_layer_dir_context_is_refused():
+    # Given a command line from before synth bundled the layer itself
+    app = App(context={REMOVED_LAYER_DIR: "build/layer"})
+
+    # When reading the settings / Then the error names the key and says what to do
+    with pytest.raises(ValueError, match=r"pgarena:layerDir is no longer read.*Remove it"):
+        DeploySettings.from_context(app.node)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from aws_cdk import App, Stack
 from aws_cdk import aws_s3 as s3
-from aws_cdk.assertions import Annotations, Match
+from aws_cdk.assertions import Match
 
 from pgarena.aws import access
 from pgarena.aws.settings import LauncherEnv, ResultsEnv
@@ -269,16 +269,6 @@ def test_preflight_runs_outside_a_vpc_when_none_is_given(default_synth):
 
     # Then it has no VPC configuration
     assert "VpcConfig" not in function
-
-
-def test_missing_layer_is_reported_as_a_warning(default_synth):
-    # Given the default synth (no pgarena:layerDir)
-    annotations = Annotations.from_stack(default_synth.stack)
-
-    # When looking for the layer warning / Then it is there, and no function has a layer
-    annotations.has_warning("*", Match.string_like_regexp("No Lambda layer"))
-    functions = default_synth.resources_of_type("AWS::Lambda::Function").values()
-    assert all("Layers" not in body["Properties"] for body in functions)
 
 
 # --- State machine ---------------------------------------------------------------------------

