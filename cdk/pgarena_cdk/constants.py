@@ -106,6 +106,13 @@ AGGREGATE = FunctionSpec(
 COST_GUARD = FunctionSpec(
     "CostGuardFunction", "functions/cost_guard/handler.handler", "CostGuardFunctionArn", 256, 30, Component.COST_GUARD
 )
+# Started by EventBridge when an execution ends ABORTED, FAILED or TIMED_OUT (no ASL placeholder): reads the
+# execution's history, writes results.json with what finished, settles the ledger, releases the leases.
+FINALIZE_STOPPED = FunctionSpec(
+    "FinalizeStoppedFunction", "functions/finalize_stopped/handler.handler", "", 1024, 300, Component.FINALIZE_STOPPED
+)
+# The execution status changes that never reach Aggregate And Rank.
+STOPPED_STATUSES = ("ABORTED", "FAILED", "TIMED_OUT")
 # Started by EventBridge Scheduler, not by the state machine (no ASL placeholder): reads a schedule's
 # matrix from the results bucket and starts the campaign's execution.
 START_CAMPAIGN = FunctionSpec(

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from aws_cdk import Duration
+from aws_cdk import ArnFormat, Duration, Stack
 from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_events as events
+from aws_cdk import aws_events_targets as events_targets
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
@@ -70,9 +72,15 @@ class OrchestrationConstruct(Construct):
         grant_read_pgarena_secrets(self.preflight_function.role, self)
         self._grant_launch_worker(self.launch_worker_function, compute)
         self.state_machine = self._build_state_machine(repo_root)
+        self.finalize_stopped_function = self._finalize_stopped_executions(results_env)
 
     @property
     def functions(self) -> dict[constants.FunctionSpec, lambda_.Function]:
+        """Every function of the campaign's orchestration: the state machine's and finalize_stopped."""
+        return {**self.state_machine_functions, constants.FINALIZE_STOPPED: self.finalize_stopped_function}
+
+    @property
+    def state_machine_functions(self) -> dict[constants.FunctionSpec, lambda_.Function]:
         return {
             constants.VALIDATE: self.validate_function,
             constants.PREFLIGHT: self.preflight_function,
@@ -81,6 +89,46 @@ class OrchestrationConstruct(Construct):
             constants.AGGREGATE: self.aggregate_function,
             constants.COST_GUARD: self.cost_guard_function,
         }
+
+    def _finalize_stopped_executions(self, results_env: dict[str, str]) -> lambda_.Function:
+        """An execution stopped, failed or timed out never reaches Aggregate And Rank: EventBridge hands its
+        status change to finalize_stopped, which ends the campaign as aggregate would."""
+        function = self._build_function(constants.FINALIZE_STOPPED, environment=results_env)
+        function.add_to_role_policy(
+            iam.PolicyStatement(
+                actions=["states:GetExecutionHistory"],
+                resources=[
+                    Stack.of(self).format_arn(
+                        service="states",
+                        resource="execution",
+                        resource_name=f"{self.state_machine.state_machine_name}:*",
+                        arn_format=ArnFormat.COLON_RESOURCE_NAME,
+                    )
+                ],
+            )
+        )
+        acknowledge(
+            function.role,
+            "AwsSolutions-IAM5",
+            "GetExecutionHistory on this state machine's executions: their names (campaign ids) are not known at deploy time.",
+            finding="Resource::arn:<AWS::Partition>:states:<AWS::Region>:<AWS::AccountId>:execution:"
+            "<OrchestrationCampaignStateMachine81E29F25.Name>:*",
+        )
+        events.Rule(
+            self,
+            "StoppedExecutionRule",
+            description="pgarena: finalize campaigns whose execution ended without Aggregate And Rank",
+            event_pattern=events.EventPattern(
+                source=["aws.states"],
+                detail_type=["Step Functions Execution Status Change"],
+                detail={
+                    "status": list(constants.STOPPED_STATUSES),
+                    "stateMachineArn": [self.state_machine.state_machine_arn],
+                },
+            ),
+            targets=[events_targets.LambdaFunction(function, retry_attempts=2)],
+        )
+        return function
 
     def add_function(self, spec: constants.FunctionSpec, environment: dict[str, str]) -> lambda_.Function:
         """A function built like the state machine's (role, log group, tracing, layer) for another caller."""
@@ -212,13 +260,15 @@ class OrchestrationConstruct(Construct):
             state_machine_type=sfn.StateMachineType.STANDARD,
             # The ASL stays a file (it also runs in the local runtime); CDK uploads it as an asset.
             definition_body=sfn.DefinitionBody.from_file(str(repo_root / constants.STATE_MACHINE_ASL)),
-            definition_substitutions={spec.asl_placeholder: function.function_arn for spec, function in self.functions.items()},
+            definition_substitutions={
+                spec.asl_placeholder: function.function_arn for spec, function in self.state_machine_functions.items()
+            },
             logs=sfn.LogOptions(destination=log_group, level=sfn.LogLevel.ALL, include_execution_data=False),
             tracing_enabled=True,
         )
         # A file-loaded definition gets no automatic grants. The ASL invokes unqualified ARNs, so
         # $LATEST is all the role needs.
-        for function in self.functions.values():
+        for function in self.state_machine_functions.values():
             function.grant_invoke_latest_version(state_machine)
         acknowledge(
             state_machine.role,

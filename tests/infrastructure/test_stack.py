@@ -30,6 +30,8 @@ HANDLERS = {
     "functions/aggregate/handler.handler",
     "functions/cost_guard/handler.handler",
 }
+# Started by EventBridge, not by the state machine: the state machine may not invoke it.
+FINALIZE_STOPPED_HANDLER = "functions/finalize_stopped/handler.handler"
 
 
 def _get_att_targets(value) -> list[str]:
@@ -166,7 +168,7 @@ def test_one_function_per_handler(default_synth):
     handlers = sorted(body["Properties"]["Handler"] for body in functions)
 
     # Then there is exactly one function per handler
-    assert handlers == sorted(HANDLERS)
+    assert handlers == sorted(HANDLERS | {FINALIZE_STOPPED_HANDLER})
 
 
 def test_functions_run_python_312_traced_with_powertools_service_name(default_synth):
@@ -524,3 +526,22 @@ def test_cdk_nag_fails_synthesis_on_an_unacknowledged_finding(tmp_path: Path):
     # When synthesizing / Then the findings fail it (so the passing synth above means something)
     with pytest.raises(RuntimeError, match="AwsSolutions-S1"):
         app.synth()
+
+
+def test_a_stopped_failed_or_timed_out_execution_is_finalized(default_synth):
+    # Given the EventBridge rule and the function it starts
+    (rule,) = default_synth.resources_of_type("AWS::Events::Rule").values()
+    pattern, targets = rule["Properties"]["EventPattern"], rule["Properties"]["Targets"]
+    function_id = cfn.logical_id(default_synth, "AWS::Lambda::Function", "FinalizeStoppedFunction")
+    (machine_id,) = default_synth.resources_of_type("AWS::StepFunctions::StateMachine")
+
+    # Then every ending that skips Aggregate And Rank of this state machine reaches finalize_stopped
+    assert pattern["source"] == ["aws.states"] and pattern["detail-type"] == ["Step Functions Execution Status Change"]
+    assert sorted(pattern["detail"]["status"]) == ["ABORTED", "FAILED", "TIMED_OUT"]
+    assert pattern["detail"]["stateMachineArn"] == [{"Ref": machine_id}]
+    assert [t["Arn"] for t in targets] == [{"Fn::GetAtt": [function_id, "Arn"]}]
+    # and it may read those executions' histories
+    statement = cfn.statement_with(
+        cfn.statements_of_function(default_synth, FINALIZE_STOPPED_HANDLER), "states:GetExecutionHistory"
+    )
+    assert cfn.as_list(statement["Action"]) == ["states:GetExecutionHistory"]
