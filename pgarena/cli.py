@@ -106,6 +106,11 @@ def ranking_table(results: CampaignResults) -> Table:
         if target.name not in ranked:
             error = f"{target.error.kind}: {target.error.message}" if target.error else ""
             table.add_row("-", target.name, target.provider, target.status, "-", "-", error)
+    stats = results.statistics
+    if stats is not None and stats.note:
+        table.caption = f"{stats.note}; '=' marks a tie within the tie tolerance"
+    elif stats is not None:
+        table.caption = f"{stats.repetitions} runs per point; '=' marks a tie: 95% confidence intervals overlap"
     return table
 
 

@@ -8,7 +8,7 @@ from collections.abc import Iterable
 
 from pgarena.analysis.consolidation import consolidation_tables
 from pgarena.analysis.merge import NoCommonWindow, merge
-from pgarena.analysis.metrics import PointMetrics, target_metrics
+from pgarena.analysis.metrics import PointMetrics, campaign_statistics, target_metrics, with_points
 from pgarena.analysis.ranking import rank_targets
 from pgarena.analysis.rate import rate_incident
 from pgarena.analysis.replication import replication_result
@@ -295,7 +295,9 @@ def aggregate(
     by_name = merge_phases(outcomes)
     by_step = {s.step_id: s for s in summaries}
     keys = frozenset(raw_keys)
-    targets = [_target_result(t, by_name.get(t.name), by_step, plan.campaign_id, series or {}, keys) for t in plan.targets]
+    targets = [
+        with_points(_target_result(t, by_name.get(t.name), by_step, plan.campaign_id, series or {}, keys)) for t in plan.targets
+    ]
     return CampaignResults(
         campaign_id=plan.campaign_id,
         campaign=plan.campaign,
@@ -304,6 +306,8 @@ def aggregate(
         targets=targets,
         ranking=rank_targets(targets, plan.ranking),
         scenarios=scenarios(plan, targets, campaign_id=plan.campaign_id),
+        statistics=campaign_statistics(targets, plan.repetitions),
+        run_order=plan.run_order,
     )
 
 

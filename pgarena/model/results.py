@@ -26,6 +26,32 @@ class Latency(BaseModel):
     max: float | None = None
 
 
+class Interval(BaseModel):
+    """One figure over a point's repetitions: mean, sample stddev, n and its 95% t-interval
+    (pgarena.analysis.intervals). stddev and the interval are None with one run: no noise was measured."""
+
+    n: int
+    mean: float
+    stddev: float | None = None
+    ci95_low: float | None = None
+    ci95_high: float | None = None
+
+    @property
+    def half_width(self) -> float | None:
+        return None if self.ci95_low is None or self.ci95_high is None else (self.ci95_high - self.ci95_low) / 2
+
+
+class PointStats(BaseModel):
+    """One workload x client count of a target over its succeeded repetitions."""
+
+    workload: str
+    clients: int | None
+    n: int = Field(description="succeeded repetitions the figures are over")
+    tps: Interval | None = None
+    p95_ms: Interval | None = None
+    p99_ms: Interval | None = None
+
+
 class ProgressSample(BaseModel):
     elapsed_s: float
     tps: float
@@ -159,6 +185,9 @@ class TargetResult(BaseModel):
     hourly_cost_usd: float | None = None
     loads: list[LoadResult] = Field(default_factory=list)
     workloads: list[WorkloadResult] = Field(default_factory=list)
+    points: list[PointStats] = Field(
+        default_factory=list, description="per workload x client count: mean, stddev, n and 95% interval of tps, p95, p99"
+    )
 
 
 class RankEntry(BaseModel):
@@ -168,7 +197,9 @@ class RankEntry(BaseModel):
     basis: str
     metrics: dict[str, float] = Field(default_factory=dict, description="per-metric scores, 1.0 = best ranked target")
     metric_ranks: dict[str, int] = Field(default_factory=dict, description="rank on each metric alone, ties shared")
-    tied_with: list[str] = Field(default_factory=list, description="targets within run-to-run noise: same rank")
+    tied_with: list[str] = Field(
+        default_factory=list, description="targets whose score intervals overlap (or within the tie tolerance): same rank"
+    )
     flags: list[str] = Field(default_factory=list, description="runs left out of the comparison, and why")
 
 
@@ -244,6 +275,33 @@ class Scenarios(BaseModel):
     replication: list[ReplicationPoint] = Field(default_factory=list)
 
 
+class RunPass(BaseModel):
+    """One pass of the state machine's phase Map: these targets, in this order."""
+
+    phase: int
+    workload: str | None = Field(None, description="the workload the pass runs; None: every workload")
+    repetition: int | None = Field(None, description="the repetition the pass runs; None: every repetition")
+    targets: list[str] = Field(description="in the order they ran (target_concurrency at a time)")
+
+
+class RunOrder(BaseModel):
+    """How repetitions were interleaved: repetition r of every target before r + 1 of any, the targets'
+    order within each pass shuffled by `seed`, so drift over the campaign hits every target alike."""
+
+    seed: int
+    seed_from: Literal["matrix", "campaign_id"] = Field(description="the matrix's order_seed, or derived from the id")
+    targets: list[str] = Field(description="the matrix's order")
+    passes: list[RunPass]
+
+
+class Statistics(BaseModel):
+    """How the points' intervals were computed, and whether there were any."""
+
+    method: str
+    repetitions: int
+    note: str | None = Field(None, description="e.g. '1 run per point: no confidence interval'")
+
+
 class CampaignResults(BaseModel):
     campaign_id: str
     campaign: str
@@ -261,3 +319,5 @@ class CampaignResults(BaseModel):
         default_factory=list, description="campaign ids whose successes this one kept (`pgarena resume`)"
     )
     scenarios: Scenarios | None = Field(None, description="consolidation and replication tables, when the matrix asks")
+    statistics: Statistics | None = Field(None, description="the interval method; says so when points have one run")
+    run_order: RunOrder | None = Field(None, description="the seeded, interleaved order the targets ran in")

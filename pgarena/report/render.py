@@ -11,6 +11,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoes
 from markupsafe import Markup
 
 from pgarena.analysis.metrics import DROP_FRACTION, USL_GOOD_FIT_ERROR, PointMetrics, latest_phase, nominal_clients, usl
+from pgarena.model.results import Interval
 from pgarena.report.charts import Bars, Line, bar_chart, colour, line_chart
 from pgarena.report.model import Key, Report, point_label
 
@@ -285,6 +286,13 @@ def sustainable_charts(report: Report) -> list[Chart]:
     return charts
 
 
+def _ci(value: Interval | None, digits: int = 1) -> str:
+    """A 95% interval as [low, high]; a dash with one run (no interval)."""
+    if value is None or value.ci95_low is None or value.ci95_high is None:
+        return "–"
+    return f"[{value.ci95_low:,.{digits}f}, {value.ci95_high:,.{digits}f}]"
+
+
 def _mib(value: int | None) -> str:
     return "–" if value is None else f"{value / 2**20:,.2f} MiB"
 
@@ -299,7 +307,7 @@ def _environment(autoescape: bool) -> Environment:
         lstrip_blocks=True,
         keep_trailing_newline=True,
     )
-    env.filters.update(fmt=_fmt, pct=_pct, md=_md, slug=slug, mib=_mib)
+    env.filters.update(fmt=_fmt, pct=_pct, md=_md, slug=slug, mib=_mib, ci=_ci)
     return env
 
 
