@@ -40,6 +40,10 @@ USL_GOOD_FIT_ERROR = 0.25
 # A scaling curve needs at least two client counts.
 SCALING_MIN_POINTS = 2
 
+# A load generator whose median `select 1` round trip exceeds this is not in the database's zone: every
+# transaction pays the network, and a closed-loop benchmark measures the distance as much as the server.
+FAR_RTT_MS = 2.0
+
 # Figures in WorkloadResult.extra that count retried transactions: pgbench's (15+, --max-tries) and
 # sysbench's ignored errors, after each of which sysbench restarts the transaction.
 RETRY_COUNTS = ("retried", "ignored_errors")
@@ -451,6 +455,16 @@ def findings(target: TargetResult, campaign_id: str = "") -> list[Finding]:
                 kind=target.error.kind,
                 message=target.error.message,
                 raw=relative_raw(campaign_id, target.error.raw),
+            )
+        )
+    if target.rtt_ms is not None and target.rtt_ms > FAR_RTT_MS:
+        found.append(
+            Finding(
+                target=target.name,
+                source="target",
+                kind="far_load_generator",
+                message=f"load generator not next to the database: median round trip {target.rtt_ms:.2f} ms "
+                f"(> {FAR_RTT_MS:g} ms); its latency and closed-loop tps include the network",
             )
         )
     for load in target.loads:

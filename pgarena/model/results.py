@@ -65,6 +65,39 @@ class Barrier(BaseModel):
     all_arrived: bool
 
 
+class ServerSetting(BaseModel):
+    """A setting not at its default (pg_settings), as the server reports it."""
+
+    name: str
+    setting: str
+    unit: str | None = None
+    source: str = Field(description="where the value comes from: configuration file, command line, database, ...")
+
+
+class EcsTask(BaseModel):
+    """The Fargate task a worker ran in (ECS task metadata endpoint v4)."""
+
+    availability_zone: str | None = None
+    cpu: float | None = Field(None, description="the task's vCPU limit")
+    memory_mib: int | None = Field(None, description="the task's memory limit")
+    launch_type: str | None = None
+    task_arn: str | None = None
+
+
+class WorkerFacts(BaseModel):
+    """The machine a step's load generator ran on, and its network distance to the database."""
+
+    cpu_model: str | None = None
+    cpu_count: int | None = Field(None, description="CPUs this process may run on")
+    memory_bytes: int | None = Field(None, description="the container's memory limit, else the machine's memory")
+    platform: str | None = None
+    tools: dict[str, str] = Field(default_factory=dict, description="tool or library -> version")
+    task: EcsTask | None = Field(None, description="set in AWS (ECS_CONTAINER_METADATA_URI_V4)")
+    rtt_ms: float | None = Field(None, description="median round trip of `select 1` over an open connection")
+    rtt_samples: int = 0
+    notes: list[str] = Field(default_factory=list, description="facts that could not be read, and why")
+
+
 class StepSummary(BaseModel):
     """What one worker task measured; stored in DynamoDB and traceable to `raw`."""
 
@@ -97,6 +130,7 @@ class StepSummary(BaseModel):
     extra: dict[str, float | int | None] = Field(default_factory=dict, description="tool-specific figures, e.g. sysbench qps")
     connections: ConnectionReport | None = None
     replication: ReplicationResult | None = Field(None, description="replicas' lag and catch-up after the run")
+    worker: WorkerFacts | None = Field(None, description="the load generator's machine and its round trip to the database")
     raw: list[str] = Field(default_factory=list, description="S3 keys of the raw output")
     error: ErrorInfo | None = None
 
@@ -117,6 +151,12 @@ class ServerInfo(BaseModel):
         None, description="pg_postmaster_start_time() at preflight: a later, different value means the server restarted"
     )
     address: str | None = Field(None, description="the address the host name resolved to at preflight (resolved once)")
+    settings: list[ServerSetting] = Field(
+        default_factory=list, description="every setting not at its default (pg_settings), secrets masked"
+    )
+    extensions: dict[str, str] = Field(default_factory=dict, description="installed extensions (pg_extension) -> version")
+    database_size_bytes: int | None = Field(None, description="pg_database_size of the benchmark database at preflight")
+    unreadable: list[str] = Field(default_factory=list, description="facts the role could not read, and why")
 
 
 class ShardResult(BaseModel):
@@ -159,6 +199,7 @@ class WorkloadResult(BaseModel):
     incidents: list[Incident] = Field(
         default_factory=list, description="e.g. rate_not_sustained: the asked rate was not delivered"
     )
+    worker: WorkerFacts | None = Field(None, description="the load generator (the first shard's, when sharded)")
     raw: list[str] = Field(default_factory=list, description="paths relative to the campaign folder")
     error: ErrorInfo | None = None
 
@@ -183,6 +224,7 @@ class TargetResult(BaseModel):
     error: ErrorInfo | None = None
     server: ServerInfo | None = None
     hourly_cost_usd: float | None = None
+    rtt_ms: float | None = Field(None, description="median of the workers' median round trips to the database")
     loads: list[LoadResult] = Field(default_factory=list)
     workloads: list[WorkloadResult] = Field(default_factory=list)
     points: list[PointStats] = Field(

@@ -10,7 +10,15 @@ from pathlib import Path
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 from markupsafe import Markup
 
-from pgarena.analysis.metrics import DROP_FRACTION, USL_GOOD_FIT_ERROR, PointMetrics, latest_phase, nominal_clients, usl
+from pgarena.analysis.metrics import (
+    DROP_FRACTION,
+    FAR_RTT_MS,
+    USL_GOOD_FIT_ERROR,
+    PointMetrics,
+    latest_phase,
+    nominal_clients,
+    usl,
+)
 from pgarena.model.results import Interval
 from pgarena.report.charts import Bars, Line, bar_chart, colour, line_chart
 from pgarena.report.model import Key, Report, point_label
@@ -312,7 +320,7 @@ def _environment(autoescape: bool) -> Environment:
 
 
 def _context(report: Report) -> dict:
-    return dict(r=report, results=report.results, labels=_labels(report), drop_fraction=DROP_FRACTION)
+    return dict(r=report, results=report.results, labels=_labels(report), drop_fraction=DROP_FRACTION, far_rtt_ms=FAR_RTT_MS)
 
 
 def render_markdown(report: Report) -> str:
