@@ -106,6 +106,11 @@ def ranking_table(results: CampaignResults) -> Table:
         if target.name not in ranked:
             error = f"{target.error.kind}: {target.error.message}" if target.error else ""
             table.add_row("-", target.name, target.provider, target.status, "-", "-", error)
+    stats = results.statistics
+    if stats is not None and stats.note:
+        table.caption = f"{stats.note}; '=' marks a tie within the tie tolerance"
+    elif stats is not None:
+        table.caption = f"{stats.repetitions} runs per point; '=' marks a tie: 95% confidence intervals overlap"
     return table
 
 
@@ -273,6 +278,16 @@ def comparison_table(comparison: Comparison) -> Table:
     return table
 
 
+def settings_table(comparison: Comparison) -> Table:
+    """Non-default server settings that differ per target: the configuration behind a change in the figures."""
+    table = Table(title="server settings that differ (– : at its default)")
+    for column in ("target", "setting", "A", "B"):
+        table.add_column(column)
+    for change in comparison.settings:
+        table.add_row(change.target, change.name, change.a or "–", change.b or "–")
+    return table
+
+
 @app.command()
 def compare(
     a: Annotated[Path, typer.Argument(help="the earlier campaign: its folder or its results.json")],
@@ -282,6 +297,10 @@ def compare(
     """Show what changed from campaign A to campaign B per target, workload and client count; flag regressions."""
     comparison = compare_campaigns(_results_or_exit(a), _results_or_exit(b), threshold)
     console.print(comparison_table(comparison))
+    if comparison.settings:
+        console.print(settings_table(comparison))
+    else:
+        console.print("server settings: no difference between the targets' recorded non-default settings", highlight=False)
     regressions = comparison.regressions
     summary = f"{len(regressions)} regression(s)" + (
         ": " + ", ".join(f"{c.target}/{c.workload}/c{c.clients}" for c in regressions) if regressions else ""

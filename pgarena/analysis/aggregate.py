@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable
+from statistics import median
 
 from pgarena.analysis.consolidation import consolidation_tables
 from pgarena.analysis.merge import NoCommonWindow, merge
-from pgarena.analysis.metrics import PointMetrics, target_metrics
+from pgarena.analysis.metrics import PointMetrics, campaign_statistics, target_metrics, with_points
 from pgarena.analysis.ranking import rank_targets
 from pgarena.analysis.rate import rate_incident
 from pgarena.analysis.replication import replication_result
@@ -26,6 +27,7 @@ from pgarena.model.results import (
     ShardResult,
     StepSummary,
     TargetResult,
+    WorkerFacts,
     WorkloadResult,
 )
 from pgarena.model.series import ShardSeries
@@ -160,6 +162,7 @@ def _sharded_result(
         replication = replication_result(replication.replicas, merged.transactions, merged.window_s, replication.raw)
     return WorkloadResult(
         clients=covered,
+        worker=next((s.worker for s, _ in ran if s.worker), None),
         requested_clients=(clamped_from or requested) if (failed or clamped_from) else None,
         status="succeeded",
         tps=round(merged.tps, 6),
@@ -174,6 +177,12 @@ def _sharded_result(
         error=degraded,
         **common,
     )
+
+
+def median_rtt_ms(workers: list[WorkerFacts | None]) -> float | None:
+    """The target's round trip: the median of its workers' medians (each of 20 `select 1`)."""
+    rtts = [w.rtt_ms for w in workers if w is not None and w.rtt_ms is not None]
+    return round(median(rtts), 3) if rtts else None
 
 
 def _rate_tps(step: Step) -> float | None:
@@ -250,6 +259,7 @@ def _target_result(
                 barrier=summary.barrier if summary else None,
                 rate_tps=_rate_tps(step),
                 incidents=_rate_incidents(step, summary) if status == "succeeded" else [],
+                worker=summary.worker if summary else None,
                 raw=raw,
                 error=error if status == "failed" else None,
             )
@@ -273,6 +283,7 @@ def _target_result(
         error=target_error,
         server=outcome.server if outcome else None,
         hourly_cost_usd=planned.hourly_cost_usd,
+        rtt_ms=median_rtt_ms([s.worker for s in summaries.values() if s.target == planned.name]),
         loads=loads,
         workloads=workloads,
     )
@@ -295,7 +306,9 @@ def aggregate(
     by_name = merge_phases(outcomes)
     by_step = {s.step_id: s for s in summaries}
     keys = frozenset(raw_keys)
-    targets = [_target_result(t, by_name.get(t.name), by_step, plan.campaign_id, series or {}, keys) for t in plan.targets]
+    targets = [
+        with_points(_target_result(t, by_name.get(t.name), by_step, plan.campaign_id, series or {}, keys)) for t in plan.targets
+    ]
     return CampaignResults(
         campaign_id=plan.campaign_id,
         campaign=plan.campaign,
@@ -304,6 +317,8 @@ def aggregate(
         targets=targets,
         ranking=rank_targets(targets, plan.ranking),
         scenarios=scenarios(plan, targets, campaign_id=plan.campaign_id),
+        statistics=campaign_statistics(targets, plan.repetitions),
+        run_order=plan.run_order,
     )
 
 

@@ -9,7 +9,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from pgarena.analysis.metrics import PointMetrics, target_metrics
-from pgarena.model.results import CampaignResults
+from pgarena.model.results import CampaignResults, TargetResult
 
 # A change smaller than this (relative) is no change.
 DEFAULT_THRESHOLD = 0.05
@@ -38,11 +38,23 @@ class Change(BaseModel):
         return self.verdict in ("regression", "failed")
 
 
+class SettingChange(BaseModel):
+    """A server setting of one target that differs between the two campaigns (None: at its default)."""
+
+    target: str
+    name: str
+    a: str | None = None
+    b: str | None = None
+
+
 class Comparison(BaseModel):
     a: str
     b: str
     threshold: float
     changes: list[Change]
+    settings: list[SettingChange] = Field(
+        default_factory=list, description="non-default settings that differ, per target both campaigns ran"
+    )
 
     @property
     def regressions(self) -> list[Change]:
@@ -127,6 +139,28 @@ def compare_points(a: PointMetrics, b: PointMetrics, threshold: float = DEFAULT_
     return change
 
 
+def _settings(target: TargetResult) -> dict[str, str] | None:
+    """name -> value with its unit (8kB x 16384 reads as '16384 8kB'); None when preflight never read them."""
+    if target.server is None:
+        return None
+    return {s.name: f"{s.setting} {s.unit}" if s.unit else s.setting for s in target.server.settings}
+
+
+def setting_changes(a: CampaignResults, b: CampaignResults) -> list[SettingChange]:
+    """Settings that differ between the campaigns, for each target (by name) whose settings both recorded."""
+    b_targets = {t.name: t for t in b.targets}
+    changes = []
+    for target in a.targets:
+        other = b_targets.get(target.name)
+        before, after = _settings(target), _settings(other) if other else None
+        if before is None or after is None:
+            continue
+        for name in sorted(before.keys() | after.keys()):
+            if before.get(name) != after.get(name):
+                changes.append(SettingChange(target=target.name, name=name, a=before.get(name), b=after.get(name)))
+    return changes
+
+
 def compare_campaigns(a: CampaignResults, b: CampaignResults, threshold: float = DEFAULT_THRESHOLD) -> Comparison:
     """Every target x workload x client count of either campaign, matched by name."""
     points_a, points_b = _points(a), _points(b)
@@ -157,4 +191,4 @@ def compare_campaigns(a: CampaignResults, b: CampaignResults, threshold: float =
             )
         else:
             changes.append(compare_points(points_a[key], points_b[key], threshold))
-    return Comparison(a=a.campaign_id, b=b.campaign_id, threshold=threshold, changes=changes)
+    return Comparison(a=a.campaign_id, b=b.campaign_id, threshold=threshold, changes=changes, settings=setting_changes(a, b))

@@ -15,10 +15,20 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from pgarena.analysis.intervals import METHOD, SINGLE_RUN_NOTE, interval
 from pgarena.analysis.rate import RATE_NOT_SUSTAINED
 from pgarena.model import layout
 from pgarena.model.monitor import Incident
-from pgarena.model.results import CampaignResults, Latency, ProgressSample, TargetResult, WorkloadResult
+from pgarena.model.results import (
+    CampaignResults,
+    Interval,
+    Latency,
+    PointStats,
+    ProgressSample,
+    Statistics,
+    TargetResult,
+    WorkloadResult,
+)
 
 # An interval below this fraction of the run's earlier peak tps is a drop. A drop the run never
 # climbs back from is a collapse (the Azure study's 457 -> 15 tps); one it recovers from, a stall.
@@ -29,6 +39,10 @@ USL_MIN_POINTS = 3
 USL_GOOD_FIT_ERROR = 0.25
 # A scaling curve needs at least two client counts.
 SCALING_MIN_POINTS = 2
+
+# A load generator whose median `select 1` round trip exceeds this is not in the database's zone: every
+# transaction pays the network, and a closed-loop benchmark measures the distance as much as the server.
+FAR_RTT_MS = 2.0
 
 # Figures in WorkloadResult.extra that count retried transactions: pgbench's (15+, --max-tries) and
 # sysbench's ignored errors, after each of which sysbench restarts the transaction.
@@ -64,6 +78,9 @@ class PointMetrics(BaseModel):
     tps: float | None = Field(None, description="mean over succeeded repetitions")
     tps_stddev: float | None = Field(None, description="sample stddev over repetitions; None with one")
     tps_runs: list[float] = Field(default_factory=list)
+    tps_interval: Interval | None = Field(None, description="mean, stddev, n, 95% t-interval of tps over repetitions")
+    p95_interval: Interval | None = Field(None, description="the same for p95 latency (ms), where every run has it")
+    p99_interval: Interval | None = Field(None, description="the same for p99 latency (ms), where every run has it")
     qps: float | None = Field(None, description="queries per second (sysbench), mean over repetitions")
     latency_ms: Latency = Latency()
     error_rate: float | None = Field(None, description="failed / (processed + failed) transactions")
@@ -88,6 +105,17 @@ class PointMetrics(BaseModel):
         if self.tps_stddev is None or not self.tps:
             return 0.0
         return self.tps_stddev / self.tps
+
+    @property
+    def stats(self) -> PointStats:
+        return PointStats(
+            workload=self.workload,
+            clients=self.clients,
+            n=self.runs,
+            tps=self.tps_interval,
+            p95_ms=self.p95_interval,
+            p99_ms=self.p99_interval,
+        )
 
     @property
     def complete(self) -> bool:
@@ -250,6 +278,11 @@ def _mean_latency(runs: list[WorkloadResult]) -> Latency:
     return Latency(**fields)
 
 
+def _latency_interval(runs: list[WorkloadResult], field: str) -> Interval | None:
+    values = [getattr(w.latency_ms, field) for w in runs]
+    return interval(values) if values and all(v is not None for v in values) else None  # type: ignore[arg-type]
+
+
 def point_metrics(
     target: str, workload: str, clients: int | None, runs: list[WorkloadResult], hourly_cost_usd: float | None = None
 ) -> PointMetrics:
@@ -275,6 +308,9 @@ def point_metrics(
         tps=tps,
         tps_stddev=stdev(tps_runs) if len(tps_runs) > 1 else None,
         tps_runs=tps_runs,
+        tps_interval=interval(tps_runs),
+        p95_interval=_latency_interval(ok, "p95"),
+        p99_interval=_latency_interval(ok, "p99"),
         qps=fmean(qps) if qps and len(qps) == len(ok) else None,
         latency_ms=_mean_latency(ok) if ok else Latency(),
         error_rate=error_rate(processed, _sum([w.failed_transactions for w in ok])),
@@ -421,6 +457,16 @@ def findings(target: TargetResult, campaign_id: str = "") -> list[Finding]:
                 raw=relative_raw(campaign_id, target.error.raw),
             )
         )
+    if target.rtt_ms is not None and target.rtt_ms > FAR_RTT_MS:
+        found.append(
+            Finding(
+                target=target.name,
+                source="target",
+                kind="far_load_generator",
+                message=f"load generator not next to the database: median round trip {target.rtt_ms:.2f} ms "
+                f"(> {FAR_RTT_MS:g} ms); its latency and closed-loop tps include the network",
+            )
+        )
     for load in target.loads:
         if load.error is not None and not (target.error is not None and load.error.kind == "not_run"):
             found.append(
@@ -515,3 +561,20 @@ def target_metrics(target: TargetResult, campaign_id: str = "") -> TargetMetrics
 
 def campaign_metrics(results: CampaignResults) -> list[TargetMetrics]:
     return [target_metrics(t, results.campaign_id) for t in results.targets]
+
+
+def with_points(target: TargetResult) -> TargetResult:
+    """The target with its points' mean, stddev, n and 95% intervals (results.json `points`)."""
+    return target.model_copy(update={"points": [p.stats for p in target_metrics(target).points if p.runs]})
+
+
+def campaign_statistics(targets: list[TargetResult], repetitions: int) -> Statistics:
+    """The interval method, and a note when points rest on a single run (no interval, no measured noise)."""
+    counts = [p.n for t in targets for p in t.points]
+    single = sum(1 for n in counts if n < 2)
+    note = None
+    if counts and single == len(counts):
+        note = SINGLE_RUN_NOTE
+    elif single:
+        note = f"{single} of {len(counts)} points have 1 run: no confidence interval there"
+    return Statistics(method=METHOD, repetitions=repetitions, note=note)

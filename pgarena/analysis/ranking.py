@@ -18,10 +18,12 @@ Per metric, each target gets a score relative to the best ranked target (1.0 = b
 
 The composite score is the weighted mean of the metric scores, over the metrics every target has
 (a metric nobody can be scored on gives its weight up). Two targets tie, and share a rank, when
-their scores differ by no more than the tie tolerance (relative) or by no more than their
-run-to-run noise: each score +- score x (coefficient of variation of tps over repetitions), the
-overlapping mean +- stddev rule. In pgbench's closed loop latency is clients / tps, so tps's
-run-to-run noise stands for latency's too.
+their scores differ by no more than the tie tolerance (relative) or when their 95% confidence
+intervals overlap: each score +- score x (relative half-width of the 95% t-interval over
+repetitions, pgarena.analysis.intervals), averaged over the compared points. A metric's interval is
+that of the figure it scores: p95 latency's for latency (tps's where p95 is missing), tps's for the
+others; the composite's is the weighted mean of its metrics'. With one run per point there is no
+interval: only the tie tolerance can make a tie, and the basis says so.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from statistics import fmean
 
+from pgarena.analysis.intervals import SINGLE_RUN_NOTE, relative_half_width
 from pgarena.analysis.metrics import PointMetrics, target_metrics
 from pgarena.model.matrix import RankingConfig
 from pgarena.model.results import RankEntry, TargetResult
@@ -129,7 +132,8 @@ def metric_scores(candidates: dict[str, dict[Key, PointMetrics]], keys: list[Key
 
 
 def tied(a: float, b: float, noise_a: float, noise_b: float, tolerance: float) -> bool:
-    """Within the relative tolerance, or within each other's run-to-run noise (mean +- stddev overlap)."""
+    """Within the relative tolerance, or their intervals overlap: a +- a x noise_a meets b +- b x noise_b
+    (noise: the relative half-width of each score's 95% interval, 0 without repetitions)."""
     return abs(a - b) <= max(tolerance * max(abs(a), abs(b)), abs(a) * noise_a + abs(b) * noise_b)
 
 
@@ -152,15 +156,43 @@ def competition_ranks(scores: dict[str, float], noise: dict[str, float], toleran
     return ranks
 
 
-def _describe(weights: dict[str, float], used: list[str], points: int, tolerance: float) -> str:
+def _describe(weights: dict[str, float], used: list[str], points: int, tolerance: float, runs: int) -> str:
     parts = ", ".join(f"{m} {weights[m]:g}" for m in used)
     left_out = [m for m in METRICS if weights.get(m, 0) > 0 and m not in used]
     unused = f" ({', '.join(left_out)} not scored: not measured for every target)" if left_out else ""
+    ties = (
+        f"ties within {tolerance:.0%} or overlapping 95% confidence intervals ({runs}+ runs per point) share a rank"
+        if runs > 1
+        else f"ties within {tolerance:.0%} share a rank ({SINGLE_RUN_NOTE})"
+    )
     return (
         f"composite = weighted mean of per-metric scores (1.0 = best target), weights {parts}{unused}, "
-        f"over {points} workload point(s) every ranked target measured completely; ties within "
-        f"{tolerance:.0%} or run-to-run noise share a rank; failed and clamped runs are not ranked"
+        f"over {points} workload point(s) every ranked target measured completely; {ties}; "
+        "failed and clamped runs are not ranked"
     )
+
+
+def _tps_noise(points: list[PointMetrics]) -> float:
+    return fmean(relative_half_width(p.tps_interval) for p in points)
+
+
+def _latency_noise(points: list[PointMetrics]) -> float:
+    return fmean(
+        relative_half_width(p.p95_interval) if p.p95_interval is not None else relative_half_width(p.tps_interval) for p in points
+    )
+
+
+def score_noise(
+    candidates: dict[str, dict[Key, PointMetrics]], used: list[str], weights: dict[str, float]
+) -> tuple[dict[str, dict[str, float]], dict[str, float]]:
+    """Relative half-width of each target's score intervals: per metric, and for the composite."""
+    per_metric: dict[str, dict[str, float]] = {}
+    for metric in METRICS:
+        noise = _latency_noise if metric == "latency" else _tps_noise
+        per_metric[metric] = {n: noise(list(points.values())) for n, points in candidates.items()}
+    total = sum(weights[m] for m in used)
+    composite = {n: sum(weights[m] * per_metric[m][n] for m in used) / total for n in candidates}
+    return per_metric, composite
 
 
 def _flags(points: list[PointMetrics]) -> list[str]:
@@ -213,11 +245,12 @@ def rank_targets(targets: list[TargetResult], config: RankingConfig | None = Non
         used, weights = ["throughput"], {**weights, "throughput": 1.0}
     total = sum(weights[m] for m in used)
     composite = {n: sum(weights[m] * scores[m][n] for m in used) / total for n in candidates}
-    noise = {n: fmean(p.tps_cv for p in candidates[n].values()) for n in candidates}
+    metric_noise, noise = score_noise(candidates, used, weights)
+    runs = min(p.runs for points in candidates.values() for p in points.values())
 
-    per_metric = {m: competition_ranks(scores[m], noise, config.tie_tolerance) for m in scores}
+    per_metric = {m: competition_ranks(scores[m], metric_noise[m], config.tie_tolerance) for m in scores}
     overall = competition_ranks(composite, noise, config.tie_tolerance)
-    basis = _describe(weights, used, len(keys), config.tie_tolerance)
+    basis = _describe(weights, used, len(keys), config.tie_tolerance, runs)
     ordered = sorted(composite, key=lambda n: (overall[n][0], -composite[n], n))
     return [
         RankEntry(

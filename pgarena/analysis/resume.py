@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pgarena.analysis.metrics import campaign_statistics, with_points
 from pgarena.analysis.ranking import rank_targets
 from pgarena.model.matrix import Campaign
 from pgarena.model.results import CampaignResults, TargetResult
@@ -116,7 +117,7 @@ def combine(
         kept = _moved(target, original.campaign_id, campaign_id)
         if target.name in replaced:
             kept = _combined_target(kept, *replaced[target.name])
-        targets.append(kept)
+        targets.append(with_points(kept))
     return CampaignResults(
         campaign_id=campaign_id,
         campaign=original.campaign,
@@ -125,6 +126,8 @@ def combine(
         targets=targets,
         ranking=rank_targets(targets, matrix.ranking),
         resumed_from=[*original.resumed_from, original.campaign_id, *(r.campaign_id for _, r in reruns)],
+        statistics=campaign_statistics(targets, matrix.repetitions),
+        run_order=original.run_order,  # the re-runs' own orders are in their results.json
     )
 
 

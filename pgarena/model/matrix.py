@@ -439,6 +439,9 @@ class Campaign(Strict):
     targets: list[Target] = Field(min_length=1)
     workloads: list[Workload] = Field(min_length=1)
     repetitions: int = Field(1, ge=1, le=100)
+    order_seed: int | None = Field(
+        None, ge=0, description="seeds the shuffled target order of each repetition; derived from the campaign id when absent"
+    )
     target_concurrency: int = Field(
         1, ge=1, le=40, description="targets benchmarked at once; 1 keeps local targets from competing for CPU"
     )

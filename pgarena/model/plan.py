@@ -20,6 +20,7 @@ from pgarena.model.matrix import (
     SysbenchWorkload,
     Workload,
 )
+from pgarena.model.results import RunOrder
 from pgarena.model.sysbench import connections_used as sysbench_connections
 
 # A run gets its duration plus this before Step Functions gives up on it.
@@ -142,6 +143,7 @@ class Plan(Boundary):
     ranking: RankingConfig | None = None
     cost: CostPolicy | None = None
     scenario: Scenario | None = None
+    run_order: RunOrder | None = Field(None, description="the seed and the interleaved order of the phases' targets")
 
     @model_validator(mode="before")
     @classmethod
@@ -170,6 +172,9 @@ class Plan(Boundary):
                         }
                     )
                 )
+        if self.run_order is not None:  # the matrix's order, not the shuffled order they ran in
+            order = {name: i for i, name in enumerate(self.run_order.targets)}
+            return sorted(merged.values(), key=lambda t: order.get(t.name, len(order)))
         return list(merged.values())
 
     @property

@@ -26,6 +26,32 @@ class Latency(BaseModel):
     max: float | None = None
 
 
+class Interval(BaseModel):
+    """One figure over a point's repetitions: mean, sample stddev, n and its 95% t-interval
+    (pgarena.analysis.intervals). stddev and the interval are None with one run: no noise was measured."""
+
+    n: int
+    mean: float
+    stddev: float | None = None
+    ci95_low: float | None = None
+    ci95_high: float | None = None
+
+    @property
+    def half_width(self) -> float | None:
+        return None if self.ci95_low is None or self.ci95_high is None else (self.ci95_high - self.ci95_low) / 2
+
+
+class PointStats(BaseModel):
+    """One workload x client count of a target over its succeeded repetitions."""
+
+    workload: str
+    clients: int | None
+    n: int = Field(description="succeeded repetitions the figures are over")
+    tps: Interval | None = None
+    p95_ms: Interval | None = None
+    p99_ms: Interval | None = None
+
+
 class ProgressSample(BaseModel):
     elapsed_s: float
     tps: float
@@ -37,6 +63,39 @@ class Barrier(BaseModel):
     start_epoch: float = Field(description="the start time the shards agreed on")
     released_epoch: float = Field(description="when this shard left the barrier")
     all_arrived: bool
+
+
+class ServerSetting(BaseModel):
+    """A setting not at its default (pg_settings), as the server reports it."""
+
+    name: str
+    setting: str
+    unit: str | None = None
+    source: str = Field(description="where the value comes from: configuration file, command line, database, ...")
+
+
+class EcsTask(BaseModel):
+    """The Fargate task a worker ran in (ECS task metadata endpoint v4)."""
+
+    availability_zone: str | None = None
+    cpu: float | None = Field(None, description="the task's vCPU limit")
+    memory_mib: int | None = Field(None, description="the task's memory limit")
+    launch_type: str | None = None
+    task_arn: str | None = None
+
+
+class WorkerFacts(BaseModel):
+    """The machine a step's load generator ran on, and its network distance to the database."""
+
+    cpu_model: str | None = None
+    cpu_count: int | None = Field(None, description="CPUs this process may run on")
+    memory_bytes: int | None = Field(None, description="the container's memory limit, else the machine's memory")
+    platform: str | None = None
+    tools: dict[str, str] = Field(default_factory=dict, description="tool or library -> version")
+    task: EcsTask | None = Field(None, description="set in AWS (ECS_CONTAINER_METADATA_URI_V4)")
+    rtt_ms: float | None = Field(None, description="median round trip of `select 1` over an open connection")
+    rtt_samples: int = 0
+    notes: list[str] = Field(default_factory=list, description="facts that could not be read, and why")
 
 
 class StepSummary(BaseModel):
@@ -71,6 +130,7 @@ class StepSummary(BaseModel):
     extra: dict[str, float | int | None] = Field(default_factory=dict, description="tool-specific figures, e.g. sysbench qps")
     connections: ConnectionReport | None = None
     replication: ReplicationResult | None = Field(None, description="replicas' lag and catch-up after the run")
+    worker: WorkerFacts | None = Field(None, description="the load generator's machine and its round trip to the database")
     raw: list[str] = Field(default_factory=list, description="S3 keys of the raw output")
     error: ErrorInfo | None = None
 
@@ -91,6 +151,12 @@ class ServerInfo(BaseModel):
         None, description="pg_postmaster_start_time() at preflight: a later, different value means the server restarted"
     )
     address: str | None = Field(None, description="the address the host name resolved to at preflight (resolved once)")
+    settings: list[ServerSetting] = Field(
+        default_factory=list, description="every setting not at its default (pg_settings), secrets masked"
+    )
+    extensions: dict[str, str] = Field(default_factory=dict, description="installed extensions (pg_extension) -> version")
+    database_size_bytes: int | None = Field(None, description="pg_database_size of the benchmark database at preflight")
+    unreadable: list[str] = Field(default_factory=list, description="facts the role could not read, and why")
 
 
 class ShardResult(BaseModel):
@@ -133,6 +199,7 @@ class WorkloadResult(BaseModel):
     incidents: list[Incident] = Field(
         default_factory=list, description="e.g. rate_not_sustained: the asked rate was not delivered"
     )
+    worker: WorkerFacts | None = Field(None, description="the load generator (the first shard's, when sharded)")
     raw: list[str] = Field(default_factory=list, description="paths relative to the campaign folder")
     error: ErrorInfo | None = None
 
@@ -157,8 +224,12 @@ class TargetResult(BaseModel):
     error: ErrorInfo | None = None
     server: ServerInfo | None = None
     hourly_cost_usd: float | None = None
+    rtt_ms: float | None = Field(None, description="median of the workers' median round trips to the database")
     loads: list[LoadResult] = Field(default_factory=list)
     workloads: list[WorkloadResult] = Field(default_factory=list)
+    points: list[PointStats] = Field(
+        default_factory=list, description="per workload x client count: mean, stddev, n and 95% interval of tps, p95, p99"
+    )
 
 
 class RankEntry(BaseModel):
@@ -168,7 +239,9 @@ class RankEntry(BaseModel):
     basis: str
     metrics: dict[str, float] = Field(default_factory=dict, description="per-metric scores, 1.0 = best ranked target")
     metric_ranks: dict[str, int] = Field(default_factory=dict, description="rank on each metric alone, ties shared")
-    tied_with: list[str] = Field(default_factory=list, description="targets within run-to-run noise: same rank")
+    tied_with: list[str] = Field(
+        default_factory=list, description="targets whose score intervals overlap (or within the tie tolerance): same rank"
+    )
     flags: list[str] = Field(default_factory=list, description="runs left out of the comparison, and why")
 
 
@@ -244,6 +317,33 @@ class Scenarios(BaseModel):
     replication: list[ReplicationPoint] = Field(default_factory=list)
 
 
+class RunPass(BaseModel):
+    """One pass of the state machine's phase Map: these targets, in this order."""
+
+    phase: int
+    workload: str | None = Field(None, description="the workload the pass runs; None: every workload")
+    repetition: int | None = Field(None, description="the repetition the pass runs; None: every repetition")
+    targets: list[str] = Field(description="in the order they ran (target_concurrency at a time)")
+
+
+class RunOrder(BaseModel):
+    """How repetitions were interleaved: repetition r of every target before r + 1 of any, the targets'
+    order within each pass shuffled by `seed`, so drift over the campaign hits every target alike."""
+
+    seed: int
+    seed_from: Literal["matrix", "campaign_id"] = Field(description="the matrix's order_seed, or derived from the id")
+    targets: list[str] = Field(description="the matrix's order")
+    passes: list[RunPass]
+
+
+class Statistics(BaseModel):
+    """How the points' intervals were computed, and whether there were any."""
+
+    method: str
+    repetitions: int
+    note: str | None = Field(None, description="e.g. '1 run per point: no confidence interval'")
+
+
 class CampaignResults(BaseModel):
     campaign_id: str
     campaign: str
@@ -261,3 +361,5 @@ class CampaignResults(BaseModel):
         default_factory=list, description="campaign ids whose successes this one kept (`pgarena resume`)"
     )
     scenarios: Scenarios | None = Field(None, description="consolidation and replication tables, when the matrix asks")
+    statistics: Statistics | None = Field(None, description="the interval method; says so when points have one run")
+    run_order: RunOrder | None = Field(None, description="the seeded, interleaved order the targets ran in")

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
+import random
+from collections.abc import Sequence
+
 from pgarena.model.errors import InvalidMatrix
 from pgarena.model.matrix import Campaign, Target, Workload
 from pgarena.model.plan import (
@@ -15,6 +19,7 @@ from pgarena.model.plan import (
     PlanPhase,
     Step,
 )
+from pgarena.model.results import RunOrder, RunPass
 
 
 def _init_timeout_s(workload: Workload) -> int:
@@ -31,10 +36,19 @@ def _run_shape(workload: Workload) -> tuple[list[int], int]:
 
 
 def _steps(
-    campaign_id: str, target: Target, campaign: Campaign, phase: int | None = None, together: tuple[int, int] | None = None
+    campaign_id: str,
+    target: Target,
+    campaign: Campaign,
+    phase: int | None = None,
+    together: tuple[int, int] | None = None,
+    workloads: Sequence[Workload] | None = None,
+    repetitions: Sequence[int] | None = None,
 ) -> list[Step]:
     """`phase`: the consolidation step (ids get a p<phase>/ prefix); `together`: (this target's index, targets
-    in the phase) when the phase's runs start at one barrier."""
+    in the phase) when the phase's runs start at one barrier. `workloads` and `repetitions` (default: all)
+    select one pass of an interleaved plan: the load comes with the first repetition, the cleanup with the last."""
+    workloads = campaign.workloads if workloads is None else workloads
+    repetitions = range(1, campaign.repetitions + 1) if repetitions is None else repetitions
     assert target.endpoint is not None
     policy = target.connections or campaign.connections
     common = dict(
@@ -50,20 +64,21 @@ def _steps(
     catch_up_s = max((r.catch_up_timeout_s for r in target.replicas), default=0)
     barrier_s = PHASE_BARRIER_TIMEOUT_S if together else 0
     steps: list[Step] = []
-    for workload in campaign.workloads:
+    for workload in workloads:
         prefix = f"{target.name}/{workload.name}" if phase is None else f"p{phase}/{target.name}/{workload.name}"
-        steps.append(
-            Step(
-                step_id=f"{prefix}/init",
-                workload=workload.name,
-                kind="init",
-                spec=workload,
-                timeout_s=_init_timeout_s(workload),
-                **common,
+        if 1 in repetitions:
+            steps.append(
+                Step(
+                    step_id=f"{prefix}/init",
+                    workload=workload.name,
+                    kind="init",
+                    spec=workload,
+                    timeout_s=_init_timeout_s(workload),
+                    **common,
+                )
             )
-        )
         counts, run_s = _run_shape(workload)
-        for repetition in range(1, campaign.repetitions + 1):
+        for repetition in repetitions:
             for clients in counts:
                 barrier = (
                     PhaseBarrier(group=f"p{phase}/{workload.name}/c{clients}-r{repetition}", index=together[0], size=together[1])
@@ -84,7 +99,7 @@ def _steps(
                         **common,
                     )
                 )
-        if workload.tool == "sysbench" and workload.cleanup:
+        if workload.tool == "sysbench" and workload.cleanup and campaign.repetitions in repetitions:
             steps.append(
                 Step(
                     step_id=f"{prefix}/cleanup",
@@ -107,14 +122,9 @@ def plan_campaign(campaign: Campaign, campaign_id: str) -> Plan:
             "run `pgarena run --local`, or give them an 'endpoint'"
         )
     sweep = campaign.scenario.consolidation if campaign.scenario else None
+    run_order = None
     if sweep is None:
-        phases = [
-            PlanPhase(
-                phase=1,
-                concurrency=campaign.target_concurrency,
-                targets=[_planned(t, _steps(campaign_id, t, campaign), campaign) for t in campaign.targets],
-            )
-        ]
+        phases, run_order = _interleaved(campaign, campaign_id)
     else:
         # Step k runs the first n targets at once, all of them every step: ideal scaling is the first
         # step's throughput per target x n.
@@ -135,7 +145,62 @@ def plan_campaign(campaign: Campaign, campaign_id: str) -> Plan:
         cost=campaign.cost,
         scenario=campaign.scenario,
         phases=phases,
+        run_order=run_order,
     )
+
+
+def order_seed(campaign_id: str) -> int:
+    """A seed derived from the campaign id: the same plan whenever the campaign is planned again."""
+    return int(hashlib.sha256(campaign_id.encode()).hexdigest()[:8], 16)
+
+
+def _interleaved(campaign: Campaign, campaign_id: str) -> tuple[list[PlanPhase], RunOrder]:
+    """One pass (phase) per workload and repetition: repetition r of every target runs before r + 1 of any,
+    each pass's target order shuffled by the seed, so drift over the campaign (a neighbour's load, a
+    provider's maintenance, the time of day) spreads over every target instead of favouring one. Each
+    target's own steps keep their order: a workload's load, its repetitions, its cleanup, then the next.
+    With one repetition there is one pass, its order shuffled alike."""
+    seed = campaign.order_seed if campaign.order_seed is not None else order_seed(campaign_id)
+    shuffle = random.Random(seed).shuffle
+    passes: list[tuple[Workload | None, int | None]] = (
+        [(w, r) for w in campaign.workloads for r in range(1, campaign.repetitions + 1)]
+        if campaign.repetitions > 1
+        else [(None, None)]
+    )
+    phases, recorded = [], []
+    for number, (workload, repetition) in enumerate(passes, start=1):
+        order = list(campaign.targets)
+        shuffle(order)
+        targets = [
+            _planned(
+                t,
+                _steps(
+                    campaign_id,
+                    t,
+                    campaign,
+                    workloads=None if workload is None else [workload],
+                    repetitions=None if repetition is None else [repetition],
+                ),
+                campaign,
+            )
+            for t in order
+        ]
+        phases.append(PlanPhase(phase=number, concurrency=campaign.target_concurrency, targets=targets))
+        recorded.append(
+            RunPass(
+                phase=number,
+                workload=workload.name if workload else None,
+                repetition=repetition,
+                targets=[t.name for t in order],
+            )
+        )
+    run_order = RunOrder(
+        seed=seed,
+        seed_from="matrix" if campaign.order_seed is not None else "campaign_id",
+        targets=[t.name for t in campaign.targets],
+        passes=recorded,
+    )
+    return phases, run_order
 
 
 def _planned(target: Target, steps: list[Step], campaign: Campaign) -> PlannedTarget:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from pgarena.analysis.intervals import METHOD, SINGLE_RUN_NOTE
 from pgarena.analysis.metrics import Finding, PointMetrics, Scaling, TargetMetrics, campaign_metrics
 from pgarena.analysis.ranking import METRICS, unranked_reasons
 from pgarena.model.results import CampaignResults, ConsolidationTable, ReplicationPoint
@@ -42,6 +43,8 @@ class Report:
     basis: str
     duration_s: float | None
     metrics: tuple[str, ...] = METRICS
+    intervals: str = METHOD
+    intervals_note: str | None = None
     consolidation: list[ConsolidationTable] = field(default_factory=list)
     replication: list[ReplicationPoint] = field(default_factory=list)
 
@@ -88,7 +91,12 @@ def _names(names: list[str]) -> str:
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
-def verdict(results: CampaignResults, rows: list[RankRow]) -> str:
+def single_run(targets: list[TargetMetrics]) -> bool:
+    """Every measured point rests on one run: no interval, no measured run-to-run noise."""
+    return all(p.runs < 2 for t in targets for p in t.points)
+
+
+def verdict(results: CampaignResults, rows: list[RankRow], single: bool = False) -> str:
     ranked = [r for r in rows if r.rank is not None]
     failed = [r for r in rows if r.status != "succeeded"]
     parts = []
@@ -99,8 +107,13 @@ def verdict(results: CampaignResults, rows: list[RankRow]) -> str:
         if len(first) > 1:
             parts.append(
                 f"{_names([r.target for r in first])} tie for first (scores "
-                f"{', '.join(f'{r.score:.3f}' for r in first)}): the difference is within run-to-run noise "
-                "or the tie tolerance, so neither is a win."
+                f"{', '.join(f'{r.score:.3f}' for r in first)}): "
+                + (
+                    f"the difference is within the tie tolerance ({SINGLE_RUN_NOTE}), so neither is a win."
+                    if single
+                    else "their 95% confidence intervals overlap or the difference is within the tie tolerance, "
+                    "so neither is a win."
+                )
             )
         else:
             leader = first[0]
@@ -110,6 +123,8 @@ def verdict(results: CampaignResults, rows: list[RankRow]) -> str:
             if others:
                 text += "; then " + ", ".join(f"{r.target} {r.score:.3f}" for r in others)
             parts.append(text + ".")
+        if single:
+            parts.append(f"{SINGLE_RUN_NOTE[0].upper()}{SINGLE_RUN_NOTE[1:]}: run repetitions >= 3 to measure the noise.")
     if failed:
         parts.append(
             f"{len(failed)} target(s) failed and are not ranked: "
@@ -170,9 +185,11 @@ def build_report(results: CampaignResults) -> Report:
         points=points,
         scaling=[s for t in targets for s in t.scaling],
         findings=[f for t in targets for f in t.findings],
-        verdict=verdict(results, rows),
+        verdict=verdict(results, rows, single_run(targets)),
         basis=results.ranking[0].basis if results.ranking else "",
         duration_s=_seconds_between(results.started_at, results.finished_at),
+        intervals=results.statistics.method if results.statistics else METHOD,
+        intervals_note=SINGLE_RUN_NOTE if single_run(targets) else (results.statistics.note if results.statistics else None),
         # Sustainable throughput has a column only where some target was scored on it (it has replicas).
         metrics=tuple(m for m in METRICS if m != "sustainable" or any(m in r.metrics for r in rows)),
         consolidation=results.scenarios.consolidation if results.scenarios else [],

@@ -10,7 +10,16 @@ from pathlib import Path
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 from markupsafe import Markup
 
-from pgarena.analysis.metrics import DROP_FRACTION, USL_GOOD_FIT_ERROR, PointMetrics, latest_phase, nominal_clients, usl
+from pgarena.analysis.metrics import (
+    DROP_FRACTION,
+    FAR_RTT_MS,
+    USL_GOOD_FIT_ERROR,
+    PointMetrics,
+    latest_phase,
+    nominal_clients,
+    usl,
+)
+from pgarena.model.results import Interval
 from pgarena.report.charts import Bars, Line, bar_chart, colour, line_chart
 from pgarena.report.model import Key, Report, point_label
 
@@ -285,6 +294,13 @@ def sustainable_charts(report: Report) -> list[Chart]:
     return charts
 
 
+def _ci(value: Interval | None, digits: int = 1) -> str:
+    """A 95% interval as [low, high]; a dash with one run (no interval)."""
+    if value is None or value.ci95_low is None or value.ci95_high is None:
+        return "–"
+    return f"[{value.ci95_low:,.{digits}f}, {value.ci95_high:,.{digits}f}]"
+
+
 def _mib(value: int | None) -> str:
     return "–" if value is None else f"{value / 2**20:,.2f} MiB"
 
@@ -299,12 +315,12 @@ def _environment(autoescape: bool) -> Environment:
         lstrip_blocks=True,
         keep_trailing_newline=True,
     )
-    env.filters.update(fmt=_fmt, pct=_pct, md=_md, slug=slug, mib=_mib)
+    env.filters.update(fmt=_fmt, pct=_pct, md=_md, slug=slug, mib=_mib, ci=_ci)
     return env
 
 
 def _context(report: Report) -> dict:
-    return dict(r=report, results=report.results, labels=_labels(report), drop_fraction=DROP_FRACTION)
+    return dict(r=report, results=report.results, labels=_labels(report), drop_fraction=DROP_FRACTION, far_rtt_ms=FAR_RTT_MS)
 
 
 def render_markdown(report: Report) -> str:

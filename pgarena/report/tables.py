@@ -220,6 +220,12 @@ def metrics_table(report: Report) -> Table:
         "ideal_tps",
         "scaling_efficiency",
         "usl_tps",
+        "tps_ci95_low",
+        "tps_ci95_high",
+        "p95_ci95_low",
+        "p95_ci95_high",
+        "p99_ci95_low",
+        "p99_ci95_high",
     ]
     curves = {(s.target, s.workload, p.clients): p for s in report.scaling for p in s.points}
     rows = []
@@ -250,6 +256,11 @@ def metrics_table(report: Report) -> Table:
                     c.ideal_tps if c else None,
                     c.efficiency if c else None,
                     c.usl_tps if c else None,
+                    *(
+                        bound
+                        for ci in (p.tps_interval, p.p95_interval, p.p99_interval)
+                        for bound in ((ci.ci95_low, ci.ci95_high) if ci else (None, None))
+                    ),
                 ]
             )
     return header, rows

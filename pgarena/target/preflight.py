@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from pydantic import BaseModel, Field
 
@@ -11,7 +13,8 @@ from pgarena.aws.leases import LeaseStore, holder_id, lease_key
 from pgarena.model.budget import COORDINATOR_CONNECTIONS, ConnectionFacts, Sessions
 from pgarena.model.errors import ErrorKind, PgarenaError, classify, failure
 from pgarena.model.plan import PlannedTarget, Step
-from pgarena.model.results import ServerInfo
+from pgarena.model.redact import redact
+from pgarena.model.results import ServerInfo, ServerSetting
 from pgarena.planning.budget import apply_budget, compute_budget
 from pgarena.planning.shards import StepGroup, shard
 from pgarena.target.postgres import CLIENT_SESSIONS, connect, describe
@@ -40,6 +43,18 @@ select usename, datname, coalesce(state, 'unknown'), coalesce(application_name, 
  where """
     + CLIENT_SESSIONS
 )
+
+# Full disclosure: what the server was told to do differently from PostgreSQL's defaults. 'override'
+# (set by initdb or the server for this platform) and 'client'/'session' (set by pgarena's own
+# connection, e.g. application_name) say nothing about how the target was configured.
+NON_DEFAULT_SETTINGS_SQL = """
+select name, setting, unit, source
+  from pg_settings
+ where source not in ('default', 'override', 'client', 'session')
+ order by name
+"""
+EXTENSIONS_SQL = "select extname, extversion from pg_extension order by extname"
+DATABASE_SIZE_SQL = "select pg_database_size(current_database())"
 
 
 class PreflightResult(BaseModel):
@@ -83,6 +98,44 @@ def read_facts(cursor) -> tuple[str, int, ConnectionFacts]:
     return version, version_num, facts
 
 
+class Disclosure(BaseModel):
+    settings: list[ServerSetting] = Field(default_factory=list)
+    extensions: dict[str, str] = Field(default_factory=dict)
+    database_size_bytes: int | None = None
+    unreadable: list[str] = Field(default_factory=list)
+
+
+@contextmanager
+def _noted(what: str, unreadable: list[str]) -> Iterator[None]:
+    try:
+        yield
+    except Exception as error:  # a role without the right (managed services restrict some): say so, carry on
+        unreadable.append(f"{what}: {describe(error)}")
+
+
+def disclose(cursor) -> Disclosure:
+    """The target's non-default settings (secrets masked), extensions and database size, each where readable:
+    a fact the role may not read is recorded as unreadable, never a reason to refuse the target."""
+    unreadable: list[str] = []
+    settings, extensions, size = [], [], None
+    with _noted("pg_settings", unreadable):
+        cursor.execute(NON_DEFAULT_SETTINGS_SQL)
+        settings = cursor.fetchall()
+    with _noted("pg_extension", unreadable):
+        cursor.execute(EXTENSIONS_SQL)
+        extensions = cursor.fetchall()
+    with _noted("pg_database_size", unreadable):
+        cursor.execute(DATABASE_SIZE_SQL)
+        size = cursor.fetchone()[0]
+    return Disclosure(
+        # A conninfo setting (primary_conninfo) may hold a password.
+        settings=[ServerSetting(name=n, setting=redact(str(v)), unit=u, source=src) for n, v, u, src in settings],
+        extensions={name: version for name, version in extensions},
+        database_size_bytes=size,
+        unreadable=unreadable,
+    )
+
+
 def _lease_ttl_s(steps: list[Step]) -> float:
     return float(sum(step.timeout_s for step in steps))
 
@@ -97,6 +150,7 @@ def preflight(target: PlannedTarget, campaign_id: str, leases: LeaseStore | None
         try:
             version, version_num, facts = read_facts(conn.cursor())
             started_at = postmaster_started_at(conn.cursor())
+            disclosed = disclose(conn.cursor())
         except PgarenaError:
             raise
         except Exception as error:  # a statement timeout, a permission, a server going down under us
@@ -129,6 +183,7 @@ def preflight(target: PlannedTarget, campaign_id: str, leases: LeaseStore | None
         clamped=any(step.requested_clients for step in steps),
         postmaster_started_at=started_at,
         address=address,
+        **disclosed.model_dump(),
     )
     facts_for_workers = {"postmaster_started_at": started_at}
     if endpoint.use_resolved_address and address:

@@ -38,6 +38,7 @@ from pgarena.target.monitor import Monitor
 from pgarena.target.replication import LAG_SERIES, ReplicationMonitor
 from pgarena.target.restarts import RESTART_SUSPECTS, RESTART_WAIT_S, read_postmaster_start, restart_evidence
 from pgarena.tools.runner import KILLED, TOOLS, Measured, tool_environment
+from pgarena.worker.facts import worker_facts
 
 logger = Logger(service="pgarena-worker")
 
@@ -183,6 +184,8 @@ def run_step(step: Step, store: ResultStore, workdir: Path, upload_every_s: floa
     # The baseline for telling a restart: the server as this step found it (preflight's, if it is down).
     # Read before the shards' barrier, so that it delays no shard's start.
     postmaster_before = read_postmaster_start(step.endpoint) or step.postmaster_started_at
+    version = tool_version(argv[0])
+    facts = worker_facts(step.endpoint, {step.tool: version})  # before the barrier too: 20 round trips
     barrier = _barrier(step, store)
     started_at, t0 = _now(), time.monotonic()
     try:
@@ -231,7 +234,8 @@ def run_step(step: Step, store: ResultStore, workdir: Path, upload_every_s: floa
         measured.series = store.put_file(f"{step.raw_prefix}/series.json", series_path, "application/json")
         raw.append(measured.series)
     measured.barrier = barrier
-    summary = summarize(step, measured, exit_code, started_at, finished_at, wall_s, raw, tool_version(argv[0]), connections)
+    summary = summarize(step, measured, exit_code, started_at, finished_at, wall_s, raw, version, connections)
+    summary = summary.model_copy(update={"worker": facts})
     if catch_ups is not None:
         lag_key = store.put_file(f"{step.raw_prefix}/{LAG_SERIES}", lag.series_path, "application/x-ndjson")
         run_s = run_seconds(step.spec.run.duration_s, measured.transactions, measured.tps)

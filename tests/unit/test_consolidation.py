@@ -159,7 +159,8 @@ def test_a_plain_campaign_is_one_phase_with_unprefixed_steps():
     plan = plan_campaign(parse_campaign({**data, "target_concurrency": 2}), "cid")
     (phase,) = plan.phases
     assert phase.concurrency == 2 and len(phase.targets) == 4
-    assert phase.targets[0].steps[1].step_id == "db1/sel/c2-r1" and phase.targets[0].steps[1].phase is None
+    db1 = next(t for t in phase.targets if t.name == "db1")
+    assert db1.steps[1].step_id == "db1/sel/c2-r1" and db1.steps[1].phase is None
 
 
 def test_a_plan_given_targets_is_read_as_one_phase():

@@ -208,3 +208,26 @@ def test_matrix_weights_reach_the_aggregate_through_the_plan():
     # Then the plan carried the weights and b wins on latency
     assert plan.ranking.weights == {"latency": 1.0}
     assert [r.target for r in results.ranking] == ["b", "a"]
+
+
+def test_overlapping_confidence_intervals_are_a_tie_though_the_stddev_bands_are_apart():
+    # Given three runs each: a 100/110/120, b 130/140/150 (mean +- stddev: [100, 120] and [130, 150])
+    a = with_runs("a", run(100.0), run(110.0, repetition=2), run(120.0, repetition=3))
+    b = with_runs("b", run(130.0), run(140.0, repetition=2), run(150.0, repetition=3))
+    # When ranked on throughput alone, no tolerance
+    ranking = rank_targets([a, b], THROUGHPUT_ONLY)
+    # Then their 95% t-intervals (+- 24.8) overlap: a tie, and the basis says how ties were decided
+    assert [(r.target, r.rank, r.tied_with) for r in ranking] == [("b", 1, ["a"]), ("a", 1, ["b"])]
+    assert "overlapping 95% confidence intervals (3+ runs per point)" in ranking[0].basis
+
+
+def test_intervals_apart_are_a_win():
+    a = with_runs("a", run(100.0), run(101.0, repetition=2), run(102.0, repetition=3))
+    b = with_runs("b", run(130.0), run(131.0, repetition=2), run(132.0, repetition=3))
+    ranking = rank_targets([a, b], THROUGHPUT_ONLY)
+    assert [(r.target, r.rank) for r in ranking] == [("b", 1), ("a", 2)]
+
+
+def test_a_ranking_on_single_runs_says_so():
+    ranking = rank_targets([target("a", 1000.0), target("b", 500.0)])
+    assert "1 run per point: no confidence interval" in ranking[0].basis
