@@ -49,11 +49,10 @@ class OrchestrationConstruct(Construct):
         self._layers = self._build_layers(repo_root)
         results_env = {"RESULTS_BUCKET": bucket.bucket_name, "RESULTS_TABLE": table.table_name}
 
-        # Preflight connects to the targets: inside the given VPC, it reaches them as the workers do.
+        # Preflight connects to the targets from the workers' subnets and security groups: it reaches a
+        # private database as they do, and leaves through the same NAT (the IP a firewall allows).
         self.validate_function = self._build_function(constants.VALIDATE, environment={})
-        self.preflight_function = self._build_function(
-            constants.PREFLIGHT, environment=results_env, placement=placement if placement.given_vpc else None
-        )
+        self.preflight_function = self._build_function(constants.PREFLIGHT, environment=results_env, placement=placement)
         self.launch_worker_function = self._build_function(
             constants.LAUNCH_WORKER, environment={**results_env, **self._launcher_environment(placement, compute)}
         )

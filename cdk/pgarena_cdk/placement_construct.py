@@ -1,4 +1,4 @@
-"""Where workers (and the preflight function, when a VPC is given) run: a given VPC, or a small new one."""
+"""Where workers and the preflight function run: a given VPC, or a small new one."""
 
 from __future__ import annotations
 
@@ -36,6 +36,14 @@ class PlacementConstruct(Construct):
             self.vpc = self._build_vpc(flow_log_bucket)
             self.subnets = self.vpc.private_subnets
             self.security_groups = [self._build_worker_security_group()]
+
+    @property
+    def nat_egress_ips(self) -> list[str]:
+        """The public IPs the workers and preflight leave through (for Cloud SQL / Azure allow-lists): the
+        created VPC's NAT gateways' Elastic IPs; unknown here for a given VPC (its own NAT's)."""
+        if self.given_vpc:
+            return []
+        return [eip.ref for subnet in self.vpc.public_subnets for eip in subnet.node.children if isinstance(eip, ec2.CfnEIP)]
 
     @property
     def subnet_selection(self) -> ec2.SubnetSelection:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from aws_cdk import CfnOutput, Stack, Tags
+from aws_cdk import CfnOutput, Fn, Stack, Tags
 from constructs import Construct
 
 from pgarena_cdk import constants
@@ -56,3 +56,19 @@ class PgarenaStack(Stack):
         CfnOutput(self, constants.OUTPUT_STATE_MACHINE_ARN, value=self.orchestration.state_machine.state_machine_arn)
         CfnOutput(self, constants.OUTPUT_RESULTS_BUCKET, value=self.results.bucket.bucket_name)
         CfnOutput(self, constants.OUTPUT_RESULTS_TABLE, value=self.results.table.table_name)
+        # What a database's firewall must allow: the workers' (and preflight's) security groups, for
+        # RDS/Aurora security-group rules, and the NAT's public IPs, for Cloud SQL / Azure allow-lists.
+        CfnOutput(
+            self,
+            constants.OUTPUT_WORKER_SECURITY_GROUPS,
+            value=self.placement.security_group_ids_csv,
+            description="security groups of the workers and preflight: allow them in the targets' inbound rules",
+        )
+        CfnOutput(self, constants.OUTPUT_WORKER_SUBNETS, value=self.placement.subnet_ids_csv)
+        if ips := self.placement.nat_egress_ips:
+            CfnOutput(
+                self,
+                constants.OUTPUT_NAT_EGRESS_IPS,
+                value=Fn.join(",", ips),
+                description="public IPs the workers and preflight connect from: add them to Cloud SQL / Azure allow-lists",
+            )

@@ -55,7 +55,7 @@ def test_preflight_runs_in_the_given_subnets(given_vpc_synth):
     assert vpc_config == {"SubnetIds": SUBNET_IDS, "SecurityGroupIds": [SECURITY_GROUP_ID]}
 
 
-def test_only_preflight_runs_in_the_vpc(given_vpc_synth):
+def test_only_preflight_runs_in_the_vpc_and_no_nat_ip_is_claimed(given_vpc_synth):
     # Given a synth with pgarena:vpcId / When listing the functions with a VPC configuration
     in_vpc = sorted(
         body["Properties"]["Handler"]
@@ -65,6 +65,8 @@ def test_only_preflight_runs_in_the_vpc(given_vpc_synth):
 
     # Then only preflight connects to the targets from inside it
     assert in_vpc == ["functions/preflight/handler.handler"]
+    # and the given VPC's NAT is its own: the stack does not claim to know its IPs
+    assert "NatEgressIps" not in given_vpc_synth.template.to_json()["Outputs"]
 
 
 def test_fargate_spot_adds_capacity_providers(given_vpc_synth):

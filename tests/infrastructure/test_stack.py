@@ -265,12 +265,27 @@ def test_results_environment_satisfies_results_settings(default_synth, handler):
     assert names - set(variables) == set()
 
 
-def test_preflight_runs_outside_a_vpc_when_none_is_given(default_synth):
-    # Given the default synth (no pgarena:vpcId) / When reading the preflight function
-    function = cfn.function(default_synth, "functions/preflight/handler.handler")
+def test_preflight_runs_where_the_workers_run(default_synth):
+    # Given the default synth (a created VPC) / When reading preflight's VPC configuration and launch_worker's
+    vpc_config = cfn.function(default_synth, "functions/preflight/handler.handler")["VpcConfig"]
+    launcher = cfn.function(default_synth, "functions/launch_worker/handler.handler")["Environment"]["Variables"]
 
-    # Then it has no VPC configuration
-    assert "VpcConfig" not in function
+    # Then preflight uses the workers' subnets and security groups: it reaches a private database as they
+    # do, and leaves through the same NAT
+    assert vpc_config["SubnetIds"] == _joined(launcher["WORKER_SUBNETS"])
+    assert vpc_config["SecurityGroupIds"] == _joined(launcher["WORKER_SECURITY_GROUPS"])
+
+
+def _joined(value) -> list:
+    """The items of a comma-joined template value (CDK writes a one-item join as the item itself)."""
+    return value["Fn::Join"][1] if isinstance(value, dict) and "Fn::Join" in value else [value]
+
+
+def test_outputs_name_what_a_database_firewall_must_allow(default_synth):
+    outputs = default_synth.template.to_json()["Outputs"]
+    (eip,) = default_synth.resources_of_type("AWS::EC2::EIP")
+    assert _joined(outputs["NatEgressIps"]["Value"]) == [{"Ref": eip}]
+    assert "WorkerSecurityGroupIds" in outputs and "WorkerSubnetIds" in outputs
 
 
 # --- State machine ---------------------------------------------------------------------------
