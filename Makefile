@@ -24,11 +24,12 @@ install: $(STAMP)
 demo: install
 	$(BIN)/pgarena run --local --matrix examples/local-demo.json --out results
 
-# Lint and format (ruff), architecture rules (import-linter); part of `make test`.
+# Lint and format (ruff), architecture rules (import-linter), strict types (mypy); part of `make test`.
 lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
+	$(BIN)/mypy
 
 test: lint
 	$(BIN)/python -m pytest $(PYTEST_ARGS)

@@ -6,16 +6,19 @@ import json
 import sys
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
 from pgarena.analysis.compare import DEFAULT_THRESHOLD, Comparison, compare_campaigns, load_results
-from pgarena.model.matrix import MatrixError, json_schema, load_campaign
+from pgarena.model.matrix import Campaign, MatrixError, json_schema, load_campaign
 from pgarena.model.results import CampaignResults
 from pgarena.report import write_to_folder
+
+if TYPE_CHECKING:
+    from pgarena.local.runtime import Event  # imported lazily at run time: moto is the local runtime's extra
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Benchmark PostgreSQL services, rank them honestly.")
 console = Console()
@@ -27,7 +30,7 @@ def _fail(text: str) -> None:
     errors.print(text, style="red", markup=False, highlight=False)
 
 
-def _load_or_exit(path: Path):
+def _load_or_exit(path: Path) -> Campaign:
     try:
         return load_campaign(path)
     except FileNotFoundError:
@@ -171,7 +174,7 @@ def run(
     _print_outcome(result.results, result.results_dir, result.wall_s)
 
 
-def show_event(event) -> None:
+def show_event(event: Event) -> None:
     """One line of live progress: a state entered, or a step's summary."""
     if event.kind == "step" and event.summary is not None:
         s = event.summary

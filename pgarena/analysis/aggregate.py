@@ -6,6 +6,7 @@ import json
 import re
 from collections.abc import Iterable
 from statistics import median
+from typing import TypedDict
 
 from pgarena.analysis.consolidation import consolidation_tables
 from pgarena.analysis.merge import NoCommonWindow, merge
@@ -25,6 +26,7 @@ from pgarena.model.results import (
     ReplicationPoint,
     Scenarios,
     ShardResult,
+    Status,
     StepSummary,
     TargetResult,
     WorkerFacts,
@@ -99,7 +101,18 @@ def _shard_ids(step_id: str, summaries: dict[str, StepSummary], outcomes: dict[s
     """Ids of the step's shards (step_id/s0, step_id/s1, ...) known from summaries or outcomes."""
     pattern = re.compile(re.escape(step_id) + r"/s(\d+)$")
     found = {i for i in [*summaries, *outcomes] if pattern.match(i)}
-    return sorted(found, key=lambda i: int(pattern.match(i).group(1)))
+    return sorted(found, key=lambda i: int(i.rsplit("/s", 1)[1]))
+
+
+class _ShardedCommon(TypedDict):
+    """The fields a sharded step's result has whether it succeeded or not."""
+
+    name: str
+    tool: str
+    repetition: int
+    shards: list[ShardResult]
+    phase: int | None
+    raw: list[str]
 
 
 def _sharded_result(
@@ -111,7 +124,8 @@ def _sharded_result(
     series: dict[str, ShardSeries],
 ) -> WorkloadResult:
     """One result for a step run by several workers, merged over the window when all of them ran."""
-    shards, ran = [], []
+    shards: list[ShardResult] = []
+    ran: list[tuple[StepSummary, ShardSeries]] = []
     for shard_id in shard_ids:
         summary = summaries.get(shard_id)
         error = _step_error(step, outcomes.get(shard_id), summary)
@@ -128,10 +142,10 @@ def _sharded_result(
                 error=None if ok else (error or MISSING),
             )
         )
-        if ok:
+        if ok and summary is not None:
             ran.append((summary, series[shard_id]))
     requested = step.clients
-    common = dict(
+    common = _ShardedCommon(
         name=step.workload,
         tool=step.tool,
         repetition=step.repetition,
@@ -151,7 +165,7 @@ def _sharded_result(
     covered = sum(summary.clients or 0 for summary, _ in ran)
     degraded = None
     if failed:
-        reasons = "; ".join(f"{s.step_id}: {s.error.kind}: {s.error.message}" for s in failed)
+        reasons = "; ".join(f"{s.step_id}: {s.error.kind}: {s.error.message}" for s in failed if s.error is not None)
         degraded = ErrorInfo(
             kind=ErrorKind.DEGRADED, message=f"covers {covered} of {requested} clients; failed shards: {reasons}"
         )
@@ -211,12 +225,12 @@ def _target_result(
         shard_ids = _shard_ids(step.step_id, summaries, step_outcomes)
         if shard_ids:
             result = _sharded_result(step, shard_ids, step_outcomes, summaries, campaign_id, series)
-            if result.status == "failed":
+            if result.status == "failed" and result.error is not None:
                 errors.append(result.error)
             workloads.append(result)
             continue
         error = _step_error(step, step_outcomes.get(step.step_id), summary)
-        status = "succeeded" if summary is not None and summary.status == "succeeded" else "failed"
+        status: Status = "succeeded" if summary is not None and summary.status == "succeeded" else "failed"
         # A worker that died wrote no summary, but the chunks it uploaded while the tool ran are kept.
         kept = summary.raw if summary else sorted(k for k in raw_keys if k.startswith(f"{step.raw_prefix}/"))
         if status == "failed":
@@ -340,9 +354,10 @@ def scenarios(plan: Plan, targets: list[TargetResult], campaign_id: str = "") ->
     """The consolidation tables (a phased plan) and the sustainable throughput per point (targets with
     replicas); None when the campaign is neither."""
     consolidation = []
-    if plan.phased:
+    sweep = plan.scenario.consolidation if plan.scenario else None
+    if sweep is not None:  # plan.phased
         phases = [(p.phase, [t.name for t in p.targets]) for p in plan.phases]
-        consolidation = consolidation_tables(phases, targets, plan.scenario.consolidation.threshold)
+        consolidation = consolidation_tables(phases, targets, sweep.threshold)
     replication = [_replication_point(p) for t in targets for p in target_metrics(t, campaign_id).points if p.replicated]
     if not consolidation and not replication:
         return None

@@ -9,7 +9,7 @@ far, and the workers' summaries; every step that did not finish is `cancelled`. 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from pgarena.model.errors import ErrorKind
@@ -27,7 +27,7 @@ WORKER_STOPPED_KIND = ErrorKind.WORKER_STOPPED
 _TARGET_ENDS = ("Target Finished", "Record Target Failure")
 
 
-def _exits(history: list[dict]) -> Iterable[tuple[str, dict[str, Any]]]:
+def _exits(history: Sequence[Mapping[str, Any]]) -> Iterable[tuple[str, dict[str, Any]]]:
     for event in history:
         details = event.get("stateExitedEventDetails")
         if not details:
@@ -43,7 +43,7 @@ def _exits(history: list[dict]) -> Iterable[tuple[str, dict[str, Any]]]:
 class Recorded:
     """What a stopped execution's history says: the plan, the cost decision, finished targets, preflights passed."""
 
-    def __init__(self, history: list[dict[str, Any]]):
+    def __init__(self, history: Sequence[Mapping[str, Any]]):
         self.plan: Plan | None = None
         self.cost: dict[str, Any] | None = None  # the cost guard's decision, as Check Cost Cap answered it
         self.finished: list[TargetOutcome] = []  # one per target and phase it finished

@@ -56,9 +56,8 @@ def usl_summary(points: list[tuple[int, float]]) -> UslSummary | None:
 
 def consolidation_table(workload: str, clients: int | None, steps: Sequence[StepTotals], threshold: float) -> ConsolidationTable:
     """Measured vs ideal per step; ideal scales the first complete step's throughput per target."""
-    baseline = next((s for s in steps if s.complete), None)
-    per_target = baseline.measured_tps / len(baseline.per_target_tps) if baseline else None
-    complete = [(len(s.per_target_tps), s.measured_tps) for s in steps if s.complete]
+    complete = [(len(s.per_target_tps), tps) for s in steps if s.complete and (tps := s.measured_tps) is not None]
+    per_target = complete[0][1] / complete[0][0] if complete else None
     usl = usl_summary(complete)
     rows = []
     for s in steps:
@@ -77,7 +76,7 @@ def consolidation_table(workload: str, clients: int | None, steps: Sequence[Step
                 names=list(s.per_target_tps),
                 measured_tps=s.measured_tps,
                 ideal_tps=ideal,
-                ratio=s.measured_tps / ideal if s.complete and ideal else None,
+                ratio=s.measured_tps / ideal if s.complete and ideal and s.measured_tps is not None else None,
                 per_target_tps=s.per_target_tps,
                 complete=s.complete,
                 usl_tps=_usl_at(usl, n),
@@ -104,7 +103,7 @@ def _point_tps(target: TargetResult, phase: int, workload: str, clients: int | N
     together = all(w.barrier is None or w.barrier.all_arrived for w in runs)
     if not runs or len(ok) != len(runs):
         return None, together
-    return fmean(w.tps for w in ok), together
+    return fmean([w.tps for w in ok if w.tps is not None]), together
 
 
 def consolidation_tables(

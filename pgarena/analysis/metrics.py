@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from collections.abc import Sequence
 from statistics import fmean, median, pstdev, stdev
-from typing import Literal
+from typing import Literal, TypedDict, TypeVar
 
 from pydantic import BaseModel, Field
 
@@ -29,6 +30,8 @@ from pgarena.model.results import (
     TargetResult,
     WorkloadResult,
 )
+
+N = TypeVar("N", int, float)
 
 # An interval below this fraction of the run's earlier peak tps is a drop. A drop the run never
 # climbs back from is a collapse (the Azure study's 457 -> 15 tps); one it recovers from, a stall.
@@ -171,6 +174,15 @@ class Finding(BaseModel):
     raw: list[str] = Field(default_factory=list, description="paths relative to the campaign folder")
 
 
+class _Where(TypedDict):
+    """Where a run's finding happened."""
+
+    target: str
+    workload: str
+    clients: int | None
+    repetition: int
+
+
 class TargetMetrics(BaseModel):
     target: str
     provider: str
@@ -253,7 +265,7 @@ def error_rate(processed: int | None, failed: int | None) -> float | None:
     return failed / (processed + failed)
 
 
-def retry_rate(processed: int | None, retried: int | None) -> float | None:
+def retry_rate(processed: int | None, retried: float | None) -> float | None:
     if processed is None or retried is None or processed == 0:
         return None
     return retried / processed
@@ -265,8 +277,16 @@ def tps_per_usd_hour(tps: float | None, hourly_cost_usd: float | None) -> float 
     return tps / hourly_cost_usd
 
 
-def _sum(values: list[int | None]) -> int | None:
-    return None if not values or any(v is None for v in values) else sum(values)  # type: ignore[arg-type]
+def _sum(values: Sequence[N | None]) -> N | None:
+    """The total when every value is known; None when any (or all) is missing."""
+    known = [v for v in values if v is not None]
+    return sum(known) if values and len(known) == len(values) else None
+
+
+def _mean_of_all(values: Sequence[float | None]) -> float | None:
+    """The mean when every value is known; None when any is missing."""
+    known = [v for v in values if v is not None]
+    return fmean(known) if known and len(known) == len(values) else None
 
 
 def _mean_latency(runs: list[WorkloadResult]) -> Latency:
@@ -292,7 +312,7 @@ def point_metrics(
     tps = fmean(tps_runs) if tps_runs else None
     processed = _sum([w.transactions for w in ok])
     retried = _sum([next((w.extra[k] for k in RETRY_COUNTS if w.extra.get(k) is not None), None) for w in ok])
-    qps = [w.extra["qps"] for w in ok if w.extra.get("qps") is not None]
+    qps = [q for w in ok if (q := w.extra.get("qps")) is not None]
     replicated = [w.replication for w in ok if w.replication is not None]
     caught_up = bool(replicated) and len(replicated) == len(ok) and all(r.caught_up for r in replicated)
     lags = [r.peak_lag_bytes for rep in replicated for r in rep.replicas if r.peak_lag_bytes is not None]
@@ -317,8 +337,8 @@ def point_metrics(
         retry_rate=retry_rate(processed, retried),
         stability=_worst_stability([stability(w.progress) for w in ok]),
         tps_per_usd_hour=tps_per_usd_hour(tps, hourly_cost_usd),
-        sustainable_tps=fmean(r.sustainable_tps for r in replicated) if caught_up else None,
-        catch_up_s=fmean(r.catch_up_s for r in replicated) if caught_up else None,
+        sustainable_tps=_mean_of_all([r.sustainable_tps for r in replicated]) if caught_up else None,
+        catch_up_s=_mean_of_all([r.catch_up_s for r in replicated]) if caught_up else None,
         replicated=bool(replicated),
         peak_lag_bytes=max(lags) if lags else None,
         rate_not_sustained=any(i.kind == RATE_NOT_SUSTAINED for w in ok for i in w.incidents),
@@ -480,7 +500,7 @@ def findings(target: TargetResult, campaign_id: str = "") -> list[Finding]:
                 )
             )
     for w in target.workloads:
-        where = dict(target=target.name, workload=w.name, clients=nominal_clients(w), repetition=w.repetition)
+        where = _Where(target=target.name, workload=w.name, clients=nominal_clients(w), repetition=w.repetition)
         if w.error is not None and not (target.error is not None and w.error.kind == "not_run"):
             found.append(
                 Finding(

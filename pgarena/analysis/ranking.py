@@ -28,15 +28,15 @@ interval: only the tie tolerance can make a tie, and the basis says so.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from statistics import fmean
 
 from pgarena.analysis.intervals import SINGLE_RUN_NOTE, relative_half_width
 from pgarena.analysis.metrics import PointMetrics, target_metrics
-from pgarena.model.matrix import RankingConfig
+from pgarena.model.matrix import RankingConfig, RankingMetric
 from pgarena.model.results import RankEntry, TargetResult
 
-METRICS = ("throughput", "latency", "stability", "cost", "sustainable")
+METRICS: tuple[RankingMetric, ...] = ("throughput", "latency", "stability", "cost", "sustainable")
 
 Key = tuple[str, int | None]
 
@@ -80,7 +80,12 @@ def _figures(
     return out if out[names[0]] else None
 
 
-def _mean_relative(candidates, keys, figure, higher_is_better: bool) -> dict[str, float] | None:
+def _mean_relative(
+    candidates: dict[str, dict[Key, PointMetrics]],
+    keys: list[Key],
+    figure: Callable[[list[PointMetrics]], list[float] | None],
+    higher_is_better: bool,
+) -> dict[str, float] | None:
     figures = _figures(candidates, keys, figure, relative=True, higher_is_better=higher_is_better)
     return {n: fmean(v) for n, v in figures.items()} if figures else None
 
@@ -99,20 +104,25 @@ def _latency(points: list[PointMetrics]) -> list[float] | None:
     return None
 
 
+def _all_known(values: Sequence[float | None]) -> list[float] | None:
+    """The values when every one is known; None when any is missing."""
+    known = [v for v in values if v is not None]
+    return known if len(known) == len(values) else None
+
+
 def _steadiness(points: list[PointMetrics]) -> list[float] | None:
-    if any(p.stability.cv is None for p in points):
+    cvs = _all_known([p.stability.cv for p in points])
+    if cvs is None:
         return None
-    return [0.0 if p.stability.collapsed else max(0.0, 1.0 - p.stability.cv) for p in points]  # type: ignore[operator]
+    return [0.0 if p.stability.collapsed else max(0.0, 1.0 - cv) for p, cv in zip(points, cvs, strict=True)]
 
 
 def _cost(points: list[PointMetrics]) -> list[float] | None:
-    values = [p.tps_per_usd_hour for p in points]
-    return values if all(v is not None for v in values) else None  # type: ignore[return-value]
+    return _all_known([p.tps_per_usd_hour for p in points])
 
 
 def _sustainable(points: list[PointMetrics]) -> list[float] | None:
-    values = [p.sustainable_tps for p in points]
-    return values if all(v is not None for v in values) else None  # type: ignore[return-value]
+    return _all_known([p.sustainable_tps for p in points])
 
 
 def metric_scores(candidates: dict[str, dict[Key, PointMetrics]], keys: list[Key]) -> dict[str, dict[str, float]]:
@@ -156,7 +166,7 @@ def competition_ranks(scores: dict[str, float], noise: dict[str, float], toleran
     return ranks
 
 
-def _describe(weights: dict[str, float], used: list[str], points: int, tolerance: float, runs: int) -> str:
+def _describe(weights: dict[RankingMetric, float], used: list[RankingMetric], points: int, tolerance: float, runs: int) -> str:
     parts = ", ".join(f"{m} {weights[m]:g}" for m in used)
     left_out = [m for m in METRICS if weights.get(m, 0) > 0 and m not in used]
     unused = f" ({', '.join(left_out)} not scored: not measured for every target)" if left_out else ""

@@ -38,7 +38,8 @@ def replication_result(
     """The run's figures: the slowest replica bounds what the pair sustains."""
     replicas = [r.model_copy(update={"lag_series": raw}) for r in replicas]
     caught_up = bool(replicas) and all(r.caught_up for r in replicas)
-    catch_up = max(r.catch_up_s for r in replicas) if caught_up else None
+    catch_ups = [r.catch_up_s for r in replicas if r.catch_up_s is not None]
+    catch_up = max(catch_ups) if caught_up and catch_ups else None
     sustainable = None
     if catch_up is not None and transactions is not None and run_s:
         sustainable = sustainable_tps(transactions, run_s, catch_up)

@@ -18,7 +18,7 @@ from typing import Any
 from pgarena.analysis.metrics import campaign_statistics, with_points
 from pgarena.analysis.ranking import rank_targets
 from pgarena.model.matrix import Campaign
-from pgarena.model.results import CampaignResults, TargetResult
+from pgarena.model.results import CampaignResults, LoadResult, TargetResult, WorkloadResult
 
 
 @dataclass(frozen=True)
@@ -85,11 +85,12 @@ def _combined_target(kept: TargetResult, rerun: TargetResult, workloads: list[st
     """The original's pairs that succeeded, the re-run's for the workloads that failed."""
     loads = [l for l in kept.loads if l.workload not in workloads] + [l for l in rerun.loads if l.workload in workloads]
     runs = [w for w in kept.workloads if w.name not in workloads] + [w for w in rerun.workloads if w.name in workloads]
-    errors = [x.error for x in [*loads, *runs] if x.status == "failed" and x.error is not None]
+    results: list[LoadResult | WorkloadResult] = [*loads, *runs]
+    errors = [x.error for x in results if x.status == "failed" and x.error is not None]
     error = rerun.error or (errors[0] if errors else None)
     return rerun.model_copy(
         update={
-            "status": "failed" if error or any(x.status == "failed" for x in [*loads, *runs]) else "succeeded",
+            "status": "failed" if error or any(x.status == "failed" for x in results) else "succeeded",
             "error": error,
             "server": rerun.server or kept.server,
             "loads": loads,
@@ -142,10 +143,10 @@ def copy_raw(original_dir: Path, reruns: list[tuple[Rerun, Path]], out_dir: Path
     rerun_of: dict[tuple[str, str], Path] = {}
     preflight_of: dict[str, Path] = {}
     for rerun, folder in reruns:
-        for target, workloads in rerun.pairs.items():
-            preflight_of[target] = folder
+        for name, workloads in rerun.pairs.items():
+            preflight_of[name] = folder
             for workload in workloads:
-                rerun_of[(target, workload)] = folder
+                rerun_of[(name, workload)] = folder
     for target in original.targets:
         names = {l.workload for l in target.loads} | {w.name for w in target.workloads}
         for workload in names | {w for (t, w) in rerun_of if t == target.name}:
@@ -155,9 +156,9 @@ def copy_raw(original_dir: Path, reruns: list[tuple[Rerun, Path]], out_dir: Path
         _copy_tree(source / "raw" / target.name / "preflight", out_dir / "raw" / target.name / "preflight")
 
 
-def load_original(folder: Path) -> tuple[CampaignResults, dict]:
+def load_original(folder: Path) -> tuple[CampaignResults, dict[str, Any] | None]:
     """The campaign's results.json and the matrix it ran (kept beside it as matrix.json)."""
     results = CampaignResults.model_validate_json((folder / "results.json").read_text())
     matrix_path = folder / "matrix.json"
-    matrix = json.loads(matrix_path.read_text()) if matrix_path.exists() else None
+    matrix: dict[str, Any] | None = json.loads(matrix_path.read_text()) if matrix_path.exists() else None
     return results, matrix

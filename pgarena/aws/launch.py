@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from typing import Any
 
 from pgarena.aws.settings import LauncherEnv
 from pgarena.model.plan import Step
@@ -14,11 +15,11 @@ def client_token(step: Step, task_token: str) -> str:
     return hashlib.sha256(f"{step.step_id}\n{task_token}".encode()).hexdigest()[:64]
 
 
-def run_task_request(step: Step, task_token: str, env: LauncherEnv) -> dict:
+def run_task_request(step: Step, task_token: str, env: LauncherEnv) -> dict[str, Any]:
     placement = step.placement
     subnets = (placement.subnets if placement and placement.subnets else None) or env.subnet_list
     groups = (placement.security_groups if placement and placement.security_groups else None) or env.security_group_list
-    request: dict = {
+    request: dict[str, Any] = {
         "cluster": env.cluster_arn,
         "taskDefinition": env.task_definition_arn,
         "count": 1,

@@ -8,7 +8,11 @@ from __future__ import annotations
 
 import copy
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from mypy_boto3_s3 import S3Client
+    from mypy_boto3_stepfunctions import SFNClient
 
 # EventBridge Scheduler replaces this keyword in a target's input with the id of each invocation.
 SCHEDULER_EXECUTION_ID = "<aws.scheduler.execution-id>"
@@ -28,7 +32,9 @@ def campaign_input(schedule: str, matrix: dict[str, Any], execution_id: str = SC
     return {"campaign_id": campaign_id(schedule, execution_id), "matrix": matrix}
 
 
-def start_from_s3(s3, sfn, bucket: str, key: str, state_machine_arn: str, schedule: str, execution_id: str) -> str:
+def start_from_s3(
+    s3: S3Client, sfn: SFNClient, bucket: str, key: str, state_machine_arn: str, schedule: str, execution_id: str
+) -> str:
     """Read the schedule's matrix from the bucket and start its campaign; return the execution's ARN.
 
     The execution is named after the campaign: a retried invocation with the same execution id

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from typing import Self
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -11,7 +12,7 @@ class FromEnv(BaseModel):
     model_config = ConfigDict(populate_by_name=True, extra="ignore")
 
     @classmethod
-    def from_env(cls):
+    def from_env(cls) -> Self:
         return cls.model_validate(dict(os.environ))
 
 

@@ -19,10 +19,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 from urllib.parse import unquote
 
-Handler = Callable[[dict, Any], Any]
+Handler = Callable[[dict[str, Any], Any], Any]  # (event, context) -> a JSON-serializable result
 
 ACCOUNT = "123456789012"
 REGION = "us-east-1"
@@ -63,22 +63,23 @@ class _Server:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.httpd.server_port}"
 
-    def __enter__(self):
+    def __enter__(self) -> Self:
         self.thread.start()
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.httpd.shutdown()
         self.httpd.server_close()
 
 
 class _Quiet(BaseHTTPRequestHandler):
-    def log_message(self, *args) -> None:  # the runtime shows progress its own way
+    def log_message(self, *args: object) -> None:  # the runtime shows progress its own way
         pass
 
-    def _body(self) -> dict:
+    def _body(self) -> dict[str, Any]:
         length = int(self.headers.get("Content-Length") or 0)
-        return json.loads(self.rfile.read(length) or b"{}")
+        body: dict[str, Any] = json.loads(self.rfile.read(length) or b"{}")
+        return body
 
     def _reply(self, payload: Any, headers: dict[str, str] | None = None, status: int = 200) -> None:
         data = json.dumps(payload).encode()
@@ -142,7 +143,7 @@ class EcsEndpoint(_Server):
         endpoint = self
         self.worker_env = worker_env
         self.logs_dir = logs_dir
-        self.processes: dict[str, subprocess.Popen] = {}
+        self.processes: dict[str, subprocess.Popen[bytes]] = {}
         self.campaigns: dict[str, str] = {}  # task ARN -> campaign id, to stop one campaign's workers
         self.tokens: dict[str, dict] = {}  # RunTask clientToken -> the task it started
         self.lock = threading.Lock()
@@ -163,7 +164,7 @@ class EcsEndpoint(_Server):
 
         super().__init__(Ecs)
 
-    def run_task(self, request: dict) -> dict:
+    def run_task(self, request: dict[str, Any]) -> dict[str, Any]:
         """As ECS does: a repeated clientToken returns the task it started (no second worker), and
         container overrides past 8,192 characters are refused."""
         size = len(json.dumps(request.get("overrides", {}).get("containerOverrides", []), separators=(",", ":")))
@@ -198,7 +199,7 @@ class EcsEndpoint(_Server):
                 self.tokens[token] = task
         return {"tasks": [task], "failures": []}
 
-    def stop_task(self, task_arn: str) -> dict:
+    def stop_task(self, task_arn: str) -> dict[str, Any]:
         with self.lock:
             process = self.processes.get(task_arn)
         if process is not None and process.poll() is None:
@@ -219,7 +220,7 @@ class EcsEndpoint(_Server):
         self._stop(processes, 10)
 
     @staticmethod
-    def _stop(processes: list[subprocess.Popen], timeout_s: float) -> None:
+    def _stop(processes: list[subprocess.Popen[bytes]], timeout_s: float) -> None:
         for process in processes:
             if process.poll() is None:
                 process.terminate()

@@ -18,6 +18,7 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import boto3
 
@@ -31,7 +32,14 @@ from pgarena.model.matrix import Campaign, Replica, Target
 from pgarena.model.results import CampaignResults, StepSummary, TargetResult
 from pgarena.report import publish_results
 
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+    from mypy_boto3_s3 import S3Client
+    from mypy_boto3_stepfunctions import SFNClient
+    from mypy_boto3_stepfunctions.type_defs import HistoryEventTypeDef
+
 log = logging.getLogger(__name__)
+
 ASL_PATH = Path(__file__).resolve().parents[2] / "statemachines" / "campaign.asl.json"
 BUCKET = "pgarena-local-results"
 TABLE = "pgarena-local-results"
@@ -74,7 +82,7 @@ def definition(asl_path: Path = ASL_PATH) -> str:
     text = asl_path.read_text()
     values = {f"{''.join(p.capitalize() for p in name.split('_'))}FunctionArn": function_arn(name) for name in FUNCTIONS}
 
-    def bind(match: re.Match) -> str:
+    def bind(match: re.Match[str]) -> str:
         return values[match.group(1)]
 
     return re.sub(r"\$\{(\w+)\}", bind, text)
@@ -150,7 +158,7 @@ def with_unstarted_targets(
     return results.model_copy(update={"targets": targets})
 
 
-def _create_resources(sfn, s3, dynamodb) -> str:
+def _create_resources(sfn: SFNClient, s3: S3Client, dynamodb: DynamoDBClient) -> str:
     s3.create_bucket(Bucket=BUCKET)
     create_results_table(dynamodb, TABLE)
     return sfn.create_state_machine(
@@ -158,7 +166,7 @@ def _create_resources(sfn, s3, dynamodb) -> str:
     )["stateMachineArn"]
 
 
-def _state_events(history: list[dict], seen: int, t0: float) -> list[Event]:
+def _state_events(history: list[HistoryEventTypeDef], seen: int, t0: float) -> list[Event]:
     events = []
     for event in history[seen:]:
         details = event.get("stateEnteredEventDetails")
@@ -173,7 +181,7 @@ def _state_events(history: list[dict], seen: int, t0: float) -> list[Event]:
     return events
 
 
-def _download(s3, prefix: str, out_dir: Path) -> None:
+def _download(s3: S3Client, prefix: str, out_dir: Path) -> None:
     for page in s3.get_paginator("list_objects_v2").paginate(Bucket=BUCKET, Prefix=prefix):
         for item in page.get("Contents", []):
             path = out_dir / item["Key"]
@@ -248,9 +256,9 @@ class LocalRuntime:
             stack.enter_context(
                 patched_environ({"AWS_ENDPOINT_URL_LAMBDA": lambdas.url, "AWS_ENDPOINT_URL_ECS": self.workers.url})
             )
-            self.sfn, self.s3, self.dynamodb = (
-                boto3.client(name, region_name=REGION) for name in ("stepfunctions", "s3", "dynamodb")
-            )
+            self.sfn = boto3.client("stepfunctions", region_name=REGION)
+            self.s3 = boto3.client("s3", region_name=REGION)
+            self.dynamodb = boto3.client("dynamodb", region_name=REGION)
             self.machine_arn = _create_resources(self.sfn, self.s3, self.dynamodb)
             self.store = ResultStore(BUCKET, TABLE, s3=self.s3, dynamodb=self.dynamodb)
         except BaseException:
@@ -258,7 +266,7 @@ class LocalRuntime:
             raise
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.stack.close()
 
     def start(self, campaign: Campaign) -> Execution:

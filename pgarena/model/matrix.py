@@ -376,7 +376,7 @@ TOOLS = ("pgbench", "sysbench")
 
 RankingMetric = Literal["throughput", "latency", "stability", "cost", "sustainable"]
 # The composite score's default weights (README.md, "Reports and ranking").
-DEFAULT_RANKING_WEIGHTS: dict[str, float] = {"throughput": 0.5, "latency": 0.3, "stability": 0.1, "cost": 0.1}
+DEFAULT_RANKING_WEIGHTS: dict[RankingMetric, float] = {"throughput": 0.5, "latency": 0.3, "stability": 0.1, "cost": 0.1}
 
 
 class RankingConfig(Strict):

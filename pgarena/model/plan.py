@@ -21,6 +21,7 @@ from pgarena.model.matrix import (
     Workload,
 )
 from pgarena.model.results import RunOrder
+from pgarena.model.sysbench import SysbenchCommand
 from pgarena.model.sysbench import connections_used as sysbench_connections
 
 # A run gets its duration plus this before Step Functions gives up on it.
@@ -98,8 +99,9 @@ class Step(Boundary):
         loaded; cleanup one.
         """
         if isinstance(self.spec, SysbenchWorkload):
-            command = {"init": "prepare", "run": "run", "cleanup": "cleanup"}[self.kind]
+            command: SysbenchCommand = "prepare" if self.kind == "init" else self.kind
             threads = self.clients if self.kind == "run" else self.spec.prepare.threads
+            assert threads is not None
             return sysbench_connections(command, threads, self.spec.prepare.tables)
         if self.kind == "run":
             assert self.clients is not None

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 MASK = "***"
 # Known secrets shorter than this are not masked by value: masking a 1-3 character string everywhere
@@ -51,7 +51,7 @@ def usable_secrets(secrets: Iterable[str | None]) -> tuple[str, ...]:
 def redact(value: T, secrets: Iterable[str | None] = ()) -> T:
     """`value` with secrets masked: a string, or the strings inside dicts and lists (keys included)."""
     known = usable_secrets(secrets)
-    return _redact(value, known)
+    return cast(T, _redact(value, known))
 
 
 def _redact(value: Any, known: tuple[str, ...]) -> Any:

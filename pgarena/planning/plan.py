@@ -5,9 +5,10 @@ from __future__ import annotations
 import hashlib
 import random
 from collections.abc import Sequence
+from typing import TypedDict
 
 from pgarena.model.errors import InvalidMatrix
-from pgarena.model.matrix import Campaign, Target, Workload
+from pgarena.model.matrix import Campaign, Endpoint, Placement, Target, Workload
 from pgarena.model.plan import (
     INIT_TIMEOUT_BASE_S,
     INIT_TIMEOUT_PER_SCALE_S,
@@ -35,6 +36,18 @@ def _run_shape(workload: Workload) -> tuple[list[int], int]:
     return [workload.run.threads], workload.run.duration_s + (workload.run.forced_shutdown_s or 0)
 
 
+class _StepCommon(TypedDict):
+    """The fields every step of one target shares."""
+
+    campaign_id: str
+    target: str
+    endpoint: Endpoint
+    placement: Placement | None
+    monitor_interval_s: float
+    heartbeat_timeout_s: int
+    phase: int | None
+
+
 def _steps(
     campaign_id: str,
     target: Target,
@@ -51,7 +64,7 @@ def _steps(
     repetitions = range(1, campaign.repetitions + 1) if repetitions is None else repetitions
     assert target.endpoint is not None
     policy = target.connections or campaign.connections
-    common = dict(
+    common = _StepCommon(
         campaign_id=campaign_id,
         target=target.name,
         endpoint=target.endpoint,
@@ -204,6 +217,7 @@ def _interleaved(campaign: Campaign, campaign_id: str) -> tuple[list[PlanPhase],
 
 
 def _planned(target: Target, steps: list[Step], campaign: Campaign) -> PlannedTarget:
+    assert target.endpoint is not None  # plan_campaign refuses embedded targets
     return PlannedTarget(
         name=target.name,
         provider=target.provider,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
+from pgarena.model.matrix import PgbenchWorkload
 from pgarena.model.plan import Step
 
 
@@ -26,9 +27,10 @@ def split_clients(clients: int, workers: int) -> list[int]:
 
 def workers_for(step: Step) -> int:
     """Workers asked for in the matrix: a fixed count, or enough for a per-worker client cap."""
-    run = step.spec.run
-    if step.kind != "run" or step.spec.tool != "pgbench":
+    if step.kind != "run" or not isinstance(step.spec, PgbenchWorkload):
         return 1
+    run = step.spec.run
+    assert step.clients is not None
     if run.max_clients_per_worker:
         return max(run.workers, -(-step.clients // run.max_clients_per_worker))
     return run.workers
@@ -36,7 +38,10 @@ def workers_for(step: Step) -> int:
 
 def shard(step: Step) -> StepGroup:
     """The step's shards; an unsharded step is a group of one with the step's own id."""
-    counts = split_clients(step.clients, workers_for(step)) if step.kind == "run" else [None]
+    counts: list[int | None] = [None]
+    if step.kind == "run":
+        assert step.clients is not None
+        counts = list(split_clients(step.clients, workers_for(step)))
     if len(counts) == 1:
         return StepGroup(step_id=step.step_id, kind=step.kind, shards=[step])
     shards = [

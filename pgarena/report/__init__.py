@@ -25,7 +25,7 @@ CONTENT_TYPES = {
 }
 REPORT_FILES = tuple(CONTENT_TYPES)
 
-Writer = Callable[[str, bytes, str], object]
+Writer = Callable[[str, bytes, str], object]  # what it returns is ignored
 log = logging.getLogger(__name__)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from markupsafe import Markup, escape
@@ -131,18 +132,20 @@ def bar_chart(
                 f'fill="{s.colour}"><title>{escape(tip)}</title></rect>'
             )
             cx = x + bar_w / 2
-            if s.errors and s.errors[c]:
-                lo, hi = _scale_y(max(value - s.errors[c], 0), top), _scale_y(value + s.errors[c], top)
+            error = s.errors[c] if s.errors else None
+            if error:
+                lo, hi = _scale_y(max(value - error, 0), top), _scale_y(value + error, top)
                 out.append(
                     f'<path class="error-bar" d="M{cx:.1f} {lo:.1f}V{hi:.1f}'
                     f"M{cx - 5:.1f} {hi:.1f}h10M{cx - 5:.1f} "
-                    f'{lo:.1f}h10"><title>± {s.errors[c]:,.2f} (stddev over repetitions)</title></path>'
+                    f'{lo:.1f}h10"><title>± {error:,.2f} (stddev over repetitions)</title></path>'
                 )
-            if s.markers and s.markers[c] is not None:
-                my = _scale_y(s.markers[c], top)
+            marker = s.markers[c] if s.markers else None
+            if marker is not None:
+                my = _scale_y(marker, top)
                 out.append(
                     f'<path class="marker" d="M{cx:.1f} {my - 5:.1f}l5 5l-5 5l-5 -5z" fill="{s.colour}">'
-                    f"<title>{escape(s.name)} {escape(s.marker_label)}: {s.markers[c]:,.2f} {escape(unit)}"
+                    f"<title>{escape(s.name)} {escape(s.marker_label)}: {marker:,.2f} {escape(unit)}"
                     "</title></path>"
                 )
         label_x = MARGIN_LEFT + (c + 0.5) * group_w
@@ -163,7 +166,7 @@ def line_chart(
     y_label: str,
     css: str = "lines",
     height: int = HEIGHT,
-    events: list[tuple[float, str]] | None = None,
+    events: Sequence[tuple[float, str]] | None = None,
 ) -> Markup:
     """Lines over a shared x axis from its smallest x (or 0) to its largest; y from 0. `events` are
     (x, text) pairs drawn as vertical marks, e.g. where tps collapsed."""

@@ -212,14 +212,14 @@ def consolidation_charts(report: Report) -> list[Chart]:
     charts = []
     c = colour(0)
     for table in report.consolidation:
-        steps = [s for s in table.steps if s.complete]
+        steps = [s for s in table.steps if s.complete and s.measured_tps is not None]
         if not steps:
             continue
         lines = [
             Line(
                 "measured total",
                 c,
-                [(s.targets, s.measured_tps) for s in steps],
+                [(s.targets, tps) for s in steps if (tps := s.measured_tps) is not None],
                 css="series measured",
                 labels=[f"{s.targets} targets: {s.measured_tps:,.1f} tps ({s.ratio:.0%} of ideal)" for s in steps],
             ),
@@ -319,7 +319,7 @@ def _environment(autoescape: bool) -> Environment:
     return env
 
 
-def _context(report: Report) -> dict:
+def _context(report: Report) -> dict[str, object]:
     return dict(r=report, results=report.results, labels=_labels(report), drop_fraction=DROP_FRACTION, far_rtt_ms=FAR_RTT_MS)
 
 

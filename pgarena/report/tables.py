@@ -7,7 +7,7 @@ import csv
 import io
 from typing import Any
 
-from pgarena.analysis.metrics import is_clamped, nominal_clients, stability
+from pgarena.analysis.metrics import ScalingPoint, is_clamped, nominal_clients, stability
 from pgarena.analysis.ranking import METRICS
 from pgarena.report.model import Report
 
@@ -227,7 +227,9 @@ def metrics_table(report: Report) -> Table:
         "p99_ci95_low",
         "p99_ci95_high",
     ]
-    curves = {(s.target, s.workload, p.clients): p for s in report.scaling for p in s.points}
+    curves: dict[tuple[str, str, int | None], ScalingPoint] = {
+        (s.target, s.workload, p.clients): p for s in report.scaling for p in s.points
+    }
     rows = []
     for key in report.keys:
         for p in report.points[key]:

@@ -6,6 +6,7 @@ import time
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
 
@@ -19,6 +20,9 @@ from pgarena.planning.budget import apply_budget, compute_budget
 from pgarena.planning.shards import StepGroup, shard
 from pgarena.target.postgres import CLIENT_SESSIONS, connect, describe
 from pgarena.target.restarts import postmaster_started_at, reachable_address, resolve
+
+if TYPE_CHECKING:
+    from pg8000.dbapi import Cursor
 
 LEASE_POLL_S = 2.0
 # Sessions whose application_name starts with this are pgarena's: leases account for them.
@@ -75,7 +79,7 @@ def sessions_of(rows: list[tuple[str | None, str | None, str, str]], role: str, 
     )
 
 
-def read_facts(cursor) -> tuple[str, int, ConnectionFacts]:
+def read_facts(cursor: Cursor) -> tuple[str, int, ConnectionFacts]:
     cursor.execute(SETTINGS_SQL)
     version, version_num, max_conn, su_reserved, reserved, role, is_super, role_limit, database, db_limit = cursor.fetchone()
     can_use_reserved = False

@@ -29,12 +29,15 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import IO, TYPE_CHECKING, Any, Literal
 
 from pgarena.analysis.replication import lsn_to_int, peaks
 from pgarena.model.matrix import Endpoint, Replica
 from pgarena.model.replication import LagSample, Method, ReplicaCatchUp
 from pgarena.target.postgres import connect
+
+if TYPE_CHECKING:
+    from pg8000.dbapi import Cursor
 
 # How often a replica is polled while the worker waits for it to catch up: the catch-up time's resolution.
 CATCH_UP_POLL_S = 0.1
@@ -87,7 +90,7 @@ class Probe:
         return Position(at=self.cursor.fetchone()[0])
 
 
-def choose_method(replica: Replica, cursor) -> Method:
+def choose_method(replica: Replica, cursor: Cursor) -> Method:
     """Physical and logical replicas have one way; a managed one the replay LSN if it answers it."""
     if replica.kind == "logical":
         return "subscription_lsn"
@@ -192,8 +195,8 @@ class ReplicationMonitor:
         self._stack = ExitStack()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
-        self._out = None
-        self._primary = None
+        self._out: IO[str] | None = None
+        self._primary: Cursor | None = None
         self.error: str | None = None
         self._t0 = 0.0
         self._lock = threading.Lock()
@@ -217,19 +220,25 @@ class ReplicationMonitor:
         self._thread.start()
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self._stop.set()
         if self._thread.is_alive():
             self._thread.join(timeout=30)
         self._stack.close()
 
     def _where_primary_is(self, sql: str = PRIMARY_SQL) -> PrimaryPosition:
+        assert self._primary is not None  # only sampled once connected
         self._primary.execute(sql)
         lsn, at, *_ = self._primary.fetchone()
         return PrimaryPosition(lsn=lsn, at=at)
 
     def _record(
-        self, stage: str, primary: PrimaryPosition | None, probe: Probe, position: Position | None, error: str | None
+        self,
+        stage: Literal["run", "catch_up"],
+        primary: PrimaryPosition | None,
+        probe: Probe,
+        position: Position | None,
+        error: str | None,
     ) -> None:
         sample = LagSample(
             t_s=round(self.clock.now() - self._t0, 3),
@@ -242,6 +251,7 @@ class ReplicationMonitor:
         self._write(sample)
 
     def _write(self, sample: LagSample) -> None:
+        assert self._out is not None  # opened on __enter__
         with self._lock:
             self.samples.append(sample)
             self._out.write(sample.model_dump_json() + "\n")

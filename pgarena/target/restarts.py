@@ -9,10 +9,15 @@ from __future__ import annotations
 
 import socket
 import time
+from datetime import datetime
+from typing import TYPE_CHECKING
 
 from pgarena.model.errors import ErrorKind, failure
 from pgarena.model.matrix import Endpoint
 from pgarena.target.postgres import connect
+
+if TYPE_CHECKING:
+    from pg8000.dbapi import Cursor
 
 POSTMASTER_SQL = "select pg_postmaster_start_time()"
 # After a failed step, how long the worker waits for the server to answer again before it gives up
@@ -26,9 +31,10 @@ RESTART_SUSPECTS = frozenset({"server_closed_connection", "connection_refused", 
 PROBE_TIMEOUT_S = 3.0
 
 
-def postmaster_started_at(cursor) -> str:
+def postmaster_started_at(cursor: Cursor) -> str:
     cursor.execute(POSTMASTER_SQL)
-    return cursor.fetchone()[0].isoformat()
+    started: datetime = cursor.fetchone()[0]
+    return started.isoformat()
 
 
 def read_postmaster_start(endpoint: Endpoint, wait_s: float = 0.0, application_name: str = "pgarena-check") -> str | None:
@@ -63,8 +69,9 @@ def resolve(host: str, port: int) -> list[str]:
         raise failure(ErrorKind.DNS_FAILURE, f'could not translate host name "{host}" to an address: {error}') from None
     addresses: list[str] = []
     for *_, sockaddr in infos:
-        if sockaddr[0] not in addresses:
-            addresses.append(sockaddr[0])
+        address = str(sockaddr[0])  # an IP string for the stream sockets asked for
+        if address not in addresses:
+            addresses.append(address)
     return addresses
 
 

@@ -84,7 +84,11 @@ class Pgbench:
     def command(self, step: Step, password: str | None, workdir: Path) -> tuple[list[str], dict[str, str]]:
         spec = step.spec
         assert isinstance(spec, PgbenchWorkload)
-        args = init_args(spec.init) if step.kind == "init" else run_args(spec.run, step.clients, workdir)
+        if step.kind == "init":
+            args = init_args(spec.init)
+        else:
+            assert step.clients is not None  # the plan gives every run its clients
+            args = run_args(spec.run, step.clients, workdir)
         return [self.binary(), *args], libpq_env(step.endpoint, password, step.application_name, step.hostaddr)
 
     def artifacts(self, workdir: Path) -> list[Path]:

@@ -19,6 +19,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
+from types import FrameType
+from typing import TYPE_CHECKING
 
 import boto3
 from aws_lambda_powertools import Logger
@@ -39,6 +41,9 @@ from pgarena.target.replication import LAG_SERIES, ReplicationMonitor
 from pgarena.target.restarts import RESTART_SUSPECTS, RESTART_WAIT_S, read_postmaster_start, restart_evidence
 from pgarena.tools.runner import KILLED, TOOLS, Measured, tool_environment
 from pgarena.worker.facts import worker_facts
+
+if TYPE_CHECKING:
+    from mypy_boto3_stepfunctions import SFNClient
 
 logger = Logger(service="pgarena-worker")
 
@@ -70,7 +75,7 @@ def run_tool(
     env: dict[str, str],
     raw_path: Path,
     timeout_s: float,
-    on_chunk=None,
+    on_chunk: Callable[[], object] | None = None,
     redactor: Callable[[str], str] = Redactor(),
     upload_every_s: float = UPLOAD_EVERY_S,
 ) -> int:
@@ -236,7 +241,7 @@ def run_step(step: Step, store: ResultStore, workdir: Path, upload_every_s: floa
     measured.barrier = barrier
     summary = summarize(step, measured, exit_code, started_at, finished_at, wall_s, raw, version, connections)
     summary = summary.model_copy(update={"worker": facts})
-    if catch_ups is not None:
+    if catch_ups is not None and lag is not None:
         lag_key = store.put_file(f"{step.raw_prefix}/{LAG_SERIES}", lag.series_path, "application/x-ndjson")
         run_s = run_seconds(step.spec.run.duration_s, measured.transactions, measured.tps)
         summary = summary.model_copy(
@@ -254,6 +259,7 @@ def run_step(step: Step, store: ResultStore, workdir: Path, upload_every_s: floa
 def _barrier(step: Step, store: ResultStore) -> Barrier | None:
     """Shards of one step start their measured run together; so do the targets of a consolidation step."""
     if step.shards > 1:
+        assert step.group_id is not None  # sharding sets it
         start_at, complete = wait_at_barrier(
             store.dynamodb, store.table, step.campaign_id, step.group_id, step.shard, step.shards
         )
@@ -303,7 +309,7 @@ def _stop_self() -> None:
 
 
 @contextmanager
-def heartbeat(sfn, task_token: str, every_s: float, on_gone: Callable[[], None] = _stop_self) -> Iterator[None]:
+def heartbeat(sfn: SFNClient, task_token: str, every_s: float, on_gone: Callable[[], None] = _stop_self) -> Iterator[None]:
     """Tell Step Functions the worker is alive; a worker that dies stops beating and is detected. A beat
     refused because the state machine moved on stops the worker at once: two steps never overlap on one
     server because a worker kept loading it after its step was given up."""
@@ -390,7 +396,7 @@ def _stop_on_sigterm() -> None:
     recorded failure (the tool killed, its output kept), told to the state machine at once rather than
     by a missed heartbeat; ignore any further SIGTERM meanwhile."""
 
-    def stop(signum, frame) -> None:
+    def stop(signum: int, frame: FrameType | None) -> None:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         raise Stopped()
 
@@ -423,6 +429,7 @@ def main() -> int:
                 logger.exception("worker crashed", step_id=step.step_id)
                 error = ErrorInfo(kind=ErrorKind.WORKER_CRASHED, message=f"{type(crash).__name__}: {crash}")
             if summary is None:
+                assert error is not None  # every way out without a summary set it
                 _record_failure(step, store, error)
         try:
             if error is None:
