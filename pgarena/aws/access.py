@@ -20,8 +20,13 @@ from dataclasses import dataclass
 from enum import StrEnum
 from fnmatch import fnmatchcase
 from types import MappingProxyType
+from typing import TYPE_CHECKING
 
+from pgarena.aws.items import marshal
 from pgarena.model import layout
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.type_defs import AttributeValueTypeDef
 
 PARTITION_KEY = "pk"
 SORT_KEY = "sk"
@@ -56,28 +61,28 @@ LEDGER_CAMPAIGN_SK_PREFIX = "campaign#"
 LEDGER_TOTAL_SK = "total"
 
 
-def _key(pk: str, sk: str) -> dict:
-    return {PARTITION_KEY: {"S": pk}, SORT_KEY: {"S": sk}}
+def _key(pk: str, sk: str) -> dict[str, AttributeValueTypeDef]:
+    return marshal({PARTITION_KEY: pk, SORT_KEY: sk})
 
 
-def summary_key(campaign_id: str, step_id: str) -> dict:
+def summary_key(campaign_id: str, step_id: str) -> dict[str, AttributeValueTypeDef]:
     return _key(SUMMARIES.pk(campaign_id), f"{STEP_SK_PREFIX}{step_id}")
 
 
-def lease_item_key(server: str) -> dict:
+def lease_item_key(server: str) -> dict[str, AttributeValueTypeDef]:
     """The lease item of one server (`host:port`, pgarena.aws.leases.lease_key)."""
     return _key(LEASES.pk(server), LEASE_SK)
 
 
-def barrier_key(campaign_id: str, group_id: str) -> dict:
+def barrier_key(campaign_id: str, group_id: str) -> dict[str, AttributeValueTypeDef]:
     return _key(BARRIERS.pk(campaign_id), group_id)
 
 
-def ledger_campaign_key(month: str, campaign_id: str) -> dict:
+def ledger_campaign_key(month: str, campaign_id: str) -> dict[str, AttributeValueTypeDef]:
     return _key(LEDGER.pk(month), f"{LEDGER_CAMPAIGN_SK_PREFIX}{campaign_id}")
 
 
-def ledger_total_key(month: str) -> dict:
+def ledger_total_key(month: str) -> dict[str, AttributeValueTypeDef]:
     return _key(LEDGER.pk(month), LEDGER_TOTAL_SK)
 
 

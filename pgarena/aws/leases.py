@@ -7,12 +7,19 @@ conditional write on the item's version, so two campaigns racing for the last sl
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from botocore.exceptions import ClientError
 from pydantic import BaseModel, TypeAdapter
 
 from pgarena.aws import access
+from pgarena.aws.items import marshal, unmarshal
 from pgarena.model.matrix import Endpoint
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+    from mypy_boto3_dynamodb.type_defs import PutItemInputTypeDef
 
 
 class Holder(BaseModel):
@@ -33,7 +40,7 @@ def holder_id(campaign_id: str, target: str) -> str:
 
 
 class LeaseStore:
-    def __init__(self, dynamodb, table: str, clock=time.time):
+    def __init__(self, dynamodb: DynamoDBClient, table: str, clock: Callable[[], float] = time.time):
         self.dynamodb = dynamodb
         self.table = table
         self.clock = clock
@@ -43,28 +50,29 @@ class LeaseStore:
         item = self.dynamodb.get_item(TableName=self.table, Key=access.lease_item_key(key), ConsistentRead=True).get("Item")
         if not item:
             return [], 0
-        holders = _HOLDERS.validate_json(item["holders"]["S"])
+        values = unmarshal(item)
+        holders = _HOLDERS.validate_json(values["holders"])
         now = self.clock()
-        return [h for h in holders if h.expires_at > now], int(item["version"]["N"])
+        return [h for h in holders if h.expires_at > now], int(values["version"])
 
     def held_by_others(self, key: str, holder: str) -> int:
         holders, _ = self.read(key)
         return sum(h.slots for h in holders if h.holder != holder)
 
     def _write(self, key: str, holders: list[Holder], version: int) -> bool:
-        condition = "attribute_not_exists(pk)" if version == 0 else "version = :v"
-        values = {} if version == 0 else {":v": {"N": str(version)}}
+        request: PutItemInputTypeDef = {
+            "TableName": self.table,
+            "Item": {
+                **access.lease_item_key(key),
+                **marshal({"holders": _HOLDERS.dump_json(holders).decode(), "version": version + 1}),
+            },
+            "ConditionExpression": "attribute_not_exists(pk)",
+        }
+        if version:
+            request["ConditionExpression"] = "version = :v"
+            request["ExpressionAttributeValues"] = marshal({":v": version})
         try:
-            self.dynamodb.put_item(
-                TableName=self.table,
-                Item={
-                    **access.lease_item_key(key),
-                    "holders": {"S": _HOLDERS.dump_json(holders).decode()},
-                    "version": {"N": str(version + 1)},
-                },
-                ConditionExpression=condition,
-                **({"ExpressionAttributeValues": values} if values else {}),
-            )
+            self.dynamodb.put_item(**request)
         except ClientError as error:
             if error.response["Error"]["Code"] == "ConditionalCheckFailedException":
                 return False

@@ -11,20 +11,26 @@ the monthly cap, so two campaigns racing for the month's last dollars cannot bot
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from decimal import Decimal
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from botocore.exceptions import ClientError
 from pydantic import BaseModel
 
 from pgarena.aws import access
+from pgarena.aws.items import marshal, unmarshal
 from pgarena.model.errors import ErrorInfo, ErrorKind
 from pgarena.model.matrix import CostPolicy
 from pgarena.model.outcomes import TargetOutcome
 from pgarena.model.plan import Plan
 from pgarena.model.results import CampaignCost, StepSummary
 from pgarena.planning import cost
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+    from mypy_boto3_dynamodb.type_defs import PutTypeDef, UpdateTypeDef
 
 COST_CAP_REFUSED = ErrorKind.COST_CAP_REFUSED
 
@@ -37,9 +43,10 @@ def _iso(epoch_s: float) -> str:
     return datetime.fromtimestamp(epoch_s, UTC).isoformat(timespec="seconds")
 
 
-def _n(usd: float) -> dict:
-    # DynamoDB numbers are decimals: pass a string so binary floats do not leak digits into the total.
-    return {"N": str(Decimal(str(round(usd, 6))))}
+def _usd(usd: float) -> Decimal:
+    # DynamoDB numbers are decimals: go through the rounded float's text so binary floats do not leak
+    # digits into the total.
+    return Decimal(str(round(usd, 6)))
 
 
 class LedgerEntry(BaseModel):
@@ -61,55 +68,51 @@ class Booking(BaseModel):
 
 
 class Ledger:
-    def __init__(self, dynamodb, table: str, clock=time.time):
+    def __init__(self, dynamodb: DynamoDBClient, table: str, clock: Callable[[], float] = time.time):
         self.dynamodb = dynamodb
         self.table = table
         self.clock = clock
 
     def total(self, month: str) -> float:
         item = self.dynamodb.get_item(TableName=self.table, Key=access.ledger_total_key(month), ConsistentRead=True).get("Item")
-        return float(item["committed_usd"]["N"]) if item and "committed_usd" in item else 0.0
+        return float(unmarshal(item)["committed_usd"]) if item and "committed_usd" in item else 0.0
 
     def entry(self, month: str, campaign_id: str) -> LedgerEntry | None:
         item = self.dynamodb.get_item(
             TableName=self.table, Key=access.ledger_campaign_key(month, campaign_id), ConsistentRead=True
         ).get("Item")
-        return LedgerEntry.model_validate_json(item["entry"]["S"]) if item else None
+        return LedgerEntry.model_validate_json(unmarshal(item)["entry"]) if item else None
 
     def entries(self, month: str) -> list[LedgerEntry]:
         pages = self.dynamodb.get_paginator("query").paginate(
             TableName=self.table,
             KeyConditionExpression="pk = :pk AND begins_with(sk, :campaign)",
-            ExpressionAttributeValues={
-                ":pk": {"S": access.LEDGER.pk(month)},
-                ":campaign": {"S": access.LEDGER_CAMPAIGN_SK_PREFIX},
-            },
+            ExpressionAttributeValues=marshal({":pk": access.LEDGER.pk(month), ":campaign": access.LEDGER_CAMPAIGN_SK_PREFIX}),
             ConsistentRead=True,
         )
-        return [LedgerEntry.model_validate_json(item["entry"]["S"]) for page in pages for item in page["Items"]]
+        return [LedgerEntry.model_validate_json(unmarshal(item)["entry"]) for page in pages for item in page["Items"]]
 
-    def _entry_put(self, entry: LedgerEntry) -> dict:
+    def _entry_put(self, entry: LedgerEntry) -> PutTypeDef:
         return {
             "TableName": self.table,
             "Item": {
                 **access.ledger_campaign_key(entry.month, entry.campaign_id),
-                "status": {"S": entry.status},
-                "estimated_usd": _n(entry.estimated_usd),
-                "entry": {"S": entry.model_dump_json()},
+                **marshal({"status": entry.status, "estimated_usd": _usd(entry.estimated_usd), "entry": entry.model_dump_json()}),
             },
             "ConditionExpression": "attribute_not_exists(pk)",
         }
 
-    def _add_to_total(self, month: str, usd: float, campaigns: int, headroom_usd: float | None) -> dict:
-        update: dict = {
+    def _add_to_total(self, month: str, usd: float, campaigns: int, headroom_usd: float | None) -> UpdateTypeDef:
+        values: dict[str, object] = {":usd": _usd(usd), ":n": campaigns}
+        update: UpdateTypeDef = {
             "TableName": self.table,
             "Key": access.ledger_total_key(month),
             "UpdateExpression": "ADD committed_usd :usd, campaigns :n",
-            "ExpressionAttributeValues": {":usd": _n(usd), ":n": {"N": str(campaigns)}},
         }
         if headroom_usd is not None:
             update["ConditionExpression"] = "attribute_not_exists(committed_usd) OR committed_usd <= :headroom"
-            update["ExpressionAttributeValues"][":headroom"] = _n(headroom_usd)
+            values[":headroom"] = _usd(headroom_usd)
+        update["ExpressionAttributeValues"] = marshal(values)
         return update
 
     def record_refusal(
@@ -196,12 +199,14 @@ class Ledger:
                                 "UpdateExpression": "SET #status = :settled, actual_usd = :actual, entry = :entry",
                                 "ConditionExpression": "#status = :booked",
                                 "ExpressionAttributeNames": {"#status": "status"},
-                                "ExpressionAttributeValues": {
-                                    ":settled": {"S": "settled"},
-                                    ":booked": {"S": "booked"},
-                                    ":actual": _n(actual_usd),
-                                    ":entry": {"S": settled.model_dump_json()},
-                                },
+                                "ExpressionAttributeValues": marshal(
+                                    {
+                                        ":settled": "settled",
+                                        ":booked": "booked",
+                                        ":actual": _usd(actual_usd),
+                                        ":entry": settled.model_dump_json(),
+                                    }
+                                ),
                             }
                         },
                         {"Update": self._add_to_total(month, actual_usd - entry.estimated_usd, 0, None)},

@@ -4,13 +4,19 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import boto3
 from botocore.exceptions import ClientError
 
 from pgarena.aws import access
+from pgarena.aws.items import marshal, unmarshal
 from pgarena.model import layout
 from pgarena.model.results import StepSummary
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+    from mypy_boto3_s3 import S3Client
 
 RAW_TAG = f"{layout.RAW_OUTPUT_TAG_KEY}={layout.RAW_OUTPUT_TAG_VALUE}"
 
@@ -19,7 +25,7 @@ class ConflictingSummary(RuntimeError):
     """A different summary already exists for this step: a retried write must never replace a result."""
 
 
-def create_results_table(dynamodb, table: str) -> None:
+def create_results_table(dynamodb: DynamoDBClient, table: str) -> None:
     """The results table's shape (summaries, leases, barriers, ledger share it): pk/sk strings.
     The CDK stack declares the same keys; the local runtime and tests create it with this."""
     dynamodb.create_table(
@@ -37,7 +43,7 @@ def create_results_table(dynamodb, table: str) -> None:
 
 
 class ResultStore:
-    def __init__(self, bucket: str, table: str, s3=None, dynamodb=None):
+    def __init__(self, bucket: str, table: str, s3: S3Client | None = None, dynamodb: DynamoDBClient | None = None):
         self.bucket = bucket
         self.table = table
         self.s3 = s3 or boto3.client("s3")
@@ -52,13 +58,14 @@ class ResultStore:
         self.s3.put_object(Bucket=self.bucket, Key=key, Body=data, ContentType=content_type)
         return key
 
-    def put_json(self, key: str, data: dict) -> str:
+    def put_json(self, key: str, data: dict[str, Any]) -> str:
         body = json.dumps(data, indent=2).encode()
         self.s3.put_object(Bucket=self.bucket, Key=key, Body=body, ContentType="application/json")
         return key
 
-    def get_json(self, key: str) -> dict:
-        return json.loads(self.s3.get_object(Bucket=self.bucket, Key=key)["Body"].read())
+    def get_json(self, key: str) -> dict[str, Any]:
+        document: dict[str, Any] = json.loads(self.s3.get_object(Bucket=self.bucket, Key=key)["Body"].read())
+        return document
 
     def put_summary(self, summary: StepSummary) -> None:
         """Write once; an identical retry succeeds, a different result for the same step is refused."""
@@ -68,12 +75,11 @@ class ResultStore:
                 TableName=self.table,
                 Item={
                     **access.summary_key(summary.campaign_id, summary.step_id),
-                    "status": {"S": summary.status},
-                    "summary": {"S": document},
+                    **marshal({"status": summary.status, "summary": document}),
                 },
                 ConditionExpression="attribute_not_exists(pk) OR #doc = :doc",
                 ExpressionAttributeNames={"#doc": "summary"},
-                ExpressionAttributeValues={":doc": {"S": document}},
+                ExpressionAttributeValues=marshal({":doc": document}),
             )
         except ClientError as error:
             if error.response["Error"]["Code"] == "ConditionalCheckFailedException":
@@ -85,12 +91,9 @@ class ResultStore:
         pages = paginator.paginate(
             TableName=self.table,
             KeyConditionExpression="pk = :pk AND begins_with(sk, :step)",
-            ExpressionAttributeValues={
-                ":pk": {"S": access.SUMMARIES.pk(campaign_id)},
-                ":step": {"S": access.STEP_SK_PREFIX},
-            },
+            ExpressionAttributeValues=marshal({":pk": access.SUMMARIES.pk(campaign_id), ":step": access.STEP_SK_PREFIX}),
         )
-        return [StepSummary.model_validate_json(item["summary"]["S"]) for page in pages for item in page["Items"]]
+        return [StepSummary.model_validate_json(unmarshal(item)["summary"]) for page in pages for item in page["Items"]]
 
     def keys(self, prefix: str) -> list[str]:
         """Every object key under `prefix` (e.g. a campaign's raw output, to find what a lost worker left)."""
