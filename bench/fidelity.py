@@ -19,7 +19,7 @@ import boto3
 from moto import mock_aws
 
 from pgarena.aws.store import ResultStore, create_results_table
-from pgarena.local.embedded import EmbeddedServer
+from pgarena.local.embedded import EmbeddedProcess
 from pgarena.model.matrix import parse_campaign
 from pgarena.planning.plan import plan_campaign
 from pgarena.tools.pgbench.command import init_args, libpq_env, pgbench_binary, run_args
@@ -45,7 +45,7 @@ def main() -> None:
     os.environ.update(
         AWS_DEFAULT_REGION="us-east-1", AWS_ACCESS_KEY_ID="x", AWS_SECRET_ACCESS_KEY="x", POWERTOOLS_LOG_LEVEL="ERROR"
     )
-    server = EmbeddedServer("fidelity", {"shared_buffers": "128MB", "fsync": "off", "synchronous_commit": "off"})
+    server = EmbeddedProcess("fidelity", {"shared_buffers": "128MB", "fsync": "off", "synchronous_commit": "off"})
     endpoint = server.start()
     try:
         campaign = parse_campaign(

@@ -311,13 +311,13 @@ def compare(
     console.print(summary, style="red" if regressions else "green", highlight=False)
 
 
-class Tool(StrEnum):
+class ParseTool(StrEnum):
     pgbench = "pgbench"
     sysbench = "sysbench"
 
 
 @app.command()
-def parse(tool: Tool, file: Annotated[Path, typer.Argument(help="raw tool output; - for stdin")]) -> None:
+def parse(tool: ParseTool, file: Annotated[Path, typer.Argument(help="raw tool output; - for stdin")]) -> None:
     """Parse a benchmark tool's raw output (pgbench 9.6-18, sysbench 0.5 and 1.0) and print JSON."""
     from pgarena.tools.pgbench.parser import parse_pgbench
     from pgarena.tools.sysbench.parser import parse_sysbench
@@ -330,7 +330,7 @@ def parse(tool: Tool, file: Annotated[Path, typer.Argument(help="raw tool output
     except OSError as error:  # a directory, no permission
         _fail(f"{file}: cannot read it: {error.strerror or error}")
         raise typer.Exit(2) from None
-    parsed = parse_pgbench(text) if tool is Tool.pgbench else parse_sysbench(text)
+    parsed = parse_pgbench(text) if tool is ParseTool.pgbench else parse_sysbench(text)
     print(parsed.model_dump_json(indent=2))
 
 

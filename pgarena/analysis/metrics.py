@@ -35,7 +35,7 @@ N = TypeVar("N", int, float)
 
 # An interval below this fraction of the run's earlier peak tps is a drop. A drop the run never
 # climbs back from is a collapse (the Azure study's 457 -> 15 tps); one it recovers from, a stall.
-DROP_FRACTION = 0.25
+TPS_COLLAPSE_FRACTION = 0.25
 # The USL has three parameters (lambda, sigma, kappa): fewer points than that cannot pin them.
 USL_MIN_POINTS = 3
 # A fit whose worst point is off by more than this describes the data poorly (e.g. a collapse).
@@ -203,8 +203,8 @@ def _drops(series: list[ProgressSample]) -> list[Incident]:
     i = 1
     while i < len(series):
         sample = series[i]
-        if peak > 0 and sample.tps < DROP_FRACTION * peak:
-            recovered = next((j for j in range(i + 1, len(series)) if series[j].tps >= DROP_FRACTION * peak), None)
+        if peak > 0 and sample.tps < TPS_COLLAPSE_FRACTION * peak:
+            recovered = next((j for j in range(i + 1, len(series)) if series[j].tps >= TPS_COLLAPSE_FRACTION * peak), None)
             after = [s.tps for s in series[i:recovered]]
             if recovered is None:
                 incidents.append(

@@ -86,7 +86,7 @@ def _conf_value(value: str | int | float | bool) -> str:
     return "'" + str(value).replace("\\", "\\\\").replace("'", "''") + "'"
 
 
-class EmbeddedServer:
+class EmbeddedProcess:
     """One PostgreSQL server with its own data directory, started with the target's settings."""
 
     def __init__(
@@ -209,11 +209,11 @@ def with_replication(settings: Settings, standbys: int) -> Settings:
     return {**REPLICATION_SETTINGS, **settings} if standbys else settings
 
 
-class EmbeddedStandby(EmbeddedServer):
+class EmbeddedStandby(EmbeddedProcess):
     """A streaming standby of an embedded primary: a base backup of it (pg_basebackup -R, through a
     replication slot so the primary keeps the WAL the standby still needs), started on a port of its own."""
 
-    def __init__(self, name: str, primary: EmbeddedServer, settings: Settings, root: Path | None = None):
+    def __init__(self, name: str, primary: EmbeddedProcess, settings: Settings, root: Path | None = None):
         super().__init__(name, settings, root=root, password_auth=primary.password_auth)
         self.primary = primary
         self.password = primary.password  # a copy of the primary's cluster: the same roles and password

@@ -24,7 +24,7 @@ import boto3
 
 from pgarena.aws.finalize import store_writer
 from pgarena.aws.store import ResultStore, create_results_table
-from pgarena.local.embedded import EmbeddedServer, EmbeddedStandby, EmbeddedStartError, with_replication
+from pgarena.local.embedded import EmbeddedProcess, EmbeddedStandby, EmbeddedStartError, with_replication
 from pgarena.local.endpoints import ACCOUNT, FUNCTIONS, REGION, EcsEndpoint, LambdaEndpoint, function_arn, load_handlers
 from pgarena.model import layout
 from pgarena.model.errors import ErrorInfo
@@ -115,7 +115,7 @@ def _with_embedded_endpoints(
             targets.append(target)
             continue
         embedded = target.embedded
-        server = EmbeddedServer(
+        server = EmbeddedProcess(
             target.name, with_replication(embedded.settings, embedded.replicas), root=servers_root, password_auth=True
         )
         stack.callback(server.stop)

@@ -372,7 +372,7 @@ class SysbenchWorkload(Strict):
 
 
 Workload = Annotated[PgbenchWorkload | SysbenchWorkload, Field(discriminator="tool")]
-TOOLS = ("pgbench", "sysbench")
+TOOL_NAMES = ("pgbench", "sysbench")
 
 RankingMetric = Literal["throughput", "latency", "stability", "cost", "sustainable"]
 # The composite score's default weights (README.md, "Reports and ranking").
@@ -545,7 +545,7 @@ def problems_of(error: ValidationError) -> list[Problem]:
             or (
                 "[" not in p
                 and not (i > 0 and _UNION_TAG.match(p))
-                and not (p in TOOLS and i > 0 and isinstance(raw_loc[i - 1], int))
+                and not (p in TOOL_NAMES and i > 0 and isinstance(raw_loc[i - 1], int))
             )
         )
         messages = by_path.setdefault(_json_path(loc), [])

@@ -11,8 +11,8 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoes
 from markupsafe import Markup
 
 from pgarena.analysis.metrics import (
-    DROP_FRACTION,
     FAR_RTT_MS,
+    TPS_COLLAPSE_FRACTION,
     USL_GOOD_FIT_ERROR,
     PointMetrics,
     latest_phase,
@@ -320,7 +320,9 @@ def _environment(autoescape: bool) -> Environment:
 
 
 def _context(report: Report) -> dict[str, object]:
-    return dict(r=report, results=report.results, labels=_labels(report), drop_fraction=DROP_FRACTION, far_rtt_ms=FAR_RTT_MS)
+    return dict(
+        r=report, results=report.results, labels=_labels(report), drop_fraction=TPS_COLLAPSE_FRACTION, far_rtt_ms=FAR_RTT_MS
+    )
 
 
 def render_markdown(report: Report) -> str:

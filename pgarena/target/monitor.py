@@ -17,7 +17,7 @@ from pgarena.model.monitor import ActivitySample, ConnectionReport, Incident
 from pgarena.target.postgres import CLIENT_SESSIONS, connect
 
 # A fall of more than this fraction of the benchmark's connections between two samples is an incident.
-DROP_FRACTION = 0.25
+CONNECTION_DROP_FRACTION = 0.25
 
 ACTIVITY_SQL = (
     """
@@ -48,7 +48,7 @@ def detect_drops(samples: list[ActivitySample]) -> list[Incident]:
     connections when it finishes, which is not a collapse."""
     incidents = []
     for before, after in zip(samples, samples[1:-1]):
-        if before.benchmark > 0 and before.benchmark - after.benchmark > DROP_FRACTION * before.benchmark:
+        if before.benchmark > 0 and before.benchmark - after.benchmark > CONNECTION_DROP_FRACTION * before.benchmark:
             incidents.append(
                 Incident(
                     kind="connection_drop",

@@ -189,4 +189,4 @@ class Sysbench:
         return measured
 
 
-TOOLS: dict[str, Tool] = {"pgbench": Pgbench(), "sysbench": Sysbench()}
+TOOL_RUNNERS: dict[str, Tool] = {"pgbench": Pgbench(), "sysbench": Sysbench()}

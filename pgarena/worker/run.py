@@ -39,7 +39,7 @@ from pgarena.target.credentials import resolve_password
 from pgarena.target.monitor import Monitor
 from pgarena.target.replication import LAG_SERIES, ReplicationMonitor
 from pgarena.target.restarts import RESTART_SUSPECTS, RESTART_WAIT_S, read_postmaster_start, restart_evidence
-from pgarena.tools.runner import KILLED, TOOLS, Measured, tool_environment
+from pgarena.tools.runner import KILLED, TOOL_RUNNERS, Measured, tool_environment
 from pgarena.worker.facts import worker_facts
 
 if TYPE_CHECKING:
@@ -177,7 +177,7 @@ def _gzip(path: Path) -> Path:
 
 
 def run_step(step: Step, store: ResultStore, workdir: Path, upload_every_s: float = UPLOAD_EVERY_S) -> StepSummary:
-    tool = TOOLS[step.tool]
+    tool = TOOL_RUNNERS[step.tool]
     password = resolve_password(step.endpoint)
     redactor = Redactor([password])
     argv, tool_env = tool.command(step, password, workdir)

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from pgarena.aws.leases import LeaseStore, lease_key
 from pgarena.cli import app
-from pgarena.local.embedded import EmbeddedServer
+from pgarena.local.embedded import EmbeddedProcess
 from pgarena.local.resume import resume_local
 from pgarena.local.runtime import MATRIX_FILE, TABLE, LocalRuntime, run_local
 from pgarena.model.matrix import Endpoint, parse_campaign
@@ -51,7 +51,7 @@ def benchmark_sessions(server) -> int:
 
 @pytest.fixture(scope="module")
 def servers():
-    pgs = {name: EmbeddedServer(name, FAST) for name in ("first", "second")}
+    pgs = {name: EmbeddedProcess(name, FAST) for name in ("first", "second")}
     for pg in pgs.values():
         pg.start()
     yield pgs

@@ -5,7 +5,7 @@ import threading
 import pg8000.dbapi
 import pytest
 
-from pgarena.local.embedded import EmbeddedServer
+from pgarena.local.embedded import EmbeddedProcess
 from pgarena.local.runtime import LocalRuntime
 from pgarena.model.matrix import parse_campaign
 
@@ -62,7 +62,7 @@ class Observer:
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     # Given a server with small limits, a non-superuser benchmark role, and another tenant holding sessions
-    pg = EmbeddedServer(
+    pg = EmbeddedProcess(
         "budget",
         {
             "max_connections": MAX_CONNECTIONS,

@@ -7,7 +7,7 @@ import pytest
 
 from functions.start_campaign.handler import handler as start_campaign
 from pgarena.aws.ledger import Ledger, month_of
-from pgarena.local.embedded import EmbeddedServer, free_port
+from pgarena.local.embedded import EmbeddedProcess, free_port
 from pgarena.local.endpoints import LambdaContext
 from pgarena.local.runtime import BUCKET, TABLE, Execution, LocalRuntime
 from pgarena.model.matrix import parse_campaign
@@ -17,7 +17,7 @@ pytestmark = pytest.mark.integration
 
 @pytest.fixture(scope="module")
 def server():
-    pg = EmbeddedServer("costcap", {})
+    pg = EmbeddedProcess("costcap", {})
     yield pg.start()
     pg.stop()
 

@@ -6,7 +6,7 @@ import pwd
 import pg8000.dbapi
 import pytest
 
-from pgarena.local.embedded import EmbeddedServer
+from pgarena.local.embedded import EmbeddedProcess
 
 pytestmark = pytest.mark.integration
 
@@ -14,7 +14,7 @@ pytestmark = pytest.mark.integration
 @pytest.fixture(scope="module")
 def server():
     # Given an embedded server started as the local runtime starts its targets
-    pg = EmbeddedServer("auth", {}, password_auth=True)
+    pg = EmbeddedProcess("auth", {}, password_auth=True)
     endpoint = pg.start()
     yield pg, endpoint
     pg.stop()

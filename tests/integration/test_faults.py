@@ -20,7 +20,7 @@ from pathlib import Path
 import pg8000.dbapi
 import pytest
 
-from pgarena.local.embedded import EmbeddedServer
+from pgarena.local.embedded import EmbeddedProcess
 from pgarena.local.runtime import LocalRuntime
 from pgarena.model.matrix import parse_campaign
 
@@ -178,7 +178,7 @@ def time_out_statements_after_preflight(server, runtime, campaign_id, name):
 @pytest.fixture(scope="module")
 def servers():
     names = ["healthy", "restarted", "terminated", "crowded", "squeezed", "impatient", "steady", "lost"]
-    pgs = {name: EmbeddedServer(name, FAST) for name in names}
+    pgs = {name: EmbeddedProcess(name, FAST) for name in names}
     threads = [threading.Thread(target=pg.start) for pg in pgs.values()]
     for thread in threads:
         thread.start()

@@ -15,7 +15,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from pgarena.local.embedded import EmbeddedServer
+from pgarena.local.embedded import EmbeddedProcess
 from pgarena.model.errors import PgarenaError
 from pgarena.target.postgres import connect
 from pgarena.tools.pgbench.command import libpq_env
@@ -69,7 +69,7 @@ def _pem(cert: x509.Certificate) -> bytes:
 
 @pytest.fixture(scope="module")
 def tls_server():
-    server = EmbeddedServer("tls", {"ssl": True}, bin_dir=DEBIAN_BIN)
+    server = EmbeddedProcess("tls", {"ssl": True}, bin_dir=DEBIAN_BIN)
     folder = server.dir / "tls"  # inside the server's own folder, which its user can reach
     folder.mkdir()
     ca_key, other_key, server_key = (ec.generate_private_key(ec.SECP256R1()) for _ in range(3))

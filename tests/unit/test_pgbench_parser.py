@@ -933,6 +933,6 @@ def test_garbage_returns_empty_report(garbage):
 def test_non_string_input_returns_empty_report():
     # Given something that is not text at all
     # When it is parsed
-    report = parse_pgbench(b"tps = 1.0 (without initial connection time)")  # type: ignore[arg-type]
+    report = parse_pgbench(b"tps = 1.0 (without initial connection time)")  # type: ignore[arg-type]  # bytes on purpose: the wrong type is the input
     # Then the report is empty
     assert report == PgbenchReport()

@@ -108,7 +108,7 @@ class Replaying:
 
 def probe(clock, name, start, rate, timeout_s=60) -> Probe:
     p = Probe(replica(name=name, timeout_s=timeout_s), method="replay_lsn")
-    p.read = Replaying(clock, start, rate).read  # type: ignore[method-assign]
+    p.read = Replaying(clock, start, rate).read  # type: ignore[method-assign]  # a scripted replica instead of a connection
     return p
 
 
@@ -141,7 +141,7 @@ def test_a_replica_that_errors_is_waited_for_until_its_timeout():
     def fail() -> Position:
         raise ConnectionError("server closed the connection")
 
-    broken.read = fail  # type: ignore[method-assign]
+    broken.read = fail  # type: ignore[method-assign]  # a replica that stops answering
     errors = []
     done = wait_for_catch_up(
         [broken], PrimaryPosition(lsn="0/1", at=datetime.now(UTC)), lambda p, pos, err: errors.append(err), clock, 0.5
