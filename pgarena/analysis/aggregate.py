@@ -16,6 +16,7 @@ from pgarena.analysis.rate import rate_incident
 from pgarena.analysis.replication import replication_result
 from pgarena.model import layout
 from pgarena.model.errors import ErrorInfo, ErrorKind, from_step_functions
+from pgarena.model.matrix import PgbenchWorkload
 from pgarena.model.monitor import ConnectionReport, Incident
 from pgarena.model.outcomes import StepOutcome, TargetOutcome
 from pgarena.model.plan import Plan, PlannedTarget, Step
@@ -200,7 +201,7 @@ def median_rtt_ms(workers: list[WorkerFacts | None]) -> float | None:
 
 
 def _rate_tps(step: Step) -> float | None:
-    return step.spec.run.rate_tps if step.tool == "pgbench" else None  # type: ignore[union-attr]
+    return step.spec.run.rate_tps if isinstance(step.spec, PgbenchWorkload) else None
 
 
 def _rate_incidents(step: Step, summary: StepSummary | None) -> list[Incident]:

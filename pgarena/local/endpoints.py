@@ -145,7 +145,7 @@ class EcsEndpoint(_Server):
         self.logs_dir = logs_dir
         self.processes: dict[str, subprocess.Popen[bytes]] = {}
         self.campaigns: dict[str, str] = {}  # task ARN -> campaign id, to stop one campaign's workers
-        self.tokens: dict[str, dict] = {}  # RunTask clientToken -> the task it started
+        self.tokens: dict[str, dict[str, Any]] = {}  # RunTask clientToken -> the task it started
         self.lock = threading.Lock()
 
         class Ecs(_Quiet):

@@ -191,7 +191,7 @@ def from_step_functions(failure: dict[str, Any] | None) -> ErrorInfo | None:
         message = str(decoded.get("errorMessage") or message)
         raw = decoded.get("raw")
     if name in _STATES_ERRORS:
-        kind = _STATES_ERRORS[name]
+        kind: str = _STATES_ERRORS[name]
         message = message or name
     else:
         kind = _snake(name.split(".")[-1])

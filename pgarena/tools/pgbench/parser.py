@@ -260,7 +260,8 @@ def parse_init(lines: list[str]) -> InitPhases | None:
         elif m := _INIT_STEP.match(line):
             if found.get("completed"):
                 found = {}
-            found["steps"] = [*found.get("steps", []), m.group(1)]  # type: ignore[misc]
+            steps = found.get("steps")
+            found["steps"] = [*(steps if isinstance(steps, list) else []), m.group(1)]
         elif m := _INIT_ROWS.match(line):
             rows = {
                 "rows_generated": to_int(m.group(1)),
