@@ -116,7 +116,7 @@ class EmbeddedProcess:
 
     def _run(self, binary: str, *args: str, env: dict[str, str] | None = None) -> None:
         # As root: the server user's own group and no supplementary groups (root's would be inherited).
-        identity = dict(user=self.user, group=pwd.getpwnam(self.user).pw_gid, extra_groups=[]) if self.user else {}
+        group, extra_groups = (pwd.getpwnam(self.user).pw_gid, list[int]()) if self.user else (None, None)
         subprocess.run(
             [str(self.bin_dir / binary), *args],
             check=True,
@@ -124,7 +124,9 @@ class EmbeddedProcess:
             text=True,
             timeout=START_TIMEOUT_S,
             env=env or server_env(),
-            **identity,
+            user=self.user,
+            group=group,
+            extra_groups=extra_groups,
         )
 
     def _own_dir(self) -> None:

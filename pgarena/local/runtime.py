@@ -132,9 +132,9 @@ def _with_embedded_endpoints(
         targets.append(target.model_copy(update={"embedded": None, "endpoint": endpoint, "replicas": replicas}))
     if not targets:
         return None, unstarted
-    update: dict = {"targets": targets}
+    update: dict[str, object] = {"targets": targets}
     sweep = campaign.scenario.consolidation if campaign.scenario else None
-    if sweep and unstarted:  # the sweep ends with every target that started running at once
+    if campaign.scenario and sweep and unstarted:  # the sweep ends with every target that started running at once
         steps = [n for n in sweep.steps if n < len(targets)] + [len(targets)]
         update["scenario"] = campaign.scenario.model_copy(update={"consolidation": sweep.model_copy(update={"steps": steps})})
     return campaign.model_copy(update=update), unstarted
@@ -307,14 +307,14 @@ class LocalRuntime:
 
     def wait(self, execution: Execution, on_event: Callable[[Event], None] = lambda event: None) -> LocalRun:
         """Follow the execution to its end, reporting progress; then copy its results to the results folder."""
-        for name, error in execution.unstarted.items():
-            on_event(Event(time.monotonic() - execution.t0, "state", f"Target Failed {name}: {error.message}"))
+        for name, failure in execution.unstarted.items():
+            on_event(Event(time.monotonic() - execution.t0, "state", f"Target Failed {name}: {failure.message}"))
         if not execution.arn:  # no target started: its results.json is already written
             _download(self.s3, layout.campaign_prefix(execution.campaign_id), self.out_dir)
-            results = CampaignResults.model_validate_json((execution.results_dir / layout.RESULTS_FILE).read_text())
-            return LocalRun(execution.campaign_id, "SUCCEEDED", execution.results_dir, results, time.monotonic() - execution.t0)
+            written = CampaignResults.model_validate_json((execution.results_dir / layout.RESULTS_FILE).read_text())
+            return LocalRun(execution.campaign_id, "SUCCEEDED", execution.results_dir, written, time.monotonic() - execution.t0)
         seen_events, seen_steps = 0, set()
-        history: list[dict] = []
+        history: list[HistoryEventTypeDef] = []
         while True:
             status = self.sfn.describe_execution(executionArn=execution.arn)
             pages = self.sfn.get_paginator("get_execution_history").paginate(executionArn=execution.arn)

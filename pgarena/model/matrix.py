@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
+from pydantic_core import ErrorDetails
 
 from pgarena.model.sysbench import MAX_DURATION_S, SysbenchPrepare, SysbenchRun
 
@@ -516,7 +517,7 @@ _LIMIT_REASONS = {
 NON_FINITE_FIX = "Infinity and NaN are not numbers a benchmark can use: give a finite number"
 
 
-def _message(err: dict[str, Any]) -> str:
+def _message(err: ErrorDetails) -> str:
     message = err["msg"].removeprefix("Value error, ")
     if isinstance(err.get("input"), bool) and err["type"] in ("int_type", "float_type", "list_type", "string_type"):
         # JSON true/false are not 1/0 here: `clients: true` must not run one client.
@@ -556,7 +557,7 @@ def problems_of(error: ValidationError) -> list[Problem]:
     return [Problem(path=path, message=" or ".join(messages)) for path, messages in by_path.items()]
 
 
-class _Object(dict):
+class _Object(dict[str, Any]):
     """A decoded JSON object that remembers the keys it was given more than once."""
 
     duplicates: tuple[str, ...] = ()

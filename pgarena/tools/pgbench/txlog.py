@@ -49,7 +49,8 @@ def counts_index(latency_us: np.ndarray) -> np.ndarray:
     pow2_ceiling = ((values | h.sub_bucket_mask).astype(np.float64).view(np.int64) >> 52) - 1022
     bucket = pow2_ceiling - h.unit_magnitude - (h.sub_bucket_half_count_magnitude + 1)
     sub_bucket = values >> (bucket + h.unit_magnitude)
-    return ((bucket + 1) << h.sub_bucket_half_count_magnitude) + (sub_bucket - h.sub_bucket_half_count)
+    index: np.ndarray = ((bucket + 1) << h.sub_bucket_half_count_magnitude) + (sub_bucket - h.sub_bucket_half_count)
+    return index
 
 
 def histogram_of_counts(counts: np.ndarray) -> HdrHistogram:
@@ -180,6 +181,7 @@ def read_txlog(paths: list[Path], per_second: bool) -> TransactionLog:
     series = None
     if per_second and seconds.closed:
         buckets = [seconds.closed[t] for t in sorted(seconds.closed)]
+        assert end_us is not None  # seconds were closed: rows were read
         series = ShardSeries(
             start_epoch=start_us / 1_000_000 if start_us is not None else float(buckets[0].t),
             end_epoch=end_us / 1_000_000,
