@@ -58,8 +58,14 @@ def relative_half_width(value: Interval | None) -> float:
     return value.half_width / abs(value.mean)
 
 
+def _bounds(value: Interval) -> tuple[float, float]:
+    """The 95% interval's ends; the mean twice when there is no interval."""
+    if value.ci95_low is None or value.ci95_high is None:
+        return value.mean, value.mean
+    return value.ci95_low, value.ci95_high
+
+
 def overlap(a: Interval, b: Interval) -> bool:
     """Do the two 95% intervals overlap? Points without an interval overlap only when equal."""
-    low_a, high_a = (a.ci95_low, a.ci95_high) if a.half_width is not None else (a.mean, a.mean)
-    low_b, high_b = (b.ci95_low, b.ci95_high) if b.half_width is not None else (b.mean, b.mean)
-    return low_a <= high_b and low_b <= high_a  # type: ignore[operator]
+    (low_a, high_a), (low_b, high_b) = _bounds(a), _bounds(b)
+    return low_a <= high_b and low_b <= high_a

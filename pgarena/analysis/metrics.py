@@ -300,7 +300,7 @@ def _mean_latency(runs: list[WorkloadResult]) -> Latency:
 
 def _latency_interval(runs: list[WorkloadResult], field: str) -> Interval | None:
     values = [getattr(w.latency_ms, field) for w in runs]
-    return interval(values) if values and all(v is not None for v in values) else None  # type: ignore[arg-type]
+    return interval(values) if values and all(v is not None for v in values) else None
 
 
 def point_metrics(

@@ -193,7 +193,7 @@ def _latency_noise(points: list[PointMetrics]) -> float:
 
 
 def score_noise(
-    candidates: dict[str, dict[Key, PointMetrics]], used: list[str], weights: dict[str, float]
+    candidates: dict[str, dict[Key, PointMetrics]], used: list[RankingMetric], weights: dict[RankingMetric, float]
 ) -> tuple[dict[str, dict[str, float]], dict[str, float]]:
     """Relative half-width of each target's score intervals: per metric, and for the composite."""
     per_metric: dict[str, dict[str, float]] = {}

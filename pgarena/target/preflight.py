@@ -117,7 +117,7 @@ def _noted(what: str, unreadable: list[str]) -> Iterator[None]:
         unreadable.append(f"{what}: {describe(error)}")
 
 
-def disclose(cursor) -> Disclosure:
+def disclose(cursor: Cursor) -> Disclosure:
     """The target's non-default settings (secrets masked), extensions and database size, each where readable:
     a fact the role may not read is recorded as unreadable, never a reason to refuse the target."""
     unreadable: list[str] = []

@@ -13,6 +13,7 @@ import urllib.request
 from importlib import metadata
 from pathlib import Path
 from statistics import median
+from typing import Any
 
 from pgarena.model.matrix import Endpoint
 from pgarena.model.results import EcsTask, WorkerFacts
@@ -49,7 +50,7 @@ def memory_bytes(meminfo: str, cgroup_max: str | None) -> int | None:
     return None
 
 
-def ecs_task(document: dict) -> EcsTask:
+def ecs_task(document: dict[str, Any]) -> EcsTask:
     """The task metadata v4 `/task` answer: AZ, task size, launch type."""
     limits = document.get("Limits") or {}
     return EcsTask(
@@ -114,6 +115,7 @@ def worker_facts(endpoint: Endpoint, tool_versions: dict[str, str | None]) -> Wo
     except Exception as error:  # the step's own connection will fail and say why; this is a fact, not a check
         notes.append(f"round trip not measured: {describe(error)}")
         rtts = []
+    cpus: int | None
     try:
         cpus = len(os.sched_getaffinity(0))
     except AttributeError:  # not Linux
