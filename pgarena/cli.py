@@ -157,19 +157,38 @@ def run(
     matrix: Annotated[Path, typer.Option(help="provider matrix JSON")],
     out: Annotated[Path, typer.Option(help="results folder")] = Path("results"),
     local: Annotated[bool, typer.Option("--local", help="run on this machine (the only mode this command has today)")] = False,
+    aws_strict: Annotated[
+        bool,
+        typer.Option(
+            "--aws-strict",
+            help="with --local: run each Lambda from its synthesized asset in its runtime's interpreter, "
+            "with AWS's timeouts and limits (state payloads, Map concurrency)",
+        ),
+    ] = False,
 ) -> None:
     """Run a campaign through the campaign state machine and print the ranking."""
     if not local:
         errors.print("only --local runs are started from this command; in AWS start an execution (see README.md)")
         raise typer.Exit(2)
     campaign = _load_or_exit(matrix)
+    from pgarena.local.assets import AssetError
+    from pgarena.local.limits import StrictLimitError
     from pgarena.local.runtime import run_local
 
     # Ctrl-C stops the campaign (workers, leases) and still writes a results.json marked cancelled.
-    with console.status(f"running {campaign.campaign} locally (Ctrl-C cancels, keeping what finished)"):
-        result = run_local(campaign, out, on_event=show_event)
+    mode = "locally, as AWS would run it" if aws_strict else "locally"
+    try:
+        with console.status(f"running {campaign.campaign} {mode} (Ctrl-C cancels, keeping what finished)"):
+            result = run_local(campaign, out, on_event=show_event, aws_strict=aws_strict)
+    except (AssetError, StrictLimitError) as error:
+        _fail(str(error))
+        raise typer.Exit(1) from None
     if result.results is None:
         _fail(f"campaign {result.campaign_id} ended {result.status} without results: {result.error}")
+        raise typer.Exit(1)
+    if result.status == "FAILED":  # an error no Catch handles (--aws-strict's limits): what finished is kept
+        _fail(f"campaign {result.campaign_id} FAILED: {result.error}")
+        console.print(f"results: {result.results_dir / 'results.json'}")
         raise typer.Exit(1)
     _print_outcome(result.results, result.results_dir, result.wall_s)
 

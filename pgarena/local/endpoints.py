@@ -92,8 +92,17 @@ class _Quiet(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
 
+class FunctionError(Exception):
+    """An invocation that failed outside this process, as Lambda reports it: errorType, errorMessage, stackTrace."""
+
+    def __init__(self, error: dict) -> None:
+        super().__init__(error.get("errorMessage", ""))
+        self.error = error
+
+
 class LambdaEndpoint(_Server):
-    """POST /2015-03-31/functions/{name}/invocations runs the handler in this process."""
+    """POST /2015-03-31/functions/{name}/invocations calls the function's handler: the handler itself, in
+    this process, or (--aws-strict) a pgarena.local.assets.AssetFunction running its synthesized asset."""
 
     def __init__(self, handlers: dict[str, Handler]):
         endpoint = self
@@ -112,6 +121,9 @@ class LambdaEndpoint(_Server):
                 event = self._body()
                 try:
                     result = handler(event, LambdaContext(function_name=name, invoked_function_arn=name))
+                except FunctionError as error:  # a handler run elsewhere (its asset): its error as reported there
+                    self._reply(error.error, headers={"X-Amz-Function-Error": "Unhandled"})
+                    return
                 except Exception as error:  # reported the way Lambda reports an unhandled error
                     self._reply(
                         {

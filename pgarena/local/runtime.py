@@ -3,6 +3,10 @@
 The interpreter calls the real Lambda handlers through a local Lambda endpoint; the launcher's ECS
 RunTask starts the real worker entrypoint as a process, which reaches S3, DynamoDB and the task
 token API through a moto server sharing the interpreter's state.
+
+With `aws_strict`, the runtime holds to what AWS enforces: each handler runs from its synthesized asset
+in a clean interpreter of its runtime (pgarena.local.assets), with its timeout and memory size, and
+AWS's limits on state payloads and inline Map concurrency apply (pgarena.local.limits).
 """
 
 from __future__ import annotations
@@ -22,14 +26,18 @@ from typing import TYPE_CHECKING
 
 import boto3
 
+from pgarena.aws.access import Component
 from pgarena.aws.finalize import store_writer
 from pgarena.aws.store import ResultStore, create_results_table
-from pgarena.local.embedded import EmbeddedProcess, EmbeddedStandby, EmbeddedStartError, with_replication
+from pgarena.local import assets, limits
+from pgarena.local.embedded import PASSWORD_ENV_PREFIX, EmbeddedProcess, EmbeddedStandby, EmbeddedStartError, with_replication
 from pgarena.local.endpoints import ACCOUNT, FUNCTIONS, REGION, EcsEndpoint, LambdaEndpoint, function_arn, load_handlers
+from pgarena.local.limits import StrictLimitError
 from pgarena.model import layout
 from pgarena.model.errors import ErrorInfo
-from pgarena.model.matrix import Campaign, Replica, Target
+from pgarena.model.matrix import Campaign, Endpoint, Replica, Target
 from pgarena.model.results import CampaignResults, StepSummary, TargetResult
+from pgarena.planning.plan import plan_campaign
 from pgarena.report import publish_results
 
 if TYPE_CHECKING:
@@ -49,6 +57,17 @@ POLL_S = 0.5
 LOCAL_UPLOAD_EVERY_S = 1.0
 # The original matrix, kept beside results.json: `pgarena resume` re-runs what failed from it.
 MATRIX_FILE = "matrix.json"
+CLUSTER_ARN = f"arn:aws:ecs:{REGION}:{ACCOUNT}:cluster/pgarena-local"
+TASK_DEFINITION_ARN = f"arn:aws:ecs:{REGION}:{ACCOUNT}:task-definition/pgarena-worker:1"
+# What the template's CloudFormation references in the functions' environment stand for here (--aws-strict).
+LOCAL_RESOURCES = {
+    "RESULTS_BUCKET": BUCKET,
+    "RESULTS_TABLE": TABLE,
+    "CLUSTER_ARN": CLUSTER_ARN,
+    "TASK_DEFINITION_ARN": TASK_DEFINITION_ARN,
+    "WORKER_SUBNETS": "",  # the local ECS endpoint places no task in a network
+    "WORKER_SECURITY_GROUPS": "",
+}
 
 
 @dataclass
@@ -77,15 +96,22 @@ def new_campaign_id(name: str) -> str:
     return f"{name}-{stamp}-{uuid.uuid4().hex[:6]}"
 
 
-def definition(asl_path: Path = ASL_PATH) -> str:
-    """The ASL file with its ${...Arn} placeholders bound to the local functions."""
+def definition(asl_path: Path = ASL_PATH, aws_strict: bool = False) -> str:
+    """The ASL file with its ${...Arn} placeholders bound to the local functions; under aws_strict, with
+    each inline Map's MaxConcurrency as AWS applies it (moto would run every iteration at once)."""
     text = asl_path.read_text()
     values = {f"{''.join(p.capitalize() for p in name.split('_'))}FunctionArn": function_arn(name) for name in FUNCTIONS}
 
     def bind(match: re.Match[str]) -> str:
         return values[match.group(1)]
 
-    return re.sub(r"\$\{(\w+)\}", bind, text)
+    text = re.sub(r"\$\{(\w+)\}", bind, text)
+    if not aws_strict:
+        return text
+    capped, notes = limits.capped_definition(json.loads(text))
+    for note in notes:
+        log.info("aws-strict: %s", note)
+    return json.dumps(capped)
 
 
 @contextmanager
@@ -158,11 +184,13 @@ def with_unstarted_targets(
     return results.model_copy(update={"targets": targets})
 
 
-def _create_resources(sfn: SFNClient, s3: S3Client, dynamodb: DynamoDBClient) -> str:
+def _create_resources(sfn: SFNClient, s3: S3Client, dynamodb: DynamoDBClient, aws_strict: bool) -> str:
     s3.create_bucket(Bucket=BUCKET)
     create_results_table(dynamodb, TABLE)
     return sfn.create_state_machine(
-        name="pgarena-campaign", definition=definition(), roleArn=f"arn:aws:iam::{ACCOUNT}:role/pgarena-local"
+        name="pgarena-campaign",
+        definition=definition(aws_strict=aws_strict),
+        roleArn=f"arn:aws:iam::{ACCOUNT}:role/pgarena-local",
     )["stateMachineArn"]
 
 
@@ -203,13 +231,64 @@ class Execution:
 class LocalRuntime:
     """moto (Step Functions interpreter, S3, DynamoDB), the local Lambda and ECS endpoints, and the
     embedded servers, for as long as the context lasts. Several campaigns may run at once: they share
-    the DynamoDB table, and so the connection leases, as campaigns in one AWS account do."""
+    the DynamoDB table, and so the connection leases, as campaigns in one AWS account do.
 
-    def __init__(self, out_dir: Path, servers_root: Path | None = None, heartbeat_s: float = 10.0):
+    aws_strict: the handlers run from their synthesized assets in the runtime's interpreter, and AWS's
+    limits hold (module docstring)."""
+
+    def __init__(self, out_dir: Path, servers_root: Path | None = None, heartbeat_s: float = 10.0, aws_strict: bool = False):
         self.out_dir = out_dir
         self.servers_root = servers_root
         self.heartbeat_s = heartbeat_s
+        self.aws_strict = aws_strict
         self.stack = ExitStack()
+        self.endpoint_urls: dict[str, str] = {}  # AWS_ENDPOINT_URL[_SERVICE] -> this runtime's stand-in
+
+    def component_env(self, component: Component) -> dict[str, str]:
+        """The AWS settings a component that runs outside this process (a function under aws_strict, a
+        worker) starts with: region, credentials and the local endpoints. Every such process gets them
+        from here, so credentials of the component's own role belong here."""
+        return {
+            "AWS_ACCESS_KEY_ID": "local",
+            "AWS_SECRET_ACCESS_KEY": "local",
+            "AWS_SESSION_TOKEN": "local",
+            "AWS_DEFAULT_REGION": REGION,
+            "AWS_REGION": REGION,
+            **self.endpoint_urls,
+        }
+
+    def _function_env(self, component: Component) -> dict[str, str]:
+        # No X-Ray daemon and no CloudWatch metrics here; the log level as the user runs the CLI.
+        return {
+            **self.component_env(component),
+            "POWERTOOLS_TRACE_DISABLED": "true",
+            "POWERTOOLS_METRICS_DISABLED": "true",
+            "POWERTOOLS_LOG_LEVEL": os.environ.get("POWERTOOLS_LOG_LEVEL", "WARNING"),
+        }
+
+    def _asset_handlers(self) -> dict[str, assets.AssetFunction]:
+        """Each function of the synthesized template, served from its asset (--aws-strict)."""
+        found = assets.function_assets(assets.synthesized_app())
+        missing = sorted(set(FUNCTIONS) - set(found))
+        if missing:
+            raise assets.AssetError(f"the synthesized template has no function for {', '.join(missing)}")
+        packages = assets.runtime_packages()
+        handlers = {}
+        for name in FUNCTIONS:
+            asset, component = found[name], Component(name)
+            environment = asset.local_environment(LOCAL_RESOURCES)
+            arn = function_arn(name)
+            handler = assets.AssetFunction(
+                asset,
+                arn.rsplit(":", 1)[1],
+                arn,
+                lambda environment=environment, component=component: {**environment, **self._function_env(component)},
+                packages,
+                self.out_dir / "logs",
+            )
+            self.stack.callback(handler.close)
+            handlers[handler.function_name] = handler
+        return handlers
 
     def __enter__(self) -> LocalRuntime:
         from moto import mock_aws
@@ -225,8 +304,8 @@ class LocalRuntime:
             "AWS_REGION": REGION,
             "RESULTS_BUCKET": BUCKET,
             "RESULTS_TABLE": TABLE,
-            "CLUSTER_ARN": f"arn:aws:ecs:{REGION}:{ACCOUNT}:cluster/pgarena-local",
-            "TASK_DEFINITION_ARN": f"arn:aws:ecs:{REGION}:{ACCOUNT}:task-definition/pgarena-worker:1",
+            "CLUSTER_ARN": CLUSTER_ARN,
+            "TASK_DEFINITION_ARN": TASK_DEFINITION_ARN,
             "WORKER_CONTAINER_NAME": "worker",
             "LAUNCH_TYPE": "FARGATE",
             "POWERTOOLS_TRACE_DISABLED": "true",
@@ -240,12 +319,14 @@ class LocalRuntime:
             moto_server.start()
             stack.callback(moto_server.stop)
             host, port = moto_server.get_host_and_port()
-            lambdas = stack.enter_context(LambdaEndpoint(load_handlers()))
+            self.endpoint_urls["AWS_ENDPOINT_URL"] = f"http://{host}:{port}"
+            self.lambda_handlers = self._asset_handlers() if self.aws_strict else load_handlers()
+            lambdas = stack.enter_context(LambdaEndpoint(self.lambda_handlers))
             self.workers = stack.enter_context(
                 EcsEndpoint(
                     worker_env={
                         **aws_env,
-                        "AWS_ENDPOINT_URL": f"http://{host}:{port}",
+                        **self.component_env(Component.WORKER),
                         "PGARENA_HEARTBEAT_S": str(self.heartbeat_s),
                         "PGARENA_UPLOAD_EVERY_S": str(LOCAL_UPLOAD_EVERY_S),
                     },
@@ -253,13 +334,14 @@ class LocalRuntime:
                 )
             )
             stack.callback(self.workers.stop_all)
+            self.endpoint_urls.update({"AWS_ENDPOINT_URL_LAMBDA": lambdas.url, "AWS_ENDPOINT_URL_ECS": self.workers.url})
             stack.enter_context(
                 patched_environ({"AWS_ENDPOINT_URL_LAMBDA": lambdas.url, "AWS_ENDPOINT_URL_ECS": self.workers.url})
             )
             self.sfn = boto3.client("stepfunctions", region_name=REGION)
             self.s3 = boto3.client("s3", region_name=REGION)
             self.dynamodb = boto3.client("dynamodb", region_name=REGION)
-            self.machine_arn = _create_resources(self.sfn, self.s3, self.dynamodb)
+            self.machine_arn = _create_resources(self.sfn, self.s3, self.dynamodb, self.aws_strict)
             self.store = ResultStore(BUCKET, TABLE, s3=self.s3, dynamodb=self.dynamodb)
         except BaseException:
             stack.close()
@@ -275,6 +357,8 @@ class LocalRuntime:
         campaign_id = new_campaign_id(campaign.campaign)
         started_at = datetime.now(UTC).isoformat(timespec="milliseconds")
         resolved, unstarted = _with_embedded_endpoints(campaign, self.stack, self.servers_root)
+        if resolved is not None and self.aws_strict:
+            resolved = self._with_secret_passwords(resolved)
         results_dir = self.out_dir / campaign_id
         results_dir.mkdir(parents=True, exist_ok=True)
         (results_dir / MATRIX_FILE).write_text(campaign.model_dump_json(exclude_none=True, indent=2))
@@ -293,11 +377,40 @@ class LocalRuntime:
                 unstarted,
             )
             return Execution(campaign_id, "", results_dir, t0, None, campaign, unstarted)
-        execution_input = {"campaign_id": campaign_id, "matrix": resolved.model_dump(mode="json", exclude_none=True)}
-        arn = self.sfn.start_execution(
-            stateMachineArn=self.machine_arn, name=campaign_id[:80], input=json.dumps(execution_input)
-        )["executionArn"]
+        execution_input = json.dumps({"campaign_id": campaign_id, "matrix": resolved.model_dump(mode="json", exclude_none=True)})
+        if self.aws_strict:
+            _check_limits(resolved, campaign_id, execution_input)
+        arn = self.sfn.start_execution(stateMachineArn=self.machine_arn, name=campaign_id[:80], input=execution_input)[
+            "executionArn"
+        ]
         return Execution(campaign_id, arn, results_dir, t0, resolved, campaign, unstarted)
+
+    def _with_secret_passwords(self, campaign: Campaign) -> Campaign:
+        """The embedded servers' passwords as Secrets Manager secrets (`pgarena/...`, which the functions'
+        roles may read), as a target's password reaches Lambda in AWS: a function's environment holds no
+        variable of the user's shell."""
+        secretsmanager = boto3.client("secretsmanager", region_name=REGION)
+
+        def by_secret(endpoint: Endpoint) -> Endpoint:
+            name = endpoint.password_env
+            if not name or not name.startswith(PASSWORD_ENV_PREFIX) or name not in os.environ:
+                return endpoint
+            secret = f"pgarena/local-{name.removeprefix(PASSWORD_ENV_PREFIX)}-{uuid.uuid4().hex[:8]}"
+            arn = secretsmanager.create_secret(Name=secret, SecretString=os.environ[name])["ARN"]
+            return endpoint.model_copy(update={"password_env": None, "password_secret_arn": arn})
+
+        targets = [
+            target.model_copy(
+                update={
+                    "endpoint": by_secret(target.endpoint),
+                    "replicas": [r.model_copy(update={"endpoint": by_secret(r.endpoint)}) for r in target.replicas],
+                }
+            )
+            if target.endpoint is not None
+            else target
+            for target in campaign.targets
+        ]
+        return campaign.model_copy(update={"targets": targets})
 
     def _put_results(
         self, campaign_id: str, results: CampaignResults, matrix: Campaign | None, unstarted: dict[str, ErrorInfo]
@@ -322,6 +435,9 @@ class LocalRuntime:
             for event in _state_events(history, seen_events, execution.t0):
                 on_event(event)
             seen_events = len(history)
+            violations = limits.oversized_states(history) if self.aws_strict else []
+            if violations:
+                return self._fail(execution, limits.DATA_LIMIT_ERROR, violations[0].cause)
             for summary in self.store.summaries(execution.campaign_id):
                 if summary.step_id not in seen_steps:
                     seen_steps.add(summary.step_id)
@@ -329,6 +445,11 @@ class LocalRuntime:
             if status["status"] != "RUNNING":
                 break
             time.sleep(POLL_S)
+        if self.aws_strict and status["status"] in ("FAILED", "TIMED_OUT"):
+            # moto fails a Task whose result is past 256 KiB itself, naming the service, not the state.
+            if status.get("error") == limits.DATA_LIMIT_ERROR:
+                status = {**status, "cause": limits.unfinished_state_cause(history)}
+            self._finalize_stopped(execution, status["status"], status["startDate"])
         if execution.unstarted:
             self._add_unstarted(execution)
         _download(self.s3, layout.campaign_prefix(execution.campaign_id), self.out_dir)
@@ -373,17 +494,7 @@ class LocalRuntime:
         for _ in range(2):
             self.workers.stop_campaign(execution.campaign_id)
             time.sleep(POLL_S)
-        # What EventBridge's execution status change does in AWS: the finalize_stopped function ends it.
-        change = {
-            "source": "aws.states",
-            "detail-type": "Step Functions Execution Status Change",
-            "detail": {"executionArn": execution.arn, "status": "ABORTED", "startDate": int(started.timestamp() * 1000)},
-        }
-        answer = boto3.client("lambda", region_name=REGION).invoke(
-            FunctionName=function_arn("finalize_stopped"), Payload=json.dumps(change).encode()
-        )
-        if "FunctionError" in answer:
-            log.error("finalizing the cancelled campaign failed: %s", answer["Payload"].read().decode())
+        self._finalize_stopped(execution, "ABORTED", started)
         if execution.unstarted:
             self._add_unstarted(execution)
         _download(self.s3, layout.campaign_prefix(execution.campaign_id), self.out_dir)
@@ -395,6 +506,50 @@ class LocalRuntime:
             execution.campaign_id, "ABORTED", execution.results_dir, results, time.monotonic() - execution.t0, "cancelled"
         )
 
+    def _finalize_stopped(self, execution: Execution, status: str, started: datetime) -> None:
+        """What EventBridge's execution status change does in AWS: the finalize_stopped function ends it."""
+        change = {
+            "source": "aws.states",
+            "detail-type": "Step Functions Execution Status Change",
+            "detail": {"executionArn": execution.arn, "status": status, "startDate": int(started.timestamp() * 1000)},
+        }
+        answer = boto3.client("lambda", region_name=REGION).invoke(
+            FunctionName=function_arn("finalize_stopped"), Payload=json.dumps(change).encode()
+        )
+        if "FunctionError" in answer:
+            log.error("finalizing the %s campaign failed: %s", status.lower(), answer["Payload"].read().decode())
+
+    def _fail(self, execution: Execution, error: str, cause: str) -> LocalRun:
+        """End the execution as AWS fails it on an error no Catch handles (--aws-strict's limits): its
+        workers stop and finalize_stopped writes what finished, marked failed."""
+        log.error("aws-strict: %s: %s", error, cause)
+        self.sfn.stop_execution(executionArn=execution.arn, error=error, cause=cause)
+        started = self.sfn.describe_execution(executionArn=execution.arn)["startDate"]
+        for _ in range(2):  # a worker may have been launched while the execution stopped
+            self.workers.stop_campaign(execution.campaign_id)
+            time.sleep(POLL_S)
+        self._finalize_stopped(execution, "FAILED", started)
+        if execution.unstarted:
+            self._add_unstarted(execution)
+        _download(self.s3, layout.campaign_prefix(execution.campaign_id), self.out_dir)
+        results_path = execution.results_dir / layout.RESULTS_FILE
+        results = CampaignResults.model_validate_json(results_path.read_text()) if results_path.exists() else None
+        return LocalRun(
+            execution.campaign_id, "FAILED", execution.results_dir, results, time.monotonic() - execution.t0, f"{error}: {cause}"
+        )
+
+
+def _check_limits(campaign: Campaign, campaign_id: str, execution_input: str) -> None:
+    """Refuse what AWS would not run as planned: an execution input past 256 KiB, a fan-out past 40."""
+    size = limits.payload_size(execution_input)
+    if size > limits.MAX_PAYLOAD_BYTES:
+        raise StrictLimitError(
+            f"the execution input (the matrix) is {size:,} bytes: StartExecution accepts at most {limits.MAX_PAYLOAD_BYTES:,}"
+        )
+    problems = limits.fan_out_problems(plan_campaign(campaign, campaign_id))
+    if problems:
+        raise StrictLimitError("AWS would not run this campaign as planned: " + "; ".join(problems))
+
 
 def run_local(
     campaign: Campaign,
@@ -402,7 +557,9 @@ def run_local(
     on_event: Callable[[Event], None] = lambda event: None,
     servers_root: Path | None = None,
     heartbeat_s: float = 10.0,
+    aws_strict: bool = False,
 ) -> LocalRun:
-    """Run one campaign through the state machine on this machine; results land in out_dir/<campaign_id>/."""
-    with LocalRuntime(out_dir, servers_root, heartbeat_s) as runtime:
+    """Run one campaign through the state machine on this machine; results land in out_dir/<campaign_id>/.
+    aws_strict: as AWS would run it (LocalRuntime)."""
+    with LocalRuntime(out_dir, servers_root, heartbeat_s, aws_strict) as runtime:
         return runtime.run(campaign, on_event)

@@ -2,21 +2,19 @@
 
 Each function's code asset and its layer are taken from cdk.out and imported by a clean interpreter
 of the function's runtime version (`-I -S`: no site-packages, no PYTHON* variables), with boto3 as
-the only other package, the way Lambda's runtime provides it.
+the only other package, the way Lambda's runtime provides it: the command `pgarena run --local
+--aws-strict` serves the handlers with (pgarena.local.assets).
 """
 
 from __future__ import annotations
 
-import glob
-import os
 import shutil
 import subprocess
-import sys
-import tempfile
 from pathlib import Path
 
 import pytest
 
+from pgarena.local import assets
 from pgarena_cdk import bundling, constants
 from tests.infrastructure import template as cfn
 
@@ -27,14 +25,6 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 SCHEDULES = [{"name": "nightly", "expression": "rate(1 day)", "matrix_s3_key": "matrices/nightly.json"}]
 # Every function the constants declare, so that a new one is import-tested without editing this list.
 HANDLERS = sorted(spec.handler for spec in vars(constants).values() if isinstance(spec, constants.FunctionSpec))
-# Lambda's sys.path order: the function's code, then the layer, then the runtime's own packages.
-IMPORT_HANDLER = """
-import importlib, sys
-module_name, *path = sys.argv[1:]
-sys.path[:0] = path
-handler = getattr(importlib.import_module(module_name), "handler", None)
-sys.exit(0 if callable(handler) else f"{module_name}.handler is not callable: {handler!r}")
-"""
 
 
 @pytest.fixture(scope="module")
@@ -48,27 +38,16 @@ def _layer_dir(synth) -> Path:
 
 
 def _runtime_interpreter(runtime: str) -> Path:
-    """This machine's interpreter for a Lambda runtime name (`python3.12`): pyenv's, else on PATH."""
-    version = runtime.removeprefix("python")
-    pyenv_root = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv"))
-    found = sorted(glob.glob(str(pyenv_root / "versions" / f"{version}.*" / "bin" / runtime)))
-    if found:
-        return Path(found[-1])
-    on_path = shutil.which(runtime)
-    if on_path and "shims" not in on_path:
-        return Path(on_path)
-    pytest.fail(f"no {runtime} interpreter to import the bundles with: install it (`pyenv install {version}`)")
+    try:
+        return assets.runtime_interpreter(runtime)
+    except assets.AssetError as error:
+        pytest.fail(str(error))
 
 
 @pytest.fixture(scope="module")
-def runtime_packages(tmp_path_factory) -> Path:
+def runtime_packages() -> Path:
     """What Lambda's Python runtime brings besides the standard library: boto3 (and botocore)."""
-    target = tmp_path_factory.mktemp("lambda-runtime")
-    subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--quiet", "--no-compile", "--target", str(target), "boto3"],
-        check=True,
-    )
-    return target
+    return assets.runtime_packages()
 
 
 def _lambda_environment(function: dict) -> dict[str, str]:
@@ -85,11 +64,8 @@ def _lambda_environment(function: dict) -> dict[str, str]:
 
 
 def _import_handler(interpreter: Path, handler: str, path: list[Path], environment: dict[str, str]):
-    module = handler.rsplit(".", 1)[0].replace("/", ".")
-    # Byte code goes elsewhere: the assets in cdk.out stay as synthesized (and Lambda's are read-only).
-    pycache = Path(tempfile.gettempdir()) / "pgarena-bundle-pycache"
     return subprocess.run(
-        [str(interpreter), "-I", "-S", "-X", f"pycache_prefix={pycache}", "-c", IMPORT_HANDLER, module, *map(str, path)],
+        assets.runner_command(interpreter, handler, path, check=True),
         env=environment,
         capture_output=True,
         text=True,

@@ -1,0 +1,200 @@
+"""`pgarena run --local --aws-strict`: the handlers run from their synthesized assets in a clean python3.12,
+and AWS's limits hold. A sharded campaign, a consolidation sweep and a cost-capped campaign run green; a
+handler whose asset lacks a dependency the virtualenv has fails; a state past 256 KiB fails the campaign."""
+
+import importlib.util
+import json
+import shutil
+import time
+from dataclasses import replace
+
+import pytest
+
+from pgarena.local import assets, limits
+from pgarena.local.embedded import free_port
+from pgarena.local.endpoints import function_arn
+from pgarena.local.runtime import Execution, LocalRuntime, new_campaign_id
+from pgarena.model.matrix import parse_campaign
+
+pytestmark = pytest.mark.integration
+
+EMBEDDED = {"provider": "embedded", "embedded": {"settings": {"fsync": "off", "synchronous_commit": "off"}}}
+SHARDED = {
+    "campaign": "strict-sharded",
+    "connections": {"monitor_interval_s": 1},
+    "targets": [{"name": "pg", **EMBEDDED}],
+    "workloads": [
+        {
+            "name": "tpcb",
+            "tool": "pgbench",
+            "init": {"scale": 1},
+            "run": {"clients": 8, "jobs": 1, "duration_s": 3, "progress_s": 1, "workers": 4, "percentiles": True},
+        }
+    ],
+}
+# examples/consolidation.json's shape (a consolidation sweep, policy fail), shrunk to two embedded targets.
+CONSOLIDATION = {
+    "campaign": "strict-consolidation",
+    "repetitions": 1,
+    "connections": {"policy": "fail", "monitor_interval_s": 1},
+    "scenario": {"consolidation": {"steps": [1, 2], "threshold": 0.95}},
+    "targets": [{"name": name, **EMBEDDED} for name in ("db1", "db2")],
+    "workloads": [
+        {
+            "name": "simple",
+            "tool": "pgbench",
+            "init": {"scale": 1},
+            "run": {"clients": 2, "jobs": 1, "duration_s": 2, "builtin": "simple-update", "progress_s": 1},
+        }
+    ],
+}
+COST_CAPPED = {
+    "campaign": "strict-capped",
+    "connections": {"monitor_interval_s": 1},
+    "targets": [{"name": "pg", "hourly_cost_usd": 0.5, **EMBEDDED}],
+    "workloads": [
+        {
+            "name": "sel",
+            "tool": "pgbench",
+            "init": {"scale": 1},
+            "run": {"clients": 2, "jobs": 1, "duration_s": 2, "builtin": "select-only", "progress_s": 1},
+        }
+    ],
+    "cost": {"cap_usd": 5.0, "monthly_cap_usd": 1000.0},
+}
+
+
+@pytest.fixture(scope="module")
+def runtime(tmp_path_factory):
+    with LocalRuntime(tmp_path_factory.mktemp("strict-results"), aws_strict=True) as rt:
+        yield rt
+
+
+@pytest.fixture(scope="module")
+def function_assets():
+    return assets.function_assets(assets.synthesized_app())
+
+
+def run_green(runtime, matrix):
+    run = runtime.run(parse_campaign(matrix))
+    assert run.status == "SUCCEEDED", run.error
+    assert [(t.name, t.status) for t in run.results.targets] == [(t["name"], "succeeded") for t in matrix["targets"]]
+    return run
+
+
+def test_every_function_is_served_from_its_asset_in_the_runtimes_interpreter(runtime, function_assets):
+    # Given the strict runtime's Lambda endpoint
+    handlers = runtime.lambda_handlers
+
+    # Then each function runs the synthesized asset's handler, in python3.12, isolated, with the template's settings
+    for name, asset in function_assets.items():
+        if name == "start_campaign":  # only with schedules: not a function of the local runtime
+            continue
+        handler = handlers[function_arn(name).rsplit(":", 1)[1]]
+        command = handler.command
+        assert (handler.asset.code_dir, handler.asset.memory_mib, handler.asset.timeout_s) == (
+            asset.code_dir,
+            asset.memory_mib,
+            asset.timeout_s,
+        )
+        assert command[0].endswith("/bin/python3.12") and command[1:3] == ["-I", "-S"]
+        assert str(asset.code_dir) in command and not any(".venv" in part for part in command)
+
+
+def test_a_sharded_campaign_runs_green(runtime):
+    # Given one embedded target loaded by four workers started together
+    # When it runs under --aws-strict
+    run = run_green(runtime, SHARDED)
+
+    # Then the four shards met at the barrier and were merged
+    (workload,) = run.results.targets[0].workloads
+    assert len(workload.shards) == 4 and all(s.barrier.all_arrived for s in workload.shards)
+
+
+def test_a_consolidation_sweep_runs_green(runtime):
+    run = run_green(runtime, CONSOLIDATION)
+    (table,) = run.results.scenarios.consolidation
+    assert [(s.targets, s.complete) for s in table.steps] == [(1, True), (2, True)]
+
+
+def test_a_cost_capped_campaign_runs_green(runtime):
+    run = run_green(runtime, COST_CAPPED)
+    assert run.results.cost.refused is None and 0 < run.results.cost.estimated_usd <= 5.0
+
+
+def test_a_handler_runs_from_its_asset_not_from_the_virtualenv(function_assets, tmp_path):
+    # Given aggregate's asset with a layer lacking hdrhistogram, which this virtualenv has
+    assert importlib.util.find_spec("hdrh") is not None
+    asset = function_assets["aggregate"]
+    (layer,) = asset.layer_dirs
+    shutil.copytree(layer / "python", tmp_path / "layer" / "python")
+    shutil.rmtree(tmp_path / "layer" / "python" / "hdrh")
+    function = assets.AssetFunction(
+        replace(asset, layer_dirs=(tmp_path / "layer",)),
+        "pgarena-aggregate",
+        function_arn("aggregate"),
+        lambda: asset.local_environment({"RESULTS_BUCKET": "b", "RESULTS_TABLE": "t"}),
+        assets.runtime_packages(),
+        tmp_path / "logs",
+    )
+
+    # When invoking it
+    try:
+        invocation = function.invoke({"campaign_id": "c"}, "req-1")
+    finally:
+        function.close()
+
+    # Then the import fails as Lambda reports it
+    assert invocation.error["errorType"] == "Runtime.ImportModuleError"
+    assert "No module named 'hdrh'" in invocation.error["errorMessage"]
+
+
+def test_a_handler_past_its_timeout_is_killed_as_lambda_kills_it(tmp_path):
+    # Given a function whose handler outlives its 1 s timeout
+    code = tmp_path / "code" / "functions" / "slow"
+    code.mkdir(parents=True)
+    (code / "handler.py").write_text("import time\n\ndef handler(event, context):\n    time.sleep(60)\n")
+    asset = assets.FunctionAsset("slow", "functions/slow/handler.handler", "python3.12", tmp_path / "code", (), 128, 1, {})
+    function = assets.AssetFunction(asset, "pgarena-slow", "arn:slow", dict, assets.runtime_packages(), tmp_path / "logs")
+
+    # When invoking it
+    try:
+        invocation = function.invoke({}, "req-2")
+    finally:
+        function.close()
+
+    # Then it fails with Lambda's timeout error
+    assert invocation.error["errorType"] == "Sandbox.Timedout"
+    assert "Task timed out after 1.00 seconds" in invocation.error["errorMessage"]
+
+
+def test_a_state_past_256_kib_fails_the_campaign(runtime):
+    # Given an execution input just under StartExecution's 256 KiB (a caller's extra field beside the matrix),
+    # to which Validate And Plan adds the plan: its output is past the limit. (A matrix whose plan alone
+    # would pass it is refused by validation.)
+    matrix = {
+        "campaign": "strict-oversized",
+        "targets": [
+            {
+                "name": "far",
+                "provider": "self-hosted",
+                "endpoint": {"host": "127.0.0.1", "port": free_port(), "user": "postgres", "sslmode": "disable"},
+            }
+        ],
+        "workloads": [{"name": "tpcb", "tool": "pgbench", "run": {"clients": 1, "duration_s": 1}}],
+    }
+    campaign_id = new_campaign_id("strict-oversized")
+    body = {"campaign_id": campaign_id, "matrix": parse_campaign(matrix).model_dump(mode="json", exclude_none=True), "note": ""}
+    body["note"] = "x" * (limits.MAX_PAYLOAD_BYTES - 64 - len(json.dumps(body)))
+    arn = runtime.sfn.start_execution(stateMachineArn=runtime.machine_arn, name=campaign_id, input=json.dumps(body))
+    execution = Execution(campaign_id, arn["executionArn"], runtime.out_dir / campaign_id, time.monotonic())
+
+    # When it runs under --aws-strict
+    run = runtime.wait(execution)
+
+    # Then it fails with States.DataLimitExceeded naming the state, as AWS fails it
+    assert run.status == "FAILED"
+    assert run.error.startswith(f"{limits.DATA_LIMIT_ERROR}: The state 'Validate And Plan' returned a result ")
+    assert "the maximum of 262,144 bytes" in run.error
+    # And finalize_stopped, as EventBridge starts it on FAILED, wrote the results marked failed
+    assert run.results is not None and run.results.status == "failed"

@@ -1,0 +1,81 @@
+"""AWS's limits as the strict local runtime applies them (pgarena.local.limits)."""
+
+import json
+
+from pgarena.local import limits
+from pgarena.local.runtime import ASL_PATH
+from pgarena.model.matrix import parse_campaign
+from pgarena.planning.plan import plan_campaign
+
+
+def sharded(workers: int) -> dict:
+    return {
+        "campaign": "wide",
+        "targets": [
+            {"name": "pg", "provider": "self-hosted", "endpoint": {"host": "db.example", "user": "u", "sslmode": "disable"}}
+        ],
+        "workloads": [
+            {
+                "name": "tpcb",
+                "tool": "pgbench",
+                "run": {"clients": 64, "duration_s": 10, "percentiles": True, "workers": workers},
+            }
+        ],
+    }
+
+
+def test_a_state_payload_past_256_kib_is_named_with_its_state():
+    # Given a history whose second state returned 256 KiB and one byte
+    history = [
+        {"stateEnteredEventDetails": {"name": "Small", "input": "{}"}},
+        {"stateExitedEventDetails": {"name": "Big", "output": "x" * (limits.MAX_PAYLOAD_BYTES + 1)}},
+        {"stateEnteredEventDetails": {"name": "Exactly", "input": "é" * (limits.MAX_PAYLOAD_BYTES // 2)}},
+    ]
+
+    # When checking it / Then only the state past the limit is reported, in UTF-8 bytes
+    (violation,) = limits.oversized_states(history)
+    assert (violation.state, violation.field, violation.size_bytes) == ("Big", "output", limits.MAX_PAYLOAD_BYTES + 1)
+    assert "'Big' returned a result of 262,145 bytes" in violation.cause
+
+
+def test_unlimited_inline_map_concurrency_runs_as_40():
+    assert [limits.effective_concurrency(n) for n in (0, 1, 40, 41, 256)] == [40, 1, 40, 40, 40]
+
+
+def test_the_campaign_definition_is_capped_where_aws_caps_it():
+    # Given the campaign ASL, whose shard Map has MaxConcurrency 0 (unlimited)
+    asl = json.loads(ASL_PATH.read_text())
+
+    # When capping it as AWS runs it
+    capped, notes = limits.capped_definition(asl)
+
+    # Then the shard Map runs at most 40 at once, the one-at-a-time Maps are left alone, and it says so
+    maps = dict(limits._inline_maps(capped["States"]))
+    assert maps[limits.SHARDS_MAP]["MaxConcurrency"] == 40
+    assert maps["Run Steps In Order"]["MaxConcurrency"] == 1
+    assert notes == [f"{limits.SHARDS_MAP}: MaxConcurrency 0 runs as 40 in AWS"]
+    assert dict(limits._inline_maps(asl["States"]))[limits.SHARDS_MAP]["MaxConcurrency"] == 0  # the input is untouched
+
+
+def test_more_shards_than_an_inline_map_starts_at_once_are_refused():
+    # Given plans with 40 and 41 workers started together
+    at_limit = plan_campaign(parse_campaign(sharded(40)), "c1")
+    past_limit = plan_campaign(parse_campaign(sharded(41)), "c2")
+
+    # When checking their fan-out / Then 40 passes and 41 is refused, naming the Map and the fix
+    assert limits.fan_out_problems(at_limit) == []
+    (problem,) = limits.fan_out_problems(past_limit)
+    assert "41 shards" in problem and limits.SHARDS_MAP in problem and "run.workers to at most 40" in problem
+
+
+def test_a_data_limit_failure_names_the_state_left_unfinished():
+    # Given a history whose Task failed on its result's size (moto names the service, not the state)
+    history = [
+        {"stateEnteredEventDetails": {"name": "Validate And Plan", "input": "{}"}},
+        {"stateExitedEventDetails": {"name": "Validate And Plan", "output": "{}"}},
+        {"stateEnteredEventDetails": {"name": "Check Cost Cap", "input": "{}"}},
+        {"taskFailedEventDetails": {"error": limits.DATA_LIMIT_ERROR}},
+    ]
+
+    # When describing the failure / Then the state that never exited is named
+    assert limits.unfinished_state_cause(history).startswith("The state 'Check Cost Cap' returned a result over")
