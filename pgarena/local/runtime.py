@@ -18,12 +18,14 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import boto3
 
+from pgarena.aws.access import Component
 from pgarena.aws.finalize import store_writer
 from pgarena.aws.store import ResultStore, create_results_table
+from pgarena.local import iam as local_iam
 from pgarena.local.embedded import EmbeddedProcess, EmbeddedStandby, EmbeddedStartError, with_replication
 from pgarena.local.endpoints import ACCOUNT, FUNCTIONS, REGION, EcsEndpoint, LambdaEndpoint, function_arn, load_handlers
 from pgarena.model import layout
@@ -43,6 +45,7 @@ log = logging.getLogger(__name__)
 ASL_PATH = Path(__file__).resolve().parents[2] / "statemachines" / "campaign.asl.json"
 BUCKET = "pgarena-local-results"
 TABLE = "pgarena-local-results"
+STATE_MACHINE = "pgarena-campaign"
 POLL_S = 0.5
 # Raw output chunks are uploaded this often by local workers (moto S3 is free): a killed worker's
 # output is kept up to about a second before its end.
@@ -162,7 +165,7 @@ def _create_resources(sfn: SFNClient, s3: S3Client, dynamodb: DynamoDBClient) ->
     s3.create_bucket(Bucket=BUCKET)
     create_results_table(dynamodb, TABLE)
     return sfn.create_state_machine(
-        name="pgarena-campaign", definition=definition(), roleArn=f"arn:aws:iam::{ACCOUNT}:role/pgarena-local"
+        name=STATE_MACHINE, definition=definition(), roleArn=f"arn:aws:iam::{ACCOUNT}:role/pgarena-local"
     )["stateMachineArn"]
 
 
@@ -205,8 +208,16 @@ class LocalRuntime:
     embedded servers, for as long as the context lasts. Several campaigns may run at once: they share
     the DynamoDB table, and so the connection leases, as campaigns in one AWS account do."""
 
-    def __init__(self, out_dir: Path, servers_root: Path | None = None, heartbeat_s: float = 10.0):
+    def __init__(
+        self,
+        out_dir: Path,
+        servers_root: Path | None = None,
+        heartbeat_s: float = 10.0,
+        iam_template: dict[str, Any] | None = None,
+    ):
         self.out_dir = out_dir
+        # The synthesized template: when given, moto enforces its roles' policies (pgarena.local.iam).
+        self.iam_template = iam_template
         self.servers_root = servers_root
         self.heartbeat_s = heartbeat_s
         self.stack = ExitStack()
@@ -256,6 +267,8 @@ class LocalRuntime:
             stack.enter_context(
                 patched_environ({"AWS_ENDPOINT_URL_LAMBDA": lambdas.url, "AWS_ENDPOINT_URL_ECS": self.workers.url})
             )
+            if self.iam_template is not None:
+                self._enforce_iam(stack, self.iam_template)
             self.sfn = boto3.client("stepfunctions", region_name=REGION)
             self.s3 = boto3.client("s3", region_name=REGION)
             self.dynamodb = boto3.client("dynamodb", region_name=REGION)
@@ -268,6 +281,15 @@ class LocalRuntime:
 
     def __exit__(self, *exc: object) -> None:
         self.stack.close()
+
+    def _enforce_iam(self, stack: ExitStack, template: dict[str, Any]) -> None:
+        """Workers sign as the task role's user; this process (the operator, Step Functions, and the
+        handlers until they run in their own processes) as an unrestricted one."""
+        names = local_iam.LocalNames(BUCKET, TABLE, ACCOUNT, REGION, STATE_MACHINE)
+        users = local_iam.provision(boto3.client("iam", region_name=REGION), template, names)
+        self.workers.worker_env = local_iam.signing_env(self.workers.worker_env, users.components[Component.WORKER])
+        stack.enter_context(local_iam.signing_as(users.runtime))
+        stack.enter_context(local_iam.enforced())
 
     def start(self, campaign: Campaign) -> Execution:
         """Start the campaign's embedded servers and its execution; return without waiting."""
@@ -402,7 +424,8 @@ def run_local(
     on_event: Callable[[Event], None] = lambda event: None,
     servers_root: Path | None = None,
     heartbeat_s: float = 10.0,
+    iam_template: dict[str, Any] | None = None,
 ) -> LocalRun:
     """Run one campaign through the state machine on this machine; results land in out_dir/<campaign_id>/."""
-    with LocalRuntime(out_dir, servers_root, heartbeat_s) as runtime:
+    with LocalRuntime(out_dir, servers_root, heartbeat_s, iam_template) as runtime:
         return runtime.run(campaign, on_event)
