@@ -22,7 +22,7 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import boto3
 
@@ -30,6 +30,7 @@ from pgarena.aws.access import Component
 from pgarena.aws.finalize import store_writer
 from pgarena.aws.store import ResultStore, create_results_table
 from pgarena.local import assets, limits
+from pgarena.local import iam as local_iam
 from pgarena.local.embedded import PASSWORD_ENV_PREFIX, EmbeddedProcess, EmbeddedStandby, EmbeddedStartError, with_replication
 from pgarena.local.endpoints import ACCOUNT, FUNCTIONS, REGION, EcsEndpoint, LambdaEndpoint, function_arn, load_handlers
 from pgarena.local.limits import StrictLimitError
@@ -51,6 +52,7 @@ log = logging.getLogger(__name__)
 ASL_PATH = Path(__file__).resolve().parents[2] / "statemachines" / "campaign.asl.json"
 BUCKET = "pgarena-local-results"
 TABLE = "pgarena-local-results"
+STATE_MACHINE = "pgarena-campaign"
 POLL_S = 0.5
 # Raw output chunks are uploaded this often by local workers (moto S3 is free): a killed worker's
 # output is kept up to about a second before its end.
@@ -188,7 +190,7 @@ def _create_resources(sfn: SFNClient, s3: S3Client, dynamodb: DynamoDBClient, aw
     s3.create_bucket(Bucket=BUCKET)
     create_results_table(dynamodb, TABLE)
     return sfn.create_state_machine(
-        name="pgarena-campaign",
+        name=STATE_MACHINE,
         definition=definition(aws_strict=aws_strict),
         roleArn=f"arn:aws:iam::{ACCOUNT}:role/pgarena-local",
     )["stateMachineArn"]
@@ -234,13 +236,24 @@ class LocalRuntime:
     the DynamoDB table, and so the connection leases, as campaigns in one AWS account do.
 
     aws_strict: the handlers run from their synthesized assets in the runtime's interpreter, and AWS's
-    limits hold (module docstring)."""
+    limits hold (module docstring). iam_template: a synthesized template whose roles' policies moto
+    enforces (pgarena.local.iam); in strict mode, the synthesized stack's own."""
 
-    def __init__(self, out_dir: Path, servers_root: Path | None = None, heartbeat_s: float = 10.0, aws_strict: bool = False):
+    def __init__(
+        self,
+        out_dir: Path,
+        servers_root: Path | None = None,
+        heartbeat_s: float = 10.0,
+        aws_strict: bool = False,
+        iam_template: dict[str, Any] | None = None,
+    ):
         self.out_dir = out_dir
+        # The synthesized template: when given, moto enforces its roles' policies (pgarena.local.iam).
+        self.iam_template = iam_template
         self.servers_root = servers_root
         self.heartbeat_s = heartbeat_s
         self.aws_strict = aws_strict
+        self.iam_users: local_iam.LocalIam | None = None
         self.stack = ExitStack()
         self.endpoint_urls: dict[str, str] = {}  # AWS_ENDPOINT_URL[_SERVICE] -> this runtime's stand-in
 
@@ -248,7 +261,7 @@ class LocalRuntime:
         """The AWS settings a component that runs outside this process (a function under aws_strict, a
         worker) starts with: region, credentials and the local endpoints. Every such process gets them
         from here, so credentials of the component's own role belong here."""
-        return {
+        env = {
             "AWS_ACCESS_KEY_ID": "local",
             "AWS_SECRET_ACCESS_KEY": "local",
             "AWS_SESSION_TOKEN": "local",
@@ -256,6 +269,9 @@ class LocalRuntime:
             "AWS_REGION": REGION,
             **self.endpoint_urls,
         }
+        # With IAM enforced, each component signs as its own role's user: moto authorizes its calls.
+        credentials = self.iam_users.components.get(component) if self.iam_users is not None else None
+        return local_iam.signing_env(env, credentials) if credentials is not None else env
 
     def _function_env(self, component: Component) -> dict[str, str]:
         # No X-Ray daemon and no CloudWatch metrics here; the log level as the user runs the CLI.
@@ -338,6 +354,13 @@ class LocalRuntime:
             stack.enter_context(
                 patched_environ({"AWS_ENDPOINT_URL_LAMBDA": lambdas.url, "AWS_ENDPOINT_URL_ECS": self.workers.url})
             )
+            # Strict: the synthesized stack's own roles are enforced, each function and the worker
+            # signing as its role (component_env).
+            template = self.iam_template
+            if template is None and self.aws_strict:
+                template = local_iam.load_template(assets.synthesized_app())
+            if template is not None:
+                self._enforce_iam(stack, template)
             self.sfn = boto3.client("stepfunctions", region_name=REGION)
             self.s3 = boto3.client("s3", region_name=REGION)
             self.dynamodb = boto3.client("dynamodb", region_name=REGION)
@@ -350,6 +373,16 @@ class LocalRuntime:
 
     def __exit__(self, *exc: object) -> None:
         self.stack.close()
+
+    def _enforce_iam(self, stack: ExitStack, template: dict[str, Any]) -> None:
+        """Workers sign as the task role's user; this process (the operator, Step Functions, and the
+        handlers until they run in their own processes) as an unrestricted one."""
+        names = local_iam.LocalNames(BUCKET, TABLE, ACCOUNT, REGION, STATE_MACHINE)
+        users = local_iam.provision(boto3.client("iam", region_name=REGION), template, names)
+        self.iam_users = users
+        self.workers.worker_env = local_iam.signing_env(self.workers.worker_env, users.components[Component.WORKER])
+        stack.enter_context(local_iam.signing_as(users.runtime))
+        stack.enter_context(local_iam.enforced())
 
     def start(self, campaign: Campaign) -> Execution:
         """Start the campaign's embedded servers and its execution; return without waiting."""
@@ -558,8 +591,9 @@ def run_local(
     servers_root: Path | None = None,
     heartbeat_s: float = 10.0,
     aws_strict: bool = False,
+    iam_template: dict[str, Any] | None = None,
 ) -> LocalRun:
     """Run one campaign through the state machine on this machine; results land in out_dir/<campaign_id>/.
     aws_strict: as AWS would run it (LocalRuntime)."""
-    with LocalRuntime(out_dir, servers_root, heartbeat_s, aws_strict) as runtime:
+    with LocalRuntime(out_dir, servers_root, heartbeat_s, aws_strict, iam_template) as runtime:
         return runtime.run(campaign, on_event)
