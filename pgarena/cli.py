@@ -160,11 +160,24 @@ def run(
         errors.print("only --local runs are started from this command; in AWS start an execution (see README.md)")
         raise typer.Exit(2)
     campaign = _load_or_exit(matrix)
-    from pgarena.local.runtime import run_local
-
     # Ctrl-C stops the campaign (workers, leases) and still writes a results.json marked cancelled.
-    with console.status(f"running {campaign.campaign} locally (Ctrl-C cancels, keeping what finished)"):
-        result = run_local(campaign, out, on_event=show_event)
+    from pgarena.local.progress import Interrupted
+    from pgarena.local.runtime import run_local
+    from pgarena.model.errors import DiskFull
+
+    try:
+        with console.status(f"running {campaign.campaign} locally (Ctrl-C cancels, keeping what finished)"):
+            result = run_local(campaign, out, on_event=show_event)
+    except Interrupted as stop:
+        errors.print(
+            f"interrupted: the steps that finished are kept in {stop.folder}; `pgarena resume {stop.folder}` runs the rest",
+            highlight=False,
+            markup=False,
+        )
+        raise typer.Exit(EXIT_CANCELLED) from None
+    except DiskFull as full:
+        _fail(f"disk_full: {full}")
+        raise typer.Exit(1) from None
     if result.results is None:
         _fail(f"campaign {result.campaign_id} ended {result.status} without results: {result.error}")
         raise typer.Exit(1)
@@ -212,9 +225,9 @@ def resume(
     out: Annotated[Path | None, typer.Option(help="results folder (default: the campaign folder's parent)")] = None,
 ) -> None:
     """Re-run only what failed in a campaign, and write a results.json combining it with what succeeded."""
-    if not (campaign / "results.json").exists():
+    if not (campaign / "results.json").exists() and not (campaign / "matrix.json").exists():
         _fail(
-            f"{campaign}: no results.json there. An AWS execution: copy its folder first "
+            f"{campaign}: neither results.json nor matrix.json there. An AWS execution: copy its folder first "
             "(aws s3 cp --recursive s3://<bucket>/<campaign_id>/ results/<campaign_id>/) and pass --matrix"
         )
         raise typer.Exit(2)

@@ -22,11 +22,13 @@ from pathlib import Path
 import boto3
 
 from pgarena.aws.finalize import store_writer
+from pgarena.aws.leases import default_lease_dir
 from pgarena.aws.store import ResultStore, create_results_table
 from pgarena.local.embedded import EmbeddedServer, EmbeddedStandby, EmbeddedStartError, with_replication
 from pgarena.local.endpoints import ACCOUNT, FUNCTIONS, REGION, EcsEndpoint, LambdaEndpoint, function_arn, load_handlers
+from pgarena.local.progress import Interrupted, disk_full, download, keep_execution, keep_step, release_leases, write_local
 from pgarena.model import layout
-from pgarena.model.errors import ErrorInfo
+from pgarena.model.errors import DiskFull, ErrorInfo
 from pgarena.model.matrix import Campaign, Replica, Target
 from pgarena.model.results import CampaignResults, StepSummary, TargetResult
 from pgarena.report import publish_results
@@ -174,11 +176,7 @@ def _state_events(history: list[dict], seen: int, t0: float) -> list[Event]:
 
 
 def _download(s3, prefix: str, out_dir: Path) -> None:
-    for page in s3.get_paginator("list_objects_v2").paginate(Bucket=BUCKET, Prefix=prefix):
-        for item in page.get("Contents", []):
-            path = out_dir / item["Key"]
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_bytes(s3.get_object(Bucket=BUCKET, Key=item["Key"])["Body"].read())
+    download(s3, BUCKET, prefix, out_dir)
 
 
 @dataclass
@@ -224,6 +222,8 @@ class LocalRuntime:
             "POWERTOOLS_TRACE_DISABLED": "true",
             "POWERTOOLS_METRICS_DISABLED": "true",
             "POWERTOOLS_LOG_LEVEL": os.environ.get("POWERTOOLS_LOG_LEVEL", "WARNING"),
+            # Leases in files every local runtime on this machine shares (pgarena.aws.leases.FileLeases).
+            "PGARENA_LEASE_DIR": os.environ.get("PGARENA_LEASE_DIR") or str(default_lease_dir()),
         }
         try:
             stack.enter_context(patched_environ(aws_env))
@@ -269,7 +269,7 @@ class LocalRuntime:
         resolved, unstarted = _with_embedded_endpoints(campaign, self.stack, self.servers_root)
         results_dir = self.out_dir / campaign_id
         results_dir.mkdir(parents=True, exist_ok=True)
-        (results_dir / MATRIX_FILE).write_text(campaign.model_dump_json(exclude_none=True, indent=2))
+        write_local(results_dir / MATRIX_FILE, campaign.model_dump_json(exclude_none=True, indent=2).encode())
         if resolved is None:  # no server started: nothing for the state machine to run
             self._put_results(
                 campaign_id,
@@ -286,6 +286,7 @@ class LocalRuntime:
             )
             return Execution(campaign_id, "", results_dir, t0, None, campaign, unstarted)
         execution_input = {"campaign_id": campaign_id, "matrix": resolved.model_dump(mode="json", exclude_none=True)}
+        keep_execution(results_dir, campaign_id, execution_input["matrix"], started_at)
         arn = self.sfn.start_execution(
             stateMachineArn=self.machine_arn, name=campaign_id[:80], input=json.dumps(execution_input)
         )["executionArn"]
@@ -317,6 +318,7 @@ class LocalRuntime:
             for summary in self.store.summaries(execution.campaign_id):
                 if summary.step_id not in seen_steps:
                     seen_steps.add(summary.step_id)
+                    keep_step(self.s3, BUCKET, summary, self.out_dir)  # kept now, whatever happens next
                     on_event(Event(time.monotonic() - execution.t0, "step", summary.step_id, summary))
             if status["status"] != "RUNNING":
                 break
@@ -351,7 +353,14 @@ class LocalRuntime:
         try:
             return self.wait(execution, on_event)
         except KeyboardInterrupt:  # stop everything, keep what finished
-            return self.cancel(execution)
+            try:
+                return self.cancel(execution)
+            except KeyboardInterrupt:  # a second Ctrl-C: what finished is in the folder already
+                raise Interrupted(execution.results_dir) from None
+        except DiskFull as error:
+            raise disk_full(error, execution.results_dir) from None
+        finally:  # a campaign that ended early keeps no slots in the leases other local runs share
+            release_leases(Path(os.environ["PGARENA_LEASE_DIR"]), execution.campaign_id)
 
     def cancel(self, execution: Execution) -> LocalRun:
         """Stop the campaign as Ctrl-C does: StopExecution, StopTask its workers (each records the step it
