@@ -250,6 +250,16 @@ def stall_incident(progress: list[ProgressSample]) -> Incident | None:
             at_s=longest_from,
             message=f"no transactions for {longest:g} s from {longest_from:g} s (median {mid:,.1f} tps): not ranked",
         )
+    # A tool blocked as a whole (every client waiting on a frozen server) may print no line at all.
+    steps = [b.elapsed_s - a.elapsed_s for a, b in zip(progress, progress[1:])]
+    usual = median(steps)
+    gap = max(zip(steps, progress[1:]), key=lambda pair: pair[0])
+    if gap[0] >= max(STALL_ZERO_S, 3 * usual):
+        return Incident(
+            kind="tps_stall",
+            at_s=gap[1].elapsed_s - gap[0],
+            message=f"no progress reported for {gap[0]:g} s before {gap[1].elapsed_s:g} s (every {usual:g} s otherwise): not ranked",
+        )
     low = [s for s in progress if mid > 0 and s.tps < STALL_FRACTION * mid]
     if low:
         worst = min(low, key=lambda s: s.tps)

@@ -75,6 +75,13 @@ def test_an_interval_under_a_tenth_of_the_median_is_a_stall():
     assert s.stalled and any("under 10%" in i.message for i in s.incidents)
 
 
+def test_a_run_that_reported_nothing_for_a_while_is_a_stall():
+    # Given progress every second, but none for 8 s in the middle (the tool blocked as a whole)
+    quiet = [ProgressSample(elapsed_s=t, tps=1000.0) for t in (1.0, 2.0, 3.0, 11.0, 12.0, 13.0)]
+    s = stability(quiet)
+    assert s.stalled and any("no progress reported for 8 s" in i.message for i in s.incidents)
+
+
 def test_ordinary_wobble_is_no_stall():
     assert not stability(seconds(1000, 700, 1100, 900, 1000)).stalled
 
