@@ -173,7 +173,9 @@ def run(
     campaign = _load_or_exit(matrix)
     from pgarena.local.assets import AssetError
     from pgarena.local.limits import StrictLimitError
+    from pgarena.local.progress import Interrupted
     from pgarena.local.runtime import run_local
+    from pgarena.model.errors import DiskFull
 
     # Ctrl-C stops the campaign (workers, leases) and still writes a results.json marked cancelled.
     mode = "locally, as AWS would run it" if aws_strict else "locally"
@@ -182,6 +184,15 @@ def run(
             result = run_local(campaign, out, on_event=show_event, aws_strict=aws_strict)
     except (AssetError, StrictLimitError) as error:
         _fail(str(error))
+    except Interrupted as stop:
+        errors.print(
+            f"interrupted: the steps that finished are kept in {stop.folder}; `pgarena resume {stop.folder}` runs the rest",
+            highlight=False,
+            markup=False,
+        )
+        raise typer.Exit(EXIT_CANCELLED) from None
+    except DiskFull as full:
+        _fail(f"disk_full: {full}")
         raise typer.Exit(1) from None
     if result.results is None:
         _fail(f"campaign {result.campaign_id} ended {result.status} without results: {result.error}")
@@ -234,9 +245,9 @@ def resume(
     out: Annotated[Path | None, typer.Option(help="results folder (default: the campaign folder's parent)")] = None,
 ) -> None:
     """Re-run only what failed in a campaign, and write a results.json combining it with what succeeded."""
-    if not (campaign / "results.json").exists():
+    if not (campaign / "results.json").exists() and not (campaign / "matrix.json").exists():
         _fail(
-            f"{campaign}: no results.json there. An AWS execution: copy its folder first "
+            f"{campaign}: neither results.json nor matrix.json there. An AWS execution: copy its folder first "
             "(aws s3 cp --recursive s3://<bucket>/<campaign_id>/ results/<campaign_id>/) and pass --matrix"
         )
         raise typer.Exit(2)

@@ -12,7 +12,7 @@ from pydantic import BaseModel
 
 from functions.observability import logger, tracer
 from pgarena.aws.finalize import Ending, finalize_stopped
-from pgarena.aws.leases import LeaseStore
+from pgarena.aws.leases import lease_store
 from pgarena.aws.ledger import Ledger
 from pgarena.aws.settings import ResultsEnv
 from pgarena.aws.store import ResultStore
@@ -47,7 +47,7 @@ def handler(event: StatusChange, context: LambdaContext) -> dict[str, Any]:
         started_at,
         ResultStore(env.results_bucket, env.results_table),
         ledger=Ledger(dynamodb, env.results_table),
-        leases=LeaseStore(dynamodb, env.results_table),
+        leases=lease_store(dynamodb, env.results_table, env.lease_dir),
         ending=ENDINGS[event.detail.status],
     )
     if results is None:  # it stopped before it had a plan: nothing was leased, booked or run

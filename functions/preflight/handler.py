@@ -5,7 +5,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel
 
 from functions.observability import logger, tracer
-from pgarena.aws.leases import LeaseStore
+from pgarena.aws.leases import lease_store
 from pgarena.aws.settings import ResultsEnv
 from pgarena.aws.store import ResultStore
 from pgarena.model.errors import PgarenaError
@@ -26,7 +26,7 @@ class PreflightEvent(BaseModel):
 def handler(event: PreflightEvent, context: LambdaContext) -> dict:
     env = ResultsEnv.from_env()
     store = ResultStore(env.results_bucket, env.results_table)
-    leases = LeaseStore(store.dynamodb, env.results_table)
+    leases = lease_store(store.dynamodb, env.results_table, env.lease_dir)
     key = evidence_key(event.campaign_id, event.target.name)
     try:
         result = preflight(event.target, event.campaign_id, leases)

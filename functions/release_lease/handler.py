@@ -6,7 +6,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel
 
 from functions.observability import logger, tracer
-from pgarena.aws.leases import LeaseStore
+from pgarena.aws.leases import lease_store
 from pgarena.aws.settings import ResultsEnv
 from pgarena.model.plan import PlannedTarget
 from pgarena.target.preflight import release
@@ -21,6 +21,7 @@ class ReleaseEvent(BaseModel):
 @tracer.capture_lambda_handler
 @event_parser(model=ReleaseEvent)
 def handler(event: ReleaseEvent, context: LambdaContext) -> dict:
-    release(event.target, event.campaign_id, LeaseStore(boto3.client("dynamodb"), ResultsEnv.from_env().results_table))
+    env = ResultsEnv.from_env()
+    release(event.target, event.campaign_id, lease_store(boto3.client("dynamodb"), env.results_table, env.lease_dir))
     logger.info("lease released", target=event.target.name)
     return {"released": event.target.name}

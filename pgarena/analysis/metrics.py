@@ -36,6 +36,10 @@ N = TypeVar("N", int, float)
 # An interval below this fraction of the run's earlier peak tps is a drop. A drop the run never
 # climbs back from is a collapse (the Azure study's 457 -> 15 tps); one it recovers from, a stall.
 TPS_COLLAPSE_FRACTION = 0.25
+# A stall: no transaction for this long, or an interval under this fraction of the run's median tps
+# (a frozen server, a lock held): the run measured an outage, so its point is not ranked as healthy.
+STALL_ZERO_S = 5.0
+STALL_FRACTION = 0.10
 # The USL has three parameters (lambda, sigma, kappa): fewer points than that cannot pin them.
 USL_MIN_POINTS = 3
 # A fit whose worst point is off by more than this describes the data poorly (e.g. a collapse).
@@ -61,6 +65,7 @@ class Stability(BaseModel):
     worst_tps: float | None = None
     worst_vs_median: float | None = Field(None, description="worst interval tps / median interval tps")
     incidents: list[Incident] = Field(default_factory=list)
+    stalled: bool = Field(False, description="the run stalled (see STALL_ZERO_S, STALL_FRACTION): not ranked")
 
     @property
     def collapsed(self) -> bool:
@@ -97,6 +102,7 @@ class PointMetrics(BaseModel):
     replicated: bool = Field(False, description="the target has replicas whose catch-up was timed")
     peak_lag_bytes: int | None = Field(None, description="the largest replica lag sampled during the runs")
     rate_not_sustained: bool = Field(False, description="a run fell short of its --rate: latency is not ranked here")
+    stalled: bool = Field(False, description="a run stalled (no transactions, or under 10% of its median): not ranked")
 
     @property
     def key(self) -> tuple[str, int | None]:
@@ -122,8 +128,8 @@ class PointMetrics(BaseModel):
 
     @property
     def complete(self) -> bool:
-        """Comparable with other targets: every repetition succeeded, none was clamped."""
-        return self.tps is not None and self.failed_runs == 0 and not self.clamped
+        """Comparable with other targets: every repetition succeeded, none was clamped or stalled."""
+        return self.tps is not None and self.failed_runs == 0 and not self.clamped and not self.stalled
 
 
 class ScalingPoint(BaseModel):
@@ -231,19 +237,72 @@ def _drops(series: list[ProgressSample]) -> list[Incident]:
     return incidents
 
 
+def stall_incident(progress: list[ProgressSample]) -> Incident | None:
+    """A `tps_stall` when the run made no transaction for STALL_ZERO_S or more, or an interval fell under
+    STALL_FRACTION of the run's median tps; None for a run without one."""
+    if len(progress) < 2:
+        return None
+    mid = median(s.tps for s in progress)
+    zero_s, zero_from, longest, longest_from = 0.0, 0.0, 0.0, 0.0
+    previous = 0.0
+    for sample in progress:
+        interval = sample.elapsed_s - previous
+        previous = sample.elapsed_s
+        if sample.tps > 0:
+            zero_s = 0.0
+            continue
+        if zero_s == 0.0:
+            zero_from = sample.elapsed_s - interval
+        zero_s += interval
+        if zero_s > longest:
+            longest, longest_from = zero_s, zero_from
+    if longest >= STALL_ZERO_S:
+        return Incident(
+            kind="tps_stall",
+            at_s=longest_from,
+            message=f"no transactions for {longest:g} s from {longest_from:g} s (median {mid:,.1f} tps): not ranked",
+        )
+    # A tool blocked as a whole (every client waiting on a frozen server) may print no line at all.
+    steps = [b.elapsed_s - a.elapsed_s for a, b in zip(progress, progress[1:])]
+    usual = median(steps)
+    gap = max(zip(steps, progress[1:]), key=lambda pair: pair[0])
+    if gap[0] >= max(STALL_ZERO_S, 3 * usual):
+        return Incident(
+            kind="tps_stall",
+            at_s=gap[1].elapsed_s - gap[0],
+            message=f"no progress reported for {gap[0]:g} s before {gap[1].elapsed_s:g} s (every {usual:g} s otherwise): not ranked",
+        )
+    low = [s for s in progress if mid > 0 and s.tps < STALL_FRACTION * mid]
+    if low:
+        worst = min(low, key=lambda s: s.tps)
+        return Incident(
+            kind="tps_stall",
+            at_s=low[0].elapsed_s,
+            message=f"{len(low)} interval(s) under {STALL_FRACTION:.0%} of the run's median {mid:,.1f} tps "
+            f"(lowest {worst.tps:,.1f} at {worst.elapsed_s:g} s): not ranked",
+        )
+    return None
+
+
 def stability(progress: list[ProgressSample]) -> Stability:
     """Coefficient of variation, worst interval vs median, and drops of one run's per-interval tps."""
     if len(progress) < 2:
         return Stability(intervals=len(progress))
     tps = [s.tps for s in progress]
     mean, mid, worst = fmean(tps), median(tps), min(tps)
+    incidents = _drops(progress)
+    collapsed = any(i.kind == "tps_collapse" for i in incidents)
+    stall = None if collapsed else stall_incident(progress)
+    if stall is not None:  # the stall's own account replaces the drop's: it says why the point is not ranked
+        incidents = [*(i for i in incidents if i.kind != "tps_stall"), stall]
     return Stability(
         intervals=len(tps),
         cv=pstdev(tps) / mean if mean > 0 else None,
         median_tps=mid,
         worst_tps=worst,
         worst_vs_median=worst / mid if mid > 0 else None,
-        incidents=_drops(progress),
+        incidents=incidents,
+        stalled=stall is not None,
     )
 
 
@@ -316,6 +375,7 @@ def point_metrics(
     replicated = [w.replication for w in ok if w.replication is not None]
     caught_up = bool(replicated) and len(replicated) == len(ok) and all(r.caught_up for r in replicated)
     lags = [r.peak_lag_bytes for rep in replicated for r in rep.replicas if r.peak_lag_bytes is not None]
+    stabilities = [stability(w.progress) for w in ok]
     return PointMetrics(
         target=target,
         workload=workload,
@@ -335,13 +395,14 @@ def point_metrics(
         latency_ms=_mean_latency(ok) if ok else Latency(),
         error_rate=error_rate(processed, _sum([w.failed_transactions for w in ok])),
         retry_rate=retry_rate(processed, retried),
-        stability=_worst_stability([stability(w.progress) for w in ok]),
+        stability=_worst_stability(stabilities),
         tps_per_usd_hour=tps_per_usd_hour(tps, hourly_cost_usd),
         sustainable_tps=_mean_of_all([r.sustainable_tps for r in replicated]) if caught_up else None,
         catch_up_s=_mean_of_all([r.catch_up_s for r in replicated]) if caught_up else None,
         replicated=bool(replicated),
         peak_lag_bytes=max(lags) if lags else None,
         rate_not_sustained=any(i.kind == RATE_NOT_SUSTAINED for w in ok for i in w.incidents),
+        stalled=any(s.stalled for s in stabilities),
     )
 
 

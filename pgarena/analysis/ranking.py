@@ -213,6 +213,10 @@ def _flags(points: list[PointMetrics]) -> list[str]:
             flags.append(f"{p.workload} at {p.clients} clients ran with {ran} (clamped): not compared")
         elif p.failed_runs:
             flags.append(f"{p.workload} at {p.clients} clients: {p.failed_runs} failed run(s): not compared")
+        elif p.stalled:
+            flags.append(
+                f"{p.workload} at {p.clients} clients: stalled (no transactions, or under 10% of its median): not compared"
+            )
     return flags
 
 

@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from pgarena.analysis.aggregate import aggregate
 from pgarena.analysis.cancel import Recorded, stopped_outcomes
-from pgarena.aws.leases import LeaseStore, holder_id, lease_key
+from pgarena.aws.leases import Leases, holder_id, lease_key
 from pgarena.aws.ledger import CostDecision, Ledger, settle_campaign
 from pgarena.aws.store import ResultStore
 from pgarena.model import layout
@@ -47,7 +47,7 @@ def finalize(
     *,
     cost: CostDecision | None = None,
     ledger: Ledger | None = None,
-    leases: LeaseStore | None = None,
+    leases: Leases | None = None,
     ending: Ending = "completed",
     finished_at: str | None = None,
 ) -> tuple[CampaignResults, str, list[str]]:
@@ -95,7 +95,7 @@ def finalize_stopped(
     store: ResultStore,
     *,
     ledger: Ledger | None,
-    leases: LeaseStore,
+    leases: Leases,
     ending: Ending,
 ) -> CampaignResults | None:
     """An execution that never reached Aggregate And Rank (stopped, failed, timed out): rebuild its

@@ -19,6 +19,9 @@ class FromEnv(BaseModel):
 class ResultsEnv(FromEnv):
     results_bucket: str = Field(alias="RESULTS_BUCKET")
     results_table: str = Field(alias="RESULTS_TABLE")
+    lease_dir: str | None = Field(
+        None, alias="PGARENA_LEASE_DIR", description="local runtimes: leases in files shared across processes"
+    )
 
 
 def _split(value: str) -> list[str]:

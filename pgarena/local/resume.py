@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from pgarena.analysis.resume import Rerun, combine, copy_raw, load_original, plan_reruns
+from pgarena.local.progress import salvage
 from pgarena.local.runtime import MATRIX_FILE, Event, LocalRuntime, new_campaign_id
+from pgarena.model.layout import RESULTS_FILE
 from pgarena.model.matrix import Campaign, parse_campaign
 from pgarena.model.results import CampaignResults
 from pgarena.report import folder_writer, publish_results
@@ -28,6 +31,18 @@ class Resumed:
     cancelled: bool = False
 
 
+def load_folder(folder: Path) -> tuple[CampaignResults, dict | None]:
+    """The campaign's results and matrix; a folder the campaign never finished writing (a crash, a
+    full disk, a second Ctrl-C) has its results rebuilt from the steps kept there as they finished."""
+    if (folder / RESULTS_FILE).exists():
+        return load_original(folder)
+    matrix_path = folder / MATRIX_FILE
+    if not matrix_path.exists():
+        raise FileNotFoundError(f"{folder}: neither results.json nor {MATRIX_FILE} there: not a local campaign's folder")
+    matrix = json.loads(matrix_path.read_text())
+    return salvage(folder, matrix), matrix
+
+
 def resume_local(
     folder: Path,
     out_dir: Path | None = None,
@@ -39,12 +54,15 @@ def resume_local(
 
     `matrix` replaces the one kept beside the results (a fixed password_env, a corrected host)."""
     t0 = time.monotonic()
-    original, kept_matrix = load_original(folder)
+    original, kept_matrix = load_folder(folder)
     if matrix is None:
         if kept_matrix is None:
             raise FileNotFoundError(f"{folder / MATRIX_FILE}: no matrix kept beside the results; pass the matrix")
         matrix = parse_campaign(kept_matrix)
     reruns = plan_reruns(original, matrix)
+    if not reruns and not (folder / RESULTS_FILE).exists():  # every step was kept: complete the folder itself
+        publish_results(original, folder_writer(folder))
+        return Resumed(original.campaign_id, folder, original, [], time.monotonic() - t0)
     if not reruns:
         raise NothingToResume(f"every target of {original.campaign_id} succeeded: nothing to re-run")
     out_dir = out_dir or folder.parent

@@ -28,14 +28,16 @@ import boto3
 
 from pgarena.aws.access import Component
 from pgarena.aws.finalize import store_writer
+from pgarena.aws.leases import default_lease_dir
 from pgarena.aws.store import ResultStore, create_results_table
 from pgarena.local import assets, limits
 from pgarena.local import iam as local_iam
 from pgarena.local.embedded import PASSWORD_ENV_PREFIX, EmbeddedProcess, EmbeddedStandby, EmbeddedStartError, with_replication
 from pgarena.local.endpoints import ACCOUNT, FUNCTIONS, REGION, EcsEndpoint, LambdaEndpoint, function_arn, load_handlers
 from pgarena.local.limits import StrictLimitError
+from pgarena.local.progress import Interrupted, disk_full, download, keep_execution, keep_step, release_leases, write_local
 from pgarena.model import layout
-from pgarena.model.errors import ErrorInfo
+from pgarena.model.errors import DiskFull, ErrorInfo
 from pgarena.model.matrix import Campaign, Endpoint, Replica, Target
 from pgarena.model.results import CampaignResults, StepSummary, TargetResult
 from pgarena.planning.plan import plan_campaign
@@ -212,11 +214,7 @@ def _state_events(history: list[HistoryEventTypeDef], seen: int, t0: float) -> l
 
 
 def _download(s3: S3Client, prefix: str, out_dir: Path) -> None:
-    for page in s3.get_paginator("list_objects_v2").paginate(Bucket=BUCKET, Prefix=prefix):
-        for item in page.get("Contents", []):
-            path = out_dir / item["Key"]
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_bytes(s3.get_object(Bucket=BUCKET, Key=item["Key"])["Body"].read())
+    download(s3, BUCKET, prefix, out_dir)
 
 
 @dataclass
@@ -327,6 +325,8 @@ class LocalRuntime:
             "POWERTOOLS_TRACE_DISABLED": "true",
             "POWERTOOLS_METRICS_DISABLED": "true",
             "POWERTOOLS_LOG_LEVEL": os.environ.get("POWERTOOLS_LOG_LEVEL", "WARNING"),
+            # Leases in files every local runtime on this machine shares (pgarena.aws.leases.FileLeases).
+            "PGARENA_LEASE_DIR": os.environ.get("PGARENA_LEASE_DIR") or str(default_lease_dir()),
         }
         try:
             stack.enter_context(patched_environ(aws_env))
@@ -394,7 +394,7 @@ class LocalRuntime:
             resolved = self._with_secret_passwords(resolved)
         results_dir = self.out_dir / campaign_id
         results_dir.mkdir(parents=True, exist_ok=True)
-        (results_dir / MATRIX_FILE).write_text(campaign.model_dump_json(exclude_none=True, indent=2))
+        write_local(results_dir / MATRIX_FILE, campaign.model_dump_json(exclude_none=True, indent=2).encode())
         if resolved is None:  # no server started: nothing for the state machine to run
             self._put_results(
                 campaign_id,
@@ -410,9 +410,11 @@ class LocalRuntime:
                 unstarted,
             )
             return Execution(campaign_id, "", results_dir, t0, None, campaign, unstarted)
-        execution_input = json.dumps({"campaign_id": campaign_id, "matrix": resolved.model_dump(mode="json", exclude_none=True)})
+        matrix = resolved.model_dump(mode="json", exclude_none=True)
+        execution_input = json.dumps({"campaign_id": campaign_id, "matrix": matrix})
         if self.aws_strict:
             _check_limits(resolved, campaign_id, execution_input)
+        keep_execution(results_dir, campaign_id, matrix, started_at)
         arn = self.sfn.start_execution(stateMachineArn=self.machine_arn, name=campaign_id[:80], input=execution_input)[
             "executionArn"
         ]
@@ -474,6 +476,7 @@ class LocalRuntime:
             for summary in self.store.summaries(execution.campaign_id):
                 if summary.step_id not in seen_steps:
                     seen_steps.add(summary.step_id)
+                    keep_step(self.s3, BUCKET, summary, self.out_dir)  # kept now, whatever happens next
                     on_event(Event(time.monotonic() - execution.t0, "step", summary.step_id, summary))
             if status["status"] != "RUNNING":
                 break
@@ -513,7 +516,14 @@ class LocalRuntime:
         try:
             return self.wait(execution, on_event)
         except KeyboardInterrupt:  # stop everything, keep what finished
-            return self.cancel(execution)
+            try:
+                return self.cancel(execution)
+            except KeyboardInterrupt:  # a second Ctrl-C: what finished is in the folder already
+                raise Interrupted(execution.results_dir) from None
+        except DiskFull as error:
+            raise disk_full(error, execution.results_dir) from None
+        finally:  # a campaign that ended early keeps no slots in the leases other local runs share
+            release_leases(Path(os.environ["PGARENA_LEASE_DIR"]), execution.campaign_id)
 
     def cancel(self, execution: Execution) -> LocalRun:
         """Stop the campaign as Ctrl-C does: StopExecution, StopTask its workers (each records the step it

@@ -14,12 +14,15 @@ COORDINATOR_CONNECTIONS = 2
 
 
 class Sessions(BaseModel):
-    """Client sessions already open when preflight looked, other than preflight's own."""
+    """Client sessions already open when preflight looked, other than this campaign's own."""
 
     total: int = 0
     role: int = Field(0, description="held by the benchmark role")
     database: int = Field(0, description="on the benchmark database")
-    pgarena: int = Field(0, description="tagged pgarena (other campaigns): accounted by leases, not here")
+    pgarena: int = Field(0, description="other pgarena campaigns' sessions: held, counted with their leases, not here")
+    by_campaign: dict[str, int] = Field(
+        default_factory=dict, description="other campaigns' sessions by campaign tag (pgarena.model.plan.campaign_tag)"
+    )
     by_role: dict[str, int] = Field(default_factory=dict)
     by_state: dict[str, int] = Field(default_factory=dict)
 

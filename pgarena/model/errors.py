@@ -34,6 +34,7 @@ class ErrorKind(StrEnum):
     DNS_FAILURE = "dns_failure"
     AUTHENTICATION = "authentication"
     TOO_MANY_CLIENTS = "too_many_clients"
+    POOLER_REFUSED = "pooler_refused"
     SERVER_CLOSED_CONNECTION = "server_closed_connection"
     SERVER_RESTARTED = "server_restarted"
     STATEMENT_TIMEOUT = "statement_timeout"
@@ -93,6 +94,10 @@ class TooManyClients(PgarenaError):
     kind = ErrorKind.TOO_MANY_CLIENTS
 
 
+class PoolerRefused(PgarenaError):
+    kind = ErrorKind.POOLER_REFUSED
+
+
 class ServerClosedConnection(PgarenaError):
     kind = ErrorKind.SERVER_CLOSED_CONNECTION
 
@@ -141,6 +146,8 @@ _PATTERNS: list[tuple[ErrorKind, str]] = [
         ErrorKind.AUTHENTICATION,
         r"password authentication failed|no password supplied|authentication failed|no pg_hba\.conf entry",
     ),
+    # pgbouncer's refusal: its client limit, not the server's (before too_many_clients, which pgpool's resembles)
+    (ErrorKind.POOLER_REFUSED, r"no more connections allowed \(max_client_conn\)|max_client_conn"),
     (
         ErrorKind.TOO_MANY_CLIENTS,
         r"too many clients already|remaining connection slots are reserved|too many connections for (role|database)",
@@ -154,6 +161,21 @@ _PATTERNS: list[tuple[ErrorKind, str]] = [
     (ErrorKind.DISK_FULL, r"No space left on device|could not extend file"),
     (ErrorKind.TIMEOUT, r"timeout expired|timed out"),
 ]
+
+
+# What to do about a kind, added to its message where a tool's or driver's text named it.
+HINTS: dict[ErrorKind, str] = {
+    ErrorKind.POOLER_REFUSED: "a connection pooler refused the clients (its max_client_conn): declare it in the "
+    'target\'s "pooler" (kind, max_client_connections) so the budget counts its limit, or raise max_client_conn',
+    ErrorKind.AUTHENTICATION: "check the endpoint's user and its password reference (password_env locally, "
+    "password_secret_arn in AWS)",
+}
+
+
+def with_hint(kind: ErrorKind | str, message: str) -> str:
+    """The message with what to do about its kind, once."""
+    hint = HINTS.get(ErrorKind(kind)) if kind in ErrorKind._value2member_map_ else None
+    return f"{message}; {hint}" if hint and hint not in message else message
 
 
 def classify(text: str) -> ErrorKind | None:

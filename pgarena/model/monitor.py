@@ -5,6 +5,18 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 
+class LockWait(BaseModel):
+    """Benchmark sessions waiting on a lock another session holds (pg_blocking_pids)."""
+
+    waiting: int = Field(description="benchmark sessions waiting on this blocker")
+    wait_event: str = Field(description="wait_event_type:wait_event, e.g. Lock:relation")
+    blocking_pid: int
+    blocking_query: str = Field(description="the first line of the blocker's current or last query")
+
+    def describe(self) -> str:
+        return f"{self.waiting} session(s) waiting on {self.wait_event}, blocked by pid {self.blocking_pid} ({self.blocking_query!r})"
+
+
 class ActivitySample(BaseModel):
     t_s: float = Field(description="seconds since the monitor started")
     total: int
@@ -12,6 +24,7 @@ class ActivitySample(BaseModel):
     by_state: dict[str, int]
     by_role: dict[str, int]
     longest_s_by_state: dict[str, float]
+    lock_waits: list[LockWait] = Field(default_factory=list)
 
 
 class Incident(BaseModel):
@@ -28,4 +41,5 @@ class ConnectionReport(BaseModel):
     peak_by_state: dict[str, int]
     longest_s_by_state: dict[str, float]
     incidents: list[Incident] = Field(default_factory=list)
+    lock_waits: list[LockWait] = Field(default_factory=list, description="the last lock waits the monitor saw")
     raw: str | None = Field(None, description="the sample series (JSON lines)")

@@ -44,6 +44,16 @@ INIT_TIMEOUT_PER_SCALE_S = 30
 PHASE_BARRIER_TIMEOUT_S = 300
 
 
+# Every session a campaign opens is named `pgarena/<12 hex of its id>/<role>`: preflight tells this
+# campaign's sessions from other campaigns' (counted as held) and from everyone else's.
+CAMPAIGN_TAG_RE = r"^pgarena/([0-9a-f]{12})/"
+
+
+def campaign_tag(campaign_id: str) -> str:
+    """The application_name prefix of a campaign's sessions (a hash: names stay within 63 bytes)."""
+    return "pgarena/" + hashlib.sha1(campaign_id.encode()).hexdigest()[:12]
+
+
 class Boundary(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -110,8 +120,9 @@ class Step(Boundary):
 
     @property
     def application_name(self) -> str:
-        """Tags the step's sessions in pg_stat_activity (at most 63 bytes) so the monitor can count them."""
-        return "pgarena/" + hashlib.sha1(f"{self.campaign_id}/{self.step_id}".encode()).hexdigest()[:16]
+        """Tags the step's sessions in pg_stat_activity (at most 63 bytes): the monitor counts them, other
+        campaigns' preflights tell them apart (campaign_tag)."""
+        return f"{campaign_tag(self.campaign_id)}/{hashlib.sha1(self.step_id.encode()).hexdigest()[:12]}"
 
 
 class PlannedTarget(Boundary):

@@ -13,9 +13,12 @@ from collections.abc import Iterable
 from typing import Any, TypeVar, cast
 
 MASK = "***"
-# Known secrets shorter than this are not masked by value: masking a 1-3 character string everywhere
-# would garble the very figures the raw output is evidence for. The patterns below still apply.
-MIN_SECRET_LEN = 4
+# Known secrets this long or longer are masked wherever they appear: unambiguous.
+MIN_SECRET_LEN = 8
+# Shorter ones (down to this length) are masked only as a whole token, never inside a word or a
+# number: masking "2024" everywhere would garble the very figures the raw output is evidence for
+# ("tps = 2024.5"). Shorter still: only the patterns below (PGPASSWORD=, password=, URIs) apply.
+MIN_TOKEN_LEN = 4
 
 _PATTERNS: list[tuple[re.Pattern[str], str]] = [
     # postgres://user:secret@host, postgresql://user:secret@host (the user is kept)
@@ -32,20 +35,30 @@ _PATTERNS: list[tuple[re.Pattern[str], str]] = [
 T = TypeVar("T")
 
 
+def _token(secret: str) -> re.Pattern[str]:
+    """A short secret standing alone: no letter, digit or _ beside it, and not a number's integer part."""
+    return re.compile(r"(?<![0-9A-Za-z_.])" + re.escape(secret) + r"(?![0-9A-Za-z_]|\.[0-9])")
+
+
 def _text(text: str, secrets: tuple[str, ...]) -> str:
     for pattern, replacement in _PATTERNS:
         text = pattern.sub(replacement, text)
     # Known values last, and until none is left: masking can join characters into a secret again
     # ("a***" in "aa***"); each pass shortens the text, so this ends.
     for secret in secrets:
-        while secret in text:
-            text = text.replace(secret, MASK)
+        if len(secret) >= MIN_SECRET_LEN:
+            while secret in text:
+                text = text.replace(secret, MASK)
+            continue
+        token = _token(secret)
+        while token.search(text):
+            text = token.sub(MASK, text)
     return text
 
 
 def usable_secrets(secrets: Iterable[str | None]) -> tuple[str, ...]:
     """The known values worth masking, longest first (a secret containing another is masked whole)."""
-    return tuple(sorted({s for s in secrets if s and len(s) >= MIN_SECRET_LEN}, key=len, reverse=True))
+    return tuple(sorted({s for s in secrets if s and len(s) >= MIN_TOKEN_LEN}, key=len, reverse=True))
 
 
 def redact(value: T, secrets: Iterable[str | None] = ()) -> T:

@@ -10,7 +10,8 @@ Pure functions over facts read live at preflight (see pgarena/target/preflight.p
                      pooler:   the pooler's client limit from the matrix
     available        = limit - sessions already held against it (other than pgarena's) - COORDINATOR_CONNECTIONS
     capacity         = min(available) - safety_margin
-    allowed          = capacity - slots leased by other campaigns on the same server
+    allowed          = capacity - slots held by other pgarena campaigns on the same server: per campaign,
+                       the larger of its leases and its sessions seen (a lease may be gone or elsewhere)
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from __future__ import annotations
 from pgarena.model.budget import COORDINATOR_CONNECTIONS, Budget, ConnectionFacts, Limit, Sessions
 from pgarena.model.errors import BudgetRefused
 from pgarena.model.matrix import ConnectionPolicy, Pooler
-from pgarena.model.plan import PlannedTarget, Step
+from pgarena.model.plan import PlannedTarget, Step, campaign_tag
 
 
 def _limits(facts: ConnectionFacts, pooler: Pooler | None) -> list[Limit]:
@@ -103,6 +104,19 @@ def compute_budget(facts: ConnectionFacts, policy: ConnectionPolicy, pooler: Poo
     )
 
 
+def held_by_other_campaigns(leased: dict[str, int], holder: str, seen: dict[str, int]) -> int:
+    """Slots other pgarena campaigns hold on a server. `leased`: live lease holder id
+    (`<campaign_id>/<target>`) -> slots; `seen`: their open sessions by campaign tag. Per campaign the
+    larger of the two counts, never their sum: a running campaign's sessions are what its lease covers;
+    sessions without a lease (another lease store, an expired lease) still take slots."""
+    by_campaign: dict[str, int] = {}
+    for name, slots in leased.items():
+        if name != holder:  # this campaign's other targets on the same server are others too
+            tag = campaign_tag(name.split("/", 1)[0])
+            by_campaign[tag] = by_campaign.get(tag, 0) + slots
+    return sum(max(by_campaign.get(tag, 0), seen.get(tag, 0)) for tag in by_campaign.keys() | seen.keys())
+
+
 def _clamped(step: Step, allowed: int) -> Step:
     if step.kind != "run" or step.connections <= allowed:
         return step
@@ -116,7 +130,11 @@ def apply_budget(target: PlannedTarget, budget: Budget, leased_by_others: int = 
     if need <= allowed:
         return target.steps
     binding = next(limit for limit in budget.limits if limit.name == budget.binding)
-    leases = f"; {leased_by_others} slots are leased by other campaigns on this server" if leased_by_others else ""
+    leases = (
+        f"; {leased_by_others} slots are held by other pgarena campaigns on this server (leases or open sessions)"
+        if leased_by_others
+        else ""
+    )
     if target.connections.policy == "fail" or allowed < 1:
         raise BudgetRefused(
             f"target {target.name} needs {need} connections but only {allowed} are available: {budget.explanation}"

@@ -2,7 +2,9 @@
 
 Counts sessions by state and role, the longest time spent in each state, and the benchmark's own
 connections (tagged by application_name); a sudden fall of the benchmark's connections mid-run
-(the 950 -> 628 collapse of the Azure study) is flagged as an incident.
+(the 950 -> 628 collapse of the Azure study) is flagged as an incident. Benchmark sessions waiting
+on a lock are named with their blocker, so a step that times out says who held it up. A lost
+connection is recorded and opened again: a server frozen for a while is watched again when it answers.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from collections import Counter
 from pathlib import Path
 
 from pgarena.model.matrix import Endpoint
-from pgarena.model.monitor import ActivitySample, ConnectionReport, Incident
+from pgarena.model.monitor import ActivitySample, ConnectionReport, Incident, LockWait
 from pgarena.target.postgres import CLIENT_SESSIONS, connect
 
 # A fall of more than this fraction of the benchmark's connections between two samples is an incident.
@@ -27,6 +29,29 @@ select coalesce(usename, 'unknown'), coalesce(state, 'unknown'), coalesce(applic
  where """
     + CLIENT_SESSIONS
 )
+
+
+# The benchmark's sessions waiting on a lock, each with a session blocking it and that one's query.
+LOCK_WAITS_SQL = """
+select coalesce(a.wait_event_type, '') || ':' || coalesce(a.wait_event, ''), b.pid,
+       split_part(coalesce(b.query, ''), E'\\n', 1), count(*)
+  from pg_stat_activity a
+ cross join lateral unnest(pg_blocking_pids(a.pid)) as blocker(pid)
+  join pg_stat_activity b on b.pid = blocker.pid
+ where a.application_name = %s and a.wait_event_type = 'Lock'
+ group by 1, 2, 3
+ order by 4 desc
+"""
+BLOCKING_QUERY_CHARS = 200
+# A connection that failed is opened again after this many sampling intervals.
+RECONNECT_INTERVALS = 1
+
+
+def lock_waits_of(rows: list[tuple[str, int, str, int]]) -> list[LockWait]:
+    return [
+        LockWait(waiting=int(n), wait_event=event, blocking_pid=int(pid), blocking_query=query.strip()[:BLOCKING_QUERY_CHARS])
+        for event, pid, query, n in rows
+    ]
 
 
 def sample_of(rows: list[tuple[str, str, str, float]], application_name: str, t_s: float) -> ActivitySample:
@@ -76,6 +101,7 @@ def report_of(samples: list[ActivitySample], interval_s: float, errors: list[Inc
         peak_by_state=peak_by_state,
         longest_s_by_state=longest,
         incidents=[*detect_drops(samples), *errors],
+        lock_waits=next((s.lock_waits for s in reversed(samples) if s.lock_waits), []),
     )
 
 
@@ -94,19 +120,28 @@ class Monitor:
 
     def _run(self) -> None:
         t0 = time.monotonic()
-        try:
-            with connect(self.endpoint, application_name="pgarena-monitor") as conn, self.series_path.open("w") as out:
-                cursor = conn.cursor()
-                while True:
-                    cursor.execute(ACTIVITY_SQL)
-                    sample = sample_of(cursor.fetchall(), self.application_name, time.monotonic() - t0)
-                    self.samples.append(sample)
-                    out.write(sample.model_dump_json() + "\n")
-                    out.flush()
-                    if self._stop.wait(self.interval_s):
-                        return
-        except Exception as error:  # a monitor failure is recorded, never fatal to the measurement
-            self.errors.append(Incident(kind="monitor_failed", at_s=round(time.monotonic() - t0, 3), message=str(error)))
+        # The monitor's own session is tagged with the step's campaign, as the step's are.
+        own_name = self.application_name.rsplit("/", 1)[0] + "/monitor"
+        # The series file is created by the first sample: absent when none was ever taken.
+        while not self._stop.is_set():
+            try:
+                with connect(self.endpoint, application_name=own_name) as conn:
+                    cursor = conn.cursor()
+                    while True:
+                        cursor.execute(ACTIVITY_SQL)
+                        sample = sample_of(cursor.fetchall(), self.application_name, time.monotonic() - t0)
+                        cursor.execute(LOCK_WAITS_SQL, (self.application_name,))
+                        sample.lock_waits = lock_waits_of(cursor.fetchall())
+                        self.samples.append(sample)
+                        with self.series_path.open("a") as out:
+                            out.write(sample.model_dump_json() + "\n")
+                        if self._stop.wait(self.interval_s):
+                            return
+            except Exception as error:  # a monitor failure is recorded, never fatal to the measurement
+                message = str(error)
+                if not self.errors or self.errors[-1].message != message:  # one incident per outage
+                    self.errors.append(Incident(kind="monitor_failed", at_s=round(time.monotonic() - t0, 3), message=message))
+                self._stop.wait(self.interval_s * RECONNECT_INTERVALS)
 
     def __enter__(self) -> Monitor:
         self._thread.start()

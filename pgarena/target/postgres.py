@@ -9,7 +9,7 @@ from contextlib import contextmanager
 
 import pg8000.dbapi
 
-from pgarena.model.errors import ErrorKind, classify, failure
+from pgarena.model.errors import ErrorKind, classify, failure, with_hint
 from pgarena.model.matrix import Endpoint
 from pgarena.target.credentials import resolve_password
 
@@ -44,6 +44,15 @@ def _ssl_context(sslmode: str, cafile: str | None = None) -> ssl.SSLContext | No
     return context
 
 
+def credential_of(endpoint: Endpoint) -> str:
+    """The credential a failed login points at, by reference (never its value)."""
+    if endpoint.password_env:
+        return f"environment variable {endpoint.password_env}"
+    if endpoint.password_secret_arn:
+        return f"secret {endpoint.password_secret_arn}"
+    return "the endpoint's password reference (none is set)"
+
+
 @contextmanager
 def connect(endpoint: Endpoint, application_name: str = "pgarena") -> Iterator[pg8000.dbapi.Connection]:
     password = resolve_password(endpoint)
@@ -60,9 +69,21 @@ def connect(endpoint: Endpoint, application_name: str = "pgarena") -> Iterator[p
         )
     except Exception as error:  # pg8000 and socket errors: classify by their text
         # pg8000 wraps socket errors; their cause says what went wrong (refused, DNS, ...).
-        detail = f"{error} {error.__cause__ or ''}".strip()
+        detail = f"{describe(error)} {error.__cause__ or ''}".strip()
         message = f"could not connect to {endpoint.host}:{endpoint.port} as {endpoint.user}: {detail}"
-        raise failure(classify(detail) or ErrorKind.CONNECTION_FAILED, message) from None
+        kind = classify(detail) or ErrorKind.CONNECTION_FAILED
+        if password is None and (kind == ErrorKind.AUTHENTICATION or isinstance(error, AttributeError)):
+            # pg8000 answers a SCRAM request without a password with an AttributeError on None.
+            raise failure(
+                ErrorKind.AUTHENTICATION,
+                f"{endpoint.host}:{endpoint.port} asks {endpoint.user} for a password but the endpoint gives none: "
+                "set password_env (local runs) or password_secret_arn (AWS)",
+            ) from None
+        if kind == ErrorKind.AUTHENTICATION:
+            message = f"{message}; check {credential_of(endpoint)} (the password of {endpoint.user})"
+        else:
+            message = with_hint(kind, message)
+        raise failure(kind, message) from None
     # Autocommit: inside one transaction pg_stat_activity would keep returning its first snapshot.
     conn.autocommit = True
     try:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -10,13 +11,13 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
 
-from pgarena.aws.leases import LeaseStore, holder_id, lease_key
+from pgarena.aws.leases import Leases, holder_id, lease_key
 from pgarena.model.budget import COORDINATOR_CONNECTIONS, ConnectionFacts, Sessions
 from pgarena.model.errors import ErrorKind, PgarenaError, classify, failure
-from pgarena.model.plan import PlannedTarget, Step
+from pgarena.model.plan import CAMPAIGN_TAG_RE, PlannedTarget, Step, campaign_tag
 from pgarena.model.redact import redact
 from pgarena.model.results import ServerInfo, ServerSetting
-from pgarena.planning.budget import apply_budget, compute_budget
+from pgarena.planning.budget import apply_budget, compute_budget, held_by_other_campaigns
 from pgarena.planning.shards import StepGroup, shard
 from pgarena.target.postgres import CLIENT_SESSIONS, connect, describe
 from pgarena.target.restarts import postmaster_started_at, reachable_address, resolve
@@ -25,8 +26,6 @@ if TYPE_CHECKING:
     from pg8000.dbapi import Cursor
 
 LEASE_POLL_S = 2.0
-# Sessions whose application_name starts with this are pgarena's: leases account for them.
-PGARENA_APP_PREFIX = "pgarena"
 
 SETTINGS_SQL = """
 select version(),
@@ -66,27 +65,40 @@ class PreflightResult(BaseModel):
     steps: list[StepGroup] = Field(description="the steps to run, in order, each split into its shards")
 
 
-def sessions_of(rows: list[tuple[str | None, str | None, str, str]], role: str, database: str) -> Sessions:
-    """Count open sessions; pgarena's own (other campaigns) are counted apart."""
-    others = [r for r in rows if not r[3].startswith(PGARENA_APP_PREFIX)]
+def sessions_of(rows: list[tuple[str | None, str | None, str, str]], role: str, database: str, own_tag: str = "") -> Sessions:
+    """Count open sessions. This campaign's own (tagged `own_tag`) are left out; other pgarena
+    campaigns' are counted apart, by campaign (preflight weighs them against their leases)."""
+    campaigns: Counter[str] = Counter()
+    others = []
+    for row in rows:
+        tagged = re.match(CAMPAIGN_TAG_RE, row[3])
+        if tagged is None:
+            others.append(row)
+        elif not (own_tag and row[3].startswith(own_tag + "/")):
+            campaigns["pgarena/" + tagged.group(1)] += 1
     return Sessions(
         total=len(others),
         role=sum(1 for r in others if r[0] == role),
         database=sum(1 for r in others if r[1] == database),
-        pgarena=len(rows) - len(others),
+        pgarena=sum(campaigns.values()),
+        by_campaign=dict(campaigns),
         by_role=dict(Counter(r[0] or "unknown" for r in others)),
         by_state=dict(Counter(r[2] for r in others)),
     )
 
 
-def read_facts(cursor: Cursor) -> tuple[str, int, ConnectionFacts]:
+def read_sessions(cursor: Cursor, role: str, database: str, own_tag: str) -> Sessions:
+    cursor.execute(SESSIONS_SQL)
+    return sessions_of(cursor.fetchall(), role, database, own_tag)
+
+
+def read_facts(cursor: Cursor, own_tag: str = "") -> tuple[str, int, ConnectionFacts]:
     cursor.execute(SETTINGS_SQL)
     version, version_num, max_conn, su_reserved, reserved, role, is_super, role_limit, database, db_limit = cursor.fetchone()
     can_use_reserved = False
     if version_num >= 160000:
         cursor.execute(RESERVED_ROLE_SQL)
         can_use_reserved = bool(cursor.fetchone()[0])
-    cursor.execute(SESSIONS_SQL)
     facts = ConnectionFacts(
         max_connections=max_conn,
         superuser_reserved_connections=su_reserved,
@@ -97,7 +109,7 @@ def read_facts(cursor: Cursor) -> tuple[str, int, ConnectionFacts]:
         role_conn_limit=role_limit,
         database=database,
         database_conn_limit=db_limit,
-        sessions=sessions_of(cursor.fetchall(), role, database),
+        sessions=read_sessions(cursor, role, database, own_tag),
     )
     return version, version_num, facts
 
@@ -144,17 +156,43 @@ def _lease_ttl_s(steps: list[Step]) -> float:
     return float(sum(step.timeout_s for step in steps))
 
 
-def preflight(target: PlannedTarget, campaign_id: str, leases: LeaseStore | None = None) -> PreflightResult:
-    """Refuse or clamp the plan to the live budget, then lease the slots it will use."""
+def preflight(target: PlannedTarget, campaign_id: str, leases: Leases | None = None) -> PreflightResult:
+    """Refuse or clamp the plan to the live budget, then lease the slots it will use. Slots other
+    pgarena campaigns hold (leased, or open sessions of theirs) are waited for, up to lease_wait_s."""
     endpoint = target.endpoint
     # Resolved once, here; workers reuse the address when the endpoint asks (use_resolved_address).
     addresses = resolve(endpoint.host, endpoint.port)
     address = reachable_address(addresses, endpoint.port) if endpoint.use_resolved_address else next(iter(addresses), None)
-    with connect(endpoint, application_name=f"{PGARENA_APP_PREFIX}-preflight") as conn:
+    own = campaign_tag(campaign_id)
+    key, holder = lease_key(target.endpoint), holder_id(campaign_id, target.name)
+    with connect(endpoint, application_name=f"{own}/preflight") as conn:
         try:
-            version, version_num, facts = read_facts(conn.cursor())
+            version, version_num, facts = read_facts(conn.cursor(), own)
             started_at = postmaster_started_at(conn.cursor())
             disclosed = disclose(conn.cursor())
+            budget = compute_budget(facts, target.connections, target.pooler)
+            deadline = time.monotonic() + target.connections.lease_wait_s
+            while True:
+                held = leases.holders(key) if leases else {}
+                others = held_by_other_campaigns(held, holder, facts.sessions.by_campaign)
+                short = target.connections_needed > budget.capacity - others
+                if others and short and time.monotonic() < deadline:
+                    time.sleep(LEASE_POLL_S)  # another campaign holds slots we need: wait for it to finish
+                    sessions = read_sessions(conn.cursor(), facts.role, facts.database, own)
+                    facts = facts.model_copy(
+                        update={
+                            "sessions": facts.sessions.model_copy(
+                                update={"pgarena": sessions.pgarena, "by_campaign": sessions.by_campaign}
+                            )
+                        }
+                    )
+                    continue
+                steps = apply_budget(target, budget, others)
+                slots = max(step.connections for step in steps) + COORDINATOR_CONNECTIONS
+                if leases is None or leases.acquire(
+                    key, holder, slots, budget.capacity + COORDINATOR_CONNECTIONS, _lease_ttl_s(steps)
+                ):
+                    break
         except PgarenaError:
             raise
         except Exception as error:  # a statement timeout, a permission, a server going down under us
@@ -162,19 +200,6 @@ def preflight(target: PlannedTarget, campaign_id: str, leases: LeaseStore | None
             raise failure(
                 classify(message) or ErrorKind.PREFLIGHT_FAILED, f"reading {target.name}'s settings failed: {message}"
             ) from None
-    budget = compute_budget(facts, target.connections, target.pooler)
-    key, holder = lease_key(target.endpoint), holder_id(campaign_id, target.name)
-    deadline = time.monotonic() + target.connections.lease_wait_s
-    while True:
-        others = leases.held_by_others(key, holder) if leases else 0
-        short = target.connections_needed > budget.capacity - others
-        if others and short and time.monotonic() < deadline:
-            time.sleep(LEASE_POLL_S)  # another campaign holds slots we need: wait for it to finish
-            continue
-        steps = apply_budget(target, budget, others)
-        slots = max(step.connections for step in steps) + COORDINATOR_CONNECTIONS
-        if leases is None or leases.acquire(key, holder, slots, budget.capacity + COORDINATOR_CONNECTIONS, _lease_ttl_s(steps)):
-            break
     server = ServerInfo(
         version=version,
         version_num=version_num,
@@ -196,5 +221,5 @@ def preflight(target: PlannedTarget, campaign_id: str, leases: LeaseStore | None
     return PreflightResult(server=server, steps=[shard(step) for step in steps])
 
 
-def release(target: PlannedTarget, campaign_id: str, leases: LeaseStore) -> None:
+def release(target: PlannedTarget, campaign_id: str, leases: Leases) -> None:
     leases.release(lease_key(target.endpoint), holder_id(campaign_id, target.name))

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Protocol
 
 from pgarena.analysis.latency import encode, percentiles_of
-from pgarena.model.errors import ErrorInfo, ErrorKind, classify
+from pgarena.model.errors import ErrorInfo, ErrorKind, classify, with_hint
 from pgarena.model.matrix import PgbenchWorkload, SysbenchWorkload
 from pgarena.model.plan import Step
 from pgarena.model.results import Barrier, Latency, ProgressSample
@@ -74,7 +74,8 @@ def failure_of(text: str, errors: list[str], exit_code: int, tool: str, timeout_
         return ErrorInfo(kind=ErrorKind.TIMEOUT, message=f"{tool} ran past the step's {timeout_s} s timeout and was killed")
     lines = errors or [line for line in text.splitlines() if line.strip()]
     message = " | ".join(lines[-ERROR_LINES:]) or f"{tool} exited with code {exit_code}"
-    return ErrorInfo(kind=classify(text) or ErrorKind.TOOL_FAILED, message=message)
+    kind = classify(text) or ErrorKind.TOOL_FAILED
+    return ErrorInfo(kind=kind, message=with_hint(kind, message))
 
 
 class Pgbench:

@@ -168,6 +168,14 @@ def summarize(
     )
 
 
+def with_lock_waits(error: ErrorInfo | None, connections: ConnectionReport | None) -> ErrorInfo | None:
+    """A timed-out step says what its sessions were waiting on, when the monitor saw them wait on a lock."""
+    if error is None or error.kind != ErrorKind.TIMEOUT or connections is None or not connections.lock_waits:
+        return error
+    waits = "; ".join(wait.describe() for wait in connections.lock_waits)
+    return error.model_copy(update={"message": f"{error.message}; the monitor last saw {waits}"})
+
+
 def _gzip(path: Path) -> Path:
     target = path.parent / "upload" / (path.name + ".gz")
     target.parent.mkdir(exist_ok=True)
@@ -222,6 +230,7 @@ def run_step(step: Step, store: ResultStore, workdir: Path, upload_every_s: floa
             connections = connections.model_copy(update={"raw": series_key})
             raw.append(series_key)
     measured = tool.measure(step, raw_path.read_text(errors="replace"), exit_code, workdir)
+    measured.error = with_lock_waits(measured.error, connections)
     # A step that failed the way a restart makes steps fail waits a little for the server to answer
     # again, to tell a restart (a crash, a failover) from an outage; any other step is checked once
     # (sysbench reconnects, so its run can span a restart without failing).

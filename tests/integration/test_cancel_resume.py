@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import _thread
 import json
+import os
 import threading
 import time
 
@@ -11,7 +12,7 @@ import pg8000.dbapi
 import pytest
 from typer.testing import CliRunner
 
-from pgarena.aws.leases import LeaseStore, lease_key
+from pgarena.aws.leases import lease_key, lease_store
 from pgarena.cli import app
 from pgarena.local.embedded import EmbeddedProcess
 from pgarena.local.resume import resume_local
@@ -90,7 +91,8 @@ def cancelled(servers, tmp_path_factory):
         # When the user presses Ctrl-C while the first target's run is measuring
         run = runtime.run(campaign, interrupt_during_the_run)
         workers = list(runtime.workers.processes.values())
-        holders, _ = LeaseStore(runtime.dynamodb, TABLE).read(lease_key(Endpoint(**endpoint_of(servers["first"]))))
+        leases = lease_store(runtime.dynamodb, TABLE, os.environ["PGARENA_LEASE_DIR"])  # the file store local runs share
+        holders, _ = leases.read(lease_key(Endpoint(**endpoint_of(servers["first"]))))
         sessions = benchmark_sessions(servers["first"])
     return run, workers, holders, sessions
 

@@ -42,7 +42,11 @@ class Observer:
         cursor = self.conn.cursor()
         while not self.stop.wait(0.05):
             try:
-                cursor.execute("select count(*) from pg_stat_activity where application_name like 'pgarena/%%'")
+                # the benchmark's sessions: pgarena's preflight and monitor are tagged pgarena/<campaign>/ too
+                cursor.execute(
+                    "select count(*) from pg_stat_activity where application_name like 'pgarena/%%'"
+                    " and application_name not like '%%/monitor' and application_name not like '%%/preflight'"
+                )
                 self.peak = max(self.peak, cursor.fetchone()[0])
             except Exception as error:
                 self.errors.append(error)

@@ -5,8 +5,10 @@ import pytest
 from pgarena.model.budget import COORDINATOR_CONNECTIONS, ConnectionFacts, Sessions
 from pgarena.model.errors import BudgetRefused
 from pgarena.model.matrix import ConnectionPolicy, Pooler, parse_campaign
-from pgarena.planning.budget import apply_budget, compute_budget
+from pgarena.model.plan import campaign_tag
+from pgarena.planning.budget import apply_budget, compute_budget, held_by_other_campaigns
 from pgarena.planning.plan import plan_campaign
+from pgarena.target.preflight import sessions_of
 from tests.conftest import FIXTURES
 
 
@@ -103,3 +105,46 @@ def test_clamp_refuses_when_nothing_fits():
     budget = compute_budget(facts(max_connections=6), ConnectionPolicy())
     with pytest.raises(BudgetRefused):
         apply_budget(target(4, policy="clamp"), budget)
+
+
+# --- other pgarena campaigns: their sessions are held, never subtracted as if a lease covered them -----
+
+
+def test_another_campaigns_sessions_count_even_without_a_lease():
+    # Given a campaign whose 16 sessions are open on the server, but whose lease this store cannot see
+    seen = {campaign_tag("other"): 16}
+    # Then they are held: another lease store, an expired lease, still take slots
+    assert held_by_other_campaigns({}, "mine/a", seen) == 16
+
+
+def test_a_campaign_with_both_a_lease_and_sessions_is_counted_once():
+    # Given the other campaign leased 17 slots and 16 of its sessions are open
+    leased = {"other/a": 17, "mine/a": 5}
+    seen = {campaign_tag("other"): 16}
+    # Then the larger of the two, not their sum; this campaign's own lease is not counted
+    assert held_by_other_campaigns(leased, "mine/a", seen) == 17
+
+
+def test_this_campaigns_other_targets_on_the_same_server_hold_their_leases():
+    assert held_by_other_campaigns({"mine/a": 5, "mine/b": 7}, "mine/a", {}) == 7
+
+
+def test_sessions_of_leaves_this_campaign_out_and_counts_others_by_campaign():
+    mine, other = campaign_tag("mine"), campaign_tag("other")
+    rows = [
+        ("bench", "postgres", "active", f"{mine}/0123456789ab"),
+        ("bench", "postgres", "active", f"{mine}/monitor"),
+        ("bench", "postgres", "active", f"{other}/0123456789ab"),
+        ("bench", "postgres", "idle", f"{other}/monitor"),
+        ("tenant", "postgres", "idle", "psql"),
+        ("bench", "postgres", "idle", "pgarena-check"),  # untagged: counted as anyone's session
+    ]
+    s = sessions_of(rows, "bench", "postgres", own_tag=mine)
+    assert (s.total, s.pgarena, s.by_campaign) == (2, 2, {other: 2})
+    assert s.by_role == {"tenant": 1, "bench": 1}
+
+
+def test_a_steps_sessions_carry_its_campaigns_tag_within_63_bytes():
+    step = target(4).steps[1]
+    assert step.application_name.startswith(campaign_tag("cid") + "/")
+    assert len(step.application_name.encode()) <= 63

@@ -4,7 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from pgarena.model.errors import RAISED, ErrorKind, classify, failure, from_step_functions
+from pgarena.model.errors import RAISED, ErrorKind, classify, failure, from_step_functions, with_hint
+from pgarena.tools.runner import failure_of
 
 
 @pytest.mark.parametrize(
@@ -21,6 +22,7 @@ from pgarena.model.errors import RAISED, ErrorKind, classify, failure, from_step
         ('FATAL:  password authentication failed for user "bench"', "authentication"),
         ("ERROR:  canceling statement due to statement timeout", "statement_timeout"),
         ("PANIC: could not write to file: No space left on device", "disk_full"),
+        ("ERROR:  no more connections allowed (max_client_conn)", "pooler_refused"),
         ("all good", None),
     ],
 )
@@ -83,3 +85,18 @@ def test_the_readme_documents_exactly_the_declared_kinds():
     section = readme[readme.index("| kind | meaning |") : readme.index("See [Failures and recovery]")]
     documented = set(re.findall(r"`([a-z_]+)`", section))
     assert documented == {kind.value for kind in ErrorKind}
+
+
+def test_a_poolers_refusal_is_its_own_kind_with_the_hint_to_declare_the_pooler():
+    # Given pgbench refused by an undeclared pgbouncer
+    text = 'pgbench: error: connection to server at "127.0.0.1", port 6432 failed: ERROR:  no more connections allowed (max_client_conn)'
+    # When the step's failure is classified
+    error = failure_of(text, [text], 1, "pgbench", 300)
+    # Then it is pooler_refused, not tool_failed, and says what to do
+    assert error.kind == "pooler_refused"
+    assert 'declare it in the target\'s "pooler"' in error.message
+
+
+def test_a_hint_is_added_once():
+    once = with_hint("pooler_refused", "refused")
+    assert with_hint("pooler_refused", once) == once and with_hint("tool_failed", "x") == "x"

@@ -1,8 +1,11 @@
+import multiprocessing
+from pathlib import Path
+
 import boto3
 import pytest
 from moto import mock_aws
 
-from pgarena.aws.leases import LeaseStore
+from pgarena.aws.leases import FileLeases, LeaseStore, lease_store
 from pgarena.aws.store import create_results_table
 
 
@@ -50,3 +53,58 @@ def test_stale_version_write_is_refused(store):
     holders, version = leases.read("db:5432")
     assert leases._write("db:5432", holders, version)
     assert not leases._write("db:5432", holders, version)
+
+
+# --- the file store local runtimes share: the same behaviour, across processes -----------------------
+
+
+@pytest.fixture
+def file_store(tmp_path):
+    now = [1000.0]
+    yield FileLeases(tmp_path / "leases", clock=lambda: now[0]), now
+
+
+def test_file_leases_behave_as_the_table_does(file_store):
+    # Given the file store / When two campaigns ask for more than the server has / Then the second waits
+    leases, now = file_store
+    assert leases.acquire("127.0.0.1:5432", "c1/a", slots=12, capacity=20, ttl_s=60)
+    assert not leases.acquire("127.0.0.1:5432", "c2/a", slots=12, capacity=20, ttl_s=60)
+    assert leases.holders("127.0.0.1:5432") == {"c1/a": 12}
+    now[0] += 61  # expired: the first campaign died without releasing
+    assert leases.acquire("127.0.0.1:5432", "c2/a", slots=12, capacity=20, ttl_s=60)
+    leases.release("127.0.0.1:5432", "c2/a")
+    assert leases.holders("127.0.0.1:5432") == {}
+
+
+def test_file_lease_stale_version_write_is_refused(file_store):
+    leases, _ = file_store
+    holders, version = leases.read("db:5432")
+    assert leases._write("db:5432", holders, version)
+    assert not leases._write("db:5432", holders, version)
+
+
+def _race(directory: str, holder: str, barrier, results) -> None:
+    leases = FileLeases(Path(directory))
+    barrier.wait()
+    results[holder] = leases.acquire("127.0.0.1:5432", holder, slots=12, capacity=20, ttl_s=60)
+
+
+def test_two_processes_racing_for_the_last_slots_cannot_both_win(tmp_path):
+    # Given two processes (two local runtimes) asking for 12 of 20 slots at the same moment
+    context = multiprocessing.get_context("fork")
+    barrier, results = context.Barrier(2), context.Manager().dict()
+    racers = [context.Process(target=_race, args=(str(tmp_path), f"c{i}/a", barrier, results)) for i in (1, 2)]
+    for racer in racers:
+        racer.start()
+    for racer in racers:
+        racer.join(timeout=30)
+    # Then exactly one holds them, and the shared file says so
+    assert sorted(results.values()) == [False, True]
+    (winner,) = [holder for holder, won in results.items() if won]
+    assert FileLeases(tmp_path).holders("127.0.0.1:5432") == {winner: 12}
+
+
+def test_the_local_runtime_uses_the_file_store_and_aws_the_table(tmp_path, store):
+    table, _ = store
+    assert isinstance(lease_store(table.dynamodb, "t", str(tmp_path)), FileLeases)
+    assert isinstance(lease_store(table.dynamodb, "t", None), LeaseStore)

@@ -11,6 +11,7 @@ from pgarena.analysis.metrics import (
     target_metrics,
     tps_per_usd_hour,
 )
+from pgarena.analysis.ranking import rank_targets, unranked_reasons
 from pgarena.model.errors import ErrorInfo
 from pgarena.model.monitor import ConnectionReport, Incident
 from pgarena.model.results import Latency, LoadResult, ProgressSample, TargetResult, WorkloadResult
@@ -51,6 +52,50 @@ def test_dip_the_run_recovers_from_is_a_stall_not_a_collapse():
     s = stability(progress(1000, 1010, 80, 990, 1000))
     assert [i.kind for i in s.incidents] == ["tps_stall"]
     assert not s.collapsed
+
+
+def seconds(*tps):
+    return [ProgressSample(elapsed_s=float(i + 1), tps=v) for i, v in enumerate(tps)]
+
+
+def test_a_frozen_server_is_a_stall_and_its_point_is_not_ranked_as_healthy():
+    # Given a run at ~2,500 tps whose server froze for 6 s (SIGSTOP): no transaction in those intervals
+    frozen = seconds(2500, 2510, 2490, 0, 0, 0, 0, 0, 0, 2505, 2495, 2500)
+    # When its stability is measured
+    s = stability(frozen)
+    # Then it is a stall with the why, and the point is not complete (not ranked)
+    (incident,) = [i for i in s.incidents if i.kind == "tps_stall"]
+    assert s.stalled and "no transactions for 6 s from 3 s" in incident.message
+    point = point_metrics("a", "tpcb", 4, [run(1250.0, progress=frozen)])
+    assert point.stalled and not point.complete
+
+
+def test_an_interval_under_a_tenth_of_the_median_is_a_stall():
+    s = stability(seconds(1000, 1010, 990, 60, 1000, 1005))
+    assert s.stalled and any("under 10%" in i.message for i in s.incidents)
+
+
+def test_a_run_that_reported_nothing_for_a_while_is_a_stall():
+    # Given progress every second, but none for 8 s in the middle (the tool blocked as a whole)
+    quiet = [ProgressSample(elapsed_s=t, tps=1000.0) for t in (1.0, 2.0, 3.0, 11.0, 12.0, 13.0)]
+    s = stability(quiet)
+    assert s.stalled and any("no progress reported for 8 s" in i.message for i in s.incidents)
+
+
+def test_ordinary_wobble_is_no_stall():
+    assert not stability(seconds(1000, 700, 1100, 900, 1000)).stalled
+
+
+def test_a_stalled_point_is_left_out_of_the_ranking_with_the_reason():
+    frozen = seconds(2500, 0, 0, 0, 0, 0, 0, 2500, 2500)
+    steady = seconds(2000, 2000, 2010, 1990, 2000, 2000, 2000, 2000, 2000)
+    targets = [
+        TargetResult(name="frozen", provider="p", status="succeeded", workloads=[run(1100.0, progress=frozen)]),
+        TargetResult(name="steady", provider="p", status="succeeded", workloads=[run(2000.0, progress=steady)]),
+    ]
+    ranking = rank_targets(targets)
+    assert [entry.target for entry in ranking] == ["steady"]
+    assert "stalled" in unranked_reasons(targets, ranking)["frozen"]
 
 
 def test_single_interval_gives_no_stability_figures():

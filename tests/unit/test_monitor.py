@@ -1,5 +1,7 @@
+from pgarena.model.errors import ErrorInfo
 from pgarena.model.monitor import ActivitySample
-from pgarena.target.monitor import detect_drops, report_of, sample_of
+from pgarena.target.monitor import detect_drops, lock_waits_of, report_of, sample_of
+from pgarena.worker.run import with_lock_waits
 
 
 def sample(t, benchmark, total=None):
@@ -41,3 +43,19 @@ def test_report_keeps_peaks():
     report = report_of([sample(0, 3, 5), sample(1, 8, 9), sample(2, 8, 9)], 1.0, [])
     assert (report.peak_benchmark, report.peak_total, report.samples) == (8, 9, 3)
     assert report.peak_by_state == {"active": 8}
+
+
+def test_a_timed_out_step_names_the_lock_its_sessions_waited_on_and_who_held_it():
+    # Given the monitor saw 8 benchmark sessions waiting on a relation lock held by pid 4242
+    waiting = sample(10.0, 8)
+    waiting.lock_waits = lock_waits_of([("Lock:relation", 4242, "lock table pgbench_accounts in access exclusive mode", 8)])
+    report = report_of([sample(5.0, 8), waiting, sample(15.0, 8)], 5.0, [])
+    # When the step timed out
+    timeout = ErrorInfo(kind="timeout", message="pgbench ran past the step's 308 s timeout and was killed")
+    error = with_lock_waits(timeout, report)
+    # Then the error says who waited on what, and who held it
+    assert "8 session(s) waiting on Lock:relation, blocked by pid 4242" in error.message
+    assert "lock table pgbench_accounts in access exclusive mode" in error.message
+    # And other failures are left as they were
+    refused = ErrorInfo(kind="connection_refused", message="refused")
+    assert with_lock_waits(refused, report) == refused
