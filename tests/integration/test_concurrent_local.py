@@ -13,7 +13,7 @@ from pathlib import Path
 import pg8000.dbapi
 import pytest
 
-from pgarena.local.embedded import EmbeddedServer
+from pgarena.local.embedded import EmbeddedProcess
 from pgarena.model.results import CampaignResults
 
 pytestmark = pytest.mark.integration
@@ -79,7 +79,7 @@ def matrix(name: str, port: int) -> dict:
 
 def test_two_local_campaigns_in_two_processes_stay_within_the_budget_and_both_finish(tmp_path):
     # Given one server with max_connections 25 and two campaigns of 15 clients each (policy clamp)
-    pg = EmbeddedServer("shared", {"max_connections": MAX_CONNECTIONS, "fsync": "off"})
+    pg = EmbeddedProcess("shared", {"max_connections": MAX_CONNECTIONS, "fsync": "off"})
     endpoint = pg.start()
     try:
         admin = pg8000.dbapi.connect(host="127.0.0.1", port=endpoint.port, user="postgres", database="postgres")

@@ -14,7 +14,7 @@ import pytest
 
 from pgarena.analysis.metrics import stability
 from pgarena.analysis.ranking import unranked_reasons
-from pgarena.local.embedded import EmbeddedServer
+from pgarena.local.embedded import EmbeddedProcess
 from pgarena.local.runtime import LocalRuntime
 from pgarena.model.errors import Authentication
 from pgarena.model.matrix import Endpoint, parse_campaign
@@ -30,7 +30,7 @@ WAIT_S = 60
 
 @pytest.fixture(scope="module")
 def scram():
-    pg = EmbeddedServer("scram", FAST, password_auth=True)
+    pg = EmbeddedProcess("scram", FAST, password_auth=True)
     endpoint = pg.start()
     yield endpoint
     pg.stop()
@@ -38,7 +38,7 @@ def scram():
 
 @pytest.fixture(scope="module")
 def trusting():
-    pg = EmbeddedServer("plain", FAST)
+    pg = EmbeddedProcess("plain", FAST)
     pg.start()
     yield pg
     pg.stop()
@@ -106,7 +106,7 @@ def test_the_monitor_names_lock_waits_and_reconnects_after_losing_its_connection
     assert len(monitor.samples) >= seen + 3
 
 
-def _freeze(pg: EmbeddedServer) -> None:
+def _freeze(pg: EmbeddedProcess) -> None:
     """SIGSTOP the server (postmaster and every backend) for FREEZE_S once pgbench is measuring."""
     deadline = time.monotonic() + WAIT_S
     conn = admin(pg.port)
@@ -134,7 +134,7 @@ def _freeze(pg: EmbeddedServer) -> None:
 
 def test_a_server_frozen_mid_run_is_a_stall_and_not_ranked_as_healthy(tmp_path):
     # Given a frozen and a healthy target, each running a 16 s pgbench
-    pgs = {name: EmbeddedServer(name, FAST) for name in ("frozen", "healthy")}
+    pgs = {name: EmbeddedProcess(name, FAST) for name in ("frozen", "healthy")}
     for pg in pgs.values():
         pg.start()
     try:
