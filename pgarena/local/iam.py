@@ -186,9 +186,12 @@ def resolve(value: Any, template: Json, names: LocalNames) -> Any:
     }
     refs = {bucket_id: names.bucket, table_id: names.table}
     arns = {bucket_id: names.bucket_arn(), table_id: names.table_arn()}
+    attributes: dict[tuple[str, str], str] = {}
     for logical_id, body in template["Resources"].items():
         if body["Type"] == "AWS::StepFunctions::StateMachine":  # one: the campaign's (a Ref is its ARN)
             refs[logical_id] = arns[logical_id] = names.state_machine_arn()
+            # finalize_stopped's grant on the executions is built from the state machine's name
+            attributes[(logical_id, "Name")] = names.state_machine
 
     def walk(node: Any) -> Any:
         if isinstance(node, list):
@@ -200,6 +203,8 @@ def resolve(value: Any, template: Json, names: LocalNames) -> Any:
             return pseudo.get(ref) or refs.get(ref) or _elsewhere(ref, names)
         if set(node) == {"Fn::GetAtt"}:
             logical_id, attribute = node["Fn::GetAtt"]
+            if (logical_id, attribute) in attributes:
+                return attributes[(logical_id, attribute)]
             return arns[logical_id] if attribute == "Arn" and logical_id in arns else _elsewhere(logical_id, names)
         if set(node) == {"Fn::Join"}:
             separator, parts = node["Fn::Join"]

@@ -258,11 +258,12 @@ def test_results_environment_satisfies_results_settings(default_synth, handler):
     # Given the environment CDK gives a function that reads or writes results or leases
     variables = cfn.function(default_synth, handler)["Environment"]["Variables"]
 
-    # When comparing with the handlers' settings model
-    names = {field.alias for field in ResultsEnv.model_fields.values()}
+    # When comparing with the handlers' settings model (PGARENA_LEASE_DIR is the local runtimes' only)
+    names = {field.alias for field in ResultsEnv.model_fields.values() if field.is_required()}
 
-    # Then every name it reads is set
+    # Then every name it needs is set, and the local-only file leases are not
     assert names - set(variables) == set()
+    assert "PGARENA_LEASE_DIR" not in variables
 
 
 def test_preflight_runs_where_the_workers_run(default_synth):
