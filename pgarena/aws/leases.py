@@ -118,18 +118,20 @@ class LeaseStore(Leases):
         return _HOLDERS.validate_json(values["holders"]), int(values["version"])
 
     def _write(self, key: str, holders: list[Holder], version: int) -> bool:
-        condition = "attribute_not_exists(pk)" if version == 0 else "version = :v"
-        values = {} if version == 0 else marshal({":v": version})
+        item = {
+            **access.lease_item_key(key),
+            **marshal({"holders": _HOLDERS.dump_json(holders).decode(), "version": version + 1}),
+        }
         try:
-            self.dynamodb.put_item(
-                TableName=self.table,
-                Item={
-                    **access.lease_item_key(key),
-                    **marshal({"holders": _HOLDERS.dump_json(holders).decode(), "version": version + 1}),
-                },
-                ConditionExpression=condition,
-                **({"ExpressionAttributeValues": values} if values else {}),
-            )
+            if version == 0:
+                self.dynamodb.put_item(TableName=self.table, Item=item, ConditionExpression="attribute_not_exists(pk)")
+            else:
+                self.dynamodb.put_item(
+                    TableName=self.table,
+                    Item=item,
+                    ConditionExpression="version = :v",
+                    ExpressionAttributeValues=marshal({":v": version}),
+                )
         except ClientError as error:
             if error.response["Error"]["Code"] == "ConditionalCheckFailedException":
                 return False
@@ -188,6 +190,6 @@ def default_lease_dir() -> Path:
     return Path(runtime) / "pgarena-leases" if runtime else Path(tempfile.gettempdir()) / "pgarena-leases"
 
 
-def lease_store(dynamodb, table: str, lease_dir: str | None) -> Leases:
+def lease_store(dynamodb: DynamoDBClient, table: str, lease_dir: str | None) -> Leases:
     """The file store when a lease directory is set (the local runtime sets one), else DynamoDB's."""
     return FileLeases(Path(lease_dir)) if lease_dir else LeaseStore(dynamodb, table)

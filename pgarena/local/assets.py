@@ -27,6 +27,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from pgarena.local.endpoints import FunctionError
 
@@ -145,7 +146,7 @@ def _synthesize(repo_root: Path, outdir: Path) -> str:
     try:  # imported here: the CDK (an optional extra, and a Node.js process) only for --aws-strict
         from aws_cdk import App
 
-        from pgarena_cdk.application import build, cdk_json_context
+        from pgarena_cdk.application import build, cdk_json_context  # type: ignore[import-not-found]  # cdk/ joins sys.path above, at run time
     except ImportError as error:
         raise AssetError(
             f"--aws-strict synthesizes the CDK app: install the cdk extra (`pip install -e '.[cdk]'`): {error}"
@@ -157,7 +158,8 @@ def _synthesize(repo_root: Path, outdir: Path) -> str:
         app.synth()
     except RuntimeError as error:  # cdk-nag findings: the assets and the template are written all the same
         log.warning("cdk synth reported: %s", error)
-    return stack.template_file
+    template_file: str = stack.template_file
+    return template_file
 
 
 def function_assets(cloud_assembly: Path) -> dict[str, FunctionAsset]:
@@ -165,7 +167,7 @@ def function_assets(cloud_assembly: Path) -> dict[str, FunctionAsset]:
     manifest = json.loads((cloud_assembly / _COMPLETE).read_text())
     resources = json.loads((cloud_assembly / manifest["template"]).read_text())["Resources"]
 
-    def asset_dir(code: dict) -> Path:
+    def asset_dir(code: dict[str, Any]) -> Path:
         return cloud_assembly / f"asset.{code['S3Key'].removesuffix('.zip')}"
 
     layers = {
@@ -266,7 +268,7 @@ LAMBDA_BASE_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "en_US.UTF-8"
 @dataclass
 class Invocation:
     result: object = None
-    error: dict | None = None  # errorType, errorMessage, stackTrace
+    error: dict[str, Any] | None = None  # errorType, errorMessage, stackTrace
     max_rss_kib: int = 0
 
 
@@ -285,16 +287,19 @@ class _Environment:
             start_new_session=True,
         )
 
-    def invoke(self, request: dict, timeout_s: float) -> dict | None:
+    def invoke(self, request: dict[str, Any], timeout_s: float) -> dict[str, Any] | None:
         """The runner's answer, or None when it gave none within timeout_s (or died)."""
+        stdin, stdout = self.process.stdin, self.process.stdout
+        assert stdin is not None and stdout is not None  # Popen was given stdin=PIPE and stdout=PIPE
         try:
-            self.process.stdin.write(json.dumps(request).encode() + b"\n")
-            self.process.stdin.flush()
+            stdin.write(json.dumps(request).encode() + b"\n")
+            stdin.flush()
         except BrokenPipeError:
             return None
-        ready, _, _ = select.select([self.process.stdout], [], [], timeout_s)
-        line = self.process.stdout.readline() if ready else b""
-        return json.loads(line) if line else None
+        ready, _, _ = select.select([stdout], [], [], timeout_s)
+        line = stdout.readline() if ready else b""
+        answer: dict[str, Any] | None = json.loads(line) if line else None
+        return answer
 
     def close(self) -> None:
         if self.process.poll() is None:
@@ -304,6 +309,7 @@ class _Environment:
                 pass
         self.process.wait()
         for stream in (self.process.stdin, self.process.stdout):
+            assert stream is not None  # Popen was given stdin=PIPE and stdout=PIPE
             stream.close()
         self.log.close()
 
@@ -407,5 +413,5 @@ class AssetFunction:
             environment.close()
 
 
-def _lambda_error(error_type: str, request_id: str, message: str) -> dict:
+def _lambda_error(error_type: str, request_id: str, message: str) -> dict[str, Any]:
     return {"errorType": error_type, "errorMessage": f"RequestId: {request_id} Error: {message}", "stackTrace": []}

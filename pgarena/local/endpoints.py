@@ -15,7 +15,7 @@ import sys
 import threading
 import traceback
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -95,7 +95,7 @@ class _Quiet(BaseHTTPRequestHandler):
 class FunctionError(Exception):
     """An invocation that failed outside this process, as Lambda reports it: errorType, errorMessage, stackTrace."""
 
-    def __init__(self, error: dict) -> None:
+    def __init__(self, error: dict[str, Any]) -> None:
         super().__init__(error.get("errorMessage", ""))
         self.error = error
 
@@ -104,7 +104,7 @@ class LambdaEndpoint(_Server):
     """POST /2015-03-31/functions/{name}/invocations calls the function's handler: the handler itself, in
     this process, or (--aws-strict) a pgarena.local.assets.AssetFunction running its synthesized asset."""
 
-    def __init__(self, handlers: dict[str, Handler]):
+    def __init__(self, handlers: Mapping[str, Handler]):
         endpoint = self
 
         class Invoke(_Quiet):

@@ -20,12 +20,14 @@ import resource
 import sys
 import time
 import traceback
+from collections.abc import Callable
+from typing import Any
 
 
 class Context:
     """The attributes of Lambda's context object that handlers and Powertools read."""
 
-    def __init__(self, request: dict) -> None:
+    def __init__(self, request: dict[str, Any]) -> None:
         self.function_name = request["function_name"]
         self.function_version = "$LATEST"
         self.invoked_function_arn = request["function_arn"]
@@ -52,7 +54,7 @@ def _peak_rss_kib() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 
 
-def _error(error_type: str, error: BaseException) -> dict:
+def _error(error_type: str, error: BaseException) -> dict[str, Any]:
     return {
         "errorType": error_type,
         "errorMessage": str(error),
@@ -60,9 +62,10 @@ def _error(error_type: str, error: BaseException) -> dict:
     }
 
 
-def _load(handler: str):
+def _load(handler: str) -> Callable[[Any, Context], Any]:
     module_name, _, attribute = handler.rpartition(".")
-    return getattr(importlib.import_module(module_name.replace("/", ".")), attribute)
+    function: Callable[[Any, Context], Any] = getattr(importlib.import_module(module_name.replace("/", ".")), attribute)
+    return function
 
 
 def main(argv: list[str]) -> int:
@@ -74,9 +77,10 @@ def main(argv: list[str]) -> int:
     answers = os.fdopen(os.dup(1), "w", encoding="utf-8")
     os.dup2(2, 1)
     sys.stdout = sys.stderr
+    handler: Callable[[Any, Context], Any] | None
     try:
         handler = _load(handler_name)
-        init_error = None
+        init_error: dict[str, Any] | None = None
     except Exception as error:  # Lambda reports it on every invocation, as Runtime.ImportModuleError
         traceback.print_exc()
         if check:
@@ -87,9 +91,11 @@ def main(argv: list[str]) -> int:
         return 0 if callable(handler) else 1
     for line in sys.stdin:
         request = json.loads(line)
+        answer: dict[str, Any]
         if init_error is not None:
             answer = {"error": init_error}
         else:
+            assert handler is not None  # the import succeeded: there is no init_error
             try:
                 answer = {"result": handler(request["event"], Context(request))}
             except Exception as error:

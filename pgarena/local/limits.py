@@ -11,7 +11,9 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from pgarena.model.plan import Plan
 from pgarena.planning.shards import shard
@@ -48,7 +50,7 @@ def payload_size(text: str) -> int:
     return len(text.encode("utf-8"))
 
 
-def oversized_states(history: list[dict]) -> list[DataLimitViolation]:
+def oversized_states(history: Sequence[Mapping[str, Any]]) -> list[DataLimitViolation]:
     """Each state input or output in an execution history (GetExecutionHistory events) past 256 KiB."""
     violations = []
     for event in history:
@@ -59,7 +61,7 @@ def oversized_states(history: list[dict]) -> list[DataLimitViolation]:
     return violations
 
 
-def unfinished_state_cause(history: list[dict]) -> str:
+def unfinished_state_cause(history: Sequence[Mapping[str, Any]]) -> str:
     """DataLimitExceeded's cause naming the state that failed with it: the last one entered and never exited."""
     open_states: list[str] = []
     for event in history:
@@ -78,7 +80,7 @@ def effective_concurrency(max_concurrency: int) -> int:
     return max_concurrency
 
 
-def _inline_maps(states: dict):
+def _inline_maps(states: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
     for name, state in states.items():
         if state["Type"] == "Map":
             processor = state.get("ItemProcessor") or state.get("Iterator") or {}
@@ -89,7 +91,7 @@ def _inline_maps(states: dict):
             yield from _inline_maps(branch["States"])
 
 
-def capped_definition(asl: dict) -> tuple[dict, list[str]]:
+def capped_definition(asl: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     """The definition with each inline Map's static MaxConcurrency as AWS applies it, and what changed."""
     capped = json.loads(json.dumps(asl))
     notes = []

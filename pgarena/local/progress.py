@@ -12,6 +12,7 @@ import errno
 import json
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from pgarena.analysis.aggregate import aggregate
 from pgarena.analysis.cancel import stopped_outcomes
@@ -22,6 +23,9 @@ from pgarena.model.matrix import parse_campaign
 from pgarena.model.results import CampaignResults, StepSummary, TargetResult
 from pgarena.model.series import ShardSeries
 from pgarena.planning.plan import plan_campaign
+
+if TYPE_CHECKING:
+    from mypy_boto3_s3 import S3Client
 
 # The execution's input (the matrix with embedded servers' endpoints, the campaign id, the start),
 # kept so a folder without results.json can still be aggregated.
@@ -54,7 +58,7 @@ def write_local(path: Path, data: bytes) -> None:
         raise
 
 
-def download(s3, bucket: str, prefix: str, out_dir: Path) -> int:
+def download(s3: S3Client, bucket: str, prefix: str, out_dir: Path) -> int:
     """Copy every object under `prefix` to out_dir/<key>; returns how many."""
     count = 0
     for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
@@ -64,7 +68,7 @@ def download(s3, bucket: str, prefix: str, out_dir: Path) -> int:
     return count
 
 
-def keep_step(s3, bucket: str, summary: StepSummary, out_dir: Path) -> None:
+def keep_step(s3: S3Client, bucket: str, summary: StepSummary, out_dir: Path) -> None:
     """A finished step's raw output and summary, into the campaign's folder now."""
     prefix = layout.step_raw_prefix(summary.campaign_id, summary.step_id)
     download(s3, bucket, prefix + "/", out_dir)
@@ -73,7 +77,7 @@ def keep_step(s3, bucket: str, summary: StepSummary, out_dir: Path) -> None:
         write_local(path, summary.model_dump_json(indent=2).encode())
 
 
-def keep_execution(folder: Path, campaign_id: str, matrix: dict, started_at: str) -> None:
+def keep_execution(folder: Path, campaign_id: str, matrix: dict[str, Any], started_at: str) -> None:
     data = {"campaign_id": campaign_id, "started_at": started_at, "matrix": matrix}
     write_local(folder / EXECUTION_FILE, json.dumps(data, indent=2).encode())
 
@@ -91,7 +95,7 @@ def disk_full(error: DiskFull, folder: Path) -> DiskFull:
     )
 
 
-def salvage(folder: Path, matrix: dict) -> CampaignResults:
+def salvage(folder: Path, matrix: dict[str, Any]) -> CampaignResults:
     """results.json rebuilt from a folder the campaign never finished writing: every step kept there
     as it finished, the rest failed (`cancelled`), so that resume re-runs exactly those."""
     campaign_id = folder.name

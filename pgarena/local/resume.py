@@ -7,6 +7,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from pgarena.analysis.resume import Rerun, combine, copy_raw, load_original, plan_reruns
 from pgarena.local.progress import salvage
@@ -31,7 +32,7 @@ class Resumed:
     cancelled: bool = False
 
 
-def load_folder(folder: Path) -> tuple[CampaignResults, dict | None]:
+def load_folder(folder: Path) -> tuple[CampaignResults, dict[str, Any] | None]:
     """The campaign's results and matrix; a folder the campaign never finished writing (a crash, a
     full disk, a second Ctrl-C) has its results rebuilt from the steps kept there as they finished."""
     if (folder / RESULTS_FILE).exists():

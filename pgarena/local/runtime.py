@@ -292,11 +292,16 @@ class LocalRuntime:
             asset, component = found[name], Component(name)
             environment = asset.local_environment(LOCAL_RESOURCES)
             arn = function_arn(name)
+
+            # The defaults bind this function's values (a closure would see the loop's last ones).
+            def function_env(environment: dict[str, str] = environment, component: Component = component) -> dict[str, str]:
+                return {**environment, **self._function_env(component)}
+
             handler = assets.AssetFunction(
                 asset,
                 arn.rsplit(":", 1)[1],
                 arn,
-                lambda environment=environment, component=component: {**environment, **self._function_env(component)},
+                function_env,
                 packages,
                 self.out_dir / "logs",
             )
