@@ -28,7 +28,9 @@ pytestmark = pytest.mark.integration
 
 CLIENTS = 2
 DURATION_S = 5
-HEARTBEAT_TIMEOUT_S = 6
+# Short enough to keep the lost-worker case quick, long enough that a healthy worker starved of CPU on a
+# loaded 2-core machine still beats in time (6 s was not: the control was once declared lost).
+HEARTBEAT_TIMEOUT_S = 20
 MAX_CONNECTIONS = 12
 # Tenant sessions that leave the crowded server one slot short: 12 - 7 others - 2 pgarena - 2 margin = 1 < 2.
 CROWD = 7
@@ -343,7 +345,10 @@ def test_server_crash_and_restart_names_both_start_times_and_keeps_the_output(fa
     assert t.server.postmaster_started_at in w.error.message  # the start time preflight read, then the new one
     assert w.error.raw.endswith("pgbench.log")
     text = _raw_text(runs["main"], w)
-    assert "server closed the connection" in text or "terminating connection" in text
+    # pgbench saw the crash, unless (on a loaded machine) the restart landed after its last transaction:
+    # then its summary is complete, and the restart is still caught by the start times above
+    finished = "latency average" in text and "tps = " in text
+    assert finished or "server closed the connection" in text or "terminating connection" in text
     assert "progress:" in text  # the output before the crash is kept
 
 
