@@ -73,32 +73,37 @@ def cancelled(servers, tmp_path_factory):
     )
 
     with LocalRuntime(tmp_path_factory.mktemp("cancel-results")) as runtime:
+        measured: list[str] = []  # the target whose run is interrupted: the first to run (the order is seeded)
 
-        def interrupt_once_measuring():
+        def interrupt_once_measuring(name):
             deadline = time.monotonic() + WAIT_FOR_PROGRESS_S
             while time.monotonic() < deadline:
                 keys = runtime.store.keys("")
-                log = next((k for k in keys if k.endswith("/raw/first/tpcb/c2-r1/pgbench.log")), None)
+                log = next((k for k in keys if k.endswith(f"/raw/{name}/tpcb/c2-r1/pgbench.log")), None)
                 if log and b"progress:" in runtime.s3.get_object(Bucket=runtime.store.bucket, Key=log)["Body"].read():
                     break
                 time.sleep(0.2)
             _thread.interrupt_main()  # what Ctrl-C does
 
         def interrupt_during_the_run(event):
-            if event.kind == "state" and event.text == "Run Worker Task first/tpcb/c2-r1":
-                threading.Thread(target=interrupt_once_measuring, daemon=True).start()
+            if event.kind == "state" and event.text.startswith("Run Worker Task ") and not measured:
+                measured.append(event.text.removeprefix("Run Worker Task ").split("/")[0])
+                if event.text.endswith("/tpcb/c2-r1"):
+                    threading.Thread(target=interrupt_once_measuring, args=(measured[0],), daemon=True).start()
+                else:
+                    measured.clear()  # the load: wait for the run's task
 
         # When the user presses Ctrl-C while the first target's run is measuring
         run = runtime.run(campaign, interrupt_during_the_run)
         workers = list(runtime.workers.processes.values())
         leases = lease_store(runtime.dynamodb, TABLE, os.environ["PGARENA_LEASE_DIR"])  # the file store local runs share
-        holders, _ = leases.read(lease_key(Endpoint(**endpoint_of(servers["first"]))))
-        sessions = benchmark_sessions(servers["first"])
-    return run, workers, holders, sessions
+        holders, _ = leases.read(lease_key(Endpoint(**endpoint_of(servers[measured[0]]))))
+        sessions = benchmark_sessions(servers[measured[0]])
+    return run, workers, holders, sessions, measured[0]
 
 
 def test_cancel_stops_the_execution_and_marks_results_cancelled(cancelled):
-    run, _, _, _ = cancelled
+    run, _, _, _, _ = cancelled
     assert run.status == "ABORTED"
     assert run.results.status == "cancelled"
     data = json.loads((run.results_dir / "results.json").read_text())
@@ -106,9 +111,12 @@ def test_cancel_stops_the_execution_and_marks_results_cancelled(cancelled):
 
 
 def test_cancel_lists_every_target_and_step_with_what_finished(cancelled):
-    run, _, _, _ = cancelled
-    first, second = run.results.targets
-    assert (first.name, second.name) == ("first", "second")
+    run, _, _, _, interrupted = cancelled
+    by_name = {target.name: target for target in run.results.targets}
+    assert set(by_name) == {"first", "second"}
+    # the target measuring when Ctrl-C came, and the one that had not started (targets run one at a time)
+    first = by_name[interrupted]
+    second = by_name[({"first", "second"} - {interrupted}).pop()]
     assert first.loads[0].status == "succeeded" and first.loads[0].seconds > 0
     (stopped,) = first.workloads
     assert stopped.status == "failed" and stopped.error.kind == "cancelled"
@@ -122,7 +130,7 @@ def test_cancel_lists_every_target_and_step_with_what_finished(cancelled):
 
 
 def test_cancel_stops_workers_and_their_tools_and_releases_leases(cancelled):
-    _, workers, holders, sessions = cancelled
+    _, workers, holders, sessions, _ = cancelled
     assert workers and all(w.poll() is not None for w in workers)
     assert sessions == 0  # no orphaned pgbench still loading the target
     assert not [h for h in holders if h.holder.startswith("cancel-me-")]
