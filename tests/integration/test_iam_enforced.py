@@ -222,7 +222,8 @@ def test_resolved_policies_name_only_local_resources(template):
 def _sharded_campaign(name: str):
     matrix = copy.deepcopy(SHARDED)
     matrix["campaign"] = name
-    matrix["workloads"][0]["run"].update(workers=2, duration_s=2)
+    # long enough that both shards share whole seconds even when a loaded machine starts one late
+    matrix["workloads"][0]["run"].update(workers=2, duration_s=6)
     return parse_campaign(matrix)
 
 
