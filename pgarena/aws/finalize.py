@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from datetime import UTC, datetime
 from typing import Any, Literal
 
 from pgarena.analysis.aggregate import aggregate
@@ -23,16 +22,12 @@ from pgarena.model.errors import PgarenaError
 from pgarena.model.matrix import MatrixError, parse_campaign
 from pgarena.model.outcomes import TargetOutcome
 from pgarena.model.plan import Plan
-from pgarena.model.results import CampaignResults
+from pgarena.model.results import CampaignResults, now_iso
 from pgarena.model.series import ShardSeries
 from pgarena.planning.plan import plan_campaign
 from pgarena.report import Writer, publish_results
 
 Ending = Literal["completed", "cancelled", "failed"]
-
-
-def now_iso() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
 def store_writer(store: ResultStore, campaign_id: str) -> Writer:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import errno
 import json
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -20,7 +19,7 @@ from pgarena.aws.leases import FileLeases, campaign_of
 from pgarena.model import layout
 from pgarena.model.errors import DiskFull, ErrorInfo, ErrorKind
 from pgarena.model.matrix import parse_campaign
-from pgarena.model.results import CampaignResults, StepSummary, TargetResult
+from pgarena.model.results import CampaignResults, StepSummary, TargetResult, now_iso
 from pgarena.model.series import ShardSeries
 from pgarena.planning.plan import plan_campaign
 
@@ -99,7 +98,7 @@ def salvage(folder: Path, matrix: dict[str, Any]) -> CampaignResults:
     """results.json rebuilt from a folder the campaign never finished writing: every step kept there
     as it finished, the rest failed (`cancelled`), so that resume re-runs exactly those."""
     campaign_id = folder.name
-    now = datetime.now(UTC).isoformat(timespec="milliseconds")
+    now = now_iso()
     execution_path = folder / EXECUTION_FILE
     if not execution_path.exists():  # stopped before its execution started: every target is still to run
         campaign = parse_campaign(matrix)

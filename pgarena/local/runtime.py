@@ -39,7 +39,7 @@ from pgarena.local.progress import Interrupted, disk_full, download, keep_execut
 from pgarena.model import layout
 from pgarena.model.errors import DiskFull, ErrorInfo
 from pgarena.model.matrix import Campaign, Endpoint, Replica, Target
-from pgarena.model.results import CampaignResults, StepSummary, TargetResult
+from pgarena.model.results import CampaignResults, StepSummary, TargetResult, now_iso
 from pgarena.planning.plan import plan_campaign
 from pgarena.report import publish_results
 
@@ -393,7 +393,7 @@ class LocalRuntime:
         """Start the campaign's embedded servers and its execution; return without waiting."""
         t0 = time.monotonic()
         campaign_id = new_campaign_id(campaign.campaign)
-        started_at = datetime.now(UTC).isoformat(timespec="milliseconds")
+        started_at = now_iso()
         resolved, unstarted = _with_embedded_endpoints(campaign, self.stack, self.servers_root)
         if resolved is not None and self.aws_strict:
             resolved = self._with_secret_passwords(resolved)
@@ -407,7 +407,7 @@ class LocalRuntime:
                     campaign_id=campaign_id,
                     campaign=campaign.campaign,
                     started_at=started_at,
-                    finished_at=datetime.now(UTC).isoformat(timespec="milliseconds"),
+                    finished_at=now_iso(),
                     targets=[],
                     ranking=[],
                 ),
@@ -463,9 +463,7 @@ class LocalRuntime:
         for name, failure in execution.unstarted.items():
             on_event(Event(time.monotonic() - execution.t0, "state", f"Target Failed {name}: {failure.message}"))
         if not execution.arn:  # no target started: its results.json is already written
-            _download(self.s3, layout.campaign_prefix(execution.campaign_id), self.out_dir)
-            written = CampaignResults.model_validate_json((execution.results_dir / layout.RESULTS_FILE).read_text())
-            return LocalRun(execution.campaign_id, "SUCCEEDED", execution.results_dir, written, time.monotonic() - execution.t0)
+            return self._collect(execution, "SUCCEEDED", None)
         seen_events, seen_steps = 0, set()
         history: list[HistoryEventTypeDef] = []
         while True:
@@ -474,8 +472,9 @@ class LocalRuntime:
             history = [event for page in pages for event in page["events"]]
             for event in _state_events(history, seen_events, execution.t0):
                 on_event(event)
+            # only the events this poll brought: the earlier ones were checked by the polls before
+            violations = limits.oversized_states(history[seen_events:]) if self.aws_strict else []
             seen_events = len(history)
-            violations = limits.oversized_states(history) if self.aws_strict else []
             if violations:
                 return self._fail(execution, limits.DATA_LIMIT_ERROR, violations[0].cause)
             for summary in self.store.summaries(execution.campaign_id):
@@ -491,21 +490,20 @@ class LocalRuntime:
             if status.get("error") == limits.DATA_LIMIT_ERROR:
                 status = {**status, "cause": limits.unfinished_state_cause(history)}
             self._finalize_stopped(execution, status["status"], status["startDate"])
-        if execution.unstarted:
+        error = None if status["status"] == "SUCCEEDED" else f"{status.get('error')}: {status.get('cause')}"
+        transitions = sum(1 for event in history if event["type"].endswith("StateEntered"))
+        return self._collect(execution, status["status"], error, transitions)
+
+    def _collect(self, execution: Execution, status: str, error: str | None, transitions: int = 0) -> LocalRun:
+        """The campaign's folder completed from the bucket (with the targets that never started, when an
+        execution ran), and the run as the caller reports it."""
+        if execution.arn and execution.unstarted:
             self._add_unstarted(execution)
         _download(self.s3, layout.campaign_prefix(execution.campaign_id), self.out_dir)
         results_path = execution.results_dir / layout.RESULTS_FILE
         results = CampaignResults.model_validate_json(results_path.read_text()) if results_path.exists() else None
-        error = None if status["status"] == "SUCCEEDED" else f"{status.get('error')}: {status.get('cause')}"
-        transitions = sum(1 for event in history if event["type"].endswith("StateEntered"))
         return LocalRun(
-            execution.campaign_id,
-            status["status"],
-            execution.results_dir,
-            results,
-            time.monotonic() - execution.t0,
-            error,
-            transitions,
+            execution.campaign_id, status, execution.results_dir, results, time.monotonic() - execution.t0, error, transitions
         )
 
     def _add_unstarted(self, execution: Execution) -> None:
@@ -536,23 +534,19 @@ class LocalRuntime:
         results.json marked cancelled that lists every target and step with what finished."""
         if not execution.arn:  # nothing was started: its results are already written
             return self.wait(execution)
-        self.sfn.stop_execution(executionArn=execution.arn, error="Cancelled", cause="stopped by the user")
-        started = self.sfn.describe_execution(executionArn=execution.arn)["startDate"]
-        # A worker may have been launched while the execution stopped: look twice.
-        for _ in range(2):
-            self.workers.stop_campaign(execution.campaign_id)
-            time.sleep(POLL_S)
-        self._finalize_stopped(execution, "ABORTED", started)
-        if execution.unstarted:
-            self._add_unstarted(execution)
-        _download(self.s3, layout.campaign_prefix(execution.campaign_id), self.out_dir)
-        results_path = execution.results_dir / layout.RESULTS_FILE
-        results = CampaignResults.model_validate_json(results_path.read_text()) if results_path.exists() else None
+        self._stop(execution, "ABORTED", "Cancelled", "stopped by the user")
         # ABORTED, as StopExecution leaves it in AWS. moto's interpreter reports RUNNING until the task it
         # waited on answers, then may record a stopped worker's late SendTaskFailure as FAILED.
-        return LocalRun(
-            execution.campaign_id, "ABORTED", execution.results_dir, results, time.monotonic() - execution.t0, "cancelled"
-        )
+        return self._collect(execution, "ABORTED", "cancelled")
+
+    def _stop(self, execution: Execution, ending: str, error: str, cause: str) -> None:
+        """StopExecution, StopTask its workers, then finalize_stopped with the ending AWS would report."""
+        self.sfn.stop_execution(executionArn=execution.arn, error=error, cause=cause)
+        started = self.sfn.describe_execution(executionArn=execution.arn)["startDate"]
+        for _ in range(2):  # a worker may have been launched while the execution stopped: look twice
+            self.workers.stop_campaign(execution.campaign_id)
+            time.sleep(POLL_S)
+        self._finalize_stopped(execution, ending, started)
 
     def _finalize_stopped(self, execution: Execution, status: str, started: datetime) -> None:
         """What EventBridge's execution status change does in AWS: the finalize_stopped function ends it."""
@@ -571,20 +565,8 @@ class LocalRuntime:
         """End the execution as AWS fails it on an error no Catch handles (--aws-strict's limits): its
         workers stop and finalize_stopped writes what finished, marked failed."""
         log.error("aws-strict: %s: %s", error, cause)
-        self.sfn.stop_execution(executionArn=execution.arn, error=error, cause=cause)
-        started = self.sfn.describe_execution(executionArn=execution.arn)["startDate"]
-        for _ in range(2):  # a worker may have been launched while the execution stopped
-            self.workers.stop_campaign(execution.campaign_id)
-            time.sleep(POLL_S)
-        self._finalize_stopped(execution, "FAILED", started)
-        if execution.unstarted:
-            self._add_unstarted(execution)
-        _download(self.s3, layout.campaign_prefix(execution.campaign_id), self.out_dir)
-        results_path = execution.results_dir / layout.RESULTS_FILE
-        results = CampaignResults.model_validate_json(results_path.read_text()) if results_path.exists() else None
-        return LocalRun(
-            execution.campaign_id, "FAILED", execution.results_dir, results, time.monotonic() - execution.t0, f"{error}: {cause}"
-        )
+        self._stop(execution, "FAILED", error, cause)
+        return self._collect(execution, "FAILED", f"{error}: {cause}")
 
 
 def _check_limits(campaign: Campaign, campaign_id: str, execution_input: str) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Literal
 
 from pydantic import BaseModel, Field
@@ -10,6 +11,12 @@ from pgarena.model.budget import Budget, ConnectionFacts
 from pgarena.model.errors import ErrorInfo
 from pgarena.model.monitor import ConnectionReport, Incident
 from pgarena.model.replication import ReplicationResult
+
+
+def now_iso() -> str:
+    """Now, as every timestamp of results.json and the step summaries is written (UTC, milliseconds)."""
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
+
 
 Status = Literal["succeeded", "failed"]
 

@@ -17,7 +17,6 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from datetime import UTC, datetime
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING
@@ -34,7 +33,7 @@ from pgarena.model.errors import ErrorInfo, ErrorKind, PgarenaError
 from pgarena.model.monitor import ConnectionReport
 from pgarena.model.plan import PHASE_BARRIER_TIMEOUT_S, WORKER_HARD_STOP_GRACE_S, Step
 from pgarena.model.redact import Redactor
-from pgarena.model.results import Barrier, StepSummary
+from pgarena.model.results import Barrier, StepSummary, now_iso
 from pgarena.target.credentials import resolve_password
 from pgarena.target.monitor import Monitor
 from pgarena.target.replication import LAG_SERIES, ReplicationMonitor
@@ -52,10 +51,6 @@ HARD_STOP_EXIT_CODE = 124
 
 # Raw output is uploaded this often while the tool runs, so a killed worker leaves what it had.
 UPLOAD_EVERY_S = 15.0
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
 def tool_version(binary: str) -> str | None:
@@ -200,7 +195,7 @@ def run_step(step: Step, store: ResultStore, workdir: Path, upload_every_s: floa
     version = tool_version(argv[0])
     facts = worker_facts(step.endpoint, {step.tool: version})  # before the barrier too: 20 round trips
     barrier = _barrier(step, store)
-    started_at, t0 = _now(), time.monotonic()
+    started_at, t0 = now_iso(), time.monotonic()
     try:
         with _replication(step, workdir) as lag:
             with _monitor(step, workdir) as monitor:
@@ -218,7 +213,7 @@ def run_step(step: Step, store: ResultStore, workdir: Path, upload_every_s: floa
             catch_ups = lag.catch_up() if lag is not None else None
     except Stopped:  # stopped while the tool ran: what it printed until then is the evidence
         raise Stopped(raw=store.put_file(raw_key, raw_path)) from None
-    wall_s, finished_at = time.monotonic() - t0, _now()
+    wall_s, finished_at = time.monotonic() - t0, now_iso()
     raw = [store.put_file(raw_key, raw_path)]  # upload before parsing: the raw output is the evidence
     for artifact in tool.artifacts(workdir):
         raw.append(store.put_file(f"{step.raw_prefix}/{artifact.name}.gz", _gzip(artifact), "application/gzip"))
@@ -379,7 +374,7 @@ def _record_failure(step: Step, store: ResultStore, error: ErrorInfo) -> None:
     """A failure before the tool produced a summary is still written down, with its kind and message:
     the summary, not the task token's cause, is what results.json is built from (moto also drops the
     cause of SendTaskFailure: moto/stepfunctions/responses.py passes only `error`)."""
-    now = _now()
+    now = now_iso()
     try:
         store.put_summary(summarize(step, Measured(error=error), None, now, now, 0.0, [error.raw] if error.raw else [], None))
     except Exception:  # best effort: the state machine still gets the failure

@@ -209,6 +209,12 @@ def swept(per_target=None):
         per_target = {1: 1000.0, 2: 950.0, 3: 800.0}
     plan = plan_campaign(parse_campaign(sweep()), "cid")
     summaries = [summary(s, per_target[s.phase]) for t in plan.targets for s in t.steps]
+    return aggregate(plan, phase_outcomes(plan), summaries, "s", "f")
+
+
+def phase_outcomes(plan):
+    """The state machine's output for a sweep where every step succeeded: one item per phase, each the
+    outcome of its targets."""
     raw_outcomes = [
         {
             "phase": p.phase,
@@ -224,7 +230,7 @@ def swept(per_target=None):
         }
         for p in plan.phases
     ]
-    return aggregate(plan, TypeAdapter(Outcomes).validate_python(raw_outcomes), summaries, "s", "f")
+    return TypeAdapter(Outcomes).validate_python(raw_outcomes)
 
 
 def test_the_report_shows_the_sweep():
@@ -242,22 +248,7 @@ def test_phase_outcomes_are_aggregated_into_the_consolidation_table():
     per_target = {1: 1000.0, 2: 950.0, 3: 800.0}
     summaries = [summary(s, per_target[s.phase]) for t in plan.targets for s in t.steps]
     # The state machine's output: one item per phase, each the outcome of its targets
-    raw_outcomes = [
-        {
-            "phase": p.phase,
-            "targets": [
-                {
-                    "name": t.name,
-                    "server": None,
-                    "failure": None,
-                    "steps": [{"shards": [{"step_id": s.step_id, "status": "succeeded"}]} for s in t.steps],
-                }
-                for t in p.targets
-            ],
-        }
-        for p in plan.phases
-    ]
-    outcomes = TypeAdapter(Outcomes).validate_python(raw_outcomes)
+    outcomes = phase_outcomes(plan)
     # When aggregated
     results = aggregate(plan, outcomes, summaries, "s", "f")
     # Then every target lists its runs with their phase, and the table compares totals with ideal

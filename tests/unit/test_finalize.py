@@ -8,12 +8,12 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from pgarena.aws.finalize import finalize, finalize_stopped, now_iso
+from pgarena.aws.finalize import finalize, finalize_stopped
 from pgarena.aws.leases import LeaseStore, holder_id, lease_key
 from pgarena.aws.ledger import Ledger, check_cost, month_of
 from pgarena.aws.store import ResultStore, create_results_table
 from pgarena.model.matrix import parse_campaign
-from pgarena.model.results import CampaignResults
+from pgarena.model.results import CampaignResults, now_iso
 from pgarena.planning.plan import plan_campaign
 from pgarena.report import REPORT_FILES
 from tests.conftest import FIXTURES
