@@ -14,6 +14,7 @@ from pgarena.analysis.metrics import PointMetrics, campaign_statistics, target_m
 from pgarena.analysis.ranking import rank_targets
 from pgarena.analysis.rate import rate_incident
 from pgarena.analysis.replication import replication_result
+from pgarena.analysis.warmup import warmup_of
 from pgarena.model import layout
 from pgarena.model.errors import ErrorInfo, ErrorKind, from_step_functions
 from pgarena.model.matrix import PgbenchWorkload
@@ -185,6 +186,7 @@ def _sharded_result(
         transactions=merged.transactions,
         failed_transactions=merged.failed_transactions,
         progress=merged.progress,
+        warmup_s=warmup_of(step.spec),
         start_skew_s=merged.start_skew_s,
         window_s=merged.window_s,
         degraded=bool(failed),
@@ -267,6 +269,7 @@ def _target_result(
                 transactions=summary.transactions if summary else None,
                 failed_transactions=summary.failed_transactions if summary else None,
                 progress=summary.progress if summary else [],
+                warmup_s=warmup_of(step.spec) if step.kind == "run" else None,
                 extra=summary.extra if summary else {},
                 connections=_connections(campaign_id, summary),
                 replication=_replication(campaign_id, summary),

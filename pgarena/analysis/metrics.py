@@ -103,6 +103,7 @@ class PointMetrics(BaseModel):
     peak_lag_bytes: int | None = Field(None, description="the largest replica lag sampled during the runs")
     rate_not_sustained: bool = Field(False, description="a run fell short of its --rate: latency is not ranked here")
     stalled: bool = Field(False, description="a run stalled (no transactions, or under 10% of its median): not ranked")
+    warmup_s: int | None = Field(None, description="the runs' first seconds, left out of every figure")
 
     @property
     def key(self) -> tuple[str, int | None]:
@@ -403,6 +404,7 @@ def point_metrics(
         peak_lag_bytes=max(lags) if lags else None,
         rate_not_sustained=any(i.kind == RATE_NOT_SUSTAINED for w in ok for i in w.incidents),
         stalled=any(s.stalled for s in stabilities),
+        warmup_s=max((w.warmup_s for w in runs if w.warmup_s), default=None),
     )
 
 

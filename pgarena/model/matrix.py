@@ -322,6 +322,13 @@ class PgbenchRun(Strict):
     max_tries: int | None = Field(None, ge=1, le=1_000_000, description="retry serialization/deadlock failures (pgbench 15+)")
     percentiles: bool = Field(True, description="log every transaction's latency for exact p50/p95/p99")
     no_vacuum: bool = Field(False, description="skip pgbench's vacuum of its tables before the run (-n)")
+    warmup_s: int = Field(
+        0,
+        ge=0,
+        le=MAX_DURATION_S,
+        description="leave the run's first seconds out of every figure (tps, percentiles, progress, stability); "
+        "counted within duration_s",
+    )
     workers: int = Field(1, ge=1, le=256, description="split the clients across this many workers started together")
     max_clients_per_worker: int | None = Field(
         None, ge=1, le=MAX_CLIENTS, description="or: as many workers as it takes to keep each at or under this many clients"
@@ -348,6 +355,14 @@ class PgbenchRun(Strict):
         if (self.workers > 1 or self.max_clients_per_worker) and not (self.percentiles and self.duration_s):
             # Shards are merged over their common window from per-transaction logs.
             raise ValueError("several workers need 'percentiles': true and 'duration_s' (their logs are merged)")
+        if self.warmup_s:
+            if self.duration_s is None or self.warmup_s >= self.duration_s:
+                raise ValueError(
+                    f"warmup_s ({self.warmup_s}) must be shorter than duration_s ({self.duration_s}): the warm-up is "
+                    "the start of the run, left out of the figures; lower warmup_s or raise duration_s"
+                )
+            if not self.percentiles:
+                raise ValueError("warmup_s needs 'percentiles': true: the window is cut from the per-transaction log")
         return self
 
     @property

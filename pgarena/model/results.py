@@ -129,6 +129,7 @@ class StepSummary(BaseModel):
     transactions: int | None = None
     failed_transactions: int | None = None
     progress: list[ProgressSample] = Field(default_factory=list)
+    warmup_s: int | None = Field(None, description="the run's first seconds, left out of every figure above")
     load_s: float | None = None
     load_phases_s: dict[str, float] = Field(default_factory=dict)
     latency_histogram: str | None = Field(None, description="HdrHistogram of every transaction's latency (us), encoded")
@@ -191,6 +192,9 @@ class WorkloadResult(BaseModel):
     transactions: int | None = None
     failed_transactions: int | None = None
     progress: list[ProgressSample] = Field(default_factory=list)
+    warmup_s: int | None = Field(
+        None, description="the run's first seconds, left out of tps, transactions, percentiles, progress and stability"
+    )
     extra: dict[str, float | int | None] = Field(default_factory=dict, description="tool-specific figures, e.g. sysbench qps")
     connections: ConnectionReport | None = None
     shards: list[ShardResult] = Field(default_factory=list, description="set when several workers ran the step")

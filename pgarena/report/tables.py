@@ -109,6 +109,7 @@ def workloads_table(report: Report) -> Table:
         "phase",
         "catch_up_s",
         "sustainable_tps",
+        "warmup_s",
     ]
     rows = []
     for t in report.results.targets:
@@ -144,6 +145,7 @@ def workloads_table(report: Report) -> Table:
                     w.phase,
                     w.replication.catch_up_s if w.replication else None,
                     w.replication.sustainable_tps if w.replication else None,
+                    w.warmup_s,
                 ]
             )
     return header, rows

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Protocol
 
 from pgarena.analysis.latency import encode, percentiles_of
+from pgarena.analysis.warmup import measured_progress, warmup_of, window_tps
 from pgarena.model.errors import ErrorInfo, ErrorKind, classify, with_hint
 from pgarena.model.matrix import PgbenchWorkload, SysbenchWorkload
 from pgarena.model.plan import Step
@@ -20,7 +21,7 @@ from pgarena.model.results import Barrier, Latency, ProgressSample
 from pgarena.model.series import ShardSeries
 from pgarena.tools.pgbench.command import TRANSACTION_LOG_PREFIX, init_args, libpq_env, pgbench_binary, run_args
 from pgarena.tools.pgbench.parser import parse_pgbench
-from pgarena.tools.pgbench.txlog import read_txlog
+from pgarena.tools.pgbench.txlog import TransactionLog, first_start_epoch, read_txlog
 from pgarena.tools.sysbench import command as sysbench
 from pgarena.tools.sysbench.parser import parse_sysbench
 
@@ -96,6 +97,8 @@ class Pgbench:
         return sorted(workdir.glob(f"{TRANSACTION_LOG_PREFIX}.*"))
 
     def measure(self, step: Step, text: str, exit_code: int, workdir: Path) -> Measured:
+        spec = step.spec
+        assert isinstance(spec, PgbenchWorkload)
         report = parse_pgbench(text)
         s = report.summary
         measured = Measured(
@@ -113,9 +116,12 @@ class Pgbench:
             extra={"lag_ms": report.progress[-1].lag_ms} if report.progress and report.progress[-1].lag_ms is not None else {},
         )
         logs = self.artifacts(workdir)
+        warmup_s = warmup_of(spec) if step.kind == "run" else None
         if logs:
+            start = first_start_epoch(logs) if warmup_s else None
+            since = start + warmup_s if start is not None and warmup_s else None
             # One pass over the log gives the run's histogram and, for a shard, its per-second series.
-            txlog = read_txlog(logs, per_second=step.shards > 1)
+            txlog = read_txlog(logs, per_second=step.shards > 1, since_epoch=since)
             histogram, not_done, measured.per_second = txlog.histogram, txlog.not_done, txlog.series
             percentiles = percentiles_of(histogram)
             measured.latency = measured.latency.model_copy(
@@ -124,11 +130,42 @@ class Pgbench:
             measured.histogram = encode(histogram)
             measured.extra["logged_transactions"] = histogram.get_total_count()
             measured.extra["logged_not_done"] = not_done
+            if since is not None and txlog.end_epoch is not None:
+                self._window(measured, spec, histogram.get_total_count(), not_done, since, txlog)
         if exit_code != 0 or report.aborted:
             measured.error = failure_of(text, report.errors, exit_code, "pgbench", step.timeout_s)
-        elif step.kind == "run" and measured.tps is None:
+        elif step.kind == "run" and measured.tps is None and measured.error is None:
             measured.error = ErrorInfo(kind=ErrorKind.TOOL_FAILED, message="pgbench exited 0 but printed no tps")
         return measured
+
+    @staticmethod
+    def _window(measured: Measured, spec: PgbenchWorkload, done: int, not_done: int, since: float, txlog: TransactionLog) -> None:
+        """Every figure over the window after the warm-up; pgbench's own whole-run figures kept in extra."""
+        assert txlog.end_epoch is not None
+        warmup_s = spec.run.warmup_s
+        measured.extra.update(
+            {
+                "run_tps": measured.tps,
+                "run_transactions": measured.transactions,
+                "warmup_transactions": txlog.warmup_transactions,
+                "window_start_epoch": round(since, 6),
+                "window_s": round(txlog.end_epoch - since, 6),
+            }
+        )
+        measured.tps = window_tps(done, since, txlog.end_epoch)
+        measured.tps_including_connections = None
+        measured.transactions = done
+        measured.failed_transactions = not_done
+        if done:
+            histogram = txlog.histogram
+            measured.latency = measured.latency.model_copy(
+                update={"avg": round(histogram.get_mean_value() / 1000, 3), "stddev": round(histogram.get_stddev() / 1000, 3)}
+            )
+        measured.progress = measured_progress(measured.progress, warmup_s, spec.run.progress_s)
+        if measured.tps is None:
+            measured.error = ErrorInfo(
+                kind=ErrorKind.TOOL_FAILED, message=f"no transaction completed after the {warmup_s} s warm-up (warmup_s)"
+            )
 
 
 class Sysbench:

@@ -26,6 +26,7 @@ from aws_lambda_powertools import Logger
 from botocore.exceptions import ClientError
 
 from pgarena.analysis.replication import replication_result, run_seconds
+from pgarena.analysis.warmup import warmup_of
 from pgarena.aws.barrier import wait_at_barrier
 from pgarena.aws.settings import WorkerEnv
 from pgarena.aws.store import ResultStore
@@ -151,6 +152,7 @@ def summarize(
         transactions=measured.transactions,
         failed_transactions=measured.failed_transactions,
         progress=measured.progress,
+        warmup_s=warmup_of(step.spec) if step.kind == "run" else None,
         load_s=measured.load_s,
         load_phases_s=measured.load_phases_s,
         latency_histogram=measured.histogram,
@@ -247,7 +249,8 @@ def run_step(step: Step, store: ResultStore, workdir: Path, upload_every_s: floa
     summary = summary.model_copy(update={"worker": facts})
     if catch_ups is not None and lag is not None:
         lag_key = store.put_file(f"{step.raw_prefix}/{LAG_SERIES}", lag.series_path, "application/x-ndjson")
-        run_s = run_seconds(step.spec.run.duration_s, measured.transactions, measured.tps)
+        window_s = measured.extra.get("window_s")  # a warm-up left out: the transactions are the window's
+        run_s = float(window_s) if window_s else run_seconds(step.spec.run.duration_s, measured.transactions, measured.tps)
         summary = summary.model_copy(
             update={
                 "replication": replication_result(catch_ups, measured.transactions, run_s, lag_key),

@@ -36,9 +36,11 @@ _TEMPLATE = new_histogram()
 
 @dataclass
 class TransactionLog:
-    histogram: HdrHistogram  # every completed transaction's latency (us)
-    not_done: int  # failed or skipped transactions
+    histogram: HdrHistogram  # every completed transaction's latency (us), in the measured window
+    not_done: int  # failed or skipped transactions, in the measured window
     series: ShardSeries | None  # per-second buckets, when asked for and anything was logged
+    warmup_transactions: int = 0  # lines (done or not) that ended before the measured window
+    end_epoch: float | None = None  # when the last logged transaction ended
 
 
 def counts_index(latency_us: np.ndarray) -> np.ndarray:
@@ -145,9 +147,30 @@ class _Seconds:
             self.closed[t] = SecondBucket(t=t, count=int(counts.sum()), failed=failed, hist=encode(histogram_of_counts(counts)))
 
 
-def read_txlog(paths: list[Path], per_second: bool) -> TransactionLog:
-    """The whole run's latency histogram, the failed/skipped count and (per_second) the per-second series."""
+def first_start_epoch(paths: list[Path]) -> float | None:
+    """When the run's first logged transaction began: the earliest start in each file's first block
+    (each file is one pgbench thread, whose clients all start at once), or None for empty logs."""
+    starts = []
+    for path in paths:
+        if path.stat().st_size == 0:
+            continue
+        block = _File(path).next_block()
+        if block is not None:
+            latency, second, micro = block
+            done = latency >= 0
+            if np.any(done):
+                starts.append(int((second[done] * 1_000_000 + micro[done] - latency[done]).min()))
+    return min(starts) / 1_000_000 if starts else None
+
+
+def read_txlog(paths: list[Path], per_second: bool, since_epoch: float | None = None) -> TransactionLog:
+    """The run's latency histogram, the failed/skipped count and (per_second) the per-second series.
+
+    `since_epoch` starts the measured window (a warm-up left out): transactions that ended before it are
+    only counted (warmup_transactions), and the series starts there."""
     files = [_File(p) for p in paths if p.stat().st_size > 0]
+    since_us = None if since_epoch is None else round(since_epoch * 1_000_000)
+    warmup = 0
     total = np.zeros(_TEMPLATE.counts_len, dtype=np.int64)
     seconds = _Seconds()
     not_done, start_us, end_us = 0, None, None
@@ -161,6 +184,11 @@ def read_txlog(paths: list[Path], per_second: bool) -> TransactionLog:
             latency, second, micro = block
             ended_us = second * 1_000_000 + micro
             end_us = max(end_us or 0, int(ended_us.max()))
+            current.seen = int(second.max())
+            if since_us is not None and int(ended_us.min()) < since_us:
+                measured = ended_us >= since_us
+                warmup += len(measured) - int(np.count_nonzero(measured))
+                latency, second, ended_us = latency[measured], second[measured], ended_us[measured]
             done = latency >= 0
             failed = len(latency) - int(np.count_nonzero(done))
             if failed:  # rare: most logs have no failed or skipped line at all
@@ -173,7 +201,6 @@ def read_txlog(paths: list[Path], per_second: bool) -> TransactionLog:
             if len(index):
                 first = int((ended_us - latency).min())
                 start_us = first if start_us is None else min(start_us, first)
-            current.seen = int(second.max())
             if per_second:
                 seconds.add(done_second, index, second[~done] if failed else second[:0])
         if per_second:
@@ -182,9 +209,16 @@ def read_txlog(paths: list[Path], per_second: bool) -> TransactionLog:
     if per_second and seconds.closed:
         buckets = [seconds.closed[t] for t in sorted(seconds.closed)]
         assert end_us is not None  # seconds were closed: rows were read
+        start_epoch = start_us / 1_000_000 if start_us is not None else float(buckets[0].t)
         series = ShardSeries(
-            start_epoch=start_us / 1_000_000 if start_us is not None else float(buckets[0].t),
+            start_epoch=max(start_epoch, since_epoch) if since_epoch is not None else start_epoch,
             end_epoch=end_us / 1_000_000,
             seconds=buckets,
         )
-    return TransactionLog(histogram=histogram_of_counts(total), not_done=not_done, series=series)
+    return TransactionLog(
+        histogram=histogram_of_counts(total),
+        not_done=not_done,
+        series=series,
+        warmup_transactions=warmup,
+        end_epoch=end_us / 1_000_000 if end_us is not None else None,
+    )
