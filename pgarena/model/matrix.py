@@ -68,8 +68,8 @@ class Endpoint(Strict):
         None,
         max_length=1024,
         description="CA bundle (a PEM file where the worker and preflight run) to verify the server with "
-        "(verify-ca, verify-full); default: the bundle shipped with pgarena (the RDS global bundle plus the "
-        "system CAs in the worker image), else the system CAs",
+        "(verify-ca, verify-full); default: the system CAs plus the Amazon RDS CA bundle shipped with pgarena "
+        "(in the worker image and the functions)",
     )
     use_resolved_address: bool = Field(
         False,

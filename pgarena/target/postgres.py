@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import os
 import ssl
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import pg8000.dbapi
 
@@ -14,7 +14,9 @@ from pgarena.model.matrix import Endpoint
 from pgarena.target.credentials import resolve_password
 
 CONNECT_TIMEOUT_S = 10
-CA_BUNDLE_ENV = "PGARENA_CA_BUNDLE"
+# The Amazon RDS CA certificates (RDS global bundle, RDS Proxy roots), shipped in the package: the
+# functions' asset and the worker image hold it (vendored: tools/vendor-rds-ca-bundle.sh).
+RDS_CA_BUNDLE = Path(__file__).with_name("rds-global-bundle.pem")
 
 # Client sessions in pg_stat_activity. Without pg_read_all_stats a role sees other roles' backend_type
 # as NULL; such rows with a database and a user are counted as client sessions (an autovacuum worker
@@ -25,22 +27,20 @@ CLIENT_SESSIONS = (
 )
 
 
-def ca_bundle(endpoint: Endpoint) -> str | None:
-    """The CA file a verifying connection trusts: the endpoint's, else the one shipped where pgarena
-    runs (PGARENA_CA_BUNDLE: the worker image's RDS global bundle plus the system CAs), else None."""
-    return endpoint.sslrootcert or os.environ.get(CA_BUNDLE_ENV) or None
-
-
-def _ssl_context(sslmode: str, cafile: str | None = None) -> ssl.SSLContext | None:
+def _ssl_context(sslmode: str, sslrootcert: str | None = None) -> ssl.SSLContext | None:
+    """libpq's sslmode for pg8000. A verifying mode trusts the endpoint's `sslrootcert` alone, as libpq does;
+    without one, the system CAs and the RDS bundle (libpq in the worker image: PGSSLROOTCERT, the same two)."""
     if sslmode in ("disable", "allow", "prefer"):
         return None
-    context = ssl.create_default_context(cafile=cafile)
+    context = ssl.create_default_context(cafile=sslrootcert)
     if sslmode == "require":
         # libpq's "require" encrypts without verifying the certificate.
         context.check_hostname = False
         context.verify_mode = ssl.CERT_NONE
-    elif sslmode == "verify-ca":
-        context.check_hostname = False
+        return context
+    if sslrootcert is None:
+        context.load_verify_locations(cafile=RDS_CA_BUNDLE)
+    context.check_hostname = sslmode == "verify-full"
     return context
 
 
@@ -63,7 +63,7 @@ def connect(endpoint: Endpoint, application_name: str = "pgarena") -> Iterator[p
             database=endpoint.dbname,
             user=endpoint.user,
             password=password,
-            ssl_context=_ssl_context(endpoint.sslmode, ca_bundle(endpoint)),
+            ssl_context=_ssl_context(endpoint.sslmode, endpoint.sslrootcert),
             timeout=CONNECT_TIMEOUT_S,
             application_name=application_name,
         )

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from pgarena.local import assets
+from pgarena.target.postgres import RDS_CA_BUNDLE
 from pgarena_cdk import bundling, constants
 from tests.infrastructure import template as cfn
 
@@ -166,3 +167,15 @@ def test_layer_key_changes_with_the_requirements_and_the_platform():
 
     # Then every layer gets its own cache entry
     assert len(keys) == 4
+
+
+def test_preflight_asset_ships_the_rds_ca_bundle_it_verifies_with(synth):
+    # Given preflight's synthesized code asset
+    function = cfn.function(synth, constants.PREFLIGHT.handler)
+    code = synth.asset_dir(function["Code"]["S3Key"].removesuffix(".zip"))
+
+    # When looking where pgarena.target.postgres loads the RDS bundle from (sslmode verify-* without sslrootcert)
+    shipped = code / RDS_CA_BUNDLE.relative_to(REPO_ROOT)
+
+    # Then the asset holds the vendored bundle as it is
+    assert shipped.read_bytes() == RDS_CA_BUNDLE.read_bytes()

@@ -112,6 +112,15 @@ def test_verify_full_refuses_another_ca_or_a_name_the_certificate_does_not_carry
         pass
 
 
+def test_verify_full_without_sslrootcert_trusts_the_system_and_rds_cas_only(tls_server):
+    # Given the endpoint without a CA file of its own: the system CAs and the shipped RDS bundle apply
+    endpoint, _ = tls_server
+
+    # When connecting / Then the server's own CA, in neither, is refused
+    with pytest.raises(PgarenaError, match=r"certificate"), connect(endpoint.model_copy(update={"sslrootcert": None})):
+        pass
+
+
 def test_the_tools_verify_against_the_same_bundle(tls_server):
     endpoint, folder = tls_server
 

@@ -1,0 +1,75 @@
+"""The Amazon RDS CA bundle pgarena ships, and what a verifying connection trusts with and without an
+endpoint's own sslrootcert (pg8000's TLS context, as libpq's sslmode means it)."""
+
+from __future__ import annotations
+
+import datetime
+import ssl
+
+import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+
+from pgarena.target.postgres import RDS_CA_BUNDLE, _ssl_context
+
+
+def _common_names(certificates: list[x509.Certificate]) -> set[str]:
+    return {str(c.subject.get_attributes_for_oid(NameOID.COMMON_NAME)[0].value) for c in certificates}
+
+
+# Starfield Services Root CA G2 (RDS Proxy's chain) has serial number 0, which cryptography warns about.
+@pytest.mark.filterwarnings("ignore:Parsed a serial number")
+def test_the_shipped_bundle_holds_the_rds_roots_of_every_kind():
+    # Given the vendored bundle / When parsing it
+    certificates = x509.load_pem_x509_certificates(RDS_CA_BUNDLE.read_bytes())
+
+    # Then it holds the regional roots of the current CAs (rds-ca-rsa2048-g1, rsa4096, ecc384) and RDS Proxy's
+    names = _common_names(certificates)
+    assert {
+        "Amazon RDS us-east-1 Root CA RSA2048 G1",
+        "Amazon RDS eu-west-1 Root CA RSA4096 G1",
+        "Amazon RDS ap-southeast-2 Root CA ECC384 G1",
+        "Amazon Root CA 1",
+    } <= names
+    assert all(c.extensions.get_extension_for_class(x509.BasicConstraints).value.ca for c in certificates)
+
+
+def test_verify_full_without_sslrootcert_trusts_the_rds_bundle_and_checks_the_name():
+    # Given an endpoint asking for verify-full with no CA file of its own / When building its TLS context
+    context = _ssl_context("verify-full", None)
+
+    # Then the RDS roots are trusted (besides the system CAs) and the host name is verified
+    assert context is not None
+    loaded = {dict(entry[0] for entry in ca["subject"]).get("commonName") for ca in context.get_ca_certs()}
+    assert "Amazon RDS us-east-1 Root CA RSA2048 G1" in loaded
+    assert (context.verify_mode, context.check_hostname) == (ssl.CERT_REQUIRED, True)
+
+
+def test_an_endpoints_own_sslrootcert_is_the_only_trust(tmp_path):
+    # Given a CA file of the endpoint's own
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "own CA")])
+    now = datetime.datetime.now(datetime.UTC)
+    ca = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(1)
+        .not_valid_before(now - datetime.timedelta(days=1))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    path = tmp_path / "ca.pem"
+    path.write_bytes(ca.public_bytes(serialization.Encoding.PEM))
+
+    # When building verify-ca's context with it
+    context = _ssl_context("verify-ca", str(path))
+
+    # Then that CA alone is trusted, and the name is not checked (verify-ca)
+    assert context is not None
+    assert [dict(entry[0] for entry in c["subject"])["commonName"] for c in context.get_ca_certs()] == ["own CA"]
+    assert (context.verify_mode, context.check_hostname) == (ssl.CERT_REQUIRED, False)
