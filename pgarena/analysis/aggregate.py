@@ -24,6 +24,7 @@ from pgarena.model.plan import Plan, PlannedTarget, Step
 from pgarena.model.replication import ReplicationResult
 from pgarena.model.results import (
     CampaignResults,
+    HarnessCost,
     LoadResult,
     ReplicationPoint,
     Scenarios,
@@ -115,6 +116,7 @@ class _ShardedCommon(TypedDict):
     shards: list[ShardResult]
     phase: int | None
     raw: list[str]
+    harness: HarnessCost | None
 
 
 def _sharded_result(
@@ -154,6 +156,7 @@ def _sharded_result(
         shards=shards,
         phase=step.phase,
         raw=[path for s in shards for path in s.raw],
+        harness=total_cost([summaries[i].harness for i in shard_ids if i in summaries]),
     )
     failed = [s for s in shards if s.status == "failed"]
     if not ran:
@@ -193,6 +196,21 @@ def _sharded_result(
         replication=replication,
         error=degraded,
         **common,
+    )
+
+
+def total_cost(costs: list[HarnessCost | None]) -> HarnessCost | None:
+    """Several workers' costs as one: times and CPU-seconds summed (what was spent), the largest peak RSS."""
+    known = [c for c in costs if c is not None]
+    if not known:
+        return None
+    peaks = [c.peak_rss_mib for c in known if c.peak_rss_mib is not None]
+    return HarnessCost(
+        wall_s=round(sum(c.wall_s for c in known), 3),
+        cpu_s=round(sum(c.cpu_s for c in known), 3),
+        tool_cpu_s=round(sum(c.tool_cpu_s for c in known), 3),
+        log_processing_s=round(sum(c.log_processing_s for c in known), 3),
+        peak_rss_mib=max(peaks) if peaks else None,
     )
 
 
@@ -278,6 +296,7 @@ def _target_result(
                 rate_tps=_rate_tps(step),
                 incidents=_rate_incidents(step, summary) if status == "succeeded" else [],
                 worker=summary.worker if summary else None,
+                harness=summary.harness if summary else None,
                 raw=raw,
                 error=error if status == "failed" else None,
             )
@@ -302,6 +321,7 @@ def _target_result(
         server=outcome.server if outcome else None,
         hourly_cost_usd=planned.hourly_cost_usd,
         rtt_ms=median_rtt_ms([s.worker for s in summaries.values() if s.target == planned.name]),
+        harness=total_cost([s.harness for s in summaries.values() if s.target == planned.name]),
         loads=loads,
         workloads=workloads,
     )

@@ -105,6 +105,24 @@ class WorkerFacts(BaseModel):
     notes: list[str] = Field(default_factory=list, description="facts that could not be read, and why")
 
 
+class HarnessCost(BaseModel):
+    """What the worker itself cost while it ran a step, apart from the tool: a user can see the harness
+    did not disturb the measurement. CPU from getrusage: RUSAGE_SELF (the worker process: its monitor,
+    streaming, uploads, parsing) and RUSAGE_CHILDREN (the tool, once it exited)."""
+
+    wall_s: float = Field(description="the worker's time on the step, from reading it to writing its summary")
+    cpu_s: float = Field(description="CPU-seconds (user + system) of the worker process itself, the tool left out")
+    tool_cpu_s: float = Field(description="CPU-seconds of the tool (and any other child process the worker ran)")
+    log_processing_s: float = Field(description="wall time turning the tool's output and per-transaction log into figures")
+    peak_rss_mib: float | None = Field(None, description="the worker process's peak resident memory")
+
+    @property
+    def share(self) -> float | None:
+        """The worker's part of the CPU it and the tool used together."""
+        spent = self.cpu_s + self.tool_cpu_s
+        return self.cpu_s / spent if spent > 0 else None
+
+
 class StepSummary(BaseModel):
     """What one worker task measured; stored in DynamoDB and traceable to `raw`."""
 
@@ -139,6 +157,7 @@ class StepSummary(BaseModel):
     connections: ConnectionReport | None = None
     replication: ReplicationResult | None = Field(None, description="replicas' lag and catch-up after the run")
     worker: WorkerFacts | None = Field(None, description="the load generator's machine and its round trip to the database")
+    harness: HarnessCost | None = Field(None, description="what the worker itself cost, apart from the tool")
     raw: list[str] = Field(default_factory=list, description="S3 keys of the raw output")
     error: ErrorInfo | None = None
 
@@ -211,6 +230,7 @@ class WorkloadResult(BaseModel):
         default_factory=list, description="e.g. rate_not_sustained: the asked rate was not delivered"
     )
     worker: WorkerFacts | None = Field(None, description="the load generator (the first shard's, when sharded)")
+    harness: HarnessCost | None = Field(None, description="what the worker(s) cost apart from the tool, summed over shards")
     raw: list[str] = Field(default_factory=list, description="paths relative to the campaign folder")
     error: ErrorInfo | None = None
 
@@ -236,6 +256,7 @@ class TargetResult(BaseModel):
     server: ServerInfo | None = None
     hourly_cost_usd: float | None = None
     rtt_ms: float | None = Field(None, description="median of the workers' median round trips to the database")
+    harness: HarnessCost | None = Field(None, description="what its workers cost apart from the tools, every step summed")
     loads: list[LoadResult] = Field(default_factory=list)
     workloads: list[WorkloadResult] = Field(default_factory=list)
     points: list[PointStats] = Field(

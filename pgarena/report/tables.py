@@ -110,6 +110,9 @@ def workloads_table(report: Report) -> Table:
         "catch_up_s",
         "sustainable_tps",
         "warmup_s",
+        "harness_cpu_s",
+        "tool_cpu_s",
+        "log_processing_s",
     ]
     rows = []
     for t in report.results.targets:
@@ -146,6 +149,9 @@ def workloads_table(report: Report) -> Table:
                     w.replication.catch_up_s if w.replication else None,
                     w.replication.sustainable_tps if w.replication else None,
                     w.warmup_s,
+                    w.harness.cpu_s if w.harness else None,
+                    w.harness.tool_cpu_s if w.harness else None,
+                    w.harness.log_processing_s if w.harness else None,
                 ]
             )
     return header, rows

@@ -40,6 +40,7 @@ from pgarena.target.monitor import Monitor
 from pgarena.target.replication import LAG_SERIES, ReplicationMonitor
 from pgarena.target.restarts import RESTART_SUSPECTS, RESTART_WAIT_S, read_postmaster_start, restart_evidence
 from pgarena.tools.runner import KILLED, TOOL_RUNNERS, Measured, tool_environment
+from pgarena.worker.cost import CostMeter
 from pgarena.worker.facts import worker_facts
 
 if TYPE_CHECKING:
@@ -182,6 +183,7 @@ def _gzip(path: Path) -> Path:
 
 
 def run_step(step: Step, store: ResultStore, workdir: Path, upload_every_s: float = UPLOAD_EVERY_S) -> StepSummary:
+    meter = CostMeter()
     tool = TOOL_RUNNERS[step.tool]
     password = resolve_password(step.endpoint)
     redactor = Redactor([password])
@@ -226,7 +228,8 @@ def run_step(step: Step, store: ResultStore, workdir: Path, upload_every_s: floa
             series_key = store.put_file(f"{step.raw_prefix}/monitor.jsonl", monitor.series_path, "application/x-ndjson")
             connections = connections.model_copy(update={"raw": series_key})
             raw.append(series_key)
-    measured = tool.measure(step, raw_path.read_text(errors="replace"), exit_code, workdir)
+    with meter.log_processing():
+        measured = tool.measure(step, raw_path.read_text(errors="replace"), exit_code, workdir)
     measured.error = with_lock_waits(measured.error, connections)
     # A step that failed the way a restart makes steps fail waits a little for the server to answer
     # again, to tell a restart (a crash, a failover) from an outage; any other step is checked once
@@ -257,6 +260,7 @@ def run_step(step: Step, store: ResultStore, workdir: Path, upload_every_s: floa
                 "raw": [*summary.raw, lag_key],
             }
         )
+    summary = summary.model_copy(update={"harness": meter.cost()})
     store.put_json(f"{step.raw_prefix}/summary.json", summary.model_dump(mode="json"))
     store.put_summary(summary)
     logger.info("step finished", step_id=step.step_id, status=summary.status, tps=summary.tps, wall_s=summary.wall_s)

@@ -115,6 +115,26 @@ def test_results_json_follows_the_contract(campaign_run):
     assert {"rank", "target", "score", "basis"} <= set(data["ranking"][0])
 
 
+def test_the_harness_cost_is_recorded_per_run_and_per_target(campaign_run):
+    run, _ = campaign_run
+    for name in ("durable", "async"):
+        t = target(run, name)
+        (w,) = t.workloads
+        cost, cores = w.harness, w.worker.cpu_count
+        # The worker's own CPU and the tool's were both counted, each below what the cores could give
+        assert cost is not None and cores >= 1
+        assert 0 <= cost.cpu_s <= cost.wall_s * cores
+        assert 0 < cost.tool_cpu_s <= cost.wall_s * cores
+        assert 0 <= cost.log_processing_s <= cost.wall_s
+        assert cost.peak_rss_mib > 0
+        # The target's cost adds its load step's to the run's
+        assert t.harness.cpu_s >= cost.cpu_s and t.harness.wall_s > cost.wall_s
+        # as the worker wrote it in the step's summary, next to its raw output
+        step_dir = (run.results_dir / w.raw[0]).parent
+        assert json.loads((step_dir / "summary.json").read_text())["harness"]["cpu_s"] == cost.cpu_s
+    assert "harness CPU" in (run.results_dir / "report.html").read_text()
+
+
 def test_load_time_is_recorded_with_its_phases(campaign_run):
     run, _ = campaign_run
     (load,) = target(run, "durable").loads
