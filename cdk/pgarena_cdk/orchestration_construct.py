@@ -51,7 +51,7 @@ class OrchestrationConstruct(Construct):
 
         # Preflight connects to the targets from the workers' subnets and security groups: it reaches a
         # private database as they do, and leaves through the same NAT (the IP a firewall allows).
-        self.validate_function = self._build_function(constants.VALIDATE, environment={})
+        self.validate_function = self._build_function(constants.VALIDATE, environment=results_env)
         self.preflight_function = self._build_function(constants.PREFLIGHT, environment=results_env, placement=placement)
         self.launch_worker_function = self._build_function(
             constants.LAUNCH_WORKER, environment={**results_env, **self._launcher_environment(placement, compute)}

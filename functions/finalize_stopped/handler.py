@@ -49,6 +49,7 @@ def handler(event: StatusChange, context: LambdaContext) -> dict[str, Any]:
         ledger=Ledger(dynamodb, env.results_table),
         leases=lease_store(dynamodb, env.results_table, env.lease_dir),
         ending=ENDINGS[event.detail.status],
+        execution_name=event.detail.executionArn.rsplit(":", 1)[1],  # the campaign id of a bare matrix's execution
     )
     if results is None:  # it stopped before it had a plan: nothing was leased, booked or run
         logger.info("stopped before planning", execution=event.detail.executionArn)

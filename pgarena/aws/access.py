@@ -53,6 +53,8 @@ LEASES = ItemKind("connection leases", "lease#")
 BARRIERS = ItemKind("start barriers", "barrier#")
 LEDGER = ItemKind("cost ledger", "ledger#")
 ITEM_KINDS = (SUMMARIES, LEASES, BARRIERS, LEDGER)
+# The kinds whose partition is one campaign's: an id with any such item is in use.
+CAMPAIGN_ITEM_KINDS = (SUMMARIES, BARRIERS)
 
 # Sort keys within a partition.
 STEP_SK_PREFIX = "step#"
@@ -98,9 +100,11 @@ class ObjectKind:
 RAW_OUTPUT = ObjectKind("raw output", (layout.raw_prefix("*") + "*",))
 PREFLIGHT_EVIDENCE = ObjectKind("preflight evidence", (layout.evidence_key("*", "*"),))
 RESULTS = ObjectKind("results.json", (layout.results_key("*"),))
+# Everything a campaign wrote, listed (never read) to tell whether a campaign id is in use.
+CAMPAIGN_FILES = ObjectKind("a campaign's files", (layout.campaign_prefix("*"),))
 REPORTS = ObjectKind("reports", tuple(layout.report_key("*", f"*{suffix}") for suffix in layout.REPORT_SUFFIXES))
 SCHEDULE_MATRICES = ObjectKind("schedule matrices", (layout.matrix_key("*"),))
-OBJECT_KINDS = (RAW_OUTPUT, PREFLIGHT_EVIDENCE, RESULTS, REPORTS, SCHEDULE_MATRICES)
+OBJECT_KINDS = (RAW_OUTPUT, PREFLIGHT_EVIDENCE, RESULTS, CAMPAIGN_FILES, REPORTS, SCHEDULE_MATRICES)
 
 
 class Action(StrEnum):
@@ -155,8 +159,13 @@ A = Action
 # (the ledger's TransactWriteItems) are authorized per item as PutItem / UpdateItem.
 ACCESS: Mapping[Component, tuple[Grant, ...]] = MappingProxyType(
     {
-        # Plans from the matrix alone.
-        Component.VALIDATE: (),
+        # Plans from the matrix; first refuses a campaign id in use (ResultStore.campaign_traces: one
+        # listing of the campaign's prefix, one query per campaign partition).
+        Component.VALIDATE: (
+            BucketGrant(CAMPAIGN_FILES, (A.LIST_BUCKET,)),
+            TableGrant(SUMMARIES, (A.QUERY,)),
+            TableGrant(BARRIERS, (A.QUERY,)),
+        ),
         # Ledger.book / record_refusal: reads the month's total and the campaign's entry, puts the
         # entry, adds to the total.
         Component.COST_GUARD: (TableGrant(LEDGER, (A.GET_ITEM, A.PUT_ITEM, A.UPDATE_ITEM)),),
@@ -178,8 +187,11 @@ ACCESS: Mapping[Component, tuple[Grant, ...]] = MappingProxyType(
             BucketGrant(REPORTS, (A.PUT_OBJECT,)),
         ),
         # An execution stopped, failed or timed out ends through the same finalize as aggregate's, and
-        # gives its leases back (LeaseStore.release: read, then a conditional put).
+        # gives its leases back (LeaseStore.release: read, then a conditional put). Stopped before
+        # Validate answered, it first looks whether its campaign id is another's (campaign_traces).
         Component.FINALIZE_STOPPED: (
+            BucketGrant(CAMPAIGN_FILES, (A.LIST_BUCKET,)),
+            TableGrant(BARRIERS, (A.QUERY,)),
             TableGrant(SUMMARIES, (A.QUERY,)),
             TableGrant(LEDGER, (A.GET_ITEM, A.UPDATE_ITEM)),
             TableGrant(LEASES, (A.GET_ITEM, A.PUT_ITEM)),

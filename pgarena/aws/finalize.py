@@ -19,6 +19,7 @@ from pgarena.aws.ledger import CostDecision, Ledger, settle_campaign
 from pgarena.aws.store import ResultStore
 from pgarena.model import layout
 from pgarena.model.errors import PgarenaError
+from pgarena.model.execution import execution_request
 from pgarena.model.matrix import MatrixError, parse_campaign
 from pgarena.model.outcomes import TargetOutcome
 from pgarena.model.plan import Plan
@@ -70,15 +71,23 @@ def finalize(
     return results, layout.results_key(plan.campaign_id), reports
 
 
-def _planned_from_input(history: list[dict[str, Any]]) -> Plan | None:
+# Fail states reached when Validate And Plan refused the execution: nothing of it was planned, and its
+# campaign id may be another campaign's (Campaign Id In Use), whose results must stay as they are.
+REFUSED_AT_VALIDATE = ("Matrix Invalid", "Campaign Id In Use")
+
+
+def _planned_from_input(history: list[dict[str, Any]], execution_name: str) -> Plan | None:
     """The plan Validate And Plan would have made, from the execution's input: an execution stopped
-    before Validate answered has leased and booked nothing, but its targets are still listed."""
+    before Validate answered has leased and booked nothing, but its targets are still listed. None when
+    Validate refused it."""
+    if any((event.get("stateEnteredEventDetails") or {}).get("name") in REFUSED_AT_VALIDATE for event in history):
+        return None
     for event in history:
         details = event.get("executionStartedEventDetails")
         if details:
             try:
-                started = json.loads(details.get("input") or "{}")
-                return plan_campaign(parse_campaign(started["matrix"]), started["campaign_id"])
+                request = execution_request(json.loads(details.get("input") or "{}"), execution_name)
+                return plan_campaign(parse_campaign(request.matrix), request.campaign_id)
             except (ValueError, KeyError, TypeError, MatrixError, PgarenaError):
                 return None
     return None
@@ -92,13 +101,17 @@ def finalize_stopped(
     ledger: Ledger | None,
     leases: Leases,
     ending: Ending,
+    execution_name: str,
 ) -> CampaignResults | None:
     """An execution that never reached Aggregate And Rank (stopped, failed, timed out): rebuild its
     outcomes from the history and finalize. None when it had no valid plan (nothing was leased or run)."""
     recorded = Recorded(history)
-    plan = recorded.plan or _planned_from_input(history)
+    plan = recorded.plan
     if plan is None:
-        return None
+        plan = _planned_from_input(history, execution_name)
+        # Validate had not answered: an id that already has files is another campaign's, never overwritten.
+        if plan is None or store.campaign_traces(plan.campaign_id):
+            return None
     cost = CostDecision.model_validate(recorded.cost) if recorded.cost else None
     results, _, _ = finalize(plan, recorded.outcomes(), store, started_at, cost=cost, ledger=ledger, leases=leases, ending=ending)
     return results

@@ -95,6 +95,22 @@ class ResultStore:
         )
         return [StepSummary.model_validate_json(unmarshal(item)["summary"]) for page in pages for item in page["Items"]]
 
+    def campaign_traces(self, campaign_id: str) -> list[str]:
+        """What the campaign id already has: an object under its prefix (results, plan, raw output), or an
+        item of its partitions (the workers' summaries, start barriers). Empty: the id is free."""
+        found = []
+        listed = self.s3.list_objects_v2(Bucket=self.bucket, Prefix=layout.campaign_prefix(campaign_id), MaxKeys=1)
+        found += [f"s3://{self.bucket}/{item['Key']}" for item in listed.get("Contents", [])]
+        for kind in access.CAMPAIGN_ITEM_KINDS:
+            items = self.dynamodb.query(
+                TableName=self.table,
+                KeyConditionExpression="pk = :pk",
+                ExpressionAttributeValues=marshal({":pk": kind.pk(campaign_id)}),
+                Limit=1,
+            )["Items"]
+            found += [f"{kind.name} ({kind.pk(campaign_id)})" for _ in items]
+        return found
+
     def keys(self, prefix: str) -> list[str]:
         """Every object key under `prefix` (e.g. a campaign's raw output, to find what a lost worker left)."""
         pages = self.s3.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=prefix)

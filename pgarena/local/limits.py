@@ -3,8 +3,8 @@
 - Step Functions: a state's input or output, and an execution's input, at most 256 KiB (UTF-8 bytes);
   past it the execution fails with States.DataLimitExceeded, which no Catch can handle.
 - An inline Map runs at most 40 iterations at once: MaxConcurrency 0 (unlimited) or above 40 behaves
-  as 40. moto runs them all: the strict runtime caps the definition, and refuses a plan whose shards
-  or phase must all start together beyond it (the start barrier would never fill in AWS).
+  as 40. moto runs them all: the strict runtime caps the definition. What must start together beyond
+  it (a step's workers, a consolidation phase's targets) is refused by validation (pgarena.model.matrix).
 - RunTask container overrides at most 8,192 characters: pgarena.local.endpoints.EcsEndpoint refuses more.
 """
 
@@ -15,14 +15,13 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pgarena.model.plan import Plan
-from pgarena.planning.shards import shard
+from pgarena.model.matrix import MAX_STARTED_TOGETHER
 
 # https://docs.aws.amazon.com/step-functions/latest/dg/service-quotas.html (Maximum input or output size)
 MAX_PAYLOAD_BYTES = 262_144
 DATA_LIMIT_ERROR = "States.DataLimitExceeded"
 # https://docs.aws.amazon.com/step-functions/latest/dg/state-map-inline.html (concurrency limit)
-MAX_INLINE_MAP_CONCURRENCY = 40
+MAX_INLINE_MAP_CONCURRENCY = MAX_STARTED_TOGETHER
 # The Map states whose iterations must run together: a step's shards, and a consolidation phase's targets.
 SHARDS_MAP = "Run Shards Together"
 TARGETS_MAP = "Benchmark Targets"
@@ -100,27 +99,3 @@ def capped_definition(asl: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
             notes.append(f"{name}: MaxConcurrency {state['MaxConcurrency']} runs as {MAX_INLINE_MAP_CONCURRENCY} in AWS")
             state["MaxConcurrency"] = MAX_INLINE_MAP_CONCURRENCY
     return capped, notes
-
-
-def fan_out_problems(plan: Plan) -> list[str]:
-    """What in the plan must start together beyond what an inline Map starts at once in AWS."""
-    problems = []
-    for phase in plan.phases:
-        for target in phase.targets:
-            for step in target.steps:
-                shards = len(shard(step).shards)  # as preflight splits it (before any connection budget)
-                if shards > MAX_INLINE_MAP_CONCURRENCY:
-                    problems.append(
-                        f"step {step.step_id} has {shards} shards that start together, but the "
-                        f"inline Map '{SHARDS_MAP}' runs at most {MAX_INLINE_MAP_CONCURRENCY} iterations at once in AWS: "
-                        f"the others would start after the start barrier gave up (set run.workers to at most "
-                        f"{MAX_INLINE_MAP_CONCURRENCY})"
-                    )
-        together = {step.phase_barrier.size for t in phase.targets for step in t.steps if step.phase_barrier}
-        limit = effective_concurrency(phase.concurrency)
-        if any(size > limit for size in together):
-            problems.append(
-                f"phase {phase.phase} runs {max(together)} targets at once, but the inline Map '{TARGETS_MAP}' runs at "
-                f"most {limit} iterations at once in AWS (MaxConcurrency {phase.concurrency})"
-            )
-    return sorted(set(problems))

@@ -43,6 +43,7 @@ class ErrorKind(StrEnum):
     PREFLIGHT_FAILED = "preflight_failed"
     # Decisions made before any load
     INVALID_MATRIX = "invalid_matrix"
+    CAMPAIGN_EXISTS = "campaign_exists"
     BUDGET_REFUSED = "budget_refused"
     COST_CAP_REFUSED = "cost_cap_refused"
     # Workers and the tools they run
@@ -120,6 +121,12 @@ class PreflightFailed(PgarenaError):
 
 class InvalidMatrix(PgarenaError):
     kind = ErrorKind.INVALID_MATRIX
+
+
+class CampaignExists(PgarenaError):
+    """The campaign id already has results, a plan or items: a second campaign under it would overwrite them."""
+
+    kind = ErrorKind.CAMPAIGN_EXISTS
 
 
 class BudgetRefused(PgarenaError):

@@ -31,6 +31,13 @@ MAX_NESTING = 32  # a valid matrix is 7 levels deep
 # the task token (up to 2,048), the other variables and the step's own fields take the reserve.
 RUNTASK_OVERRIDES_LIMIT_CHARS = 8_192
 RUNTASK_RESERVED_CHARS = 3_800
+# AWS Step Functions' inline Map runs at most 40 iterations at once: a step's workers (and a consolidation
+# phase's targets) start together only up to that; the others would start after the start barrier gave up.
+MAX_STARTED_TOGETHER = 40
+FAN_OUT_REASON = (
+    f"AWS Step Functions starts at most {MAX_STARTED_TOGETHER} iterations of an inline Map at once, so only "
+    f"{MAX_STARTED_TOGETHER} workers can meet at the start barrier"
+)
 # The execution's state (the matrix, its plan, the outcomes) must fit Step Functions' 256 KB; outcomes
 # (and failure messages) get the reserve.
 STATE_LIMIT_BYTES = 262_144
@@ -329,7 +336,9 @@ class PgbenchRun(Strict):
         description="leave the run's first seconds out of every figure (tps, percentiles, progress, stability); "
         "counted within duration_s",
     )
-    workers: int = Field(1, ge=1, le=256, description="split the clients across this many workers started together")
+    workers: int = Field(
+        1, ge=1, description=f"split the clients across this many workers started together (at most {MAX_STARTED_TOGETHER})"
+    )
     max_clients_per_worker: int | None = Field(
         None, ge=1, le=MAX_CLIENTS, description="or: as many workers as it takes to keep each at or under this many clients"
     )
@@ -346,6 +355,13 @@ class PgbenchRun(Strict):
             raise ValueError(f"client counts must be between 1 and {MAX_CLIENTS:,}")
         if len(set(counts)) != len(counts):
             raise ValueError("client counts in a sweep must be distinct")
+        return value
+
+    @field_validator("workers")
+    @classmethod
+    def _started_together(cls, value: int) -> int:
+        if value > MAX_STARTED_TOGETHER:
+            raise ValueError(f"at most {MAX_STARTED_TOGETHER} workers: {FAN_OUT_REASON}")
         return value
 
     @model_validator(mode="after")
@@ -441,6 +457,11 @@ class Consolidation(Strict):
     def _increasing(cls, value: list[int]) -> list[int]:
         if value[0] < 1 or any(b <= a for a, b in zip(value, value[1:])):
             raise ValueError("steps must be target counts >= 1, in increasing order")
+        if value[-1] > MAX_STARTED_TOGETHER:
+            raise ValueError(
+                f"at most {MAX_STARTED_TOGETHER} targets at once: AWS Step Functions starts at most "
+                f"{MAX_STARTED_TOGETHER} iterations of an inline Map at once, so only that many runs meet at the phase's barrier"
+            )
         return value
 
 
@@ -615,6 +636,18 @@ def _runtime_problems(campaign: Campaign) -> list[Problem]:
     """What validates field by field but cannot run: a worker's step outgrowing its RunTask overrides, or the
     plan outgrowing the execution's Step Functions state."""
     problems = []
+    for w, workload in enumerate(campaign.workloads):
+        if isinstance(workload, PgbenchWorkload) and workload.run.max_clients_per_worker:
+            widest = max(-(-c // workload.run.max_clients_per_worker) for c in workload.run.client_counts)
+            if widest > MAX_STARTED_TOGETHER:
+                problems.append(
+                    Problem(
+                        path=f"$.workloads[{w}].run.max_clients_per_worker",
+                        message=f"makes {widest} workers for {max(workload.run.client_counts):,} clients, at most "
+                        f"{MAX_STARTED_TOGETHER}: {FAN_OUT_REASON}; raise it to at least "
+                        f"{-(-max(workload.run.client_counts) // MAX_STARTED_TOGETHER)}",
+                    )
+                )
     step_budget = RUNTASK_OVERRIDES_LIMIT_CHARS - RUNTASK_RESERVED_CHARS
     workload_chars = [_encoded_chars(w.model_dump(mode="json")) for w in campaign.workloads]
     target_chars = [

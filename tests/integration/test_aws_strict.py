@@ -122,6 +122,34 @@ def test_a_cost_capped_campaign_runs_green(runtime):
     assert run.results.cost.refused is None and 0 < run.results.cost.estimated_usd <= 5.0
 
 
+def test_a_bare_matrix_runs_and_its_campaign_id_cannot_be_reused(runtime):
+    # Given a campaign started, as `aws stepfunctions start-execution --input file://matrix.json` starts it,
+    # with the bare matrix: its campaign id is the execution's name
+    first = runtime.start(parse_campaign(COST_CAPPED))
+    execution_input = json.loads(runtime.sfn.describe_execution(executionArn=first.arn)["input"])
+    assert execution_input["campaign"] == "strict-capped" and "campaign_id" not in execution_input
+    done = runtime.wait(first)
+    assert done.status == "SUCCEEDED" and done.results.campaign_id == first.arn.rsplit(":", 1)[1] == first.campaign_id
+    kept = runtime.store.get_json(f"{first.campaign_id}/results.json")
+
+    # When another execution asks for the same campaign id
+    again = runtime.sfn.start_execution(
+        stateMachineArn=runtime.machine_arn,
+        name=f"reuse-{first.campaign_id}"[:80],
+        input=json.dumps({"campaign_id": first.campaign_id, "matrix": execution_input}),
+    )["executionArn"]
+    run = runtime.wait(replace(first, arn=again, results_dir=runtime.out_dir / "reuse", t0=time.monotonic()))
+
+    # Then Validate And Plan refuses it, naming the id, before any target is touched or any worker starts
+    assert run.status == "FAILED" and run.error.startswith("CampaignExists: ")
+    assert f"campaign id '{first.campaign_id}' is already used" in run.error
+    pages = runtime.sfn.get_paginator("get_execution_history").paginate(executionArn=again)
+    entered = {e["stateEnteredEventDetails"]["name"] for p in pages for e in p["events"] if "stateEnteredEventDetails" in e}
+    assert "Campaign Id In Use" in entered and "Preflight Target" not in entered and "Run Worker Task" not in entered
+    # And the first campaign's results are as it wrote them (finalize_stopped left them alone)
+    assert runtime.store.get_json(f"{first.campaign_id}/results.json") == kept
+
+
 def test_a_handler_runs_from_its_asset_not_from_the_virtualenv(function_assets, tmp_path):
     # Given aggregate's asset with a layer lacking hdrhistogram, which this virtualenv has
     assert importlib.util.find_spec("hdrh") is not None

@@ -20,7 +20,7 @@ from moto import mock_aws
 from pgarena.aws import access
 from pgarena.aws.access import ACCESS, BUCKET_ACTIONS, Action, BucketGrant, Component, TableGrant, allows
 from pgarena.aws.barrier import wait_at_barrier
-from pgarena.aws.finalize import finalize
+from pgarena.aws.finalize import finalize, finalize_stopped
 from pgarena.aws.leases import LeaseStore, holder_id, lease_key
 from pgarena.aws.ledger import CostDecision, Ledger
 from pgarena.aws.store import ResultStore, create_results_table
@@ -187,6 +187,19 @@ def _record(aws: Recorder, component: Component, plan) -> list[Call]:
             event = {"campaign_id": plan.campaign_id, "started_at": started_at, "plan": plan.model_dump(mode="json")}
             _handler("aggregate")({**event, "outcomes": outcomes, "cost": cost})
         else:  # what finalize_stopped does with the outcomes it reads back from the execution's history
+            matrix = json.loads((FIXTURES / "matrices" / "minimal.json").read_text())
+            matrix["targets"] = matrix["targets"][:1]
+            started = {"executionStartedEventDetails": {"input": json.dumps(matrix)}}
+            # stopped before Validate answered: is the id another campaign's?
+            finalize_stopped(
+                [started],
+                started_at,
+                store,
+                ledger=None,
+                leases=LeaseStore(store.dynamodb, TABLE),
+                ending="failed",
+                execution_name="c9",
+            )
             finalize(
                 plan,
                 [TargetOutcome.model_validate(o) for o in outcomes],
@@ -197,6 +210,10 @@ def _record(aws: Recorder, component: Component, plan) -> list[Call]:
                 leases=LeaseStore(store.dynamodb, TABLE),
                 ending="cancelled",
             )
+    elif component is Component.VALIDATE:
+        matrix = json.loads((FIXTURES / "matrices" / "minimal.json").read_text())
+        matrix["targets"] = matrix["targets"][:1]  # the endpoint target: AWS plans have no embedded ones
+        _handler("validate")({"input": matrix, "execution_name": plan.campaign_id})
     elif component is Component.START_CAMPAIGN:
         sfn = boto3.client("stepfunctions")
         role = "arn:aws:iam::123456789012:role/sfn"
@@ -213,7 +230,7 @@ def _record(aws: Recorder, component: Component, plan) -> list[Call]:
     return aws.take()
 
 
-RECORDED = [c for c in Component if c not in {Component.VALIDATE, Component.LAUNCH_WORKER, Component.SCHEDULER}]
+RECORDED = [c for c in Component if c not in {Component.LAUNCH_WORKER, Component.SCHEDULER}]
 
 
 @pytest.mark.parametrize("component", RECORDED)
@@ -243,7 +260,7 @@ def test_every_grant_in_the_map_is_used(aws, component):
     assert unused == []
 
 
-@pytest.mark.parametrize("component", [Component.VALIDATE, Component.LAUNCH_WORKER, Component.SCHEDULER])
+@pytest.mark.parametrize("component", [Component.LAUNCH_WORKER, Component.SCHEDULER])
 def test_components_that_touch_no_results_have_no_grant(component):
     assert ACCESS[component] == ()
 
@@ -262,7 +279,7 @@ def test_every_report_file_is_covered_by_the_reports_grant():
 def test_bucket_actions_are_granted_on_the_bucket_only():
     # ListBucket's resource is the bucket itself: the map names it only on object kinds it lists
     listed = [g for grants in ACCESS.values() for g in grants if isinstance(g, BucketGrant) and BUCKET_ACTIONS & set(g.actions)]
-    assert {g.objects for g in listed} == {access.RAW_OUTPUT}
+    assert {g.objects for g in listed} == {access.RAW_OUTPUT, access.CAMPAIGN_FILES}
     assert all(not BUCKET_ACTIONS & set(g.actions) for grants in ACCESS.values() for g in grants if isinstance(g, TableGrant))
 
 

@@ -68,7 +68,7 @@ def test_a_stopped_campaign_settles_its_estimate_releases_its_leases_and_publish
         },
     ]
 
-    results = finalize_stopped(history, now_iso(), store, ledger=ledger, leases=leases, ending="cancelled")
+    results = finalize_stopped(history, now_iso(), store, ledger=ledger, leases=leases, ending="cancelled", execution_name="x")
 
     # The month carries what ran (the target's hourly cost for the seconds it took), no longer the estimate
     entry = ledger.entry(month_of(NOW), "cid")
@@ -84,7 +84,12 @@ def test_a_stopped_campaign_settles_its_estimate_releases_its_leases_and_publish
 def test_a_stopped_execution_without_a_plan_leaves_nothing_to_finalize(aws):
     dynamodb, store = aws
     invalid = {"executionStartedEventDetails": {"input": json.dumps({"campaign_id": "cid", "matrix": {"targets": []}})}}
-    assert finalize_stopped([invalid], "s", store, ledger=None, leases=LeaseStore(dynamodb, "t"), ending="failed") is None
+    assert (
+        finalize_stopped(
+            [invalid], "s", store, ledger=None, leases=LeaseStore(dynamodb, "t"), ending="failed", execution_name="x"
+        )
+        is None
+    )
     assert store.keys("") == []
 
 
@@ -94,9 +99,48 @@ def test_an_execution_stopped_before_validate_answered_lists_its_targets_from_it
     data = json.loads((FIXTURES / "matrices" / "minimal.json").read_text())
     data["targets"] = data["targets"][:1]
     started = {"executionStartedEventDetails": {"input": json.dumps({"campaign_id": "cid", "matrix": data})}}
-    results = finalize_stopped([started], now_iso(), store, ledger=None, leases=LeaseStore(dynamodb, "t"), ending="failed")
+    results = finalize_stopped(
+        [started], now_iso(), store, ledger=None, leases=LeaseStore(dynamodb, "t"), ending="failed", execution_name="x"
+    )
     assert results.status == "failed" and [t.name for t in results.targets] == [t.name for t in p.targets]
     assert CampaignResults.model_validate(store.get_json("cid/results.json")).status == "failed"
+
+
+def test_a_bare_matrix_execution_stopped_before_validate_is_finalized_under_its_execution_name(aws):
+    # Given an execution started with a bare matrix, stopped before Validate And Plan answered
+    dynamodb, store = aws
+    data = json.loads((FIXTURES / "matrices" / "minimal.json").read_text())
+    data["targets"] = data["targets"][:1]
+    started = {"executionStartedEventDetails": {"input": json.dumps(data)}}
+
+    # When finalize_stopped ends it
+    results = finalize_stopped(
+        [started], now_iso(), store, ledger=None, leases=LeaseStore(dynamodb, "t"), ending="cancelled", execution_name="run-7"
+    )
+
+    # Then its campaign is the execution's name
+    assert results.campaign_id == "run-7" and store.get_json("run-7/results.json")["status"] == "cancelled"
+
+
+@pytest.mark.parametrize("refused_at", ["Campaign Id In Use", None])
+def test_an_execution_whose_campaign_id_is_in_use_never_touches_that_campaigns_results(aws, refused_at):
+    # Given another campaign's results under "cid", and an execution asking for "cid" that Validate refused
+    # (or that was stopped before Validate answered)
+    dynamodb, store = aws
+    store.put_json("cid/results.json", {"campaign_id": "cid", "theirs": True})
+    data = json.loads((FIXTURES / "matrices" / "minimal.json").read_text())
+    data["targets"] = data["targets"][:1]
+    history = [{"executionStartedEventDetails": {"input": json.dumps({"campaign_id": "cid", "matrix": data})}}]
+    if refused_at:
+        history.append({"stateEnteredEventDetails": {"name": refused_at, "input": "{}"}})
+
+    # When finalize_stopped sees it fail
+    results = finalize_stopped(
+        history, now_iso(), store, ledger=None, leases=LeaseStore(dynamodb, "t"), ending="failed", execution_name="x"
+    )
+
+    # Then nothing is finalized and the other campaign's results stay as they were
+    assert results is None and store.get_json("cid/results.json") == {"campaign_id": "cid", "theirs": True}
 
 
 def test_results_json_is_kept_when_a_report_cannot_be_built(aws, monkeypatch):

@@ -3,11 +3,14 @@ parsed (Powertools parser, pydantic) before anything else runs, and a bad one st
 
 import importlib
 
+import boto3
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
+from moto import mock_aws
 from pydantic import BaseModel, ValidationError
 
+from pgarena.aws.store import create_results_table
 from pgarena.local.endpoints import LambdaContext
 from pgarena.model.errors import InvalidMatrix
 
@@ -72,18 +75,39 @@ def test_a_malformed_event_is_a_validation_error(name, data):
         module.handler(event, LambdaContext(function_name=name))
 
 
+@pytest.fixture(scope="module")
+def results_store():
+    """An empty results bucket and table (moto): Validate looks there for the campaign id before planning."""
+    with pytest.MonkeyPatch.context() as env:
+        for name, value in {
+            "AWS_DEFAULT_REGION": "us-east-1",
+            "AWS_ACCESS_KEY_ID": "testing",
+            "AWS_SECRET_ACCESS_KEY": "testing",
+            "RESULTS_BUCKET": "results",
+            "RESULTS_TABLE": "results",
+        }.items():
+            env.setenv(name, value)
+        with mock_aws():
+            boto3.client("s3").create_bucket(Bucket="results")
+            create_results_table(boto3.client("dynamodb"), "results")
+            yield
+
+
 @FUZZ
-@given(matrix=JSON)
-def test_validate_answers_any_matrix_with_a_plan_or_invalid_matrix(matrix):
+@given(matrix=JSON, bare=st.booleans())
+def test_validate_answers_any_matrix_with_a_plan_or_invalid_matrix(results_store, matrix, bare):
     module = _module("validate")
+    execution_input = matrix if bare else {"campaign_id": "fuzz-1", "matrix": matrix}
     try:
-        plan = module.handler({"campaign_id": "fuzz-1", "matrix": matrix}, LambdaContext(function_name="validate"))
+        plan = module.handler({"input": execution_input, "execution_name": "fuzz-1"}, LambdaContext(function_name="validate"))
     except (InvalidMatrix, ValidationError):
         return
     assert plan["campaign_id"] == "fuzz-1"
 
 
-@pytest.mark.parametrize("campaign_id", ["", "../escape", "a/b", "a b", "x" * 200, "ünï"])
-def test_validate_refuses_campaign_ids_unfit_for_keys(campaign_id):
-    with pytest.raises(ValidationError):
-        _module("validate").handler({"campaign_id": campaign_id, "matrix": {}}, LambdaContext(function_name="validate"))
+@pytest.mark.parametrize("campaign_id", ["", "../escape", "a/b", "a b", "x" * 200, "ünï", 7])
+@pytest.mark.parametrize("given_as", ["campaign_id", "execution name"])
+def test_validate_refuses_campaign_ids_unfit_for_keys(campaign_id, given_as):
+    execution_input, name = ({"campaign_id": campaign_id, "matrix": {}}, "ok") if given_as == "campaign_id" else ({}, campaign_id)
+    with pytest.raises((InvalidMatrix, ValidationError), match=r"campaign id|execution_name"):
+        _module("validate").handler({"input": execution_input, "execution_name": name}, LambdaContext(function_name="validate"))

@@ -2,10 +2,11 @@
 
 import json
 
+import pytest
+
 from pgarena.local import limits
 from pgarena.local.runtime import ASL_PATH
-from pgarena.model.matrix import parse_campaign
-from pgarena.planning.plan import plan_campaign
+from pgarena.model.matrix import MatrixError, parse_campaign
 
 
 def sharded(workers: int) -> dict:
@@ -57,15 +58,29 @@ def test_the_campaign_definition_is_capped_where_aws_caps_it():
     assert dict(limits._inline_maps(asl["States"]))[limits.SHARDS_MAP]["MaxConcurrency"] == 0  # the input is untouched
 
 
-def test_more_shards_than_an_inline_map_starts_at_once_are_refused():
-    # Given plans with 40 and 41 workers started together
-    at_limit = plan_campaign(parse_campaign(sharded(40)), "c1")
-    past_limit = plan_campaign(parse_campaign(sharded(41)), "c2")
+def test_more_workers_than_an_inline_map_starts_at_once_are_refused_with_the_reason():
+    # Given matrices with 40 and 41 workers started together, and one whose per-worker cap makes 64
+    capped = sharded(1)
+    capped["workloads"][0]["run"] |= {"clients": 640, "max_clients_per_worker": 10}
 
-    # When checking their fan-out / Then 40 passes and 41 is refused, naming the Map and the fix
-    assert limits.fan_out_problems(at_limit) == []
-    (problem,) = limits.fan_out_problems(past_limit)
-    assert "41 shards" in problem and limits.SHARDS_MAP in problem and "run.workers to at most 40" in problem
+    # When validating them / Then 40 passes; 41 and 64 are refused, naming the field, the limit and why
+    assert parse_campaign(sharded(40)).workloads[0].run.workers == 40
+    with pytest.raises(MatrixError) as past:
+        parse_campaign(sharded(41))
+    with pytest.raises(MatrixError) as implied:
+        parse_campaign(capped)
+    assert "$.workloads[0].run.workers" in str(past.value) and "at most 40 workers" in str(past.value)
+    assert "$.workloads[0].run.max_clients_per_worker" in str(implied.value) and "64 workers" in str(implied.value)
+    for error in (past.value, implied.value):
+        assert "starts at most 40 iterations of an inline Map at once" in str(error)
+
+
+def test_a_consolidation_step_past_40_targets_at_once_is_refused():
+    matrix = sharded(1)
+    matrix["targets"] = [{**matrix["targets"][0], "name": f"pg{i}"} for i in range(41)]
+    matrix["scenario"] = {"consolidation": {"steps": [1, 41]}}
+    with pytest.raises(MatrixError, match="at most 40 targets at once"):
+        parse_campaign(matrix)
 
 
 def test_a_data_limit_failure_names_the_state_left_unfinished():
