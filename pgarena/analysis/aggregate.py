@@ -36,6 +36,7 @@ from pgarena.model.results import (
     WorkloadResult,
 )
 from pgarena.model.series import ShardSeries
+from pgarena.model.slo import SloSearch
 
 
 def merge_phases(outcomes: list[TargetOutcome]) -> dict[str, TargetOutcome]:
@@ -78,6 +79,14 @@ def _replication(campaign_id: str, summary: StepSummary | None) -> ReplicationRe
         return None
     raw = _relative(campaign_id, [summary.replication.raw])[0] if summary.replication.raw else None
     return replication_result(summary.replication.replicas, summary.replication.transactions, summary.replication.run_s, raw)
+
+
+def _slo(campaign_id: str, summary: StepSummary | None) -> SloSearch | None:
+    """The SLO search with its probes' raw output as paths in the campaign folder."""
+    if summary is None or summary.slo is None:
+        return None
+    curve = [p.model_copy(update={"raw": _relative(campaign_id, p.raw)}) for p in summary.slo.curve]
+    return summary.slo.model_copy(update={"curve": curve})
 
 
 def _step_error(step: Step, outcome: StepOutcome | None, summary: StepSummary | None) -> ErrorInfo | None:
@@ -297,6 +306,7 @@ def _target_result(
                 incidents=_rate_incidents(step, summary) if status == "succeeded" else [],
                 worker=summary.worker if summary else None,
                 harness=summary.harness if summary else None,
+                slo=_slo(campaign_id, summary),
                 raw=raw,
                 error=error if status == "failed" else None,
             )

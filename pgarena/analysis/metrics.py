@@ -104,6 +104,11 @@ class PointMetrics(BaseModel):
     rate_not_sustained: bool = Field(False, description="a run fell short of its --rate: latency is not ranked here")
     stalled: bool = Field(False, description="a run stalled (no transactions, or under 10% of its median): not ranked")
     warmup_s: int | None = Field(None, description="the runs' first seconds, left out of every figure")
+    slo: str | None = Field(None, description="the latency objective searched, e.g. 'p99 <= 50 ms'")
+    slo_tps: float | None = Field(
+        None, description="tps at the SLO (pgarena.analysis.slo), mean over runs; None unless every run's search finished"
+    )
+    slo_tps_interval: Interval | None = Field(None, description="mean, stddev, n, 95% t-interval of tps at SLO")
 
     @property
     def key(self) -> tuple[str, int | None]:
@@ -405,6 +410,27 @@ def point_metrics(
         rate_not_sustained=any(i.kind == RATE_NOT_SUSTAINED for w in ok for i in w.incidents),
         stalled=any(s.stalled for s in stabilities),
         warmup_s=max((w.warmup_s for w in runs if w.warmup_s), default=None),
+        **_slo_fields(ok),
+    )
+
+
+class _SloFields(TypedDict, total=False):
+    slo: str
+    slo_tps: float | None
+    slo_tps_interval: Interval | None
+
+
+def _slo_fields(ok: list[WorkloadResult]) -> _SloFields:
+    """tps at SLO over a point's runs, when every run's search finished."""
+    searches = [w.slo for w in ok if w.slo is not None]
+    if not searches:
+        return _SloFields()
+    found = [s.slo_tps for s in searches if s.slo_tps is not None]
+    complete = len(found) == len(ok)
+    return _SloFields(
+        slo=f"p{searches[0].percentile} <= {searches[0].limit_ms:g} ms",
+        slo_tps=fmean(found) if complete else None,
+        slo_tps_interval=interval(found) if complete else None,
     )
 
 

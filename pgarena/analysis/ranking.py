@@ -14,7 +14,9 @@ Per metric, each target gets a score relative to the best ranked target (1.0 = b
   tps collapsed, relative to the steadiest target;
 - cost: mean of (tps per dollar-hour) / best, only when every target has an hourly cost;
 - sustainable: mean of sustainable tps (transactions / (run + replicas' catch-up)) / best, only when
-  every target has replicas that caught up; weighted only when the matrix asks (weight 0 by default).
+  every target has replicas that caught up; weighted only when the matrix asks (weight 0 by default);
+- slo_tps: mean of tps at the workload's latency SLO (pgarena.analysis.slo) / best, only when every
+  target's search finished at that point (0 for a target at which the SLO held at no probed rate).
 
 The composite score is the weighted mean of the metric scores, over the metrics every target has
 (a metric nobody can be scored on gives its weight up). Two targets tie, and share a rank, when
@@ -36,7 +38,7 @@ from pgarena.analysis.metrics import PointMetrics, target_metrics
 from pgarena.model.matrix import RankingConfig, RankingMetric
 from pgarena.model.results import RankEntry, TargetResult
 
-METRICS: tuple[RankingMetric, ...] = ("throughput", "latency", "stability", "cost", "sustainable")
+METRICS: tuple[RankingMetric, ...] = ("throughput", "latency", "stability", "cost", "sustainable", "slo_tps")
 
 Key = tuple[str, int | None]
 
@@ -125,6 +127,11 @@ def _sustainable(points: list[PointMetrics]) -> list[float] | None:
     return _all_known([p.sustainable_tps for p in points])
 
 
+def _slo_tps(points: list[PointMetrics]) -> list[float] | None:
+    values = _all_known([p.slo_tps for p in points])
+    return values if values and max(values) > 0 else None  # held by no target at this point: it tells them nowhere apart
+
+
 def metric_scores(candidates: dict[str, dict[Key, PointMetrics]], keys: list[Key]) -> dict[str, dict[str, float]]:
     """metric -> target -> score (1.0 = best), for the metrics every target can be scored on."""
     scores = {
@@ -132,6 +139,7 @@ def metric_scores(candidates: dict[str, dict[Key, PointMetrics]], keys: list[Key
         "latency": _mean_relative(candidates, keys, _latency, higher_is_better=False),
         "cost": _mean_relative(candidates, keys, _cost, higher_is_better=True),
         "sustainable": _mean_relative(candidates, keys, _sustainable, higher_is_better=True),
+        "slo_tps": _mean_relative(candidates, keys, _slo_tps, higher_is_better=True),
     }
     # Steadiness (1 - cv) is absolute: averaged first, then relative to the steadiest target.
     steadiness = _figures(candidates, keys, _steadiness, relative=False)
@@ -166,9 +174,17 @@ def competition_ranks(scores: dict[str, float], noise: dict[str, float], toleran
     return ranks
 
 
-def _describe(weights: dict[RankingMetric, float], used: list[RankingMetric], points: int, tolerance: float, runs: int) -> str:
+def _describe(
+    weights: dict[RankingMetric, float],
+    used: list[RankingMetric],
+    points: int,
+    tolerance: float,
+    runs: int,
+    searched: bool = False,
+) -> str:
+    """`searched`: some target has tps at an SLO; without, slo_tps is no metric the campaign asked for."""
     parts = ", ".join(f"{m} {weights[m]:g}" for m in used)
-    left_out = [m for m in METRICS if weights.get(m, 0) > 0 and m not in used]
+    left_out = [m for m in METRICS if weights.get(m, 0) > 0 and m not in used and (m != "slo_tps" or searched)]
     unused = f" ({', '.join(left_out)} not scored: not measured for every target)" if left_out else ""
     ties = (
         f"ties within {tolerance:.0%} or overlapping 95% confidence intervals ({runs}+ runs per point) share a rank"
@@ -186,6 +202,10 @@ def _tps_noise(points: list[PointMetrics]) -> float:
     return fmean(relative_half_width(p.tps_interval) for p in points)
 
 
+def _slo_noise(points: list[PointMetrics]) -> float:
+    return fmean(relative_half_width(p.slo_tps_interval) for p in points)
+
+
 def _latency_noise(points: list[PointMetrics]) -> float:
     return fmean(
         relative_half_width(p.p95_interval) if p.p95_interval is not None else relative_half_width(p.tps_interval) for p in points
@@ -198,7 +218,7 @@ def score_noise(
     """Relative half-width of each target's score intervals: per metric, and for the composite."""
     per_metric: dict[str, dict[str, float]] = {}
     for metric in METRICS:
-        noise = _latency_noise if metric == "latency" else _tps_noise
+        noise = {"latency": _latency_noise, "slo_tps": _slo_noise}.get(metric, _tps_noise)
         per_metric[metric] = {n: noise(list(points.values())) for n, points in candidates.items()}
     total = sum(weights[m] for m in used)
     composite = {n: sum(weights[m] * per_metric[m][n] for m in used) / total for n in candidates}
@@ -264,7 +284,8 @@ def rank_targets(targets: list[TargetResult], config: RankingConfig | None = Non
 
     per_metric = {m: competition_ranks(scores[m], metric_noise[m], config.tie_tolerance) for m in scores}
     overall = competition_ranks(composite, noise, config.tie_tolerance)
-    basis = _describe(weights, used, len(keys), config.tie_tolerance, runs)
+    searched = any(p.slo is not None for points in candidates.values() for p in points.values())
+    basis = _describe(weights, used, len(keys), config.tie_tolerance, runs, searched)
     ordered = sorted(composite, key=lambda n: (overall[n][0], -composite[n], n))
     return [
         RankEntry(

@@ -33,6 +33,15 @@ def lag_trend(progress: list[ProgressSample]) -> tuple[float, float] | None:
     return median(lags[:third]), median(lags[-third:])
 
 
+def lag_grows(progress: list[ProgressSample]) -> bool | None:
+    """The schedule lag built a backlog over the run; None when too few lag samples show a trend."""
+    trend = lag_trend(progress)
+    if trend is None:
+        return None
+    first, last = trend
+    return last - first > LAG_GROWTH_MS and last > LAG_GROWTH_RATIO * first
+
+
 def rate_incident(rate_tps: float | None, tps: float | None, progress: list[ProgressSample]) -> Incident | None:
     """A `rate_not_sustained` incident when a run with a rate delivered under 95% of it or fell
     further and further behind its schedule; None for a met rate, or a run without one."""
@@ -42,10 +51,9 @@ def rate_incident(rate_tps: float | None, tps: float | None, progress: list[Prog
     if tps < SUSTAINED_FRACTION * rate_tps:
         reasons.append(f"delivered {tps:,.1f} tps, {tps / rate_tps:.0%} of the {rate_tps:,.0f} tps asked")
     trend = lag_trend(progress)
-    if trend is not None:
+    if trend is not None and lag_grows(progress):
         first, last = trend
-        if last - first > LAG_GROWTH_MS and last > LAG_GROWTH_RATIO * first:
-            reasons.append(f"schedule lag grew from {first:,.1f} ms to {last:,.1f} ms")
+        reasons.append(f"schedule lag grew from {first:,.1f} ms to {last:,.1f} ms")
     if not reasons:
         return None
     at_s = progress[-1].elapsed_s if progress else 0.0

@@ -313,6 +313,40 @@ class PgbenchScript(Strict):
         return self
 
 
+# Open-loop probes an SLO search runs after its closed-loop ceiling run (README, "Throughput at a latency SLO").
+DEFAULT_SLO_PROBES = 5
+MAX_SLO_PROBES = 12
+
+
+class Slo(Strict):
+    """A latency objective: pgarena finds the highest --rate at which it holds (pgarena.analysis.slo)."""
+
+    p95_ms: float | None = Field(None, gt=0, le=3_600_000, description="the p95 latency must stay at or under this")
+    p99_ms: float | None = Field(None, gt=0, le=3_600_000, description="or: the p99 latency must stay at or under this")
+    probes: int = Field(
+        DEFAULT_SLO_PROBES,
+        ge=1,
+        le=MAX_SLO_PROBES,
+        description="open-loop runs of the bisection on the rate, after one closed-loop run for the ceiling",
+    )
+
+    @model_validator(mode="after")
+    def _one_objective(self) -> Slo:
+        if (self.p95_ms is None) == (self.p99_ms is None):
+            raise ValueError("set exactly one of 'p95_ms' or 'p99_ms'")
+        return self
+
+    @property
+    def percentile(self) -> Literal[95, 99]:
+        return 95 if self.p95_ms is not None else 99
+
+    @property
+    def limit_ms(self) -> float:
+        limit = self.p95_ms if self.p95_ms is not None else self.p99_ms
+        assert limit is not None  # _one_objective
+        return limit
+
+
 class PgbenchRun(Strict):
     clients: int | list[int] = Field(1, description="one client count, or a list for a sweep")
     jobs: int = Field(1, ge=1, le=MAX_CLIENTS, description="pgbench threads; at most the clients")
@@ -335,6 +369,11 @@ class PgbenchRun(Strict):
         le=MAX_DURATION_S,
         description="leave the run's first seconds out of every figure (tps, percentiles, progress, stability); "
         "counted within duration_s",
+    )
+    slo: Slo | None = Field(
+        None,
+        description="find the highest open-loop rate at which this latency objective holds: a closed-loop run for the "
+        "ceiling, then `probes` runs bisecting on --rate, all in the run's one worker step",
     )
     workers: int = Field(
         1, ge=1, description=f"split the clients across this many workers started together (at most {MAX_STARTED_TOGETHER})"
@@ -379,7 +418,26 @@ class PgbenchRun(Strict):
                 )
             if not self.percentiles:
                 raise ValueError("warmup_s needs 'percentiles': true: the window is cut from the per-transaction log")
+        if self.slo is not None:
+            self._slo_runnable()
         return self
+
+    def _slo_runnable(self) -> None:
+        if self.rate_tps is not None:
+            raise ValueError("slo searches the rate itself: remove 'rate_tps' (or the slo)")
+        if self.workers > 1 or self.max_clients_per_worker:
+            # A rate split across shards and merged percentiles per probe is not built: refuse rather than guess.
+            raise ValueError(
+                "slo runs on one worker: remove 'workers' / 'max_clients_per_worker' (or the slo); "
+                "an SLO search across sharded workers is not supported"
+            )
+        if not (self.percentiles and self.duration_s):
+            raise ValueError("slo needs 'percentiles': true and 'duration_s': each probe's percentiles come from its log")
+
+    @property
+    def tool_runs(self) -> int:
+        """pgbench runs one step makes: the SLO search's ceiling run and probes, else one."""
+        return 1 + self.slo.probes if self.slo is not None else 1
 
     @property
     def client_counts(self) -> list[int]:
@@ -406,9 +464,16 @@ class SysbenchWorkload(Strict):
 Workload = Annotated[PgbenchWorkload | SysbenchWorkload, Field(discriminator="tool")]
 TOOL_NAMES = ("pgbench", "sysbench")
 
-RankingMetric = Literal["throughput", "latency", "stability", "cost", "sustainable"]
-# The composite score's default weights (README.md, "Reports and ranking").
-DEFAULT_RANKING_WEIGHTS: dict[RankingMetric, float] = {"throughput": 0.5, "latency": 0.3, "stability": 0.1, "cost": 0.1}
+RankingMetric = Literal["throughput", "latency", "stability", "cost", "sustainable", "slo_tps"]
+# The composite score's default weights (README.md, "Reports and ranking"). slo_tps counts only in
+# campaigns whose workloads declare an slo: a metric no target has gives its weight up.
+DEFAULT_RANKING_WEIGHTS: dict[RankingMetric, float] = {
+    "throughput": 0.5,
+    "latency": 0.3,
+    "stability": 0.1,
+    "cost": 0.1,
+    "slo_tps": 0.3,
+}
 
 
 class RankingConfig(Strict):

@@ -12,6 +12,7 @@ from pgarena.model.matrix import (
     ConnectionPolicy,
     CostPolicy,
     Endpoint,
+    PgbenchWorkload,
     Placement,
     Pooler,
     RankingConfig,
@@ -99,6 +100,20 @@ class Step(Boundary):
     @property
     def raw_prefix(self) -> str:
         return layout.step_raw_prefix(self.campaign_id, self.step_id)
+
+    @property
+    def tool_runs(self) -> int:
+        """Tool runs the step makes in sequence: an SLO search's ceiling run and probes, else one."""
+        return self.spec.run.tool_runs if self.kind == "run" and isinstance(self.spec, PgbenchWorkload) else 1
+
+    @property
+    def tool_timeout_s(self) -> int:
+        """Each tool run's own kill timeout: the step's, or for an SLO search one run's share (its
+        duration plus the margin), so that one stuck probe cannot use up the others' time."""
+        if self.tool_runs == 1:
+            return self.timeout_s
+        assert isinstance(self.spec, PgbenchWorkload) and self.spec.run.duration_s is not None  # slo validation
+        return self.spec.run.duration_s + RUN_TIMEOUT_MARGIN_S
 
     @property
     def connections(self) -> int:

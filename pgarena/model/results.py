@@ -11,6 +11,7 @@ from pgarena.model.budget import Budget, ConnectionFacts
 from pgarena.model.errors import ErrorInfo
 from pgarena.model.monitor import ConnectionReport, Incident
 from pgarena.model.replication import ReplicationResult
+from pgarena.model.slo import SloSearch
 
 
 def now_iso() -> str:
@@ -158,6 +159,7 @@ class StepSummary(BaseModel):
     replication: ReplicationResult | None = Field(None, description="replicas' lag and catch-up after the run")
     worker: WorkerFacts | None = Field(None, description="the load generator's machine and its round trip to the database")
     harness: HarnessCost | None = Field(None, description="what the worker itself cost, apart from the tool")
+    slo: SloSearch | None = Field(None, description="the SLO search's curve and tps at SLO (the run is its ceiling run)")
     raw: list[str] = Field(default_factory=list, description="S3 keys of the raw output")
     error: ErrorInfo | None = None
 
@@ -231,6 +233,10 @@ class WorkloadResult(BaseModel):
     )
     worker: WorkerFacts | None = Field(None, description="the load generator (the first shard's, when sharded)")
     harness: HarnessCost | None = Field(None, description="what the worker(s) cost apart from the tool, summed over shards")
+    slo: SloSearch | None = Field(
+        None,
+        description="the SLO search: its curve (rate, tps, p95, p99, lag, met) and slo_tps; the run's figures are its ceiling run's",
+    )
     raw: list[str] = Field(default_factory=list, description="paths relative to the campaign folder")
     error: ErrorInfo | None = None
 

@@ -183,8 +183,8 @@ def init_size(step: Step) -> int:
 
 def expected_work_s(step: Step) -> float:
     """How long a step's tool is expected to run: the run's planned duration, or an estimate of a load."""
-    if step.kind == "run":
-        return float(step.timeout_s - RUN_TIMEOUT_MARGIN_S)
+    if step.kind == "run":  # every tool run of the step (an SLO search's probes) has its margin in the timeout
+        return float(step.timeout_s - step.tool_runs * RUN_TIMEOUT_MARGIN_S)
     if step.kind == "init":
         return min(float(step.timeout_s), INIT_BASE_S + INIT_PER_SIZE_S * init_size(step))
     return float(CLEANUP_S)

@@ -29,11 +29,13 @@ def _init_timeout_s(workload: Workload) -> int:
 
 
 def _run_shape(workload: Workload) -> tuple[list[int], int]:
-    """Client counts of the sweep and the run's time bound in seconds."""
+    """Client counts of the sweep and the run's time bound in seconds, its margin included."""
     if workload.tool == "pgbench":
-        # -t runs have no duration: give them the init-sized floor.
-        return workload.run.client_counts, workload.run.duration_s or INIT_TIMEOUT_BASE_S
-    return [workload.run.threads], workload.run.duration_s + (workload.run.forced_shutdown_s or 0)
+        # -t runs have no duration: give them the init-sized floor. An SLO search runs pgbench
+        # tool_runs times in sequence, each with its own margin.
+        run = workload.run
+        return run.client_counts, run.tool_runs * ((run.duration_s or INIT_TIMEOUT_BASE_S) + RUN_TIMEOUT_MARGIN_S)
+    return [workload.run.threads], workload.run.duration_s + (workload.run.forced_shutdown_s or 0) + RUN_TIMEOUT_MARGIN_S
 
 
 class _StepCommon(TypedDict):
@@ -108,7 +110,7 @@ def _steps(
                         repetition=repetition,
                         replicas=target.replicas,
                         phase_barrier=barrier,
-                        timeout_s=run_s + RUN_TIMEOUT_MARGIN_S + catch_up_s + barrier_s,
+                        timeout_s=run_s + catch_up_s + barrier_s,
                         **common,
                     )
                 )

@@ -7,9 +7,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from pgarena.analysis.intervals import METHOD, SINGLE_RUN_NOTE
-from pgarena.analysis.metrics import Finding, PointMetrics, Scaling, TargetMetrics, campaign_metrics
+from pgarena.analysis.metrics import Finding, PointMetrics, Scaling, TargetMetrics, campaign_metrics, nominal_clients
 from pgarena.analysis.ranking import METRICS, unranked_reasons
 from pgarena.model.results import CampaignResults, ConsolidationTable, ReplicationPoint
+from pgarena.model.slo import SloSearch
 from pgarena.report.charts import colour
 
 Key = tuple[str, int | None]
@@ -30,6 +31,17 @@ class RankRow:
 
 
 @dataclass
+class SloRun:
+    """One run's SLO search, for the report's curve and table."""
+
+    target: str
+    workload: str
+    clients: int | None
+    repetition: int
+    search: SloSearch
+
+
+@dataclass
 class Report:
     results: CampaignResults
     targets: list[TargetMetrics]
@@ -47,6 +59,7 @@ class Report:
     intervals_note: str | None = None
     consolidation: list[ConsolidationTable] = field(default_factory=list)
     replication: list[ReplicationPoint] = field(default_factory=list)
+    slo_runs: list[SloRun] = field(default_factory=list)
 
     @property
     def has_costs(self) -> bool:
@@ -55,6 +68,10 @@ class Report:
     @property
     def has_latency(self) -> bool:
         return any(p.latency_ms.avg is not None for points in self.points.values() for p in points)
+
+    @property
+    def has_slo(self) -> bool:
+        return bool(self.slo_runs)
 
     @property
     def has_qps(self) -> bool:
@@ -190,8 +207,11 @@ def build_report(results: CampaignResults) -> Report:
         duration_s=_seconds_between(results.started_at, results.finished_at),
         intervals=results.statistics.method if results.statistics else METHOD,
         intervals_note=SINGLE_RUN_NOTE if single_run(targets) else (results.statistics.note if results.statistics else None),
-        # Sustainable throughput has a column only where some target was scored on it (it has replicas).
-        metrics=tuple(m for m in METRICS if m != "sustainable" or any(m in r.metrics for r in rows)),
+        # Sustainable throughput and tps at SLO have a column only where some target was scored on them.
+        metrics=tuple(m for m in METRICS if m not in ("sustainable", "slo_tps") or any(m in r.metrics for r in rows)),
         consolidation=results.scenarios.consolidation if results.scenarios else [],
         replication=results.scenarios.replication if results.scenarios else [],
+        slo_runs=[
+            SloRun(t.name, w.name, nominal_clients(w), w.repetition, w.slo) for t in results.targets for w in t.workloads if w.slo
+        ],
     )

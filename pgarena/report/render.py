@@ -189,6 +189,66 @@ def scaling_charts(report: Report) -> list[Chart]:
     return charts
 
 
+def slo_charts(report: Report) -> list[Chart]:
+    """Per workload point: each target's probes, offered rate against the objective's percentile, with
+    the objective as a dashed line; the highest rate that met it is what "tps at SLO" reports."""
+    charts = []
+    labels = _labels(report)
+    for key in dict.fromkeys((run.workload, run.clients) for run in report.slo_runs):
+        runs = [run for run in report.slo_runs if (run.workload, run.clients) == key]
+        lines, legend = [], []
+        several = len({run.repetition for run in runs}) > 1
+        top_rate = 0.0
+        for run in runs:
+            field = f"p{run.search.percentile}_ms"
+            probes = sorted(
+                (p for p in run.search.curve if p.rate_tps is not None and getattr(p, field) is not None),
+                key=lambda p: p.rate_tps or 0.0,
+            )
+            if not probes:
+                continue
+            name = f"{run.target} r{run.repetition}" if several else run.target
+            c = report.colours[run.target]
+            lines.append(
+                Line(
+                    name,
+                    c,
+                    [(p.rate_tps or 0.0, getattr(p, field)) for p in probes],
+                    css="series slo",
+                    labels=[
+                        f"rate {p.rate_tps:,.1f} tps: {p.tps or 0:,.1f} tps, p95 {p.p95_ms or 0:,.2f} ms, "
+                        f"p99 {p.p99_ms or 0:,.2f} ms, {'met' if p.met else 'not met'}"
+                        + (", schedule lag growing" if p.lag_growing else "")
+                        for p in probes
+                    ],
+                )
+            )
+            legend.append((name, c, "solid"))
+            top_rate = max(top_rate, *(p.rate_tps or 0.0 for p in probes))
+        if not lines:
+            continue
+        search = runs[0].search
+        lines.append(
+            Line(
+                f"objective p{search.percentile} <= {search.limit_ms:g} ms",
+                "#888888",
+                [(0.0, search.limit_ms), (top_rate, search.limit_ms)],
+                dash="6 4",
+                dots=False,
+                css="series objective",
+            )
+        )
+        legend.append((f"objective p{search.percentile} <= {search.limit_ms:g} ms", "#888888", "dashed"))
+        label = labels.get(key) or point_label(key, single_workload=False)
+        chart_id = f"chart-slo-{slug(label)}"
+        title = f"Offered rate vs p{search.percentile} latency: {label}"
+        svg = line_chart(
+            chart_id, title, lines, "offered rate (tps, pgbench --rate)", f"p{search.percentile} (ms)", css="lines slo"
+        )
+        charts.append(Chart(chart_id, title, svg, legend))
+    return charts
+
+
 def cost_chart(report: Report) -> Chart | None:
     if not report.has_costs:
         return None
@@ -338,6 +398,7 @@ def render_html(report: Report) -> str:
         cost=cost_chart(report),
         consolidation=consolidation_charts(report),
         sustainable=sustainable_charts(report),
+        slo=slo_charts(report),
     )
     css = (TEMPLATES / "report.css").read_text()
     return _environment(autoescape=True).get_template("report.html.j2").render(**_context(report), charts=charts, css=Markup(css))

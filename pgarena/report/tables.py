@@ -234,6 +234,8 @@ def metrics_table(report: Report) -> Table:
         "p95_ci95_high",
         "p99_ci95_low",
         "p99_ci95_high",
+        "slo",
+        "slo_tps",
     ]
     curves: dict[tuple[str, str, int | None], ScalingPoint] = {
         (s.target, s.workload, p.clients): p for s in report.scaling for p in s.points
@@ -271,6 +273,8 @@ def metrics_table(report: Report) -> Table:
                         for ci in (p.tps_interval, p.p95_interval, p.p99_interval)
                         for bound in ((ci.ci95_low, ci.ci95_high) if ci else (None, None))
                     ),
+                    p.slo,
+                    p.slo_tps,
                 ]
             )
     return header, rows

@@ -26,15 +26,18 @@ from aws_lambda_powertools import Logger
 from botocore.exceptions import ClientError
 
 from pgarena.analysis.replication import replication_result, run_seconds
+from pgarena.analysis.slo import probe_result, search
 from pgarena.analysis.warmup import warmup_of
 from pgarena.aws.barrier import wait_at_barrier
 from pgarena.aws.settings import WorkerEnv
 from pgarena.aws.store import ResultStore
 from pgarena.model.errors import ErrorInfo, ErrorKind, PgarenaError
+from pgarena.model.matrix import PgbenchWorkload
 from pgarena.model.monitor import ConnectionReport
 from pgarena.model.plan import PHASE_BARRIER_TIMEOUT_S, WORKER_HARD_STOP_GRACE_S, Step
 from pgarena.model.redact import Redactor
 from pgarena.model.results import Barrier, StepSummary, now_iso
+from pgarena.model.slo import SloProbe
 from pgarena.target.credentials import resolve_password
 from pgarena.target.monitor import Monitor
 from pgarena.target.replication import LAG_SERIES, ReplicationMonitor
@@ -207,7 +210,7 @@ def run_step(step: Step, store: ResultStore, workdir: Path, upload_every_s: floa
                     argv,
                     env,
                     raw_path,
-                    step.timeout_s,
+                    step.tool_timeout_s,
                     on_chunk=lambda: store.put_file(raw_key, raw_path),
                     redactor=redactor,
                     upload_every_s=upload_every_s,
@@ -260,11 +263,70 @@ def run_step(step: Step, store: ResultStore, workdir: Path, upload_every_s: floa
                 "raw": [*summary.raw, lag_key],
             }
         )
+    if step.tool_runs > 1:  # before the harness is metered: its probes are part of the step
+        summary = _slo_search(
+            step, summary, lambda rate, n: _probe(step, rate, n, store, workdir, password, upload_every_s, meter)
+        )
     summary = summary.model_copy(update={"harness": meter.cost()})
     store.put_json(f"{step.raw_prefix}/summary.json", summary.model_dump(mode="json"))
     store.put_summary(summary)
     logger.info("step finished", step_id=step.step_id, status=summary.status, tps=summary.tps, wall_s=summary.wall_s)
     return summary
+
+
+def _slo_search(step: Step, ceiling: StepSummary, run_probe: Callable[[float, int], SloProbe]) -> StepSummary:
+    """The step's SLO search (pgarena.analysis.slo): the step's own run is its closed-loop ceiling, then
+    the probes run one after the other in this worker (heartbeats go on), each kept under probe-<n>/."""
+    assert isinstance(step.spec, PgbenchWorkload) and step.spec.run.slo is not None  # tool_runs > 1
+    slo = step.spec.run.slo
+    ceiling_point = probe_result(slo, None, ceiling.tps, ceiling.latency_ms, ceiling.progress, ceiling.raw, ceiling.error)
+    count = iter(range(1, slo.probes + 1))
+    found = search(slo, ceiling_point, lambda rate: run_probe(rate, next(count)))
+    logger.info("slo search finished", step_id=step.step_id, slo_tps=found.slo_tps, probes=len(found.curve) - 1)
+    return ceiling.model_copy(update={"slo": found, "raw": [*ceiling.raw, *(k for p in found.curve[1:] for k in p.raw)]})
+
+
+def _probe(
+    step: Step,
+    rate_tps: float,
+    index: int,
+    store: ResultStore,
+    workdir: Path,
+    password: str | None,
+    upload_every_s: float,
+    meter: CostMeter,
+) -> SloProbe:
+    """One open-loop run of an SLO search at rate_tps: pgbench --rate, its output and log under probe-<index>/."""
+    spec = step.spec
+    assert isinstance(spec, PgbenchWorkload) and spec.run.slo is not None
+    probe_step = step.model_copy(
+        update={"spec": spec.model_copy(update={"run": spec.run.model_copy(update={"rate_tps": rate_tps, "slo": None})})}
+    )
+    tool = TOOL_RUNNERS[step.tool]
+    probe_dir = workdir / f"probe-{index}"
+    probe_dir.mkdir(exist_ok=True)
+    prefix = f"{step.raw_prefix}/probe-{index}"
+    argv, tool_env = tool.command(probe_step, password, probe_dir)
+    raw_path, raw_key = probe_dir / f"{step.tool}.log", f"{prefix}/{step.tool}.log"
+    logger.info("slo probe starting", step_id=step.step_id, probe=index, rate_tps=rate_tps)
+    try:
+        exit_code = run_tool(
+            argv,
+            tool_environment(tool_env),
+            raw_path,
+            step.tool_timeout_s,
+            on_chunk=lambda: store.put_file(raw_key, raw_path),
+            redactor=Redactor([password]),
+            upload_every_s=upload_every_s,
+        )
+    except Stopped:
+        raise Stopped(raw=store.put_file(raw_key, raw_path)) from None
+    raw = [store.put_file(raw_key, raw_path)]
+    for artifact in tool.artifacts(probe_dir):
+        raw.append(store.put_file(f"{prefix}/{artifact.name}.gz", _gzip(artifact), "application/gzip"))
+    with meter.log_processing():
+        measured = tool.measure(probe_step, raw_path.read_text(errors="replace"), exit_code, probe_dir)
+    return probe_result(spec.run.slo, rate_tps, measured.tps, measured.latency, measured.progress, raw, measured.error)
 
 
 def _barrier(step: Step, store: ResultStore) -> Barrier | None:

@@ -11,7 +11,7 @@ def paths(error: MatrixError) -> list[str]:
     return [p.path for p in error.problems]
 
 
-@pytest.mark.parametrize("name", ["local-demo.json", "minimal.json", "four-provider-study.json"])
+@pytest.mark.parametrize("name", ["local-demo.json", "minimal.json", "four-provider-study.json", "slo.json"])
 def test_examples_validate(name):
     # Given an example matrix users copy / When it is loaded / Then it validates
     campaign = load_campaign(ROOT / "examples" / name)
