@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from enum import StrEnum
 from pathlib import Path
@@ -18,7 +19,8 @@ from pgarena.model.results import CampaignResults
 from pgarena.report import write_to_folder
 
 if TYPE_CHECKING:
-    from pgarena.local.runtime import Event  # imported lazily at run time: moto is the local runtime's extra
+    from pgarena.aws.execution import AwsRun
+    from pgarena.aws.follow import Event
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Benchmark PostgreSQL services, rank them honestly.")
 console = Console()
@@ -156,7 +158,7 @@ def scenario_tables(results: CampaignResults) -> list[Table]:
 def run(
     matrix: Annotated[Path, typer.Option(help="provider matrix JSON")],
     out: Annotated[Path, typer.Option(help="results folder")] = Path("results"),
-    local: Annotated[bool, typer.Option("--local", help="run on this machine (the only mode this command has today)")] = False,
+    local: Annotated[bool, typer.Option("--local", help="run on this machine: moto's Step Functions, embedded servers")] = False,
     aws_strict: Annotated[
         bool,
         typer.Option(
@@ -165,12 +167,37 @@ def run(
             "with AWS's timeouts and limits (state payloads, Map concurrency)",
         ),
     ] = False,
+    aws: Annotated[
+        bool, typer.Option("--aws", help="run in the deployed stack: start an execution, follow it, download")
+    ] = False,
+    stack_name: Annotated[str, typer.Option(help="--aws: the deployed stack whose outputs name the resources")] = "Pgarena",
+    state_machine_arn: Annotated[str | None, typer.Option(help="--aws: instead of the stack's StateMachineArn")] = None,
+    results_bucket: Annotated[str | None, typer.Option(help="--aws: instead of the stack's ResultsBucketName")] = None,
+    results_table: Annotated[str | None, typer.Option(help="--aws: instead of the stack's ResultsTableName")] = None,
+    worker_cluster_arn: Annotated[str | None, typer.Option(help="--aws: instead of the stack's WorkerClusterArn")] = None,
+    region: Annotated[str | None, typer.Option(help="--aws: the stack's region (default: boto3's)")] = None,
+    endpoint_url: Annotated[
+        str | None,
+        typer.Option(help="--aws: an AWS stand-in (moto server), as AWS_ENDPOINT_URL; AWS_ENDPOINT_URL_<SERVICE> still win"),
+    ] = None,
+    results_wait_s: Annotated[
+        float, typer.Option(help="--aws: after a stop or a failure, how long to wait for finalize_stopped's results.json", min=0)
+    ] = 90.0,
 ) -> None:
     """Run a campaign through the campaign state machine and print the ranking."""
-    if not local:
-        errors.print("only --local runs are started from this command; in AWS start an execution (see README.md)")
+    if local == aws:
+        errors.print("choose where the campaign runs: --local (this machine) or --aws (the deployed stack)")
         raise typer.Exit(2)
     campaign = _load_or_exit(matrix)
+    if aws:
+        given = {
+            "state_machine_arn": state_machine_arn,
+            "results_bucket": results_bucket,
+            "results_table": results_table,
+            "worker_cluster_arn": worker_cluster_arn,
+        }
+        _finish_aws(_run_aws(campaign, out, stack_name, given, region, endpoint_url, results_wait_s))
+        return
     from pgarena.local.assets import AssetError
     from pgarena.local.limits import StrictLimitError
     from pgarena.local.progress import Interrupted
@@ -199,6 +226,63 @@ def run(
         raise typer.Exit(1)
     if result.status == "FAILED":  # an error no Catch handles (--aws-strict's limits): what finished is kept
         _fail(f"campaign {result.campaign_id} FAILED: {result.error}")
+        console.print(f"results: {result.results_dir / 'results.json'}")
+        raise typer.Exit(1)
+    _print_outcome(result.results, result.results_dir, result.wall_s)
+
+
+def _run_aws(
+    campaign: Campaign,
+    out: Path,
+    stack_name: str,
+    given: dict[str, str | None],
+    region: str | None,
+    endpoint_url: str | None,
+    results_wait_s: float,
+) -> AwsRun:
+    """Start the campaign in the deployed stack and follow it; Ctrl-C stops it (execution and workers)."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    from pgarena.aws.execution import AwsCampaign, AwsRunError, aws_clients, aws_problems, stack_outputs
+
+    problems = aws_problems(campaign)
+    if problems:
+        for problem in problems:
+            _fail(problem)
+        raise typer.Exit(1)
+    if endpoint_url:  # as if exported: boto3 reads it for every client, a service's own variable first
+        os.environ["AWS_ENDPOINT_URL"] = endpoint_url
+    try:
+        clients = aws_clients(region)
+        outputs = stack_outputs(clients.cloudformation, stack_name, given)
+        runner = AwsCampaign(clients, outputs, out, results_wait_s)
+        with console.status(f"running {campaign.campaign} in AWS (Ctrl-C stops the execution and its workers)"):
+            return runner.run(campaign, on_event=show_event)
+    except AwsRunError as error:
+        _fail(str(error))
+    except (ClientError, BotoCoreError) as error:
+        _fail(f"AWS refused the run: {error}")
+    except KeyboardInterrupt:  # a second Ctrl-C, while waiting for the stopped campaign's results
+        _fail("interrupted: the execution is stopped; finalize_stopped writes its results.json to the results bucket")
+        raise typer.Exit(EXIT_CANCELLED) from None
+    raise typer.Exit(1)
+
+
+def _finish_aws(result: AwsRun) -> None:
+    where = f"execution {result.execution_arn}"
+    if result.results is None:
+        if result.status == "ABORTED":
+            errors.print(
+                f"stopped {where} and {result.stopped_tasks} worker task(s); results.json was not written in time: "
+                f"finalize_stopped writes it under {result.campaign_id}/ in the results bucket",
+                highlight=False,
+                markup=False,
+            )
+            raise typer.Exit(EXIT_CANCELLED)
+        _fail(f"campaign {result.campaign_id} ended {result.status} without results ({where}): {result.error}")
+        raise typer.Exit(1)
+    if result.status in ("FAILED", "TIMED_OUT"):  # finalize_stopped aggregated what finished
+        _fail(f"campaign {result.campaign_id} {result.status} ({where}): {result.error}")
         console.print(f"results: {result.results_dir / 'results.json'}")
         raise typer.Exit(1)
     _print_outcome(result.results, result.results_dir, result.wall_s)

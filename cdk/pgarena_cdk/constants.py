@@ -2,10 +2,11 @@
 
 from typing import NamedTuple
 
+from pgarena.aws import execution
 from pgarena.aws.access import Component
 
 SERVICE_NAME = "pgarena"
-STACK_ID = "Pgarena"
+STACK_ID = execution.STACK_NAME  # `pgarena run --aws` finds the stack by this name
 
 # Context keys (cdk.json or `cdk synth -c key=value`).
 CONTEXT_VPC_ID = "pgarena:vpcId"
@@ -126,10 +127,11 @@ SCHEDULE_MAX_EVENT_AGE_S = 3600
 
 POWERTOOLS_LOG_LEVEL = "INFO"
 
-# Output names.
-OUTPUT_STATE_MACHINE_ARN = "StateMachineArn"
-OUTPUT_RESULTS_BUCKET = "ResultsBucketName"
-OUTPUT_RESULTS_TABLE = "ResultsTableName"
+# Output names (those `pgarena run --aws` reads are named in pgarena.aws.execution).
+OUTPUT_STATE_MACHINE_ARN = execution.OUTPUT_STATE_MACHINE_ARN
+OUTPUT_RESULTS_BUCKET = execution.OUTPUT_RESULTS_BUCKET
+OUTPUT_RESULTS_TABLE = execution.OUTPUT_RESULTS_TABLE
+OUTPUT_WORKER_CLUSTER_ARN = execution.OUTPUT_WORKER_CLUSTER_ARN
 OUTPUT_WORKER_SECURITY_GROUPS = "WorkerSecurityGroupIds"
 OUTPUT_WORKER_SUBNETS = "WorkerSubnetIds"
 OUTPUT_NAT_EGRESS_IPS = "NatEgressIps"

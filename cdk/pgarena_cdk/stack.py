@@ -56,6 +56,8 @@ class PgarenaStack(Stack):
         CfnOutput(self, constants.OUTPUT_STATE_MACHINE_ARN, value=self.orchestration.state_machine.state_machine_arn)
         CfnOutput(self, constants.OUTPUT_RESULTS_BUCKET, value=self.results.bucket.bucket_name)
         CfnOutput(self, constants.OUTPUT_RESULTS_TABLE, value=self.results.table.table_name)
+        # Ctrl-C in `pgarena run --aws` stops the campaign's worker tasks in this cluster.
+        CfnOutput(self, constants.OUTPUT_WORKER_CLUSTER_ARN, value=self.compute.cluster.cluster_arn)
         # What a database's firewall must allow: the workers' (and preflight's) security groups, for
         # RDS/Aurora security-group rules, and the NAT's public IPs, for Cloud SQL / Azure allow-lists.
         CfnOutput(

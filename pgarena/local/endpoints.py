@@ -158,6 +158,7 @@ class EcsEndpoint(_Server):
         self.processes: dict[str, subprocess.Popen[bytes]] = {}
         self.campaigns: dict[str, str] = {}  # task ARN -> campaign id, to stop one campaign's workers
         self.tokens: dict[str, dict[str, Any]] = {}  # RunTask clientToken -> the task it started
+        self.tasks: dict[str, dict[str, Any]] = {}  # task ARN -> the task as RunTask described it
         self.lock = threading.Lock()
 
         class Ecs(_Quiet):
@@ -171,6 +172,10 @@ class EcsEndpoint(_Server):
                         self._reply({"__type": "InvalidParameterException", "message": str(error)}, status=400)
                 elif action == "StopTask":
                     self._reply(endpoint.stop_task(body["task"]))
+                elif action == "ListTasks":  # `pgarena run --aws` pointed at this runtime finds a campaign's workers
+                    self._reply(endpoint.list_tasks(body.get("startedBy")))
+                elif action == "DescribeTasks":
+                    self._reply(endpoint.describe_tasks(body.get("tasks", [])))
                 else:
                     self._reply({"__type": "InvalidParameterException", "message": f"{action} is not served locally"}, status=400)
 
@@ -203,10 +208,17 @@ class EcsEndpoint(_Server):
             campaign_id = json.loads(env.get("PGARENA_STEP") or "{}").get("campaign_id", "")
         except ValueError:
             campaign_id = ""
-        task = {"taskArn": task_arn, "lastStatus": "PROVISIONING", "clusterArn": request.get("cluster")}
+        task = {
+            "taskArn": task_arn,
+            "lastStatus": "PROVISIONING",
+            "clusterArn": request.get("cluster"),
+            "startedBy": request.get("startedBy", ""),
+            "overrides": request.get("overrides", {}),
+        }
         with self.lock:
             self.processes[task_arn] = process
             self.campaigns[task_arn] = campaign_id
+            self.tasks[task_arn] = task
             if token:
                 self.tokens[token] = task
         return {"tasks": [task], "failures": []}
@@ -217,6 +229,25 @@ class EcsEndpoint(_Server):
         if process is not None and process.poll() is None:
             process.terminate()
         return {"task": {"taskArn": task_arn, "lastStatus": "STOPPED"}}
+
+    def list_tasks(self, started_by: str | None) -> dict[str, Any]:
+        """ListTasks with desiredStatus RUNNING: the workers whose process still runs."""
+        with self.lock:
+            arns = [
+                arn
+                for arn, process in self.processes.items()
+                if process.poll() is None and started_by in (None, self.tasks[arn]["startedBy"])
+            ]
+        return {"taskArns": arns}
+
+    def describe_tasks(self, task_arns: list[str]) -> dict[str, Any]:
+        with self.lock:
+            found = [{**self.tasks[arn], "lastStatus": self._status(arn)} for arn in task_arns if arn in self.tasks]
+        missing = [{"arn": arn, "reason": "MISSING"} for arn in task_arns if arn not in self.tasks]
+        return {"tasks": found, "failures": missing}
+
+    def _status(self, task_arn: str) -> str:
+        return "RUNNING" if self.processes[task_arn].poll() is None else "STOPPED"
 
     def stop_campaign(self, campaign_id: str, timeout_s: float = 10) -> int:
         """StopTask for every running worker of one campaign (SIGTERM: each records what it was doing and

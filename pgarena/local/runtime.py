@@ -15,24 +15,27 @@ import json
 import logging
 import os
 import re
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import boto3
 
 from pgarena.aws.access import Component
+from pgarena.aws.execution import new_campaign_id
 from pgarena.aws.finalize import store_writer
+from pgarena.aws.follow import POLL_S, Event, follow, step_event
 from pgarena.aws.leases import default_lease_dir
-from pgarena.aws.schedule import EXECUTION_NAME_MAX
 from pgarena.aws.store import ResultStore, create_results_table
 from pgarena.local import assets, limits
 from pgarena.local import iam as local_iam
+from pgarena.local.aborts import stops_stand
 from pgarena.local.embedded import PASSWORD_ENV_PREFIX, EmbeddedProcess, EmbeddedStandby, EmbeddedStartError, with_replication
 from pgarena.local.endpoints import ACCOUNT, FUNCTIONS, REGION, EcsEndpoint, LambdaEndpoint, function_arn, load_handlers
 from pgarena.local.limits import StrictLimitError
@@ -40,14 +43,13 @@ from pgarena.local.progress import Interrupted, disk_full, download, keep_execut
 from pgarena.model import layout
 from pgarena.model.errors import DiskFull, ErrorInfo
 from pgarena.model.matrix import Campaign, Endpoint, Replica, Target
-from pgarena.model.results import CampaignResults, StepSummary, TargetResult, now_iso
+from pgarena.model.results import CampaignResults, TargetResult, now_iso
 from pgarena.report import publish_results
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
     from mypy_boto3_s3 import S3Client
     from mypy_boto3_stepfunctions import SFNClient
-    from mypy_boto3_stepfunctions.type_defs import HistoryEventTypeDef
 
 log = logging.getLogger(__name__)
 
@@ -55,10 +57,11 @@ ASL_PATH = Path(__file__).resolve().parents[2] / "statemachines" / "campaign.asl
 BUCKET = "pgarena-local-results"
 TABLE = "pgarena-local-results"
 STATE_MACHINE = "pgarena-campaign"
-POLL_S = 0.5
 # Raw output chunks are uploaded this often by local workers (moto S3 is free): a killed worker's
 # output is kept up to about a second before its end.
 LOCAL_UPLOAD_EVERY_S = 1.0
+# The execution endings the deployed EventBridge rule sends to finalize_stopped.
+STOPPED_STATUSES: tuple[Literal["ABORTED", "FAILED", "TIMED_OUT"], ...] = ("ABORTED", "FAILED", "TIMED_OUT")
 # The original matrix, kept beside results.json: `pgarena resume` re-runs what failed from it.
 MATRIX_FILE = "matrix.json"
 CLUSTER_ARN = f"arn:aws:ecs:{REGION}:{ACCOUNT}:cluster/pgarena-local"
@@ -75,16 +78,6 @@ LOCAL_RESOURCES = {
 
 
 @dataclass
-class Event:
-    """Something the user may want to watch while a campaign runs."""
-
-    elapsed_s: float
-    kind: str  # "state" | "step"
-    text: str
-    summary: StepSummary | None = None
-
-
-@dataclass
 class LocalRun:
     campaign_id: str
     status: str
@@ -93,13 +86,6 @@ class LocalRun:
     wall_s: float
     error: str | None = None
     state_transitions: int = 0  # what Step Functions bills: states entered
-
-
-def new_campaign_id(name: str) -> str:
-    """Unique, and short enough to name the campaign's execution (which then gives the id, as in AWS)."""
-    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    suffix = f"-{stamp}-{uuid.uuid4().hex[:6]}"
-    return f"{name[: EXECUTION_NAME_MAX - len(suffix)]}{suffix}"
 
 
 def definition(asl_path: Path = ASL_PATH, aws_strict: bool = False) -> str:
@@ -200,21 +186,6 @@ def _create_resources(sfn: SFNClient, s3: S3Client, dynamodb: DynamoDBClient, aw
     )["stateMachineArn"]
 
 
-def _state_events(history: list[HistoryEventTypeDef], seen: int, t0: float) -> list[Event]:
-    events = []
-    for event in history[seen:]:
-        details = event.get("stateEnteredEventDetails")
-        if not details:
-            continue
-        try:
-            data = json.loads(details.get("input") or "{}")
-        except ValueError:
-            data = {}
-        subject = (data.get("step") or {}).get("step_id") or (data.get("target") or {}).get("name") or ""
-        events.append(Event(time.monotonic() - t0, "state", f"{details['name']} {subject}".strip()))
-    return events
-
-
 def _download(s3: S3Client, prefix: str, out_dir: Path) -> None:
     download(s3, BUCKET, prefix, out_dir)
 
@@ -256,6 +227,7 @@ class LocalRuntime:
         self.iam_users: local_iam.LocalIam | None = None
         self.stack = ExitStack()
         self.endpoint_urls: dict[str, str] = {}  # AWS_ENDPOINT_URL[_SERVICE] -> this runtime's stand-in
+        self.own_executions: set[str] = set()  # started by start(): their stops are finalized by _stop
 
     def component_env(self, component: Component) -> dict[str, str]:
         """The AWS settings a component that runs outside this process (a function under aws_strict, a
@@ -338,6 +310,7 @@ class LocalRuntime:
         try:
             stack.enter_context(patched_environ(aws_env))
             stack.enter_context(mock_aws(config={"stepfunctions": {"execute_state_machine": True}}))
+            stack.enter_context(stops_stand())
             moto_server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
             moto_server.start()
             stack.callback(moto_server.stop)
@@ -425,6 +398,7 @@ class LocalRuntime:
             _check_limits(execution_input)
         keep_execution(results_dir, campaign_id, matrix, started_at)
         arn = self.sfn.start_execution(stateMachineArn=self.machine_arn, name=campaign_id, input=execution_input)["executionArn"]
+        self.own_executions.add(arn)
         return Execution(campaign_id, arn, results_dir, t0, resolved, campaign, unstarted)
 
     def _with_secret_passwords(self, campaign: Campaign) -> Campaign:
@@ -466,32 +440,24 @@ class LocalRuntime:
             on_event(Event(time.monotonic() - execution.t0, "state", f"Target Failed {name}: {failure.message}"))
         if not execution.arn:  # no target started: its results.json is already written
             return self._collect(execution, "SUCCEEDED", None)
-        seen_events, seen_steps = 0, set()
-        history: list[HistoryEventTypeDef] = []
-        while True:
-            status = self.sfn.describe_execution(executionArn=execution.arn)
-            pages = self.sfn.get_paginator("get_execution_history").paginate(executionArn=execution.arn)
-            history = [event for page in pages for event in page["events"]]
-            for event in _state_events(history, seen_events, execution.t0):
+        poll = None
+        for poll in follow(self.sfn, execution.arn, execution.t0, lambda: self.store.summaries(execution.campaign_id), POLL_S):
+            for event in poll.states:
                 on_event(event)
             # only the events this poll brought: the earlier ones were checked by the polls before
-            violations = limits.oversized_states(history[seen_events:]) if self.aws_strict else []
-            seen_events = len(history)
+            violations = limits.oversized_states(poll.history[poll.seen :]) if self.aws_strict else []
             if violations:
                 return self._fail(execution, limits.DATA_LIMIT_ERROR, violations[0].cause)
-            for summary in self.store.summaries(execution.campaign_id):
-                if summary.step_id not in seen_steps:
-                    seen_steps.add(summary.step_id)
-                    keep_step(self.s3, BUCKET, summary, self.out_dir)  # kept now, whatever happens next
-                    on_event(Event(time.monotonic() - execution.t0, "step", summary.step_id, summary))
-            if status["status"] != "RUNNING":
-                break
-            time.sleep(POLL_S)
+            for summary in poll.steps:
+                keep_step(self.s3, BUCKET, summary, self.out_dir)  # kept now, whatever happens next
+                on_event(step_event(summary, execution.t0))
+        assert poll is not None  # follow yields at least once
+        status, history = poll.status, poll.history
         if self.aws_strict and status["status"] in ("FAILED", "TIMED_OUT"):
             # moto fails a Task whose result is past 256 KiB itself, naming the service, not the state.
             if status.get("error") == limits.DATA_LIMIT_ERROR:
                 status = {**status, "cause": limits.unfinished_state_cause(history)}
-            self._finalize_stopped(execution, status["status"], status["startDate"])
+            self._finalize_stopped(execution.arn, status["status"], status["startDate"])
         error = None if status["status"] == "SUCCEEDED" else f"{status.get('error')}: {status.get('cause')}"
         transitions = sum(1 for event in history if event["type"].endswith("StateEntered"))
         return self._collect(execution, status["status"], error, transitions)
@@ -538,7 +504,7 @@ class LocalRuntime:
             return self.wait(execution)
         self._stop(execution, "ABORTED", "Cancelled", "stopped by the user")
         # ABORTED, as StopExecution leaves it in AWS. moto's interpreter reports RUNNING until the task it
-        # waited on answers, then may record a stopped worker's late SendTaskFailure as FAILED.
+        # waited on answers (pgarena.local.aborts keeps it ABORTED then).
         return self._collect(execution, "ABORTED", "cancelled")
 
     def _stop(self, execution: Execution, ending: str, error: str, cause: str) -> None:
@@ -548,20 +514,45 @@ class LocalRuntime:
         for _ in range(2):  # a worker may have been launched while the execution stopped: look twice
             self.workers.stop_campaign(execution.campaign_id)
             time.sleep(POLL_S)
-        self._finalize_stopped(execution, ending, started)
+        self._finalize_stopped(execution.arn, ending, started)
 
-    def _finalize_stopped(self, execution: Execution, status: str, started: datetime) -> None:
+    def _finalize_stopped(self, execution_arn: str, status: str, started: datetime) -> None:
         """What EventBridge's execution status change does in AWS: the finalize_stopped function ends it."""
         change = {
             "source": "aws.states",
             "detail-type": "Step Functions Execution Status Change",
-            "detail": {"executionArn": execution.arn, "status": status, "startDate": int(started.timestamp() * 1000)},
+            "detail": {"executionArn": execution_arn, "status": status, "startDate": int(started.timestamp() * 1000)},
         }
         answer = boto3.client("lambda", region_name=REGION).invoke(
             FunctionName=function_arn("finalize_stopped"), Payload=json.dumps(change).encode()
         )
         if "FunctionError" in answer:
             log.error("finalizing the %s campaign failed: %s", status.lower(), answer["Payload"].read().decode())
+
+    @contextmanager
+    def status_change_rule(self) -> Iterator[None]:
+        """EventBridge's rule on execution status changes, for executions started from outside this
+        runtime (`pgarena run --aws --endpoint-url` pointed at its moto server): one that ends ABORTED,
+        FAILED or TIMED_OUT is finalized by the finalize_stopped function, as the deployed rule does."""
+        done = threading.Event()
+        finalized: set[str] = set()
+
+        def watch() -> None:
+            while not done.wait(POLL_S):
+                for status in STOPPED_STATUSES:
+                    for item in self.sfn.list_executions(stateMachineArn=self.machine_arn, statusFilter=status)["executions"]:
+                        arn = item["executionArn"]
+                        if arn not in finalized and arn not in self.own_executions:
+                            finalized.add(arn)
+                            self._finalize_stopped(arn, status, item["startDate"])
+
+        watcher = threading.Thread(target=watch, name="status-change-rule", daemon=True)
+        watcher.start()
+        try:
+            yield
+        finally:
+            done.set()
+            watcher.join()
 
     def _fail(self, execution: Execution, error: str, cause: str) -> LocalRun:
         """End the execution as AWS fails it on an error no Catch handles (--aws-strict's limits): its

@@ -496,11 +496,13 @@ def test_outputs_name_state_machine_bucket_and_table(default_synth):
     # Given the default synth / When reading the outputs
     outputs = default_synth.template.to_json()["Outputs"]
 
-    # Then the state machine ARN, the bucket and the table are exported by name
+    # Then the state machine ARN, the bucket, the table and the workers' cluster (what `pgarena run --aws`
+    # reads) are exported by name
     assert {
         constants.OUTPUT_STATE_MACHINE_ARN,
         constants.OUTPUT_RESULTS_BUCKET,
         constants.OUTPUT_RESULTS_TABLE,
+        constants.OUTPUT_WORKER_CLUSTER_ARN,
     } <= set(outputs)
 
 

@@ -1,0 +1,262 @@
+"""A campaign run in the deployed stack (`pgarena run --aws`): find the stack's resources, start an
+execution of the state machine, follow it (pgarena.aws.follow), stop it and its workers on Ctrl-C,
+and copy results.json and the reports from the results bucket.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import boto3
+from botocore.exceptions import NoRegionError
+from pydantic import BaseModel
+
+from pgarena.aws.follow import POLL_S, Event, follow, step_event
+from pgarena.aws.schedule import EXECUTION_NAME_MAX
+from pgarena.aws.store import ResultStore
+from pgarena.model import layout
+from pgarena.model.execution import CAMPAIGN_ID_KEY, MATRIX_KEY
+from pgarena.model.matrix import Campaign
+from pgarena.model.results import CampaignResults
+from pgarena.report import REPORT_FILES
+
+if TYPE_CHECKING:
+    from mypy_boto3_cloudformation import CloudFormationClient
+    from mypy_boto3_dynamodb import DynamoDBClient
+    from mypy_boto3_ecs import ECSClient
+    from mypy_boto3_s3 import S3Client
+    from mypy_boto3_stepfunctions import SFNClient
+
+# The deployed stack (cdk/pgarena_cdk: STACK_ID and the outputs it exports under these names).
+STACK_NAME = "Pgarena"
+OUTPUT_STATE_MACHINE_ARN = "StateMachineArn"
+OUTPUT_RESULTS_BUCKET = "ResultsBucketName"
+OUTPUT_RESULTS_TABLE = "ResultsTableName"
+OUTPUT_WORKER_CLUSTER_ARN = "WorkerClusterArn"
+# After a stop or a failure, finalize_stopped (behind the EventBridge rule) writes results.json: wait this
+# long for it (a Lambda cold start and the aggregation of what finished).
+RESULTS_WAIT_S = 90.0
+
+
+class AwsRunError(Exception):
+    """The run cannot start: what is missing and how to give it."""
+
+
+class StackOutputs(BaseModel):
+    """What `pgarena run --aws` needs of the deployed stack."""
+
+    state_machine_arn: str
+    results_bucket: str
+    results_table: str | None = None  # step lines in the progress; none without it
+    worker_cluster_arn: str | None = None  # Ctrl-C stops the workers' tasks; without it they stop at their next heartbeat
+
+
+def new_campaign_id(name: str) -> str:
+    """Unique, and short enough to name the campaign's execution (which then gives the id, as in AWS)."""
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    suffix = f"-{stamp}-{uuid.uuid4().hex[:6]}"
+    return f"{name[: EXECUTION_NAME_MAX - len(suffix)]}{suffix}"
+
+
+def stack_outputs(cloudformation: CloudFormationClient, stack_name: str, given: dict[str, str | None]) -> StackOutputs:
+    """The given values (options), with what is missing read from the stack's outputs (describe-stacks)."""
+    known = {key: value for key, value in given.items() if value}
+    if "state_machine_arn" not in known or "results_bucket" not in known:
+        try:
+            stacks = cloudformation.describe_stacks(StackName=stack_name)["Stacks"]
+        except cloudformation.exceptions.ClientError as error:
+            raise AwsRunError(
+                f"stack {stack_name!r}: {error.response['Error'].get('Message', error)}; deploy it (README.md, AWS), "
+                "or pass --stack-name, or --state-machine-arn and --results-bucket"
+            ) from None
+        outputs = {o["OutputKey"]: o["OutputValue"] for o in stacks[0].get("Outputs", [])}
+        names = {
+            "state_machine_arn": OUTPUT_STATE_MACHINE_ARN,
+            "results_bucket": OUTPUT_RESULTS_BUCKET,
+            "results_table": OUTPUT_RESULTS_TABLE,
+            "worker_cluster_arn": OUTPUT_WORKER_CLUSTER_ARN,
+        }
+        for key, output in names.items():
+            if key not in known and outputs.get(output):
+                known[key] = outputs[output]
+        missing = [names[key] for key in ("state_machine_arn", "results_bucket") if key not in known]
+        if missing:
+            raise AwsRunError(f"stack {stack_name!r} has no output {', '.join(missing)}: is it pgarena's stack?")
+    return StackOutputs.model_validate(known)
+
+
+def aws_problems(campaign: Campaign) -> list[str]:
+    """What the matrix holds that only the local runtime can run."""
+    return [
+        f"targets[{i}].embedded: embedded servers run only with --local; give the target an endpoint"
+        for i, target in enumerate(campaign.targets)
+        if target.embedded is not None
+    ]
+
+
+def execution_input(campaign: Campaign, campaign_id: str) -> str:
+    """The wrapped input the schedules start executions with: the id is given, as the execution's name."""
+    return json.dumps({CAMPAIGN_ID_KEY: campaign_id, MATRIX_KEY: campaign.model_dump(mode="json", exclude_none=True)})
+
+
+def campaign_tasks(ecs: ECSClient, cluster_arn: str, campaign_id: str) -> list[str]:
+    """The ARNs of the campaign's workers still running: pgarena's tasks whose step belongs to it."""
+    arns = [
+        arn
+        for page in ecs.get_paginator("list_tasks").paginate(cluster=cluster_arn, startedBy="pgarena", desiredStatus="RUNNING")
+        for arn in page["taskArns"]
+    ]
+    found = []
+    for i in range(0, len(arns), 100):  # DescribeTasks takes at most 100
+        for task in ecs.describe_tasks(cluster=cluster_arn, tasks=arns[i : i + 100])["tasks"]:
+            for container in task.get("overrides", {}).get("containerOverrides", []):
+                step = next((e.get("value", "") for e in container.get("environment", []) if e.get("name") == "PGARENA_STEP"), "")
+                if step and json.loads(step).get("campaign_id") == campaign_id:
+                    found.append(task["taskArn"])
+    return found
+
+
+def download_results(s3: S3Client, bucket: str, campaign_id: str, out_dir: Path) -> list[Path]:
+    """results.json and the reports, into out_dir/<campaign_id>/; returns the files copied."""
+    folder = out_dir / campaign_id
+    folder.mkdir(parents=True, exist_ok=True)
+    copied = []
+    for name in (layout.RESULTS_FILE, *REPORT_FILES):
+        try:
+            body = s3.get_object(Bucket=bucket, Key=layout.report_key(campaign_id, name))["Body"].read()
+        except s3.exceptions.NoSuchKey:  # a report that could not be built: results.json is the contract
+            continue
+        (folder / name).write_bytes(body)
+        copied.append(folder / name)
+    return copied
+
+
+def wait_for_results(s3: S3Client, bucket: str, campaign_id: str, timeout_s: float, poll_s: float = POLL_S) -> bool:
+    """Whether results.json appeared within timeout_s (finalize_stopped writes it after a stop or a failure)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        listed = s3.list_objects_v2(Bucket=bucket, Prefix=layout.results_key(campaign_id), MaxKeys=1)
+        if listed.get("KeyCount", 0):
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(poll_s)
+
+
+@dataclass
+class AwsClients:
+    sfn: SFNClient
+    s3: S3Client
+    dynamodb: DynamoDBClient
+    ecs: ECSClient
+    cloudformation: CloudFormationClient
+
+
+def aws_clients(region: str | None = None) -> AwsClients:
+    """Clients as boto3 configures them (credentials, region, AWS_ENDPOINT_URL[_<SERVICE>])."""
+    session = boto3.Session(region_name=region)
+    try:
+        return AwsClients(
+            session.client("stepfunctions"),
+            session.client("s3"),
+            session.client("dynamodb"),
+            session.client("ecs"),
+            session.client("cloudformation"),
+        )
+    except NoRegionError:
+        raise AwsRunError("no AWS region: pass --region or set AWS_REGION (or a profile's region)") from None
+
+
+@dataclass
+class AwsRun:
+    campaign_id: str
+    execution_arn: str
+    status: str  # the execution's: SUCCEEDED, FAILED, TIMED_OUT, ABORTED
+    results_dir: Path
+    results: CampaignResults | None
+    wall_s: float
+    error: str | None = None
+    stopped_tasks: int = 0
+
+
+class AwsCampaign:
+    """One execution of the deployed state machine, from start to downloaded results."""
+
+    def __init__(self, clients: AwsClients, outputs: StackOutputs, out_dir: Path, results_wait_s: float = RESULTS_WAIT_S):
+        self.clients = clients
+        self.outputs = outputs
+        self.out_dir = out_dir
+        self.results_wait_s = results_wait_s
+        self.store = (
+            ResultStore(outputs.results_bucket, outputs.results_table, s3=clients.s3, dynamodb=clients.dynamodb)
+            if outputs.results_table
+            else None
+        )
+
+    def start(self, campaign: Campaign) -> tuple[str, str]:
+        """Start an execution for the campaign; returns its campaign id and execution ARN."""
+        campaign_id = new_campaign_id(campaign.campaign)
+        arn = self.clients.sfn.start_execution(
+            stateMachineArn=self.outputs.state_machine_arn,
+            name=campaign_id,
+            input=execution_input(campaign, campaign_id),
+        )["executionArn"]
+        return campaign_id, arn
+
+    def run(self, campaign: Campaign, on_event: Callable[[Event], None] = lambda event: None) -> AwsRun:
+        """Start, follow to the end and download; Ctrl-C (KeyboardInterrupt) stops the execution instead."""
+        t0 = time.monotonic()
+        campaign_id, arn = self.start(campaign)
+        on_event(Event(0.0, "state", f"started {arn}"))
+        try:
+            return self.wait(campaign_id, arn, t0, on_event)
+        except KeyboardInterrupt:
+            return self.stop(campaign_id, arn, t0, on_event)
+
+    def wait(self, campaign_id: str, arn: str, t0: float, on_event: Callable[[Event], None]) -> AwsRun:
+        store = self.store
+        summaries = (lambda: store.summaries(campaign_id)) if store is not None else list
+        poll = None
+        for poll in follow(self.clients.sfn, arn, t0, summaries):
+            for event in poll.states:
+                on_event(event)
+            for summary in poll.steps:
+                on_event(step_event(summary, t0))
+        assert poll is not None  # follow yields at least once
+        status = poll.status
+        error = (
+            None if status["status"] == "SUCCEEDED" else f"{status.get('error') or status['status']}: {status.get('cause', '')}"
+        )
+        # A failed execution ends through finalize_stopped (EventBridge), which writes results.json afterwards.
+        wait_s = 0.0 if status["status"] == "SUCCEEDED" else self.results_wait_s
+        return self._collect(campaign_id, arn, status["status"], error, t0, wait_s)
+
+    def stop(self, campaign_id: str, arn: str, t0: float, on_event: Callable[[Event], None]) -> AwsRun:
+        """StopExecution, then StopTask the campaign's workers (each records its step as cancelled and
+        uploads its output); finalize_stopped, behind the EventBridge rule, writes results.json."""
+        self.clients.sfn.stop_execution(executionArn=arn, error="Cancelled", cause="stopped by the user (pgarena run --aws)")
+        on_event(Event(time.monotonic() - t0, "state", "execution stopped"))
+        stopped = 0
+        if self.outputs.worker_cluster_arn:
+            for task in campaign_tasks(self.clients.ecs, self.outputs.worker_cluster_arn, campaign_id):
+                self.clients.ecs.stop_task(cluster=self.outputs.worker_cluster_arn, task=task, reason="pgarena run --aws: Ctrl-C")
+                stopped += 1
+            on_event(Event(time.monotonic() - t0, "state", f"stopped {stopped} worker task(s)"))
+        run = self._collect(campaign_id, arn, "ABORTED", "cancelled", t0, self.results_wait_s)
+        run.stopped_tasks = stopped
+        return run
+
+    def _collect(self, campaign_id: str, arn: str, status: str, error: str | None, t0: float, wait_s: float) -> AwsRun:
+        bucket = self.outputs.results_bucket
+        results = None
+        if wait_for_results(self.clients.s3, bucket, campaign_id, wait_s):
+            download_results(self.clients.s3, bucket, campaign_id, self.out_dir)
+            results = CampaignResults.model_validate_json((self.out_dir / campaign_id / layout.RESULTS_FILE).read_text())
+        return AwsRun(campaign_id, arn, status, self.out_dir / campaign_id, results, time.monotonic() - t0, error)

@@ -1,0 +1,95 @@
+"""Follow a campaign's execution from its history: the one way progress is watched, by the local
+runtime (moto's interpreter) and by `pgarena run --aws` (the deployed state machine) alike.
+
+Each poll reads the execution's status and history and the steps whose summaries the workers wrote
+to the results table; the caller renders the events and does its own work per poll.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from pgarena.model.results import StepSummary
+
+if TYPE_CHECKING:
+    from mypy_boto3_stepfunctions import SFNClient
+    from mypy_boto3_stepfunctions.type_defs import DescribeExecutionOutputTypeDef, HistoryEventTypeDef
+
+POLL_S = 0.5
+
+
+@dataclass
+class Event:
+    """Something the user may want to watch while a campaign runs."""
+
+    elapsed_s: float
+    kind: str  # "state" | "step"
+    text: str
+    summary: StepSummary | None = None
+
+
+def state_events(history: list[HistoryEventTypeDef], seen: int, t0: float) -> list[Event]:
+    """The states entered since the `seen` first events, each named with the step or target it works on."""
+    events = []
+    for event in history[seen:]:
+        details = event.get("stateEnteredEventDetails")
+        if not details:
+            continue
+        try:
+            data = json.loads(details.get("input") or "{}")
+        except ValueError:
+            data = {}
+        subject = (data.get("step") or {}).get("step_id") or (data.get("target") or {}).get("name") or ""
+        events.append(Event(time.monotonic() - t0, "state", f"{details['name']} {subject}".strip()))
+    return events
+
+
+def step_event(summary: StepSummary, t0: float) -> Event:
+    return Event(time.monotonic() - t0, "step", summary.step_id, summary)
+
+
+@dataclass
+class Poll:
+    """What one look at the execution found."""
+
+    status: DescribeExecutionOutputTypeDef
+    history: list[HistoryEventTypeDef]
+    seen: int  # events the earlier polls brought: history[seen:] is new
+    states: list[Event]  # states entered since the last poll
+    steps: list[StepSummary]  # steps finished since the last poll
+
+    @property
+    def running(self) -> bool:
+        return self.status["status"] == "RUNNING"
+
+
+def history(sfn: SFNClient, execution_arn: str) -> list[HistoryEventTypeDef]:
+    pages = sfn.get_paginator("get_execution_history").paginate(executionArn=execution_arn)
+    return [event for page in pages for event in page["events"]]
+
+
+def follow(
+    sfn: SFNClient,
+    execution_arn: str,
+    t0: float,
+    summaries: Callable[[], Iterable[StepSummary]] = list,
+    poll_s: float = POLL_S,
+) -> Iterator[Poll]:
+    """Poll the execution until it ends (the last poll is the one that saw it end). `summaries` reads
+    the steps finished so far (the results table); a step is reported once."""
+    seen, reported = 0, set[str]()
+    while True:
+        status = sfn.describe_execution(executionArn=execution_arn)
+        events = history(sfn, execution_arn)
+        steps = [s for s in summaries() if s.step_id not in reported]
+        reported.update(s.step_id for s in steps)
+        poll = Poll(status, events, seen, state_events(events, seen, t0), steps)
+        seen = len(events)
+        yield poll
+        if not poll.running:
+            return
+        time.sleep(poll_s)

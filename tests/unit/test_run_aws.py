@@ -1,0 +1,142 @@
+"""`pgarena run --aws`: the stack's outputs, the execution input, the workers Ctrl-C stops, the download.
+
+The whole run, against moto's server with the real handlers and workers, is tests/integration/test_run_aws.py.
+"""
+
+import json
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from pgarena.aws.execution import (
+    AwsRunError,
+    aws_problems,
+    campaign_tasks,
+    download_results,
+    execution_input,
+    stack_outputs,
+    wait_for_results,
+)
+from pgarena.model import layout
+from pgarena.model.matrix import parse_campaign
+from pgarena.report import REPORT_FILES
+from tests.conftest import FIXTURES
+
+MATRIX = json.loads((FIXTURES / "matrices" / "minimal.json").read_text())
+AWS_MATRIX = {**MATRIX, "targets": [t for t in MATRIX["targets"] if "endpoint" in t]}  # no embedded server
+OUTPUTS = {
+    "StateMachineArn": "arn:aws:states:us-east-1:123456789012:stateMachine:campaign",
+    "ResultsBucketName": "results",
+    "ResultsTableName": "table",
+    "WorkerClusterArn": "arn:aws:ecs:us-east-1:123456789012:cluster/workers",
+}
+NOTHING_GIVEN = {"state_machine_arn": None, "results_bucket": None, "results_table": None, "worker_cluster_arn": None}
+
+
+@pytest.fixture
+def aws(aws_credentials):
+    with mock_aws():
+        yield
+
+
+def deploy(outputs, name="Pgarena"):
+    template = {
+        "Resources": {"Marker": {"Type": "AWS::SSM::Parameter", "Properties": {"Name": name, "Type": "String", "Value": "x"}}},
+        "Outputs": {key: {"Value": value} for key, value in outputs.items()},
+    }
+    boto3.client("cloudformation").create_stack(StackName=name, TemplateBody=json.dumps(template))
+
+
+def test_outputs_come_from_the_deployed_stack(aws):
+    # Given the deployed stack / When nothing is given on the command line
+    deploy(OUTPUTS)
+    outputs = stack_outputs(boto3.client("cloudformation"), "Pgarena", NOTHING_GIVEN)
+
+    # Then every resource is the stack's
+    assert outputs.state_machine_arn == OUTPUTS["StateMachineArn"]
+    assert outputs.results_bucket == "results" and outputs.results_table == "table"
+    assert outputs.worker_cluster_arn == OUTPUTS["WorkerClusterArn"]
+
+
+def test_an_option_wins_over_the_stack_output(aws):
+    deploy(OUTPUTS)
+    given = {**NOTHING_GIVEN, "state_machine_arn": "arn:aws:states:us-east-1:123456789012:stateMachine:other"}
+    outputs = stack_outputs(boto3.client("cloudformation"), "Pgarena", given)
+    assert outputs.state_machine_arn.endswith(":other") and outputs.results_bucket == "results"
+
+
+def test_given_arn_and_bucket_need_no_stack(aws):
+    # Given no stack at all / When the state machine and the bucket are given
+    given = {**NOTHING_GIVEN, "state_machine_arn": OUTPUTS["StateMachineArn"], "results_bucket": "results"}
+    outputs = stack_outputs(boto3.client("cloudformation"), "Pgarena", given)
+
+    # Then the run goes ahead without the table (no step lines) and without the cluster
+    assert outputs.results_table is None and outputs.worker_cluster_arn is None
+
+
+def test_a_missing_stack_is_named_with_the_fix(aws):
+    with pytest.raises(AwsRunError, match=r"stack 'Pgarena'.*--stack-name, or --state-machine-arn and --results-bucket"):
+        stack_outputs(boto3.client("cloudformation"), "Pgarena", NOTHING_GIVEN)
+
+
+def test_a_stack_without_the_outputs_is_not_taken_for_pgarena(aws):
+    deploy({"Something": "else"})
+    with pytest.raises(AwsRunError, match="has no output StateMachineArn, ResultsBucketName"):
+        stack_outputs(boto3.client("cloudformation"), "Pgarena", NOTHING_GIVEN)
+
+
+def test_embedded_targets_are_refused_with_the_field_and_the_fix():
+    campaign = parse_campaign({**MATRIX, "targets": [{"name": "e", "provider": "embedded", "embedded": {}}]})
+    assert aws_problems(campaign) == ["targets[0].embedded: embedded servers run only with --local; give the target an endpoint"]
+    assert aws_problems(parse_campaign(AWS_MATRIX)) == []
+
+
+def test_the_execution_input_is_the_one_schedules_and_the_local_runtime_send():
+    payload = json.loads(execution_input(parse_campaign(MATRIX), "minimal-1"))
+    assert set(payload) == {"campaign_id", "matrix"} and payload["campaign_id"] == "minimal-1"
+    assert parse_campaign(payload["matrix"]) == parse_campaign(MATRIX)
+
+
+def run_worker(ecs, cluster, campaign_id):
+    step = json.dumps({"campaign_id": campaign_id, "step_id": "a/tpcb/c1-r1"})
+    overrides = {"containerOverrides": [{"name": "worker", "environment": [{"name": "PGARENA_STEP", "value": step}]}]}
+    task = ecs.run_task(
+        cluster=cluster, taskDefinition="worker", startedBy="pgarena", overrides=overrides, count=1, launchType="FARGATE"
+    )
+    return task["tasks"][0]["taskArn"]
+
+
+def test_ctrl_c_stops_only_the_campaigns_own_workers(aws):
+    # Given two campaigns' workers in the cluster
+    ecs = boto3.client("ecs")
+    cluster = ecs.create_cluster(clusterName="workers")["cluster"]["clusterArn"]
+    ecs.register_task_definition(family="worker", containerDefinitions=[{"name": "worker", "image": "pgarena", "memory": 512}])
+    mine = run_worker(ecs, cluster, "mine-1")
+    run_worker(ecs, cluster, "other-1")
+
+    # When looking for one campaign's tasks / Then only its own are found
+    assert campaign_tasks(ecs, cluster, "mine-1") == [mine]
+
+
+def test_download_copies_results_and_reports_and_parses(aws, tmp_path):
+    # Given a finished campaign's results.json and reports in the bucket, and its raw output
+    s3 = boto3.client("s3")
+    s3.create_bucket(Bucket="results")
+    for name in (layout.RESULTS_FILE, *REPORT_FILES):
+        s3.put_object(Bucket="results", Key=layout.report_key("c-1", name), Body=name.encode())
+    s3.put_object(Bucket="results", Key=layout.raw_key("c-1", "a/tpcb/c1-r1", "pgbench.log"), Body=b"raw")
+
+    # When it is downloaded
+    assert wait_for_results(s3, "results", "c-1", timeout_s=0)
+    copied = download_results(s3, "results", "c-1", tmp_path)
+
+    # Then results.json and every report are in the campaign's folder; raw output stays in the bucket
+    assert sorted(p.name for p in copied) == sorted((layout.RESULTS_FILE, *REPORT_FILES))
+    assert not (tmp_path / "c-1" / "raw").exists()
+
+
+def test_no_results_yet_is_said_after_the_wait(aws):
+    s3 = boto3.client("s3")
+    s3.create_bucket(Bucket="results")
+    assert not wait_for_results(s3, "results", "c-1", timeout_s=0)
