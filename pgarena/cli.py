@@ -91,12 +91,15 @@ def schema() -> None:
 
 def ranking_table(results: CampaignResults) -> Table:
     table = Table(title=f"pgarena ranking: {results.campaign_id}")
-    for column in ("rank", "target", "provider", "status", "score", "tps (mean)", "error"):
+    searched = any(w.slo is not None for t in results.targets for w in t.workloads)
+    columns = ("rank", "target", "provider", "status", "score", "tps (mean)", *(("tps at SLO",) if searched else ()), "error")
+    for column in columns:
         table.add_column(column)
     providers = {t.name: t for t in results.targets}
     for entry in results.ranking:
         target = providers[entry.target]
         tps = [w.tps for w in target.workloads if w.tps is not None]
+        at_slo = [w.slo.slo_tps for w in target.workloads if w.slo is not None and w.slo.slo_tps is not None]
         table.add_row(
             f"{entry.rank}{'=' if entry.tied_with else ''}",
             entry.target,
@@ -104,13 +107,14 @@ def ranking_table(results: CampaignResults) -> Table:
             target.status,
             f"{entry.score:.3f}",
             f"{sum(tps) / len(tps):,.1f}" if tps else "-",
+            *((f"{sum(at_slo) / len(at_slo):,.1f}" if at_slo else "-",) if searched else ()),
             "",
         )
     ranked = {r.target for r in results.ranking}
     for target in results.targets:
         if target.name not in ranked:
             error = f"{target.error.kind}: {target.error.message}" if target.error else ""
-            table.add_row("-", target.name, target.provider, target.status, "-", "-", error)
+            table.add_row("-", target.name, target.provider, target.status, "-", "-", *(("-",) if searched else ()), error)
     stats = results.statistics
     if stats is not None and stats.note:
         table.caption = f"{stats.note}; '=' marks a tie within the tie tolerance"

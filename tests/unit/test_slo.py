@@ -4,9 +4,10 @@ import pytest
 
 from pgarena.analysis.ranking import rank_targets
 from pgarena.analysis.slo import midpoint, outcome, probe_result, search
+from pgarena.cli import ranking_table
 from pgarena.model.matrix import MatrixError, Slo, parse_campaign
 from pgarena.model.plan import RUN_TIMEOUT_MARGIN_S
-from pgarena.model.results import Latency, ProgressSample, TargetResult, WorkloadResult
+from pgarena.model.results import CampaignResults, Latency, ProgressSample, TargetResult, WorkloadResult
 from pgarena.model.slo import SloProbe, SloSearch
 from pgarena.planning.cost import expected_work_s
 from pgarena.planning.plan import plan_campaign
@@ -179,3 +180,19 @@ def test_tps_at_slo_gives_its_weight_up_when_a_target_has_none():
     plain = [slo_target("a", 1.0, None), slo_target("b", 2.0, None)]
     plain = [t.model_copy(update={"workloads": [t.workloads[0].model_copy(update={"slo": None})]}) for t in plain]
     assert "slo_tps" not in rank_targets(plain)[0].basis
+
+
+def test_the_cli_ranking_table_shows_tps_at_slo_when_a_workload_searched_it():
+    # Given results whose runs searched an SLO
+    results = CampaignResults(
+        campaign_id="c",
+        campaign="c",
+        started_at="",
+        finished_at="",
+        targets=(targets := [slo_target("a", 1000.0, 300.0), slo_target("b", 1000.0, 600.0)]),
+        ranking=rank_targets(targets),
+    )
+    # When the CLI's table is built / Then it has a tps at SLO column with each target's figure
+    table = ranking_table(results)
+    column = next(c for c in table.columns if c.header == "tps at SLO")
+    assert list(column.cells) == ["600.0", "300.0"]
