@@ -1,7 +1,9 @@
 """pgbench --log -> per-second HdrHistograms: today's reader (pgarena.tools.pgbench.txlog) against the
 line-by-line implementation it replaced, and against `wc -l` (a plain read of the file), in one run.
 
-    .venv/bin/python bench/txlog.py [--seconds 600] [--tps 6000] [--clients 1000] [--old-fraction 0.1]
+    .venv/bin/python bench/txlog.py [--seconds 600] [--tps 6000] [--clients 1000] [--old-fraction 0.1] [--log PATH]
+
+--log reads a log generated before (e.g. by an earlier run with --keep PATH) instead of generating one.
 
 Generates a seeded study-scale log in a temp dir (600 s x 6,000 tps x 1,000 clients: 3.6 M lines in
 pgbench's --log format, 0.05% of them "failed"), then measures each implementation in its own
@@ -19,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -30,6 +33,7 @@ from hdrh.histogram import HdrHistogram
 
 from pgarena.analysis.latency import HIGHEST_US, LOWEST_US, decode, encode, new_histogram, values_at_percentiles
 from pgarena.model.series import SecondBucket, ShardSeries
+from pgarena.tools.pgbench import txlog
 from pgarena.tools.pgbench.txlog import read_txlog
 
 PERCENTILES = [50, 95, 99, 100]
@@ -131,9 +135,21 @@ def child_measured(argv: list[str], report: Path) -> dict:
     return json.loads(report.read_text())
 
 
+def peak_mib() -> float:
+    status = Path("/proc/self/status").read_text().splitlines()
+    return next(int(line.split()[1]) for line in status if line.startswith("VmHWM:")) / 1024
+
+
 def child(which: str, path: Path, out: Path) -> None:
     """Runs in the subprocess: one implementation on one file; writes its times and percentiles as JSON."""
     usage, t0 = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
+    if which == "parse":  # the floor of this design: pyarrow's parse of the three columns, nothing else
+        reader = txlog._File(path)
+        while reader.next_block() is not None:
+            pass
+        wall, cpu = time.perf_counter() - t0, cpu_s(resource.getrusage(resource.RUSAGE_SELF)) - cpu_s(usage)
+        out.write_text(json.dumps({"wall_s": wall, "cpu_s": cpu, "rss_mib": peak_mib()}))
+        return
     if which == "old":  # what the worker ran for a sharded step: both, each reading the log
         histogram, not_done = OLD_pgbench_log_histogram([path])
         series = OLD_pgbench_log_series([path])
@@ -141,13 +157,11 @@ def child(which: str, path: Path, out: Path) -> None:
         log = read_txlog([path], per_second=True)
         histogram, not_done, series = log.histogram, log.not_done, log.series
     wall, cpu = time.perf_counter() - t0, cpu_s(resource.getrusage(resource.RUSAGE_SELF)) - cpu_s(usage)
-    status = Path("/proc/self/status").read_text().splitlines()
-    peak_kib = next(int(line.split()[1]) for line in status if line.startswith("VmHWM:"))
     assert series is not None
     result = {
         "wall_s": wall,
         "cpu_s": cpu,
-        "rss_mib": peak_kib / 1024,
+        "rss_mib": peak_mib(),
         "total": values_at_percentiles(histogram, PERCENTILES),
         "count": histogram.get_total_count(),
         "not_done": not_done,
@@ -183,6 +197,8 @@ def main() -> None:
     parser.add_argument("--tps", type=int, default=6000)
     parser.add_argument("--clients", type=int, default=1000)
     parser.add_argument("--old-fraction", type=float, default=0.1, help="share of the log the old code reads")
+    parser.add_argument("--log", type=Path, help="a log generated before: measured as is, not generated")
+    parser.add_argument("--keep", type=Path, help="write the generated log here too, for --log next time")
     parser.add_argument("--child", nargs=3, metavar=("WHICH", "LOG", "OUT"), help=argparse.SUPPRESS)
     options = parser.parse_args()
     if options.child:
@@ -190,12 +206,20 @@ def main() -> None:
         child(which, Path(log), Path(out))
         return
     with tempfile.TemporaryDirectory(prefix="pgarena-txlog-") as tmp:
-        full, part = Path(tmp) / "pgbench_log.1", Path(tmp) / "slice.1"
-        lines = generate(full, options.seconds, options.tps, options.clients)
-        size = full.stat().st_size
-        print(
-            f"log: {options.seconds} s x {options.tps:,} tps x {options.clients:,} clients = {lines:,} lines, {size / 2**20:.0f} MiB"
-        )
+        full, part = options.log or Path(tmp) / "pgbench_log.1", Path(tmp) / "slice.1"
+        if options.log:
+            done = subprocess.run(["wc", "-l", str(full)], check=True, capture_output=True, text=True)
+            lines = int(done.stdout.split()[0])
+            print(f"log: {full} (generated before), {lines:,} lines, {full.stat().st_size / 2**20:.0f} MiB")
+        else:
+            lines = generate(full, options.seconds, options.tps, options.clients)
+            if options.keep:
+                shutil.copyfile(full, options.keep)
+            size = full.stat().st_size
+            print(
+                f"log: {options.seconds} s x {options.tps:,} tps x {options.clients:,} clients = {lines:,} lines, "
+                f"{size / 2**20:.0f} MiB"
+            )
         part_lines = int(lines * options.old_fraction)
         with full.open() as source, part.open("w") as sliced:
             sliced.writelines(line for _, line in zip(range(part_lines), source))
@@ -204,8 +228,9 @@ def main() -> None:
         # Warm the page cache and the interpreter's imports once, then measure.
         subprocess.run(["wc", "-l", str(full)], check=True, capture_output=True)
         wc = wc_measured(full)
-        reports = {name: Path(tmp) / f"{name}.json" for name in ("new", "new_part", "old_part")}
+        reports = {name: Path(tmp) / f"{name}.json" for name in ("new", "parse", "new_part", "old_part")}
         new = child_measured([*me, "new", str(full), str(reports["new"])], reports["new"])
+        parse = child_measured([*me, "parse", str(full), str(reports["parse"])], reports["parse"])
         new_part = child_measured([*me, "new", str(part), str(reports["new_part"])], reports["new_part"])
         old_part = child_measured([*me, "old", str(part), str(reports["old_part"])], reports["old_part"])
         scale = lines / part_lines
@@ -218,6 +243,7 @@ def main() -> None:
 
     print(row("wc -l (full log)", wc))
     print(row("new: read_txlog (full log)", new))
+    print(row("  of which pyarrow's parse alone", parse, "(the floor of parsing with pyarrow.csv)"))
     print(row(f"new on the {options.old_fraction:.0%} slice", new_part, n=part_lines))
     print(row(f"old on the {options.old_fraction:.0%} slice", old_part, n=part_lines))
     print(
@@ -229,6 +255,11 @@ def main() -> None:
     print(
         f"new vs wc -l: {new['wall_s'] / wc['wall_s']:.1f}x (wall), {new['cpu_s'] / max(wc['cpu_s'], 1e-3):.1f}x (cpu)   target <= 3x"
     )
+    print(
+        f"pyarrow's parse alone vs wc -l: {parse['wall_s'] / wc['wall_s']:.1f}x (wall), "
+        f"{parse['cpu_s'] / max(wc['cpu_s'], 1e-3):.1f}x (cpu); new vs the parse alone: {new['cpu_s'] / parse['cpu_s']:.1f}x (cpu)"
+    )
+    print(f"load while measuring (uptime): {Path('/proc/loadavg').read_text().strip()}")
     print(
         f"old vs new on the slice: largest p50/p95/p99/max difference {worst:.4%} over the run and each of its seconds "
         f"(HdrHistogram precision 0.1%); counts, failures and window identical: {same}"
