@@ -560,6 +560,13 @@ class Campaign(Strict):
     @model_validator(mode="after")
     def _consolidation_uses_every_target(self) -> Campaign:
         sweep = self.scenario.consolidation if self.scenario else None
+        searched = [w.name for w in self.workloads if isinstance(w, PgbenchWorkload) and w.run.slo is not None]
+        if sweep and searched:
+            # A sweep's targets start together; an SLO search's probes would drift apart and load each other.
+            raise ValueError(
+                f"workloads {', '.join(searched)} search an slo, which a consolidation sweep cannot run (its targets "
+                "start each run together, a search's probes do not): remove the slo or the scenario"
+            )
         if sweep and sweep.steps[-1] != len(self.targets):
             raise ValueError(
                 f"the consolidation's last step runs every target at once: declare {sweep.steps[-1]} "

@@ -299,7 +299,8 @@ def _price(
         + TRANSITIONS_PER_STEP * len(step_s)
         + TRANSITIONS_PER_WORKER * len(workers)
     )
-    s3_puts = sum(S3_PUTS_PER_STEP + seconds // S3_UPLOAD_EVERY_S for _, seconds in workers) + 1  # + results.json
+    # Each tool run of a step (an SLO search's probes too) uploads its own output and log.
+    s3_puts = sum(S3_PUTS_PER_STEP * step.tool_runs + seconds // S3_UPLOAD_EVERY_S for step, seconds in workers) + 1
     dynamodb_writes = (
         DYNAMODB_WRITES_PER_STEP * len(workers) + DYNAMODB_WRITES_PER_TARGET * target_passes + DYNAMODB_WRITES_PER_CAMPAIGN
     )

@@ -9,7 +9,7 @@ from pgarena.model.matrix import MatrixError, Slo, parse_campaign
 from pgarena.model.plan import RUN_TIMEOUT_MARGIN_S
 from pgarena.model.results import CampaignResults, Latency, ProgressSample, TargetResult, WorkloadResult
 from pgarena.model.slo import SloProbe, SloSearch
-from pgarena.planning.cost import expected_work_s
+from pgarena.planning.cost import S3_PUTS_PER_STEP, estimate, expected_work_s
 from pgarena.planning.plan import plan_campaign
 
 P99_50 = Slo(p99_ms=50.0, probes=5)
@@ -125,6 +125,23 @@ def test_an_slo_that_cannot_be_searched_is_refused_with_the_fix(run, says):
         parse_campaign(matrix(run))
     assert says in str(caught.value)
     assert all(p.path.startswith("$.workloads[0].run") for p in caught.value.problems)
+
+
+def test_the_cost_estimate_prices_the_probes():
+    # Given the same campaign of 60 s runs with and without a 5-probe SLO search
+    searched = estimate(plan_campaign(parse_campaign(matrix({"duration_s": 60})), "s"), 1.0, 2.0, "us-east-1")
+    plain = estimate(plan_campaign(parse_campaign(matrix({"duration_s": 60, "slo": None})), "p"), 1.0, 2.0, "us-east-1")
+    # Then the search's worker is billed for the 5 probes' 300 s more, and uploads 5 runs' raw output more
+    assert searched.worker_task_s - plain.worker_task_s == pytest.approx(300.0)
+    searched_puts, plain_puts = (next(line.quantity for line in e.lines if line.item == "S3 requests") for e in (searched, plain))
+    assert searched_puts - plain_puts == 5 * S3_PUTS_PER_STEP + 300 // 15
+
+
+def test_an_slo_in_a_consolidation_sweep_is_refused():
+    data = matrix(scenario={"consolidation": {"steps": [1]}})
+    with pytest.raises(MatrixError) as caught:
+        parse_campaign(data)
+    assert "workloads tpcb search an slo, which a consolidation sweep cannot run" in str(caught.value)
 
 
 def test_the_plan_gives_an_slo_step_time_for_every_probe_and_the_estimate_counts_them():
