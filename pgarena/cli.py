@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.table import Table
 
 from pgarena.analysis.compare import DEFAULT_THRESHOLD, Comparison, compare_campaigns, load_results
+from pgarena.aws.execution import RESULTS_WAIT_S, STACK_NAME
 from pgarena.model.matrix import Campaign, MatrixError, json_schema, load_campaign
 from pgarena.model.results import CampaignResults
 from pgarena.report import write_to_folder
@@ -174,7 +175,7 @@ def run(
     aws: Annotated[
         bool, typer.Option("--aws", help="run in the deployed stack: start an execution, follow it, download")
     ] = False,
-    stack_name: Annotated[str, typer.Option(help="--aws: the deployed stack whose outputs name the resources")] = "Pgarena",
+    stack_name: Annotated[str, typer.Option(help="--aws: the deployed stack whose outputs name the resources")] = STACK_NAME,
     state_machine_arn: Annotated[str | None, typer.Option(help="--aws: instead of the stack's StateMachineArn")] = None,
     results_bucket: Annotated[str | None, typer.Option(help="--aws: instead of the stack's ResultsBucketName")] = None,
     results_table: Annotated[str | None, typer.Option(help="--aws: instead of the stack's ResultsTableName")] = None,
@@ -186,7 +187,7 @@ def run(
     ] = None,
     results_wait_s: Annotated[
         float, typer.Option(help="--aws: after a stop or a failure, how long to wait for finalize_stopped's results.json", min=0)
-    ] = 90.0,
+    ] = RESULTS_WAIT_S,
 ) -> None:
     """Run a campaign through the campaign state machine and print the ranking."""
     if local == aws:

@@ -193,3 +193,20 @@ def test_run_aws_ctrl_c_stops_the_execution_and_its_workers(stand_in, server, tm
     assert results.status == "cancelled"
     (target,) = results.targets
     assert [w.error.kind for w in target.workloads if w.error] == ["cancelled"], output
+
+
+def test_run_aws_exits_non_zero_naming_the_failure(stand_in, server, tmp_path):
+    # Given a state machine that fails (named by --state-machine-arn instead of the stack's)
+    failing = {"StartAt": "Refuse", "States": {"Refuse": {"Type": "Fail", "Error": "MatrixInvalid", "Cause": "a cause to read"}}}
+    arn = stand_in.sfn.create_state_machine(
+        name="pgarena-failing", definition=json.dumps(failing), roleArn="arn:aws:iam::123456789012:role/pgarena-local"
+    )["stateMachineArn"]
+    matrix = matrix_file(tmp_path, server, "aws-fail", duration_s=1)
+
+    # When the user runs the campaign on it
+    args, env = cli(stand_in, matrix, tmp_path / "results", "--state-machine-arn", arn, "--results-wait-s", "0")
+    done = subprocess.run(args, env=env, capture_output=True, text=True, timeout=CLI_TIMEOUT_S)
+
+    # Then the command fails, saying how the execution ended and why
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "ended FAILED" in done.stderr and "MatrixInvalid: a cause to read" in done.stderr, done.stderr

@@ -8,6 +8,7 @@ import json
 import boto3
 import pytest
 from moto import mock_aws
+from typer.testing import CliRunner
 
 from pgarena.aws.execution import (
     AwsRunError,
@@ -18,6 +19,7 @@ from pgarena.aws.execution import (
     stack_outputs,
     wait_for_results,
 )
+from pgarena.cli import app
 from pgarena.model import layout
 from pgarena.model.matrix import parse_campaign
 from pgarena.report import REPORT_FILES
@@ -140,3 +142,17 @@ def test_no_results_yet_is_said_after_the_wait(aws):
     s3 = boto3.client("s3")
     s3.create_bucket(Bucket="results")
     assert not wait_for_results(s3, "results", "c-1", timeout_s=0)
+
+
+def test_the_command_refuses_an_embedded_target_before_calling_aws(tmp_path):
+    # Given a matrix with an embedded target / When it is run in AWS
+    result = CliRunner().invoke(app, ["run", "--aws", "--matrix", str(FIXTURES / "matrices" / "minimal.json")])
+
+    # Then nothing starts: the field and the fix are named
+    assert result.exit_code == 1
+    assert "targets[1].embedded: embedded servers run only with --local" in result.output
+
+
+def test_the_command_asks_where_the_campaign_runs(tmp_path):
+    result = CliRunner().invoke(app, ["run", "--matrix", str(FIXTURES / "matrices" / "minimal.json")])
+    assert result.exit_code == 2 and "--local (this machine) or --aws (the deployed stack)" in result.output
