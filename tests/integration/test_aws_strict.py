@@ -78,7 +78,8 @@ def function_assets():
 def run_green(runtime, matrix):
     run = runtime.run(parse_campaign(matrix))
     assert run.status == "SUCCEEDED", run.error
-    assert [(t.name, t.status) for t in run.results.targets] == [(t["name"], "succeeded") for t in matrix["targets"]]
+    errors = {t.name: [t.error, *(w.error for w in t.workloads if w.error)] for t in run.results.targets}
+    assert [(t.name, t.status) for t in run.results.targets] == [(t["name"], "succeeded") for t in matrix["targets"]], errors
     return run
 
 
