@@ -6,6 +6,7 @@ import resource
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 from pgarena.model.results import HarnessCost
 
@@ -13,6 +14,18 @@ from pgarena.model.results import HarnessCost
 def _cpu_s(who: int) -> float:
     usage = resource.getrusage(who)
     return usage.ru_utime + usage.ru_stime
+
+
+def peak_rss_mib() -> float | None:
+    """This process's peak resident memory (VmHWM, Linux; a worker process takes one step). Not ru_maxrss:
+    Linux carries the forking parent's peak over fork and exec, so a worker the local runtime started
+    would report the runtime's size."""
+    try:
+        status = Path("/proc/self/status").read_text().splitlines()
+    except OSError:
+        return None
+    peak_kib = next((int(line.split()[1]) for line in status if line.startswith("VmHWM:")), None)
+    return None if peak_kib is None else round(peak_kib / 1024, 1)
 
 
 class CostMeter:
@@ -40,6 +53,5 @@ class CostMeter:
             cpu_s=round(_cpu_s(resource.RUSAGE_SELF) - self._self0, 3),
             tool_cpu_s=round(_cpu_s(resource.RUSAGE_CHILDREN) - self._children0, 3),
             log_processing_s=round(self._processing_s, 3),
-            # ru_maxrss is KiB on Linux: the process's peak, which a worker process spends on one step.
-            peak_rss_mib=round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+            peak_rss_mib=peak_rss_mib(),
         )
