@@ -18,7 +18,7 @@ import boto3
 from botocore.exceptions import NoRegionError
 from pydantic import BaseModel
 
-from pgarena.aws.follow import POLL_S, Event, follow, step_event
+from pgarena.aws.follow import Event, follow, step_event
 from pgarena.aws.schedule import EXECUTION_NAME_MAX
 from pgarena.aws.store import ResultStore
 from pgarena.model import layout
@@ -43,6 +43,9 @@ OUTPUT_WORKER_CLUSTER_ARN = "WorkerClusterArn"
 # After a stop or a failure, finalize_stopped (behind the EventBridge rule) writes results.json: wait this
 # long for it (a Lambda cold start and the aggregation of what finished).
 RESULTS_WAIT_S = 90.0
+# How often the deployed execution is looked at: each look reads its whole history (GetExecutionHistory
+# is throttled per account), and a step lasts tens of seconds at least.
+AWS_POLL_S = 2.0
 
 
 class AwsRunError(Exception):
@@ -138,7 +141,7 @@ def download_results(s3: S3Client, bucket: str, campaign_id: str, out_dir: Path)
     return copied
 
 
-def wait_for_results(s3: S3Client, bucket: str, campaign_id: str, timeout_s: float, poll_s: float = POLL_S) -> bool:
+def wait_for_results(s3: S3Client, bucket: str, campaign_id: str, timeout_s: float, poll_s: float = AWS_POLL_S) -> bool:
     """Whether results.json appeared within timeout_s (finalize_stopped writes it after a stop or a failure)."""
     deadline = time.monotonic() + timeout_s
     while True:
@@ -224,7 +227,7 @@ class AwsCampaign:
         store = self.store
         summaries = (lambda: store.summaries(campaign_id)) if store is not None else list
         poll = None
-        for poll in follow(self.clients.sfn, arn, t0, summaries):
+        for poll in follow(self.clients.sfn, arn, t0, summaries, AWS_POLL_S):
             for event in poll.states:
                 on_event(event)
             for summary in poll.steps:

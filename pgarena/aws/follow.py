@@ -68,7 +68,8 @@ class Poll:
 
 
 def history(sfn: SFNClient, execution_arn: str) -> list[HistoryEventTypeDef]:
-    pages = sfn.get_paginator("get_execution_history").paginate(executionArn=execution_arn)
+    # 1,000 events a call (the most AWS gives): a long campaign's history costs few calls per poll
+    pages = sfn.get_paginator("get_execution_history").paginate(executionArn=execution_arn, PaginationConfig={"PageSize": 1000})
     return [event for page in pages for event in page["events"]]
 
 
