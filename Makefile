@@ -20,6 +20,9 @@ $(STAMP): pyproject.toml
 # The browser test opens the HTML report in headless Chromium (Debian's package; root installs it).
 install: $(STAMP)
 	@command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] && apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } || echo "warning: chromium not installed; the report's browser test will fail" >&2
+# Docker (Debian's docker.io) and debootstrap for the container workers (tests/integration/test_container_workers.py):
+# tools/docker-here.sh starts the daemon and makes the image's base when no registry can be reached.
+	@{ command -v dockerd >/dev/null && command -v debootstrap >/dev/null; } || { [ "$$(id -u)" = 0 ] && apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq docker.io debootstrap >/dev/null; } || echo "warning: docker.io or debootstrap not installed; the container worker tests will fail" >&2
 
 demo: install
 	$(BIN)/pgarena run --local --matrix examples/local-demo.json --out results

@@ -169,7 +169,15 @@ def run(
         typer.Option(
             "--aws-strict",
             help="with --local: run each Lambda from its synthesized asset in its runtime's interpreter, "
-            "with AWS's timeouts and limits (state payloads, Map concurrency)",
+            "with AWS's timeouts and limits (state payloads, Map concurrency), and workers as containers",
+        ),
+    ] = False,
+    container_workers: Annotated[
+        bool,
+        typer.Option(
+            "--container-workers",
+            help="with --local: run each worker as a container of the image built from workers/Dockerfile "
+            '(needs a Docker daemon: eval "$(tools/docker-here.sh)"); --aws-strict implies it',
         ),
     ] = False,
     aws: Annotated[
@@ -204,6 +212,7 @@ def run(
         _finish_aws(_run_aws(campaign, out, stack_name, given, region, endpoint_url, results_wait_s))
         return
     from pgarena.local.assets import AssetError
+    from pgarena.local.containers import DockerError
     from pgarena.local.limits import StrictLimitError
     from pgarena.local.progress import Interrupted
     from pgarena.local.runtime import run_local
@@ -213,8 +222,10 @@ def run(
     mode = "locally, as AWS would run it" if aws_strict else "locally"
     try:
         with console.status(f"running {campaign.campaign} {mode} (Ctrl-C cancels, keeping what finished)"):
-            result = run_local(campaign, out, on_event=show_event, aws_strict=aws_strict)
-    except (AssetError, StrictLimitError) as error:
+            result = run_local(
+                campaign, out, on_event=show_event, aws_strict=aws_strict, container_workers=container_workers or aws_strict
+            )
+    except (AssetError, StrictLimitError, DockerError) as error:
         _fail(str(error))
     except Interrupted as stop:
         errors.print(

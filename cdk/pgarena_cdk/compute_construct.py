@@ -12,6 +12,7 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
+from pgarena import worker_image
 from pgarena.aws.access import Component
 from pgarena_cdk import constants
 from pgarena_cdk.nag import acknowledge
@@ -110,11 +111,12 @@ class ComputeConstruct(Construct):
                 cpu_architecture=ecs.CpuArchitecture.X86_64,
             ),
         )
-        # from_asset only fingerprints the directory at synth; `cdk deploy` builds and pushes the image.
+        # Synth stages the build context (pip downloads the wheels once per requirements, no Docker);
+        # `cdk deploy` builds and pushes the image. The local runtime's container workers build the same.
+        context = worker_image.stage_context(repo_root, repo_root / constants.WORKER_IMAGE_ASSET_DIR)
         image = ecs.ContainerImage.from_asset(
-            str(repo_root),
-            file=constants.WORKER_DOCKERFILE,
-            exclude=constants.WORKER_IMAGE_CONTEXT_EXCLUDE,
+            str(context),
+            file=worker_image.DOCKERFILE,
             platform=ecr_assets.Platform.LINUX_AMD64,
         )
         task_definition.add_container(

@@ -26,20 +26,11 @@ DEFAULT_LOG_RETENTION_DAYS = 30
 DEFAULT_RAW_OUTPUT_EXPIRATION_DAYS = 90
 
 # Asset paths, relative to the repository root.
-WORKER_DOCKERFILE = "workers/Dockerfile"
 STATE_MACHINE_ASL = "statemachines/campaign.asl.json"
 
-# The worker image's build context holds only what the Dockerfile copies, so that unrelated
-# changes (tests, docs, the CDK app) do not change the image's hash.
-WORKER_IMAGE_CONTEXT_EXCLUDE = [
-    "*",
-    "!pgarena",
-    "!workers",
-    "!pyproject.toml",
-    "!README.md",
-    "**/__pycache__",
-    "**/*.pyc",
-]
+# The worker image's build context, staged at synth by pgarena.worker_image (the code the Dockerfile
+# copies and the dependencies' wheels), so that unrelated changes do not change the image's hash.
+WORKER_IMAGE_ASSET_DIR = "build/worker-image/asset"
 # The Lambda code asset holds the handlers and the library they import, nothing else;
 # third-party packages come from the layer (pgarena_cdk.bundling).
 LAMBDA_CODE_EXCLUDE = [

@@ -1,7 +1,7 @@
 """Local stand-ins for the Lambda and ECS APIs, reached by the AWS SDK through AWS_ENDPOINT_URL_*.
 
-The Lambda endpoint runs the real handlers; the ECS endpoint starts the real worker entrypoint as a
-process. Both speak just enough of the wire protocol for Invoke and RunTask/StopTask.
+The Lambda endpoint runs the real handlers; the ECS endpoint starts the real worker entrypoint, as a
+process or (pgarena.local.containers) as a container of the worker image. Both speak just enough of the wire protocol for Invoke and RunTask/StopTask.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, Self
+from typing import IO, Any, Protocol, Self
 from urllib.parse import unquote
 
 Handler = Callable[[dict[str, Any], Any], Any]  # (event, context) -> a JSON-serializable result
@@ -148,12 +148,39 @@ class InvalidParameter(Exception):
     pass
 
 
-class EcsEndpoint(_Server):
-    """RunTask starts `python -m workers.entrypoint` with the container overrides' environment."""
+class Workers(Protocol):
+    """How a task's worker starts on this machine, and what stopping it for good takes."""
 
-    def __init__(self, worker_env: dict[str, str], logs_dir: Path):
+    def start(self, task_id: str, env: Mapping[str, str], log: IO[str]) -> subprocess.Popen[bytes]: ...
+
+    def kill(self, task_id: str) -> None: ...
+
+
+class ProcessWorkers:
+    """`python -m workers.entrypoint` of this interpreter, in this process's environment and the task's."""
+
+    def start(self, task_id: str, env: Mapping[str, str], log: IO[str]) -> subprocess.Popen[bytes]:
+        return subprocess.Popen(
+            [sys.executable, "-m", "workers.entrypoint"],
+            env={**os.environ, **env},
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+    def kill(self, task_id: str) -> None:  # killing its process group was all it took
+        pass
+
+
+class EcsEndpoint(_Server):
+    """RunTask starts a worker (`workers`: a process, or a container of the worker image) with worker_env
+    (what the task gets besides RunTask's overrides: credentials, region, endpoints) and the container
+    overrides' environment."""
+
+    def __init__(self, worker_env: dict[str, str], logs_dir: Path, workers: Workers | None = None):
         endpoint = self
         self.worker_env = worker_env
+        self.workers: Workers = workers or ProcessWorkers()
         self.logs_dir = logs_dir
         self.processes: dict[str, subprocess.Popen[bytes]] = {}
         self.campaigns: dict[str, str] = {}  # task ARN -> campaign id, to stop one campaign's workers
@@ -194,16 +221,10 @@ class EcsEndpoint(_Server):
         task_id = uuid.uuid4().hex
         task_arn = f"arn:aws:ecs:{REGION}:{ACCOUNT}:task/pgarena-local/{task_id}"
         overrides = request.get("overrides", {}).get("containerOverrides", [{}])[0].get("environment", [])
-        env = {**os.environ, **self.worker_env, **{item["name"]: item["value"] for item in overrides}}
+        env = {**self.worker_env, **{item["name"]: item["value"] for item in overrides}}
         self.logs_dir.mkdir(parents=True, exist_ok=True)
         with (self.logs_dir / f"worker-{task_id}.log").open("w") as log:
-            process = subprocess.Popen(
-                [sys.executable, "-m", "workers.entrypoint"],
-                env=env,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
+            process = self.workers.start(task_id, env, log)
         try:
             campaign_id = json.loads(env.get("PGARENA_STEP") or "{}").get("campaign_id", "")
         except ValueError:
@@ -253,21 +274,20 @@ class EcsEndpoint(_Server):
         """StopTask for every running worker of one campaign (SIGTERM: each records what it was doing and
         exits); wait for them, then kill what is left. Returns how many were running."""
         with self.lock:
-            running = [p for arn, p in self.processes.items() if self.campaigns.get(arn) == campaign_id and p.poll() is None]
+            running = {arn: p for arn, p in self.processes.items() if self.campaigns.get(arn) == campaign_id and p.poll() is None}
         self._stop(running, timeout_s)
         return len(running)
 
     def stop_all(self) -> None:
         with self.lock:
-            processes = list(self.processes.values())
+            processes = dict(self.processes)
         self._stop(processes, 10)
 
-    @staticmethod
-    def _stop(processes: list[subprocess.Popen[bytes]], timeout_s: float) -> None:
-        for process in processes:
+    def _stop(self, processes: dict[str, subprocess.Popen[bytes]], timeout_s: float) -> None:
+        for process in processes.values():
             if process.poll() is None:
                 process.terminate()
-        for process in processes:
+        for task_arn, process in processes.items():
             try:
                 process.wait(timeout=timeout_s)
             except subprocess.TimeoutExpired:
@@ -276,3 +296,4 @@ class EcsEndpoint(_Server):
                 except ProcessLookupError:
                     pass
                 process.wait()
+                self.workers.kill(task_arn.rsplit("/", 1)[1])

@@ -7,6 +7,9 @@ token API through a moto server sharing the interpreter's state.
 With `aws_strict`, the runtime holds to what AWS enforces: each handler runs from its synthesized asset
 in a clean interpreter of its runtime (pgarena.local.assets), with its timeout and memory size, and
 AWS's limits on state payloads and inline Map concurrency apply (pgarena.local.limits).
+
+With `container_workers` (implied by `aws_strict`), each worker runs as a container of the image built
+from workers/Dockerfile (pgarena.local.containers) with only the environment a Fargate task gets.
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ from pgarena.aws.finalize import store_writer
 from pgarena.aws.follow import POLL_S, Event, follow, step_event
 from pgarena.aws.leases import default_lease_dir
 from pgarena.aws.store import ResultStore, create_results_table
-from pgarena.local import assets, limits
+from pgarena.local import assets, containers, limits
 from pgarena.local import iam as local_iam
 from pgarena.local.aborts import stops_stand
 from pgarena.local.embedded import PASSWORD_ENV_PREFIX, EmbeddedProcess, EmbeddedStandby, EmbeddedStartError, with_replication
@@ -208,7 +211,8 @@ class LocalRuntime:
 
     aws_strict: the handlers run from their synthesized assets in the runtime's interpreter, and AWS's
     limits hold (module docstring). iam_template: a synthesized template whose roles' policies moto
-    enforces (pgarena.local.iam); in strict mode, the synthesized stack's own."""
+    enforces (pgarena.local.iam); in strict mode, the synthesized stack's own. container_workers: workers
+    run as containers of the worker image (module docstring); by default as aws_strict says."""
 
     def __init__(
         self,
@@ -217,8 +221,10 @@ class LocalRuntime:
         heartbeat_s: float = 10.0,
         aws_strict: bool = False,
         iam_template: dict[str, Any] | None = None,
+        container_workers: bool | None = None,
     ):
         self.out_dir = out_dir
+        self.container_workers = aws_strict if container_workers is None else container_workers
         # The synthesized template: when given, moto enforces its roles' policies (pgarena.local.iam).
         self.iam_template = iam_template
         self.servers_root = servers_root
@@ -320,13 +326,14 @@ class LocalRuntime:
             lambdas = stack.enter_context(LambdaEndpoint(self.lambda_handlers))
             self.workers = stack.enter_context(
                 EcsEndpoint(
+                    # What a task gets besides RunTask's overrides (a worker process also inherits aws_env).
                     worker_env={
-                        **aws_env,
                         **self.component_env(Component.WORKER),
                         "PGARENA_HEARTBEAT_S": str(self.heartbeat_s),
                         "PGARENA_UPLOAD_EVERY_S": str(LOCAL_UPLOAD_EVERY_S),
                     },
                     logs_dir=self.out_dir / "logs",
+                    workers=containers.ContainerWorkers(containers.build_image()) if self.container_workers else None,
                 )
             )
             stack.callback(self.workers.stop_all)
@@ -370,7 +377,7 @@ class LocalRuntime:
         campaign_id = new_campaign_id(campaign.campaign)
         started_at = now_iso()
         resolved, unstarted = _with_embedded_endpoints(campaign, self.stack, self.servers_root)
-        if resolved is not None and self.aws_strict:
+        if resolved is not None and (self.aws_strict or self.container_workers):
             resolved = self._with_secret_passwords(resolved)
         results_dir = self.out_dir / campaign_id
         results_dir.mkdir(parents=True, exist_ok=True)
@@ -403,8 +410,8 @@ class LocalRuntime:
 
     def _with_secret_passwords(self, campaign: Campaign) -> Campaign:
         """The embedded servers' passwords as Secrets Manager secrets (`pgarena/...`, which the functions'
-        roles may read), as a target's password reaches Lambda in AWS: a function's environment holds no
-        variable of the user's shell."""
+        roles may read), as a target's password reaches Lambda and Fargate in AWS: a function's or a
+        container's environment holds no variable of the user's shell."""
         secretsmanager = boto3.client("secretsmanager", region_name=REGION)
 
         def by_secret(endpoint: Endpoint) -> Endpoint:
@@ -580,8 +587,9 @@ def run_local(
     heartbeat_s: float = 10.0,
     aws_strict: bool = False,
     iam_template: dict[str, Any] | None = None,
+    container_workers: bool | None = None,
 ) -> LocalRun:
     """Run one campaign through the state machine on this machine; results land in out_dir/<campaign_id>/.
-    aws_strict: as AWS would run it (LocalRuntime)."""
-    with LocalRuntime(out_dir, servers_root, heartbeat_s, aws_strict, iam_template) as runtime:
+    aws_strict: as AWS would run it (LocalRuntime); container_workers: workers as containers of the image."""
+    with LocalRuntime(out_dir, servers_root, heartbeat_s, aws_strict, iam_template, container_workers) as runtime:
         return runtime.run(campaign, on_event)

@@ -439,8 +439,9 @@ def test_worker_image_context_holds_only_what_the_dockerfile_copies(default_synt
     # When listing its staged build context
     entries = sorted(path.name for path in default_synth.asset_dir(asset_hash).iterdir())
 
-    # Then only the package, the worker and the project files are sent to Docker
-    assert entries == ["README.md", "pgarena", "pyproject.toml", "workers"]
+    # Then only the package, the worker, the project files and the dependencies' wheels are sent to Docker
+    assert entries == ["README.md", "pgarena", "pyproject.toml", "wheels", "workers"]
+    assert any(default_synth.asset_dir(asset_hash).glob("wheels/pydantic-*.whl"))
 
 
 def test_worker_task_role_grants(default_synth):

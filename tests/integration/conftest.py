@@ -1,8 +1,13 @@
+import subprocess
+
 import pytest
 
+from pgarena.local import containers
 from pgarena.local.embedded import free_port
 from pgarena.local.runtime import LocalRun, run_local
 from pgarena.model.matrix import parse_campaign
+
+REPO_ROOT = containers.REPO_ROOT
 
 # A short campaign that exercises every part of the report: two embedded targets with prices, a
 # client sweep (scaling curves, USL fit), progress lines every second, and a target nobody listens
@@ -47,3 +52,18 @@ def demo_campaign(tmp_path_factory) -> LocalRun:
     run = run_local(parse_campaign(matrix), tmp_path_factory.mktemp("demo-results"))
     assert run.status == "SUCCEEDED", run.error
     return run
+
+
+@pytest.fixture(scope="session")
+def worker_image():
+    """A Docker daemon (tools/docker-here.sh starts one where none answers) and the worker image built
+    from workers/Dockerfile, once per session (later builds in the session hit Docker's cache). Fails,
+    never skips, when either cannot be had: container workers are part of what `make test` proves."""
+    result = subprocess.run(
+        ["bash", str(REPO_ROOT / containers.DOCKER_HERE)], capture_output=True, text=True, timeout=1800, check=False
+    )
+    assert result.returncode == 0, f"{containers.DOCKER_HERE} failed:\n{result.stderr}"
+    docker_host = result.stdout.strip().rsplit("export DOCKER_HOST=", 1)[-1]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("DOCKER_HOST", docker_host)
+        yield containers.build_image()

@@ -1,5 +1,5 @@
 """`pgarena run --local --aws-strict`: the handlers run from their synthesized assets in a clean python3.12,
-and AWS's limits hold. A sharded campaign, a consolidation sweep and a cost-capped campaign run green; a
+the workers in containers of the worker image, and AWS's limits hold. A sharded campaign, a consolidation sweep and a cost-capped campaign run green; a
 handler whose asset lacks a dependency the virtualenv has fails; a state past 256 KiB fails the campaign."""
 
 import importlib.util
@@ -65,7 +65,7 @@ COST_CAPPED = {
 
 
 @pytest.fixture(scope="module")
-def runtime(tmp_path_factory):
+def runtime(tmp_path_factory, worker_image):  # strict workers are containers of the worker image
     with LocalRuntime(tmp_path_factory.mktemp("strict-results"), aws_strict=True) as rt:
         yield rt
 

@@ -1,0 +1,107 @@
+"""Container workers: the local ECS stand-in runs each task as `docker run` of the worker image built
+from workers/Dockerfile, the image Fargate runs, with the environment the task gets in AWS.
+
+The containers share the host's network (`--network host`), so a worker reaches the moto server and an
+embedded PostgreSQL server on 127.0.0.1 as a Fargate task reaches its VPC. A Docker daemon must answer
+(DOCKER_HOST or the default socket): `eval "$(tools/docker-here.sh)"` starts one on a machine without.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+from collections.abc import Mapping
+from pathlib import Path
+from typing import IO
+
+from pgarena import worker_image
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+IMAGE_TAG = "pgarena-worker:local"
+CONTEXT_DIR = "build/worker-image/context"
+CONTAINER_PREFIX = "pgarena-worker-"
+BUILD_TIMEOUT_S = 3600  # a cold build under vfs storage on a busy machine: base packages, then the wheels
+DOCKER_HERE = "tools/docker-here.sh"
+
+
+class DockerError(RuntimeError):
+    pass
+
+
+def _docker(*args: str, timeout_s: float = 60) -> subprocess.CompletedProcess[str]:
+    try:
+        return subprocess.run(["docker", *args], capture_output=True, text=True, timeout=timeout_s, check=False)
+    except FileNotFoundError:
+        raise DockerError(
+            f'the docker command is not installed: run `eval "$({DOCKER_HERE})"` (installs Debian\'s docker.io)'
+        ) from None
+
+
+def check_daemon() -> None:
+    result = _docker("info", "--format", "{{.ServerVersion}}")
+    if result.returncode != 0:
+        where = os.environ.get("DOCKER_HOST", "the default socket")
+        raise DockerError(
+            f"no Docker daemon answers at {where} ({result.stderr.strip()[-300:]}): container workers need one; "
+            f'start it with `eval "$({DOCKER_HERE})"`'
+        )
+
+
+def _digest(context: Path) -> str:
+    digest = hashlib.sha256()
+    for path in sorted(p for p in context.rglob("*") if p.is_file()):
+        digest.update(f"{path.relative_to(context)}\0{path.stat().st_size}\0".encode())
+        if path.parent.name != worker_image.WHEELS:  # a wheel's name and size say enough
+            digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+# Images this process built, by their context's digest and the daemon: an unchanged context is not sent again.
+_built: dict[tuple[str, str], str] = {}
+
+
+def build_image(repo_root: Path = REPO_ROOT, tag: str = IMAGE_TAG) -> str:
+    """Build the worker image (Docker's layer cache makes an unchanged rebuild quick); return its id."""
+    check_daemon()
+    context = worker_image.stage_context(repo_root, repo_root / CONTEXT_DIR)
+    key = (_digest(context), os.environ.get("DOCKER_HOST", ""))
+    if key in _built and _docker("image", "inspect", _built[key]).returncode == 0:
+        return _built[key]
+    # The classic builder (no buildx here) on the host's network: the daemon may have no bridge.
+    command = ["docker", "build", "--network", "host", "--quiet", "-f", worker_image.DOCKERFILE, "-t", tag, str(context)]
+    result = subprocess.run(
+        command, capture_output=True, text=True, timeout=BUILD_TIMEOUT_S, check=False, env={**os.environ, "DOCKER_BUILDKIT": "0"}
+    )
+    if result.returncode != 0:
+        output = (result.stdout + result.stderr).strip()
+        raise DockerError(f"building the worker image from {worker_image.DOCKERFILE} failed:\n{output[-3000:]}")
+    _built[key] = result.stdout.strip().splitlines()[-1]
+    return _built[key]
+
+
+class ContainerWorkers:
+    """Starts a task's worker as a container of `image`; the environment goes by name only (`-e NAME`),
+    so that no value (the task token, credentials) appears in a command line."""
+
+    def __init__(self, image: str):
+        self.image = image
+
+    def command(self, task_id: str, env: Mapping[str, str]) -> list[str]:
+        names = [arg for name in sorted(env) for arg in ("-e", name)]
+        return ["docker", "run", "--rm", "--network", "host", "--name", CONTAINER_PREFIX + task_id, *names, self.image]
+
+    def start(self, task_id: str, env: Mapping[str, str], log: IO[str]) -> subprocess.Popen[bytes]:
+        # `docker run` passes SIGTERM on to the container (StopTask), as ECS signals the task.
+        docker_env = {name: os.environ[name] for name in ("PATH", "HOME", "DOCKER_HOST") if name in os.environ}
+        return subprocess.Popen(
+            self.command(task_id, env),
+            env={**docker_env, **env},
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+    def kill(self, task_id: str) -> None:
+        """What SIGKILL of the `docker run` client leaves running: the container itself."""
+        _docker("rm", "--force", CONTAINER_PREFIX + task_id)
