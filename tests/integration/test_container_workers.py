@@ -4,12 +4,18 @@ daemon that does not answer fails these tests (tools/docker-here.sh starts one).
 
 from __future__ import annotations
 
+import subprocess
+import time
+
 import pytest
 
-from pgarena.local.runtime import run_local
+from pgarena.local import containers
+from pgarena.local.runtime import LocalRuntime, run_local
 from pgarena.model.matrix import parse_campaign
 
 pytestmark = pytest.mark.integration
+
+WAIT_FOR_PROGRESS_S = 120
 
 # One small campaign: an embedded target, pgbench's init and one short run.
 MATRIX = {
@@ -47,3 +53,39 @@ def test_a_campaign_runs_green_with_every_worker_in_a_container(worker_image, tm
     )
     assert workload.worker.tools["python"].startswith("3.11.")
     assert len(list((tmp_path / "logs").glob("worker-*.log"))) == 2  # init and run
+
+
+def _containers_of(runtime: LocalRuntime) -> list[str]:
+    """The containers of this runtime's tasks still there, running or not (other sessions may run theirs)."""
+    names = [containers.CONTAINER_PREFIX + arn.rsplit("/", 1)[1] for arn in runtime.workers.processes]
+    filters = [arg for name in names for arg in ("--filter", f"name=^{name}$")]
+    listed = subprocess.run(["docker", "ps", "--all", "--quiet", *filters], capture_output=True, text=True, check=True)
+    return listed.stdout.split() if names else []
+
+
+def test_stopping_a_campaign_stops_its_containers_and_records_the_step_cancelled(worker_image, tmp_path):
+    # Given a campaign whose run would last a minute, running in a container and measuring
+    long_run = {**MATRIX, "campaign": "containers-stopped"}
+    long_run["workloads"] = [{**MATRIX["workloads"][0], "run": {**MATRIX["workloads"][0]["run"], "duration_s": 60}}]
+    with LocalRuntime(tmp_path, container_workers=True) as runtime:
+        execution = runtime.start(parse_campaign(long_run))
+        deadline = time.monotonic() + WAIT_FOR_PROGRESS_S
+        while time.monotonic() < deadline and not _measuring(runtime, execution.campaign_id):
+            time.sleep(0.5)
+        assert _containers_of(runtime), "no worker container is running"
+
+        # When the campaign is stopped (StopTask: docker passes SIGTERM on to the worker)
+        run = runtime.cancel(execution)
+        left = _containers_of(runtime)
+
+    # Then the worker recorded its step cancelled, and no container is left
+    assert run.results is not None and run.results.status == "cancelled"
+    (workload,) = run.results.targets[0].workloads
+    assert (workload.status, workload.error.kind if workload.error else None) == ("failed", "cancelled")
+    assert left == []
+
+
+def _measuring(runtime: LocalRuntime, campaign_id: str) -> bool:
+    """pgbench's uploaded output shows it measuring (not a fixed wait: a loaded machine starts slowly)."""
+    key = next((k for k in runtime.store.keys(campaign_id) if k.endswith("/raw/pg/sel/c2-r1/pgbench.log")), None)
+    return key is not None and b"progress:" in runtime.s3.get_object(Bucket=runtime.store.bucket, Key=key)["Body"].read()
