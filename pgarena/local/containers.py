@@ -20,6 +20,7 @@ from pgarena import worker_image
 REPO_ROOT = Path(__file__).resolve().parents[2]
 IMAGE_TAG = "pgarena-worker:local"
 CONTEXT_DIR = "build/worker-image/context"
+BUILD_LOG = "build/worker-image/build.log"
 CONTAINER_PREFIX = "pgarena-worker-"
 BUILD_TIMEOUT_S = 3600  # a cold build under vfs storage on a busy machine: base packages, then the wheels
 DOCKER_HERE = "tools/docker-here.sh"
@@ -69,14 +70,25 @@ def build_image(repo_root: Path = REPO_ROOT, tag: str = IMAGE_TAG) -> str:
     if key in _built and _docker("image", "inspect", _built[key]).returncode == 0:
         return _built[key]
     # The classic builder (no buildx here) on the host's network: the daemon may have no bridge.
-    command = ["docker", "build", "--network", "host", "--quiet", "-f", worker_image.DOCKERFILE, "-t", tag, str(context)]
-    result = subprocess.run(
-        command, capture_output=True, text=True, timeout=BUILD_TIMEOUT_S, check=False, env={**os.environ, "DOCKER_BUILDKIT": "0"}
-    )
+    command = ["docker", "build", "--network", "host", "-f", worker_image.DOCKERFILE, "-t", tag, str(context)]
+    log = repo_root / BUILD_LOG
+    with log.open("w") as out:
+        result = subprocess.run(
+            command,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            timeout=BUILD_TIMEOUT_S,
+            check=False,
+            env={**os.environ, "DOCKER_BUILDKIT": "0"},
+        )
     if result.returncode != 0:
-        output = (result.stdout + result.stderr).strip()
-        raise DockerError(f"building the worker image from {worker_image.DOCKERFILE} failed:\n{output[-3000:]}")
-    _built[key] = result.stdout.strip().splitlines()[-1]
+        raise DockerError(
+            f"building the worker image from {worker_image.DOCKERFILE} failed (log: {log}):\n{log.read_text()[-3000:]}"
+        )
+    inspected = _docker("image", "inspect", "--format", "{{.Id}}", tag)
+    if inspected.returncode != 0:
+        raise DockerError(f"the worker image {tag} was built but cannot be inspected: {inspected.stderr.strip()}")
+    _built[key] = inspected.stdout.strip()
     return _built[key]
 
 
