@@ -227,6 +227,7 @@ def run(
             )
     except (AssetError, StrictLimitError, DockerError) as error:
         _fail(str(error))
+        raise typer.Exit(1) from None
     except Interrupted as stop:
         errors.print(
             f"interrupted: the steps that finished are kept in {stop.folder}; `pgarena resume {stop.folder}` runs the rest",

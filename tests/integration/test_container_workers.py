@@ -4,11 +4,14 @@ daemon that does not answer fails these tests (tools/docker-here.sh starts one).
 
 from __future__ import annotations
 
+import json
 import subprocess
 import time
 
 import pytest
+from typer.testing import CliRunner
 
+from pgarena.cli import app
 from pgarena.local import containers
 from pgarena.local.runtime import LocalRuntime, run_local
 from pgarena.model.matrix import parse_campaign
@@ -89,3 +92,17 @@ def _measuring(runtime: LocalRuntime, campaign_id: str) -> bool:
     """pgbench's uploaded output shows it measuring (not a fixed wait: a loaded machine starts slowly)."""
     key = next((k for k in runtime.store.keys(campaign_id) if k.endswith("/raw/pg/sel/c2-r1/pgbench.log")), None)
     return key is not None and b"progress:" in runtime.s3.get_object(Bucket=runtime.store.bucket, Key=key)["Body"].read()
+
+
+def test_without_a_daemon_the_run_stops_naming_how_to_start_one(tmp_path, monkeypatch):
+    # Given no Docker daemon where DOCKER_HOST points
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-daemon.sock")
+    matrix = tmp_path / "matrix.json"
+    matrix.write_text(json.dumps(MATRIX))
+
+    # When running with container workers
+    result = CliRunner().invoke(app, ["run", "--local", "--container-workers", "--matrix", str(matrix), "--out", str(tmp_path)])
+
+    # Then it fails before any campaign starts, saying what to do
+    assert result.exit_code == 1
+    assert "no Docker daemon answers" in result.output and "tools/docker-here.sh" in result.output
