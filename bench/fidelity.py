@@ -1,18 +1,34 @@
 """Does the harness cost the measurement anything? The same pgbench workload, bare and through pgarena's
-worker (streaming, monitor, per-transaction log), alternating on one embedded server.
+worker, alternating on one embedded server, with the cost decomposed.
 
-    .venv/bin/python bench/fidelity.py [--rounds 5] [--duration 10] [--clients 4]
+    .venv/bin/python bench/fidelity.py [--rounds 10] [--duration 10] [--clients 4] [--options]
 
-Prints each pair and the tps ratio pgarena / bare with its spread. Goal: ratio >= 0.98.
+The server is pinned to one core and every client (bare pgbench, the worker and its pgbench) to another
+(taskset), so that the two sides do not trade places between rounds. Each round runs every variant once,
+in an order rotated from round to round; each variant's tps is divided by the same round's bare tps:
+
+    bare          pgbench as the worker would run it, without --log
+    log           bare + --log (per-transaction log on disk, as the worker writes it)
+    worker        pgarena's worker: --log, streaming, the monitor, uploads, the log's processing
+    --options adds: log-tmpfs (the log on /dev/shm) and log-sampled (--sampling-rate 0.1: the percentiles
+    then rest on a tenth of the transactions)
+
+Prints each round, then per variant the median ratio with its 95% confidence interval (distribution-free:
+order statistics of the rounds' ratios, binomial coverage >= 95%) and the load on the machine.
+Goal: worker median >= 0.98 with the interval's lower bound >= 0.96.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import logging
+import math
 import os
 import statistics
 import subprocess
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 import boto3
@@ -20,34 +36,96 @@ from moto import mock_aws
 
 from pgarena.aws.store import ResultStore, create_results_table
 from pgarena.local.embedded import EmbeddedProcess
-from pgarena.model.matrix import parse_campaign
+from pgarena.model.matrix import Endpoint, PgbenchRun, parse_campaign
+from pgarena.model.plan import Step
 from pgarena.planning.plan import plan_campaign
 from pgarena.tools.pgbench.command import init_args, libpq_env, pgbench_binary, run_args
 from pgarena.tools.pgbench.parser import parse_pgbench
 from pgarena.worker.run import run_step
 
+SERVER_CORE, CLIENT_CORE = 0, 1
 
-def bare(endpoint, run, clients: int) -> float:
-    with tempfile.TemporaryDirectory() as tmp:
-        args = [a for a in run_args(run.model_copy(update={"percentiles": False}), clients, Path(tmp))]
-        out = subprocess.run(
-            [pgbench_binary(), *args], env={**os.environ, **libpq_env(endpoint, None)}, capture_output=True, text=True, check=True
-        )
+
+def median_ci95(values: list[float]) -> tuple[float, float, float]:
+    """Median and a distribution-free 95% interval: the k-th smallest and k-th largest values, k the
+    largest with P(Binomial(n, 1/2) < k) <= 2.5%."""
+    n, ordered = len(values), sorted(values)
+    k, below = 0, 0.0
+    while True:
+        below += math.comb(n, k) / 2**n
+        if below > 0.025:
+            break
+        k += 1
+    if k == 0:  # too few rounds for a 95% interval: the whole range (n < 6)
+        return statistics.median(values), ordered[0], ordered[-1]
+    return statistics.median(values), ordered[k - 1], ordered[n - k]
+
+
+def pin_server(pgdata: Path) -> None:
+    """The postmaster and every process it has forked (and will fork: affinity is inherited) on one core."""
+    postmaster = (pgdata / "postmaster.pid").read_text().split()[0]
+    children = subprocess.run(["pgrep", "-P", postmaster], capture_output=True, text=True).stdout.split()
+    for pid in [postmaster, *children]:
+        subprocess.run(["taskset", "-a", "-p", "-c", str(SERVER_CORE), pid], check=True, capture_output=True)
+
+
+def pgbench_tps(endpoint: Endpoint, run: PgbenchRun, clients: int, workdir: Path, extra: list[str]) -> float:
+    args = [*run_args(run, clients, workdir), *extra]
+    out = subprocess.run(
+        ["taskset", "-c", str(CLIENT_CORE), pgbench_binary(), *args],
+        env={**os.environ, **libpq_env(endpoint, None)},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return parse_pgbench(out.stdout + out.stderr).summary.tps
+
+
+def variants(
+    endpoint: Endpoint, step: Step, store: ResultStore, clients: int, options: bool
+) -> dict[str, Callable[[int], float]]:
+    run = step.spec.run
+
+    def bare(_: int) -> float:
+        with tempfile.TemporaryDirectory() as tmp:
+            return pgbench_tps(endpoint, run.model_copy(update={"percentiles": False}), clients, Path(tmp), [])
+
+    def logged(root: str | None, extra: list[str]) -> Callable[[int], float]:
+        def measure(_: int) -> float:
+            with tempfile.TemporaryDirectory(dir=root) as tmp:
+                return pgbench_tps(endpoint, run.model_copy(update={"percentiles": True}), clients, Path(tmp), extra)
+
+        return measure
+
+    def worker(round_no: int) -> float:
+        # The worker echoes the tool's output as it comes (its cost is part of what is measured): here
+        # into a sink, so that the rounds stay readable.
+        with tempfile.TemporaryDirectory() as tmp, open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink):
+            tps = run_step(step.model_copy(update={"step_id": f"pg/tpcb/round{round_no}"}), store, Path(tmp)).tps
+        assert tps is not None
+        return tps
+
+    chosen = {"bare": bare, "log": logged(None, []), "worker": worker}
+    if options:
+        chosen |= {"log-tmpfs": logged("/dev/shm", []), "log-sampled": logged(None, ["--sampling-rate=0.1"])}
+    return chosen
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--duration", type=int, default=10)
     parser.add_argument("--clients", type=int, default=4)
+    parser.add_argument("--options", action="store_true", help="also --log on tmpfs and --sampling-rate 0.1")
     options = parser.parse_args()
-    os.environ.update(
-        AWS_DEFAULT_REGION="us-east-1", AWS_ACCESS_KEY_ID="x", AWS_SECRET_ACCESS_KEY="x", POWERTOOLS_LOG_LEVEL="ERROR"
-    )
+    os.environ.update(AWS_DEFAULT_REGION="us-east-1", AWS_ACCESS_KEY_ID="x", AWS_SECRET_ACCESS_KEY="x")
+    logging.getLogger("pgarena-worker").setLevel(logging.ERROR)  # its "step finished" lines: the rounds say it
+    # The worker runs in this process and starts its pgbench from it: the client side's core is ours.
+    os.sched_setaffinity(0, {CLIENT_CORE})
     server = EmbeddedProcess("fidelity", {"shared_buffers": "128MB", "fsync": "off", "synchronous_commit": "off"})
     endpoint = server.start()
     try:
+        pin_server(server.pgdata)
         campaign = parse_campaign(
             {
                 "campaign": "fidelity",
@@ -69,33 +147,48 @@ def main() -> None:
                 ],
             }
         )
-        init, run_step_spec = plan_campaign(campaign, "fidelity").targets[0].steps
+        init, step = plan_campaign(campaign, "fidelity").targets[0].steps
         subprocess.run(
             [pgbench_binary(), *init_args(init.spec.init)],
             env={**os.environ, **libpq_env(endpoint, None)},
             capture_output=True,
             check=True,
         )
+        print(
+            f"server on core {SERVER_CORE}, clients on core {CLIENT_CORE}; {options.rounds} rounds of {options.duration} s, "
+            f"{options.clients} clients; load at the start (loadavg): {Path('/proc/loadavg').read_text().strip()}",
+            flush=True,
+        )
         with mock_aws():
             boto3.client("s3").create_bucket(Bucket="fidelity-results")
             create_results_table(boto3.client("dynamodb"), "t")
             store = ResultStore("fidelity-results", "t")
-            ratios = []
+            measures = variants(endpoint, step, store, options.clients, options.options)
+            names = list(measures)
+            ratios: dict[str, list[float]] = {name: [] for name in names if name != "bare"}
             for round_no in range(options.rounds):
-                bare_tps = bare(endpoint, run_step_spec.spec.run, options.clients)
-                step = run_step_spec.model_copy(update={"step_id": f"pg/tpcb/round{round_no}"})
-                with tempfile.TemporaryDirectory() as tmp:
-                    harness_tps = run_step(step, store, Path(tmp)).tps
-                ratios.append(harness_tps / bare_tps)
+                # Rotated order: each variant runs first, second, ... equally often.
+                order = names[round_no % len(names) :] + names[: round_no % len(names)]
+                tps = {name: measures[name](round_no) for name in order}
+                for name in ratios:
+                    ratios[name].append(tps[name] / tps["bare"])
+                shown = "  ".join(f"{name} {tps[name]:8.1f}" for name in names)
                 print(
-                    f"round {round_no + 1}: bare {bare_tps:9.1f} tps   pgarena {harness_tps:9.1f} tps   ratio {ratios[-1]:.3f}",
+                    f"round {round_no + 1:2d} ({' '.join(order)}): {shown}  ratios "
+                    + " ".join(f"{name} {r[-1]:.3f}" for name, r in ratios.items()),
                     flush=True,
                 )
-        spread = statistics.stdev(ratios) if len(ratios) > 1 else 0.0
-        print(
-            f"fidelity: pgarena / bare = {statistics.mean(ratios):.3f} (median {statistics.median(ratios):.3f}, "
-            f"stdev {spread:.3f}, min {min(ratios):.3f}, max {max(ratios):.3f}, {len(ratios)} rounds)"
-        )
+        print("variant / bare (tps)    median   95% CI            min     max    rounds")
+        for name, values in ratios.items():
+            median, low, high = median_ci95(values)
+            print(f"{name:<22} {median:7.3f}   [{low:.3f}, {high:.3f}]   {min(values):.3f}   {max(values):.3f}   {len(values)}")
+        if "log" in ratios and "worker" in ratios:
+            log, worker = statistics.median(ratios["log"]), statistics.median(ratios["worker"])
+            print(
+                f"decomposition (medians): --log costs {1 - log:+.1%} of bare tps; the rest of the worker "
+                f"{log - worker:+.1%}; the full worker {1 - worker:+.1%}"
+            )
+        print(f"load at the end (loadavg): {Path('/proc/loadavg').read_text().strip()}")
     finally:
         server.stop()
 
