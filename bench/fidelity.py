@@ -13,8 +13,9 @@ in an order rotated from round to round; each variant's tps is divided by the sa
     --options adds: log-tmpfs (the log on /dev/shm) and log-sampled (--sampling-rate 0.1: the percentiles
     then rest on a tenth of the transactions)
 
-Prints each round, then per variant the median ratio with its 95% confidence interval (distribution-free:
-order statistics of the rounds' ratios, binomial coverage >= 95%) and the load on the machine.
+Prints each round (tps, and the client side's CPU-microseconds per transaction), then per variant the median ratio with its 95% confidence interval (distribution-free:
+order statistics of the rounds' ratios, binomial coverage >= 95%), the same for the client CPU per
+transaction (far less sensitive than tps to other load on a shared machine), and the load.
 Goal: worker median >= 0.98 with the interval's lower bound >= 0.96.
 """
 
@@ -25,10 +26,12 @@ import contextlib
 import logging
 import math
 import os
+import resource
 import statistics
 import subprocess
 import tempfile
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import boto3
@@ -69,8 +72,20 @@ def pin_server(pgdata: Path) -> None:
         subprocess.run(["taskset", "-a", "-p", "-c", str(SERVER_CORE), pid], check=True, capture_output=True)
 
 
-def pgbench_tps(endpoint: Endpoint, run: PgbenchRun, clients: int, workdir: Path, extra: list[str]) -> float:
+@dataclass
+class Measured:
+    tps: float
+    cpu_us_per_tx: float  # the client side's CPU (pgbench's, and the worker's own) per transaction
+
+
+def children_cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def pgbench_run(endpoint: Endpoint, run: PgbenchRun, clients: int, workdir: Path, extra: list[str]) -> Measured:
     args = [*run_args(run, clients, workdir), *extra]
+    cpu0 = children_cpu_s()
     out = subprocess.run(
         ["taskset", "-c", str(CLIENT_CORE), pgbench_binary(), *args],
         env={**os.environ, **libpq_env(endpoint, None)},
@@ -78,7 +93,9 @@ def pgbench_tps(endpoint: Endpoint, run: PgbenchRun, clients: int, workdir: Path
         text=True,
         check=True,
     )
-    return parse_pgbench(out.stdout + out.stderr).summary.tps
+    summary = parse_pgbench(out.stdout + out.stderr).summary
+    assert summary.tps is not None and summary.transactions
+    return Measured(summary.tps, (children_cpu_s() - cpu0) / summary.transactions * 1e6)
 
 
 def variants(
@@ -86,24 +103,26 @@ def variants(
 ) -> dict[str, Callable[[int], float]]:
     run = step.spec.run
 
-    def bare(_: int) -> float:
+    def bare(_: int) -> Measured:
         with tempfile.TemporaryDirectory() as tmp:
-            return pgbench_tps(endpoint, run.model_copy(update={"percentiles": False}), clients, Path(tmp), [])
+            return pgbench_run(endpoint, run.model_copy(update={"percentiles": False}), clients, Path(tmp), [])
 
-    def logged(root: str | None, extra: list[str]) -> Callable[[int], float]:
-        def measure(_: int) -> float:
+    def logged(root: str | None, extra: list[str]) -> Callable[[int], Measured]:
+        def measure(_: int) -> Measured:
             with tempfile.TemporaryDirectory(dir=root) as tmp:
-                return pgbench_tps(endpoint, run.model_copy(update={"percentiles": True}), clients, Path(tmp), extra)
+                return pgbench_run(endpoint, run.model_copy(update={"percentiles": True}), clients, Path(tmp), extra)
 
         return measure
 
-    def worker(round_no: int) -> float:
+    def worker(round_no: int) -> Measured:
         # The worker echoes the tool's output as it comes (its cost is part of what is measured): here
         # into a sink, so that the rounds stay readable.
         with tempfile.TemporaryDirectory() as tmp, open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink):
-            tps = run_step(step.model_copy(update={"step_id": f"pg/tpcb/round{round_no}"}), store, Path(tmp)).tps
-        assert tps is not None
-        return tps
+            summary = run_step(step.model_copy(update={"step_id": f"pg/tpcb/round{round_no}"}), store, Path(tmp))
+        assert summary.tps is not None and summary.transactions and summary.harness is not None
+        # The worker's own CPU (this process: it runs in-process here) and its pgbench's, from item 4's meter.
+        spent = summary.harness.cpu_s + summary.harness.tool_cpu_s
+        return Measured(summary.tps, spent / summary.transactions * 1e6)
 
     chosen = {"bare": bare, "log": logged(None, []), "worker": worker}
     if options:
@@ -166,13 +185,18 @@ def main() -> None:
             measures = variants(endpoint, step, store, options.clients, options.options)
             names = list(measures)
             ratios: dict[str, list[float]] = {name: [] for name in names if name != "bare"}
+            cpu_ratios: dict[str, list[float]] = {name: [] for name in ratios}
+            cpu_us: dict[str, list[float]] = {name: [] for name in names}
             for round_no in range(options.rounds):
                 # Rotated order: each variant runs first, second, ... equally often.
                 order = names[round_no % len(names) :] + names[: round_no % len(names)]
-                tps = {name: measures[name](round_no) for name in order}
+                got = {name: measures[name](round_no) for name in order}
+                for name in names:
+                    cpu_us[name].append(got[name].cpu_us_per_tx)
                 for name in ratios:
-                    ratios[name].append(tps[name] / tps["bare"])
-                shown = "  ".join(f"{name} {tps[name]:8.1f}" for name in names)
+                    ratios[name].append(got[name].tps / got["bare"].tps)
+                    cpu_ratios[name].append(got[name].cpu_us_per_tx / got["bare"].cpu_us_per_tx)
+                shown = "  ".join(f"{name} {got[name].tps:8.1f} ({got[name].cpu_us_per_tx:.0f} us)" for name in names)
                 print(
                     f"round {round_no + 1:2d} ({' '.join(order)}): {shown}  ratios "
                     + " ".join(f"{name} {r[-1]:.3f}" for name, r in ratios.items()),
@@ -182,6 +206,14 @@ def main() -> None:
         for name, values in ratios.items():
             median, low, high = median_ci95(values)
             print(f"{name:<22} {median:7.3f}   [{low:.3f}, {high:.3f}]   {min(values):.3f}   {max(values):.3f}   {len(values)}")
+        print("client CPU per transaction (us; pgbench's, plus the worker's own for worker), variant / bare")
+        for name in names:
+            median, low, high = median_ci95(cpu_us[name])
+            relative = ""
+            if name in cpu_ratios:
+                r_median, r_low, r_high = median_ci95(cpu_ratios[name])
+                relative = f"   x bare: {r_median:.3f} [{r_low:.3f}, {r_high:.3f}]"
+            print(f"{name:<22} {median:7.1f} us [{low:.1f}, {high:.1f}]{relative}")
         if "log" in ratios and "worker" in ratios:
             log, worker = statistics.median(ratios["log"]), statistics.median(ratios["worker"])
             print(
