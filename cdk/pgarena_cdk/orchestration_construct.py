@@ -15,6 +15,7 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
+from pgarena.aws.access import RESULTS_TABLE_PLACEHOLDER, Component
 from pgarena_cdk import constants
 from pgarena_cdk.bundling import dependencies_layer_code
 from pgarena_cdk.compute_construct import ComputeConstruct
@@ -62,7 +63,7 @@ class OrchestrationConstruct(Construct):
         self.cost_guard_function = self._build_function(
             constants.COST_GUARD,
             environment={
-                "RESULTS_TABLE": table.table_name,
+                **results_env,
                 "WORKER_CPU_UNITS": str(settings.worker_cpu_units),
                 "WORKER_MEMORY_MIB": str(settings.worker_memory_mib),
             },
@@ -260,7 +261,8 @@ class OrchestrationConstruct(Construct):
             # The ASL stays a file (it also runs in the local runtime); CDK uploads it as an asset.
             definition_body=sfn.DefinitionBody.from_file(str(repo_root / constants.STATE_MACHINE_ASL)),
             definition_substitutions={
-                spec.asl_placeholder: function.function_arn for spec, function in self.state_machine_functions.items()
+                **{spec.asl_placeholder: function.function_arn for spec, function in self.state_machine_functions.items()},
+                RESULTS_TABLE_PLACEHOLDER: self._table.table_name,
             },
             logs=sfn.LogOptions(destination=log_group, level=sfn.LogLevel.ALL, include_execution_data=False),
             tracing_enabled=True,
@@ -269,6 +271,8 @@ class OrchestrationConstruct(Construct):
         # $LATEST is all the role needs.
         for function in self.state_machine_functions.values():
             function.grant_invoke_latest_version(state_machine)
+        # Its own DynamoDB PutItem tasks (the outcomes), from the access map like every other role's grants.
+        grant_access(state_machine.role, Component.STATE_MACHINE, self._table, self._bucket)
         acknowledge(
             state_machine.role,
             "AwsSolutions-IAM5",

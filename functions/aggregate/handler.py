@@ -7,20 +7,18 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel
 
 from functions.observability import logger, metrics, tracer
+from pgarena.aws.campaign_state import CampaignState
 from pgarena.aws.finalize import finalize
-from pgarena.aws.ledger import CostDecision, Ledger
+from pgarena.aws.ledger import Ledger
 from pgarena.aws.settings import ResultsEnv
 from pgarena.aws.store import ResultStore
-from pgarena.model.outcomes import Outcomes
-from pgarena.model.plan import Plan
 
 
 class AggregateEvent(BaseModel):
+    """The plan, the cost decision and the outcomes are read back from where the states kept them."""
+
     campaign_id: str
     started_at: str
-    plan: Plan
-    outcomes: Outcomes  # per phase of the campaign, flattened: one outcome per target and phase
-    cost: CostDecision | None = None  # the cost guard's decision: a refusal to list, an estimate to settle
 
 
 @logger.inject_lambda_context
@@ -31,7 +29,11 @@ def handler(event: AggregateEvent, context: LambdaContext) -> dict:
     env = ResultsEnv.from_env()
     store = ResultStore(env.results_bucket, env.results_table)
     ledger = Ledger(boto3.client("dynamodb"), env.results_table)
-    results, key, reports = finalize(event.plan, event.outcomes, store, event.started_at, cost=event.cost, ledger=ledger)
+    state = CampaignState(store)
+    plan, cost, preflights = state.recorded(event.campaign_id)
+    if plan is None:
+        raise RuntimeError(f"campaign {event.campaign_id} has no plan in the results bucket: Validate And Plan keeps it")
+    results, key, reports = finalize(plan, state.outcomes(plan, preflights), store, event.started_at, cost=cost, ledger=ledger)
     logger.info("reports written", campaign_id=event.campaign_id, files=reports)
     if results.cost is not None:
         logger.info(

@@ -7,14 +7,14 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel
 
 from functions.observability import logger, metrics, tracer
+from pgarena.aws.campaign_state import CampaignState
 from pgarena.aws.ledger import Ledger, check_cost
 from pgarena.aws.settings import CostGuardEnv
-from pgarena.model.plan import Plan
+from pgarena.aws.store import ResultStore
 
 
 class CostGuardEvent(BaseModel):
     campaign_id: str
-    plan: Plan
 
 
 @logger.inject_lambda_context
@@ -23,8 +23,10 @@ class CostGuardEvent(BaseModel):
 @event_parser(model=CostGuardEvent)
 def handler(event: CostGuardEvent, context: LambdaContext) -> dict:
     env = CostGuardEnv.from_env()
+    state = CampaignState(ResultStore(env.results_bucket, env.results_table))
     ledger = Ledger(boto3.client("dynamodb"), env.results_table)
-    decision = check_cost(event.plan, ledger, env.worker_cpu_units, env.worker_memory_mib, env.region)
+    decision = check_cost(state.plan(event.campaign_id), ledger, env.worker_cpu_units, env.worker_memory_mib, env.region)
+    state.put_cost(decision)  # Aggregate And Rank reads it back: the estimate's lines stay out of the state
     metrics.add_metric(name="CampaignsRefusedForCost", unit=MetricUnit.Count, value=0 if decision.allowed else 1)
     logger.info(
         "cost checked",
@@ -36,4 +38,4 @@ def handler(event: CostGuardEvent, context: LambdaContext) -> dict:
         month_committed_usd=decision.month_committed_usd,
         reason=decision.reason,
     )
-    return decision.model_dump(mode="json")
+    return {"allowed": decision.allowed}

@@ -5,19 +5,21 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel
 
 from functions.observability import logger, tracer
+from pgarena.aws.campaign_state import CampaignState
 from pgarena.aws.leases import lease_store
 from pgarena.aws.settings import ResultsEnv
 from pgarena.aws.store import ResultStore
 from pgarena.model.errors import PgarenaError
 from pgarena.model.layout import evidence_key
-from pgarena.model.plan import PlannedTarget
+from pgarena.model.plan import PreflightRef, planned_target
 from pgarena.model.redact import redact
 from pgarena.target.preflight import preflight
 
 
 class PreflightEvent(BaseModel):
     campaign_id: str
-    target: PlannedTarget
+    phase: int  # the phase's number
+    target: int  # the target's index in the phase
 
 
 @logger.inject_lambda_context
@@ -26,29 +28,33 @@ class PreflightEvent(BaseModel):
 def handler(event: PreflightEvent, context: LambdaContext) -> dict:
     env = ResultsEnv.from_env()
     store = ResultStore(env.results_bucket, env.results_table)
+    state = CampaignState(store)
+    target = planned_target(state.plan(event.campaign_id), event.phase, event.target)
     leases = lease_store(store.dynamodb, env.results_table, env.lease_dir)
-    key = evidence_key(event.campaign_id, event.target.name)
+    key = evidence_key(event.campaign_id, target.name)
     try:
-        result = preflight(event.target, event.campaign_id, leases)
+        result = preflight(target, event.campaign_id, leases)
     except PgarenaError as error:
         # The evidence of a target that failed before any worker ran (results.json points at it).
         store.put_json(
             key,
             {
-                "target": event.target.name,
-                "host": event.target.endpoint.host,
-                "port": event.target.endpoint.port,
+                "target": target.name,
+                "host": target.endpoint.host,
+                "port": target.endpoint.port,
                 "error": redact(error.info().model_dump()),
             },
         )
         raise
-    store.put_json(key, {"target": event.target.name, "server": result.server.model_dump(mode="json")})
+    store.put_json(key, {"target": target.name, "server": result.server.model_dump(mode="json")})
+    # The steps (clamped, sharded) stay in the bucket; the state gets their indices and timers.
+    state.put_preflight(event.campaign_id, event.phase, event.target, result)
     logger.info(
         "preflight passed",
-        target=event.target.name,
+        target=target.name,
         max_connections=result.server.max_connections,
         allowed=result.server.allowed,
         binding=result.server.budget.binding,
         clamped=result.server.clamped,
     )
-    return result.model_dump(mode="json")
+    return PreflightRef(name=target.name, steps=result.step_refs()).model_dump(mode="json")

@@ -6,15 +6,18 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel
 
 from functions.observability import logger, tracer
+from pgarena.aws.campaign_state import CampaignState
 from pgarena.aws.leases import lease_store
 from pgarena.aws.settings import ResultsEnv
-from pgarena.model.plan import PlannedTarget
+from pgarena.aws.store import ResultStore
+from pgarena.model.plan import planned_target
 from pgarena.target.preflight import release
 
 
 class ReleaseEvent(BaseModel):
     campaign_id: str
-    target: PlannedTarget
+    phase: int
+    target: int  # the target's index in the phase
 
 
 @logger.inject_lambda_context
@@ -22,6 +25,8 @@ class ReleaseEvent(BaseModel):
 @event_parser(model=ReleaseEvent)
 def handler(event: ReleaseEvent, context: LambdaContext) -> dict:
     env = ResultsEnv.from_env()
-    release(event.target, event.campaign_id, lease_store(boto3.client("dynamodb"), env.results_table, env.lease_dir))
-    logger.info("lease released", target=event.target.name)
-    return {"released": event.target.name}
+    state = CampaignState(ResultStore(env.results_bucket, env.results_table))
+    target = planned_target(state.plan(event.campaign_id), event.phase, event.target)
+    release(target, event.campaign_id, lease_store(boto3.client("dynamodb"), env.results_table, env.lease_dir))
+    logger.info("lease released", target=target.name)
+    return {"released": target.name}

@@ -7,11 +7,13 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel
 
 from functions.observability import logger, tracer
+from pgarena.aws.campaign_state import CampaignState
 from pgarena.aws.settings import ResultsEnv
 from pgarena.aws.store import ResultStore
-from pgarena.model.errors import CampaignExists, InvalidMatrix
+from pgarena.model.errors import InvalidMatrix
 from pgarena.model.execution import execution_request
 from pgarena.model.matrix import MatrixError, parse_campaign
+from pgarena.model.plan import PlanRef
 from pgarena.planning.plan import plan_campaign
 
 
@@ -30,11 +32,11 @@ def handler(event: ValidateEvent, context: LambdaContext) -> dict:
     except MatrixError as error:
         raise InvalidMatrix(str(error)) from None
     env = ResultsEnv.from_env()
-    traces = ResultStore(env.results_bucket, env.results_table).campaign_traces(request.campaign_id)
-    if traces:
-        # Every worker's write-once summary would conflict and results.json would be overwritten: refuse now.
-        fix = "give another campaign_id" if request.id_from == "input" else "start the execution under another name"
-        raise CampaignExists(f"campaign id {request.campaign_id!r} is already used ({traces[0]}): {fix}")
+    state = CampaignState(ResultStore(env.results_bucket, env.results_table))
+    fix = "give another campaign_id" if request.id_from == "input" else "start the execution under another name"
+    state.claim(request.campaign_id, event.execution_name, fix)
     plan = plan_campaign(campaign, request.campaign_id)
-    logger.info("campaign planned", campaign_id=plan.campaign_id, targets=len(plan.targets))
-    return plan.model_dump(mode="json")
+    # The plan stays in the bucket: the execution's state carries the campaign id and indices only.
+    state.put_plan(plan, event.execution_name)
+    logger.info("campaign planned", campaign_id=plan.campaign_id, targets=len(plan.targets), phases=len(plan.phases))
+    return PlanRef.of(plan).model_dump(mode="json")

@@ -1,66 +1,25 @@
 """A cancelled campaign still ends with a results.json: what finished, and what the cancellation stopped.
 
 When an execution is stopped (Ctrl-C locally, StopExecution in AWS) Aggregate And Rank never runs.
-This rebuilds its input from what the execution had recorded: the plan (Validate And Plan's
-output), each target's outcome where the target had finished, its preflight where it had got that
-far, and the workers' summaries; every step that did not finish is `cancelled`. Pure.
+finalize_stopped reads back what the execution had recorded (pgarena.aws.campaign_state: the plan,
+each target's outcome where the target had finished, its preflight where it had got that far) and
+the workers' summaries; here every step that did not finish is `cancelled`. Pure.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
 
 from pgarena.model.errors import ErrorKind
 from pgarena.model.outcomes import StepOutcome, TargetOutcome
 from pgarena.model.plan import Plan
-from pgarena.model.results import ServerInfo, StepSummary
+from pgarena.model.results import StepSummary
 
 CANCELLED_KIND = ErrorKind.CANCELLED
 CANCELLED_MESSAGE = "the campaign was cancelled before this step finished"
 STOPPED_MESSAGE = "the campaign was cancelled while this step ran: its worker was stopped, its output until then kept"
 # What a worker records when it is stopped (pgarena.worker): here, it was stopped by the cancellation.
 WORKER_STOPPED_KIND = ErrorKind.WORKER_STOPPED
-
-# States whose output is a target's finished outcome (an item of the Benchmark Targets map).
-_TARGET_ENDS = ("Target Finished", "Record Target Failure")
-
-
-def _exits(history: Sequence[Mapping[str, Any]]) -> Iterable[tuple[str, dict[str, Any]]]:
-    for event in history:
-        details = event.get("stateExitedEventDetails")
-        if not details:
-            continue
-        try:
-            output = json.loads(details.get("output") or "{}")
-        except ValueError:
-            continue
-        if isinstance(output, dict):
-            yield details.get("name", ""), output
-
-
-class Recorded:
-    """What a stopped execution's history says: the plan, the cost decision, finished targets, preflights passed."""
-
-    def __init__(self, history: Sequence[Mapping[str, Any]]):
-        self.plan: Plan | None = None
-        self.cost: dict[str, Any] | None = None  # the cost guard's decision, as Check Cost Cap answered it
-        self.finished: list[TargetOutcome] = []  # one per target and phase it finished
-        self.servers: dict[str, ServerInfo] = {}
-        for name, output in _exits(history):
-            if name == "Validate And Plan" and "planned" in output:
-                self.plan = Plan.model_validate(output["planned"]["plan"])
-            elif name == "Check Cost Cap" and isinstance(output.get("cost"), dict):
-                self.cost = output["cost"].get("decision")
-            elif name in _TARGET_ENDS:
-                self.finished.append(TargetOutcome.model_validate(output))
-            elif name == "Preflight Target" and isinstance(output.get("preflight"), dict):
-                self.servers[output["target"]["name"]] = ServerInfo.model_validate(output["preflight"]["server"])
-
-    def outcomes(self) -> list[TargetOutcome]:
-        """The finished targets' outcomes, and the server facts of targets preflight had reached."""
-        return [*self.finished, *(TargetOutcome(name=name, server=server) for name, server in self.servers.items())]
 
 
 def stopped_outcomes(

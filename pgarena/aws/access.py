@@ -10,6 +10,8 @@ Table items (one table, keys `pk`/`sk`, both strings):
     summary  pk campaign#<campaign_id>   sk step#<step_id>             (store: the workers' step summaries)
     lease    pk lease#<host:port>        sk lease                      (leases: connection slots per server)
     barrier  pk barrier#<campaign_id>    sk <group id>                 (barrier: shards that start together)
+    outcome  pk outcome#<campaign_id>    sk target#<phase>#<index>      (the state machine: a target finished or failed)
+                                         sk shard#<phase>#<index>#<step>#<shard>  (the state machine: a worker failed)
     ledger   pk ledger#<YYYY-MM>         sk campaign#<id> | total      (ledger: the month's cost bookings)
 """
 
@@ -52,15 +54,25 @@ SUMMARIES = ItemKind("step summaries", "campaign#")
 LEASES = ItemKind("connection leases", "lease#")
 BARRIERS = ItemKind("start barriers", "barrier#")
 LEDGER = ItemKind("cost ledger", "ledger#")
-ITEM_KINDS = (SUMMARIES, LEASES, BARRIERS, LEDGER)
+# Written by the state machine itself (DynamoDB PutItem tasks in statemachines/campaign.asl.json, whose
+# key formats tests/unit/test_access.py checks against these): outcomes never accumulate in its state.
+OUTCOMES = ItemKind("target and worker outcomes", "outcome#")
+ITEM_KINDS = (SUMMARIES, LEASES, BARRIERS, LEDGER, OUTCOMES)
 # The kinds whose partition is one campaign's: an id with any such item is in use.
-CAMPAIGN_ITEM_KINDS = (SUMMARIES, BARRIERS)
+CAMPAIGN_ITEM_KINDS = (SUMMARIES, BARRIERS, OUTCOMES)
 
 # Sort keys within a partition.
 STEP_SK_PREFIX = "step#"
 LEASE_SK = "lease"
 LEDGER_CAMPAIGN_SK_PREFIX = "campaign#"
 LEDGER_TOTAL_SK = "total"
+# The ASL's placeholder for the results table in its DynamoDB PutItem tasks (the stack and the local
+# runtime substitute it, as they do the ...FunctionArn ones).
+RESULTS_TABLE_PLACEHOLDER = "ResultsTableName"
+OUTCOME_TARGET_SK_PREFIX = "target#"
+OUTCOME_SHARD_SK_PREFIX = "shard#"
+# The failure a Catch recorded ({Error, Cause}, as JSON); absent on a target that finished.
+OUTCOME_FAILURE_ATTRIBUTE = "failure"
 
 
 def _key(pk: str, sk: str) -> dict[str, AttributeValueTypeDef]:
@@ -78,6 +90,14 @@ def lease_item_key(server: str) -> dict[str, AttributeValueTypeDef]:
 
 def barrier_key(campaign_id: str, group_id: str) -> dict[str, AttributeValueTypeDef]:
     return _key(BARRIERS.pk(campaign_id), group_id)
+
+
+def outcome_target_sk(phase: int | str, target: int | str) -> str:
+    return f"{OUTCOME_TARGET_SK_PREFIX}{phase}#{target}"
+
+
+def outcome_shard_sk(phase: int | str, target: int | str, step: int | str, shard: int | str) -> str:
+    return f"{OUTCOME_SHARD_SK_PREFIX}{phase}#{target}#{step}#{shard}"
 
 
 def ledger_campaign_key(month: str, campaign_id: str) -> dict[str, AttributeValueTypeDef]:
@@ -102,9 +122,25 @@ PREFLIGHT_EVIDENCE = ObjectKind("preflight evidence", (layout.evidence_key("*", 
 RESULTS = ObjectKind("results.json", (layout.results_key("*"),))
 # Everything a campaign wrote, listed (never read) to tell whether a campaign id is in use.
 CAMPAIGN_FILES = ObjectKind("a campaign's files", (layout.campaign_prefix("*"),))
+PLAN = ObjectKind("the plan", (layout.plan_key("*"),))
+COST_DECISION = ObjectKind("the cost decision", (layout.cost_key("*"),))
+PREFLIGHT_STEPS = ObjectKind("preflight's steps", (layout.preflight_key("*", "*", "*"),))
+# Listed to find which preflights answered (a missing object reads as AccessDenied without ListBucket).
+CAMPAIGN_STATE = ObjectKind("a campaign's state files", (layout.state_prefix("*"),))
 REPORTS = ObjectKind("reports", tuple(layout.report_key("*", f"*{suffix}") for suffix in layout.REPORT_SUFFIXES))
 SCHEDULE_MATRICES = ObjectKind("schedule matrices", (layout.matrix_key("*"),))
-OBJECT_KINDS = (RAW_OUTPUT, PREFLIGHT_EVIDENCE, RESULTS, CAMPAIGN_FILES, REPORTS, SCHEDULE_MATRICES)
+OBJECT_KINDS = (
+    RAW_OUTPUT,
+    PREFLIGHT_EVIDENCE,
+    RESULTS,
+    CAMPAIGN_FILES,
+    PLAN,
+    COST_DECISION,
+    PREFLIGHT_STEPS,
+    CAMPAIGN_STATE,
+    REPORTS,
+    SCHEDULE_MATRICES,
+)
 
 
 class Action(StrEnum):
@@ -152,6 +188,7 @@ class Component(StrEnum):
     START_CAMPAIGN = "start_campaign"
     WORKER = "worker"
     SCHEDULER = "scheduler"
+    STATE_MACHINE = "state_machine"
 
 
 A = Action
@@ -159,30 +196,46 @@ A = Action
 # (the ledger's TransactWriteItems) are authorized per item as PutItem / UpdateItem.
 ACCESS: Mapping[Component, tuple[Grant, ...]] = MappingProxyType(
     {
-        # Plans from the matrix; first refuses a campaign id in use (ResultStore.campaign_traces: one
-        # listing of the campaign's prefix, one query per campaign partition).
+        # Refuses a campaign id in use (ResultStore.campaign_traces: one listing of the campaign's
+        # prefix, one query per campaign partition), then keeps the plan (CampaignState.put_plan: a
+        # retried Validate reads the plan's owner back).
         Component.VALIDATE: (
             BucketGrant(CAMPAIGN_FILES, (A.LIST_BUCKET,)),
             TableGrant(SUMMARIES, (A.QUERY,)),
             TableGrant(BARRIERS, (A.QUERY,)),
+            TableGrant(OUTCOMES, (A.QUERY,)),
+            BucketGrant(PLAN, (A.GET_OBJECT, A.PUT_OBJECT)),
         ),
         # Ledger.book / record_refusal: reads the month's total and the campaign's entry, puts the
-        # entry, adds to the total.
-        Component.COST_GUARD: (TableGrant(LEDGER, (A.GET_ITEM, A.PUT_ITEM, A.UPDATE_ITEM)),),
-        # LeaseStore.acquire: read, then a conditional put; the target's record beside its raw output.
+        # entry, adds to the total; the plan in, the decision out.
+        Component.COST_GUARD: (
+            TableGrant(LEDGER, (A.GET_ITEM, A.PUT_ITEM, A.UPDATE_ITEM)),
+            BucketGrant(PLAN, (A.GET_OBJECT,)),
+            BucketGrant(COST_DECISION, (A.PUT_OBJECT,)),
+        ),
+        # LeaseStore.acquire: read, then a conditional put; the target's record beside its raw output;
+        # the plan in, the target's steps out.
         Component.PREFLIGHT: (
             TableGrant(LEASES, (A.GET_ITEM, A.PUT_ITEM)),
             BucketGrant(PREFLIGHT_EVIDENCE, (A.PUT_OBJECT,)),
+            BucketGrant(PLAN, (A.GET_OBJECT,)),
+            BucketGrant(PREFLIGHT_STEPS, (A.PUT_OBJECT,)),
         ),
-        # ecs:RunTask and iam:PassRole only (compute grants, not in this map).
-        Component.LAUNCH_WORKER: (),
-        Component.RELEASE_LEASE: (TableGrant(LEASES, (A.GET_ITEM, A.PUT_ITEM)),),
-        # finalize: ResultStore.summaries (query), each sharded step's series (read), what lost
-        # workers left (list), Ledger.settle (read, update), then results.json and the reports.
+        # The shard's step from preflight's steps; ecs:RunTask and iam:PassRole (compute grants, not here).
+        Component.LAUNCH_WORKER: (BucketGrant(PREFLIGHT_STEPS, (A.GET_OBJECT,)),),
+        Component.RELEASE_LEASE: (TableGrant(LEASES, (A.GET_ITEM, A.PUT_ITEM)), BucketGrant(PLAN, (A.GET_OBJECT,))),
+        # finalize: the plan, the cost decision and the outcomes (CampaignState), ResultStore.summaries
+        # (query), each sharded step's series (read), what lost workers left (list), Ledger.settle (read,
+        # update), then results.json and the reports.
         Component.AGGREGATE: (
             TableGrant(SUMMARIES, (A.QUERY,)),
+            TableGrant(OUTCOMES, (A.QUERY,)),
             TableGrant(LEDGER, (A.GET_ITEM, A.UPDATE_ITEM)),
             BucketGrant(RAW_OUTPUT, (A.GET_OBJECT, A.LIST_BUCKET)),
+            BucketGrant(PLAN, (A.GET_OBJECT,)),
+            BucketGrant(COST_DECISION, (A.GET_OBJECT,)),
+            BucketGrant(PREFLIGHT_STEPS, (A.GET_OBJECT,)),
+            BucketGrant(CAMPAIGN_STATE, (A.LIST_BUCKET,)),
             BucketGrant(RESULTS, (A.PUT_OBJECT,)),
             BucketGrant(REPORTS, (A.PUT_OBJECT,)),
         ),
@@ -193,9 +246,14 @@ ACCESS: Mapping[Component, tuple[Grant, ...]] = MappingProxyType(
             BucketGrant(CAMPAIGN_FILES, (A.LIST_BUCKET,)),
             TableGrant(BARRIERS, (A.QUERY,)),
             TableGrant(SUMMARIES, (A.QUERY,)),
+            TableGrant(OUTCOMES, (A.QUERY,)),
             TableGrant(LEDGER, (A.GET_ITEM, A.UPDATE_ITEM)),
             TableGrant(LEASES, (A.GET_ITEM, A.PUT_ITEM)),
             BucketGrant(RAW_OUTPUT, (A.GET_OBJECT, A.LIST_BUCKET)),
+            BucketGrant(PLAN, (A.GET_OBJECT,)),
+            BucketGrant(COST_DECISION, (A.GET_OBJECT,)),
+            BucketGrant(PREFLIGHT_STEPS, (A.GET_OBJECT,)),
+            BucketGrant(CAMPAIGN_STATE, (A.LIST_BUCKET,)),
             BucketGrant(RESULTS, (A.PUT_OBJECT,)),
             BucketGrant(REPORTS, (A.PUT_OBJECT,)),
         ),
@@ -209,6 +267,9 @@ ACCESS: Mapping[Component, tuple[Grant, ...]] = MappingProxyType(
         ),
         # Starts executions and invokes start_campaign; touches no results.
         Component.SCHEDULER: (),
+        # The campaign state machine's own DynamoDB PutItem tasks (Target Finished, Record Target
+        # Failure, Record Step Failure); its Lambda invocations are granted by the stack.
+        Component.STATE_MACHINE: (TableGrant(OUTCOMES, (A.PUT_ITEM,)),),
     }
 )
 

@@ -18,7 +18,8 @@ import boto3
 from botocore.exceptions import NoRegionError
 from pydantic import BaseModel
 
-from pgarena.aws.follow import Event, follow, step_event
+from pgarena.aws.campaign_state import CampaignState, Subjects
+from pgarena.aws.follow import Event, follow, no_subject, step_event
 from pgarena.aws.schedule import EXECUTION_NAME_MAX
 from pgarena.aws.store import ResultStore
 from pgarena.model import layout
@@ -227,7 +228,8 @@ class AwsCampaign:
         store = self.store
         summaries = (lambda: store.summaries(campaign_id)) if store is not None else list
         poll = None
-        for poll in follow(self.clients.sfn, arn, t0, summaries, AWS_POLL_S):
+        subject = Subjects(CampaignState(store)) if store is not None else no_subject
+        for poll in follow(self.clients.sfn, arn, t0, summaries, AWS_POLL_S, subject):
             for event in poll.states:
                 on_event(event)
             for summary in poll.steps:

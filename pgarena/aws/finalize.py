@@ -13,13 +13,14 @@ from collections.abc import Iterable
 from typing import Any, Literal
 
 from pgarena.analysis.aggregate import aggregate
-from pgarena.analysis.cancel import Recorded, stopped_outcomes
+from pgarena.analysis.cancel import stopped_outcomes
+from pgarena.aws.campaign_state import CampaignState
 from pgarena.aws.leases import Leases, holder_id, lease_key
 from pgarena.aws.ledger import CostDecision, Ledger, settle_campaign
 from pgarena.aws.store import ResultStore
 from pgarena.model import layout
 from pgarena.model.errors import PgarenaError
-from pgarena.model.execution import execution_request
+from pgarena.model.execution import ExecutionRequest, execution_request
 from pgarena.model.matrix import MatrixError, parse_campaign
 from pgarena.model.outcomes import TargetOutcome
 from pgarena.model.plan import Plan
@@ -76,21 +77,27 @@ def finalize(
 REFUSED_AT_VALIDATE = ("Matrix Invalid", "Campaign Id In Use")
 
 
-def _planned_from_input(history: list[dict[str, Any]], execution_name: str) -> Plan | None:
+def _execution_input(history: list[dict[str, Any]], execution_name: str) -> ExecutionRequest | None:
+    for event in history:
+        details = event.get("executionStartedEventDetails")
+        if details:
+            try:
+                return execution_request(json.loads(details.get("input") or "{}"), execution_name)
+            except (ValueError, PgarenaError):
+                return None
+    return None
+
+
+def _planned_from_input(request: ExecutionRequest, history: list[dict[str, Any]]) -> Plan | None:
     """The plan Validate And Plan would have made, from the execution's input: an execution stopped
     before Validate answered has leased and booked nothing, but its targets are still listed. None when
     Validate refused it."""
     if any((event.get("stateEnteredEventDetails") or {}).get("name") in REFUSED_AT_VALIDATE for event in history):
         return None
-    for event in history:
-        details = event.get("executionStartedEventDetails")
-        if details:
-            try:
-                request = execution_request(json.loads(details.get("input") or "{}"), execution_name)
-                return plan_campaign(parse_campaign(request.matrix), request.campaign_id)
-            except (ValueError, KeyError, TypeError, MatrixError, PgarenaError):
-                return None
-    return None
+    try:
+        return plan_campaign(parse_campaign(request.matrix), request.campaign_id)
+    except (MatrixError, PgarenaError):
+        return None
 
 
 def finalize_stopped(
@@ -103,15 +110,22 @@ def finalize_stopped(
     ending: Ending,
     execution_name: str,
 ) -> CampaignResults | None:
-    """An execution that never reached Aggregate And Rank (stopped, failed, timed out): rebuild its
-    outcomes from the history and finalize. None when it had no valid plan (nothing was leased or run)."""
-    recorded = Recorded(history)
-    plan = recorded.plan
-    if plan is None:
-        plan = _planned_from_input(history, execution_name)
+    """An execution that never reached Aggregate And Rank (stopped, failed, timed out): read back what its
+    states kept (pgarena.aws.campaign_state) and finalize. None when it had no valid plan of its own
+    (nothing was leased or run), or its campaign id is another execution's."""
+    request = _execution_input(history, execution_name)
+    if request is None:
+        return None
+    state = CampaignState(store)
+    plan, cost, preflights = state.recorded(request.campaign_id)
+    if plan is not None:
+        if state.plan_owner(request.campaign_id) != execution_name:  # refused at Validate: another campaign's id
+            return None
+        outcomes = state.outcomes(plan, preflights)
+    else:
+        plan, outcomes = _planned_from_input(request, history), []
         # Validate had not answered: an id that already has files is another campaign's, never overwritten.
         if plan is None or store.campaign_traces(plan.campaign_id):
             return None
-    cost = CostDecision.model_validate(recorded.cost) if recorded.cost else None
-    results, _, _ = finalize(plan, recorded.outcomes(), store, started_at, cost=cost, ledger=ledger, leases=leases, ending=ending)
+    results, _, _ = finalize(plan, outcomes, store, started_at, cost=cost, ledger=ledger, leases=leases, ending=ending)
     return results

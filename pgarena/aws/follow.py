@@ -11,7 +11,7 @@ import json
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pgarena.model.results import StepSummary
 
@@ -32,8 +32,15 @@ class Event:
     summary: StepSummary | None = None
 
 
-def state_events(history: list[HistoryEventTypeDef], seen: int, t0: float) -> list[Event]:
-    """The states entered since the `seen` first events, each named with the step or target it works on."""
+def no_subject(data: Any) -> str:
+    return ""
+
+
+def state_events(
+    history: list[HistoryEventTypeDef], seen: int, t0: float, subject: Callable[[Any], str] = no_subject
+) -> list[Event]:
+    """The states entered since the `seen` first events, each named with the step or target it works on
+    (`subject`: its input carries indices only; pgarena.aws.campaign_state.Subjects names them)."""
     events = []
     for event in history[seen:]:
         details = event.get("stateEnteredEventDetails")
@@ -43,8 +50,7 @@ def state_events(history: list[HistoryEventTypeDef], seen: int, t0: float) -> li
             data = json.loads(details.get("input") or "{}")
         except ValueError:
             data = {}
-        subject = (data.get("step") or {}).get("step_id") or (data.get("target") or {}).get("name") or ""
-        events.append(Event(time.monotonic() - t0, "state", f"{details['name']} {subject}".strip()))
+        events.append(Event(time.monotonic() - t0, "state", f"{details['name']} {subject(data)}".strip()))
     return events
 
 
@@ -79,6 +85,7 @@ def follow(
     t0: float,
     summaries: Callable[[], Iterable[StepSummary]] = list,
     poll_s: float = POLL_S,
+    subject: Callable[[Any], str] = no_subject,
 ) -> Iterator[Poll]:
     """Poll the execution until it ends (the last poll is the one that saw it end). `summaries` reads
     the steps finished so far (the results table); a step is reported once."""
@@ -88,7 +95,7 @@ def follow(
         events = history(sfn, execution_arn)
         steps = [s for s in summaries() if s.step_id not in reported]
         reported.update(s.step_id for s in steps)
-        poll = Poll(status, events, seen, state_events(events, seen, t0), steps)
+        poll = Poll(status, events, seen, state_events(events, seen, t0, subject), steps)
         seen = len(events)
         yield poll
         if not poll.running:

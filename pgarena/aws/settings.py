@@ -61,6 +61,7 @@ class WorkerEnv(FromEnv):
 class CostGuardEnv(FromEnv):
     """The cost guard: the ledger's table and the worker's size, which prices its Fargate time."""
 
+    results_bucket: str = Field(alias="RESULTS_BUCKET")
     results_table: str = Field(alias="RESULTS_TABLE")
     worker_cpu_units: int = Field(1024, alias="WORKER_CPU_UNITS", gt=0)
     worker_memory_mib: int = Field(2048, alias="WORKER_MEMORY_MIB", gt=0)

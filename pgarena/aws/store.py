@@ -100,7 +100,7 @@ class ResultStore:
         item of its partitions (the workers' summaries, start barriers). Empty: the id is free."""
         found = []
         listed = self.s3.list_objects_v2(Bucket=self.bucket, Prefix=layout.campaign_prefix(campaign_id), MaxKeys=1)
-        found += [f"s3://{self.bucket}/{item['Key']}" for item in listed.get("Contents", [])]
+        found += [self.url(item["Key"]) for item in listed.get("Contents", [])]
         for kind in access.CAMPAIGN_ITEM_KINDS:
             items = self.dynamodb.query(
                 TableName=self.table,
@@ -110,6 +110,9 @@ class ResultStore:
             )["Items"]
             found += [f"{kind.name} ({kind.pk(campaign_id)})" for _ in items]
         return found
+
+    def url(self, key: str) -> str:
+        return f"s3://{self.bucket}/{key}"
 
     def keys(self, prefix: str) -> list[str]:
         """Every object key under `prefix` (e.g. a campaign's raw output, to find what a lost worker left)."""

@@ -119,7 +119,7 @@ def component_roles(template: Json) -> dict[Component, str]:
     """The role (logical id) each component runs with, read from the resources that use it.
 
     Functions by their handler path (the folder names a Component), the worker by the task
-    definition's task role, the scheduler by its schedules' target role.
+    definition's task role, the scheduler by its schedules' target role, the state machine by its own.
     """
     roles: dict[Component, str] = {}
     for logical_id, body in template["Resources"].items():
@@ -132,6 +132,8 @@ def component_roles(template: Json) -> dict[Component, str]:
             roles[Component.WORKER] = _role_id(props.get("TaskRoleArn"), logical_id)
         elif body["Type"] == "AWS::Scheduler::Schedule":
             roles[Component.SCHEDULER] = _role_id(props.get("Target", {}).get("RoleArn"), logical_id)
+        elif body["Type"] == "AWS::StepFunctions::StateMachine":
+            roles[Component.STATE_MACHINE] = _role_id(props.get("RoleArn"), logical_id)
     return roles
 
 
@@ -363,6 +365,33 @@ def enforced() -> Iterator[None]:
                 delattr(cls, name)
             else:
                 setattr(cls, name, original)
+
+
+@contextmanager
+def state_machine_signing_as(credentials: Credentials) -> Iterator[None]:
+    """moto's Step Functions interpreter signs its DynamoDB tasks' calls as `credentials` (the state
+    machine role's user) instead of its fixed placeholder key, which enforced IAM would not know."""
+    import boto3
+    from moto.stepfunctions.parser.asl.component.state.exec.state_task.service import state_task_service_dynamodb
+
+    original = state_task_service_dynamodb.boto_client_for
+
+    def signed(region: str, service: str, state_credentials: Any = None) -> Any:
+        client = original(region, service, state_credentials)
+        return boto3.client(
+            service,
+            region_name=region,
+            aws_access_key_id=credentials.access_key_id,
+            aws_secret_access_key=credentials.secret_access_key,
+            endpoint_url=client.meta.endpoint_url,
+            config=client.meta.config,
+        )
+
+    state_task_service_dynamodb.boto_client_for = signed
+    try:
+        yield
+    finally:
+        state_task_service_dynamodb.boto_client_for = original
 
 
 def signing_env(env: Mapping[str, str], credentials: Credentials) -> dict[str, str]:

@@ -30,7 +30,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import boto3
 
-from pgarena.aws.access import Component
+from pgarena.aws.access import RESULTS_TABLE_PLACEHOLDER, Component
+from pgarena.aws.campaign_state import CampaignState, Subjects
 from pgarena.aws.execution import new_campaign_id
 from pgarena.aws.finalize import store_writer
 from pgarena.aws.follow import POLL_S, Event, follow, step_event
@@ -92,10 +93,11 @@ class LocalRun:
 
 
 def definition(asl_path: Path = ASL_PATH, aws_strict: bool = False) -> str:
-    """The ASL file with its ${...Arn} placeholders bound to the local functions; under aws_strict, with
-    each inline Map's MaxConcurrency as AWS applies it (moto would run every iteration at once)."""
+    """The ASL file with its ${...} placeholders bound to the local functions and table; under aws_strict,
+    with each inline Map's MaxConcurrency as AWS applies it (moto would run every iteration at once)."""
     text = asl_path.read_text()
     values = {f"{''.join(p.capitalize() for p in name.split('_'))}FunctionArn": function_arn(name) for name in FUNCTIONS}
+    values[RESULTS_TABLE_PLACEHOLDER] = TABLE
 
     def bind(match: re.Match[str]) -> str:
         return values[match.group(1)]
@@ -362,13 +364,16 @@ class LocalRuntime:
         self.stack.close()
 
     def _enforce_iam(self, stack: ExitStack, template: dict[str, Any]) -> None:
-        """Workers sign as the task role's user; this process (the operator, Step Functions, and the
-        handlers until they run in their own processes) as an unrestricted one."""
+        """Workers sign as the task role's user, the interpreter's DynamoDB tasks as the state machine
+        role's; this process (the operator, Step Functions' other calls, and the handlers until they run
+        in their own processes) as an unrestricted one."""
         names = local_iam.LocalNames(BUCKET, TABLE, ACCOUNT, REGION, STATE_MACHINE)
         users = local_iam.provision(boto3.client("iam", region_name=REGION), template, names)
         self.iam_users = users
         self.workers.worker_env = local_iam.signing_env(self.workers.worker_env, users.components[Component.WORKER])
         stack.enter_context(local_iam.signing_as(users.runtime))
+        if Component.STATE_MACHINE in users.components:  # its own DynamoDB tasks sign as its role
+            stack.enter_context(local_iam.state_machine_signing_as(users.components[Component.STATE_MACHINE]))
         stack.enter_context(local_iam.enforced())
 
     def start(self, campaign: Campaign) -> Execution:
@@ -448,7 +453,14 @@ class LocalRuntime:
         if not execution.arn:  # no target started: its results.json is already written
             return self._collect(execution, "SUCCEEDED", None)
         poll = None
-        for poll in follow(self.sfn, execution.arn, execution.t0, lambda: self.store.summaries(execution.campaign_id), POLL_S):
+        for poll in follow(
+            self.sfn,
+            execution.arn,
+            execution.t0,
+            lambda: self.store.summaries(execution.campaign_id),
+            POLL_S,
+            Subjects(CampaignState(self.store)),
+        ):
             for event in poll.states:
                 on_event(event)
             # only the events this poll brought: the earlier ones were checked by the polls before

@@ -9,6 +9,11 @@ name these keys too, and they may not import `aws`.
 from __future__ import annotations
 
 RAW_DIR = "raw"
+# What the state machine's states share without carrying it in the execution's state (256 KiB): the
+# plan, the cost guard's decision, each preflight's steps. The state carries the campaign id and indices.
+STATE_DIR = "state"
+PLAN_FILE = "plan.json"
+COST_FILE = "cost.json"
 RESULTS_FILE = "results.json"
 PREFLIGHT_EVIDENCE_FILE = "preflight/preflight.json"
 # Reports (pgarena.report.REPORT_FILES) sit at the campaign's root beside results.json; they are
@@ -44,6 +49,26 @@ def raw_key(campaign_id: str, step_id: str, name: str) -> str:
 def evidence_key(campaign_id: str, target: str) -> str:
     """Preflight's record of a target (the facts it read, or why it failed), beside the raw output."""
     return raw_key(campaign_id, target, PREFLIGHT_EVIDENCE_FILE)
+
+
+def state_prefix(campaign_id: str) -> str:
+    return f"{campaign_prefix(campaign_id)}{STATE_DIR}/"
+
+
+def plan_key(campaign_id: str) -> str:
+    """Validate And Plan's plan: every target's steps in every phase."""
+    return f"{state_prefix(campaign_id)}{PLAN_FILE}"
+
+
+def cost_key(campaign_id: str) -> str:
+    """Check Cost Cap's decision: the estimate, the caps, whether it was booked."""
+    return f"{state_prefix(campaign_id)}{COST_FILE}"
+
+
+def preflight_key(campaign_id: str, phase: int | str, target: int | str) -> str:
+    """Preflight's answer for the phase's target (by its index in the phase): the server it found and
+    the steps to run, clamped to the budget and split into shards; launch_worker reads a shard's step here."""
+    return f"{state_prefix(campaign_id)}p{phase}/t{target}.json"
 
 
 def results_key(campaign_id: str) -> str:

@@ -38,12 +38,15 @@ FAN_OUT_REASON = (
     f"AWS Step Functions starts at most {MAX_STARTED_TOGETHER} iterations of an inline Map at once, so only "
     f"{MAX_STARTED_TOGETHER} workers can meet at the start barrier"
 )
-# The execution's state (the matrix, its plan, the outcomes) must fit Step Functions' 256 KB; outcomes
-# (and failure messages) get the reserve.
+# A state's input and output in Step Functions: 256 KiB. The state carries refs (pgarena.model.plan: a
+# phase's, a step's, at most these many bytes in JSON, tests/unit/test_matrix_limits.py checks), the
+# rest of the plan is in the bucket; failure messages get the reserve.
 STATE_LIMIT_BYTES = 262_144
 STATE_RESERVED_BYTES = 64_000
-OUTCOME_BYTES_PER_STEP = 400
-STEP_OWN_CHARS = 1_400
+PHASE_REF_BYTES = 64
+STEP_REF_BYTES = 96
+# States.ArrayRange (List Phase Targets) makes at most this many items.
+MAX_MAP_ITEMS = 1_000
 
 Name = Annotated[str, Field(pattern=NAME_PATTERN, description="lower-case letters, digits, - and _")]
 EnvVarName = Annotated[str, Field(pattern=ENV_VAR_PATTERN)]
@@ -748,42 +751,66 @@ def _runtime_problems(campaign: Campaign) -> list[Problem]:
             break
     if problems:
         return problems
-    passes = (
-        sum(campaign.scenario.consolidation.steps)
-        if campaign.scenario and campaign.scenario.consolidation
-        else len(campaign.targets)
-    )
-    steps_per_pass = sum(_steps_per_target(w, campaign.repetitions) for w in campaign.workloads)
-    # A step carries its workload and its target's endpoint, replicas and placement (once encoded, here).
-    per_step = (
-        STEP_OWN_CHARS
-        + OUTCOME_BYTES_PER_STEP
-        + max(len(w.model_dump_json()) for w in campaign.workloads)
-        + max(len(t.model_dump_json(include={"endpoint", "embedded", "placement", "replicas"})) for t in campaign.targets)
-    )
-    state = len(campaign.model_dump_json()) + passes * steps_per_pass * per_step
-    if state > STATE_LIMIT_BYTES - STATE_RESERVED_BYTES:
+    return _state_problems(campaign)
+
+
+def _state_problems(campaign: Campaign) -> list[Problem]:
+    """The execution's state carries the plan's refs only (pgarena.model.plan.PlanRef, PreflightRef; the
+    plan lives in the bucket): what grows is the phase list and one target's steps in one phase."""
+    problems = []
+    budget = STATE_LIMIT_BYTES - STATE_RESERVED_BYTES
+    size = len(campaign.model_dump_json(exclude_none=True))
+    if size > STATE_LIMIT_BYTES:
+        problems.append(
+            Problem(
+                path="$",
+                message=f"the matrix is {size:,} bytes and is the execution's input, which Step Functions' StartExecution "
+                f"accepts up to {STATE_LIMIT_BYTES:,} bytes (256 KiB): fewer targets or workloads, shorter custom scripts",
+            )
+        )
+    sweep = campaign.scenario.consolidation if campaign.scenario else None
+    phases = len(sweep.steps) if sweep else (len(campaign.workloads) * campaign.repetitions if campaign.repetitions > 1 else 1)
+    if phases * PHASE_REF_BYTES > budget:
+        problems.append(
+            Problem(
+                path="$.repetitions",
+                message=f"{phases:,} phases (one per workload and repetition) make Validate And Plan's answer about "
+                f"{phases * PHASE_REF_BYTES // 1024:,} KB, and a state in Step Functions holds {STATE_LIMIT_BYTES // 1024} KB "
+                f"({STATE_RESERVED_BYTES // 1000} KB kept for failure messages): fewer repetitions or workloads, or split the campaign",
+            )
+        )
+    # One target's steps in one phase: every workload's and repetition's in a single phase or a sweep's
+    # step, else (interleaved repetitions) one workload's one repetition.
+    whole = phases == 1 or sweep is not None
+    per_phase = [_steps_per_target(w, campaign.repetitions if whole else 1) for w in campaign.workloads]
+    steps = sum(per_phase) if whole else max(per_phase)
+    if steps * STEP_REF_BYTES > budget:
         problems.append(
             Problem(
                 path="$.workloads",
-                message=f"{passes * steps_per_pass:,} worker steps make a plan of about {state // 1024:,} KB, and the "
-                f"execution's state in Step Functions holds {STATE_LIMIT_BYTES // 1024} KB in all (its outcomes need "
-                f"{STATE_RESERVED_BYTES // 1000} KB): fewer repetitions, client counts, workloads or targets, "
-                "or shorter custom scripts; or split the campaign",
+                message=f"{steps:,} steps of one target in one phase make Preflight Target's answer about "
+                f"{steps * STEP_REF_BYTES // 1024:,} KB, and a state in Step Functions holds {STATE_LIMIT_BYTES // 1024} KB "
+                f"({STATE_RESERVED_BYTES // 1000} KB kept for failure messages): fewer client counts or workloads, "
+                "repetitions > 1 (one phase per workload and repetition), or split the campaign",
+            )
+        )
+    if len(campaign.targets) > MAX_MAP_ITEMS:
+        problems.append(
+            Problem(
+                path="$.targets",
+                message=f"{len(campaign.targets):,} targets: a phase's targets are listed by States.ArrayRange, which makes "
+                f"at most {MAX_MAP_ITEMS:,} items; split the campaign",
             )
         )
     return problems
 
 
 def _steps_per_target(workload: PgbenchWorkload | SysbenchWorkload, repetitions: int) -> int:
-    """Worker steps one target runs for a workload (as pgarena.planning plans them), shards counted."""
+    """Worker steps one target runs for a workload (as pgarena.planning plans them), shards not counted
+    (a step's shards are indices made in the state machine, never listed in its state)."""
     if isinstance(workload, SysbenchWorkload):
         return 1 + repetitions + (1 if workload.cleanup else 0)
-    run = workload.run
-    shards = sum(
-        max(run.workers, -(-c // run.max_clients_per_worker) if run.max_clients_per_worker else 1) for c in run.client_counts
-    )
-    return 1 + repetitions * shards
+    return 1 + repetitions * len(workload.run.client_counts)
 
 
 def parse_campaign(data: Any) -> Campaign:

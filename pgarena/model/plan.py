@@ -209,3 +209,53 @@ class Plan(Boundary):
     def phased(self) -> bool:
         """A consolidation sweep: step ids and raw paths carry the phase (p1/, p2/, ...)."""
         return bool(self.scenario and self.scenario.consolidation)
+
+
+# What the execution's state carries instead of the plan (which lives in the bucket, layout.plan_key):
+# a campaign id and indices, each Map iterating over small items. Its size grows with the phases
+# (workloads x repetitions, or a sweep's steps) and a target's steps in one phase, never with
+# targets x steps x shards: pgarena.model.matrix refuses a campaign whose refs would not fit.
+
+
+class PhaseRef(Boundary):
+    """An item of Run Phases In Order: List Phase Targets makes the target indices 0..last_target."""
+
+    phase: int
+    concurrency: int
+    last_target: int
+
+
+class PlanRef(Boundary):
+    """Validate And Plan's answer."""
+
+    campaign_id: str
+    phases: list[PhaseRef]
+
+    @classmethod
+    def of(cls, plan: Plan) -> PlanRef:
+        return cls(
+            campaign_id=plan.campaign_id,
+            phases=[PhaseRef(phase=p.phase, concurrency=p.concurrency, last_target=len(p.targets) - 1) for p in plan.phases],
+        )
+
+
+class StepRef(Boundary):
+    """An item of Run Steps In Order: List Shards makes the shard indices 0..last_shard; Run Worker Task
+    reads its timers (HeartbeatSecondsPath, TimeoutSecondsPath) from here."""
+
+    index: int
+    last_shard: int
+    timeout_s: int
+    heartbeat_timeout_s: int
+
+
+class PreflightRef(Boundary):
+    """Preflight Target's answer: the target's name (progress) and its steps."""
+
+    name: str
+    steps: list[StepRef]
+
+
+def planned_target(plan: Plan, phase: int, target: int) -> PlannedTarget:
+    """The target a Map item names by phase number and index in the phase."""
+    return plan.phases[phase - 1].targets[target]

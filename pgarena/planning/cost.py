@@ -109,9 +109,9 @@ LAMBDA_SHAPE: dict[str, tuple[int, float]] = {
 # State transitions of a campaign that runs, from statemachines/campaign.asl.json's success path
 # (a unit test walks the file and keeps these equal); retries and failures add a few.
 TRANSITIONS_PER_CAMPAIGN = 5  # Validate And Plan, Check Cost Cap, Within Cost Cap?, Run Phases In Order, Aggregate And Rank
-TRANSITIONS_PER_PHASE = 2  # Benchmark Targets, Phase Finished
+TRANSITIONS_PER_PHASE = 2  # List Phase Targets, Benchmark Targets
 TRANSITIONS_PER_TARGET = 4  # Preflight Target, Run Steps In Order, Release Connection Lease, Target Finished
-TRANSITIONS_PER_STEP = 1  # Run Shards Together
+TRANSITIONS_PER_STEP = 2  # List Shards, Run Shards Together
 TRANSITIONS_PER_WORKER = 1  # Run Worker Task, once per shard
 
 # Requests per worker task: raw output (once every UPLOAD_EVERY_S while the tool runs, then

@@ -18,7 +18,7 @@ from pgarena.model.plan import CAMPAIGN_TAG_RE, PlannedTarget, Step, campaign_ta
 from pgarena.model.redact import redact
 from pgarena.model.results import ServerInfo, ServerSetting
 from pgarena.planning.budget import apply_budget, compute_budget, held_by_other_campaigns
-from pgarena.planning.shards import StepGroup, shard
+from pgarena.planning.shards import PreflightResult, shard
 from pgarena.target.postgres import CLIENT_SESSIONS, connect, describe
 from pgarena.target.restarts import postmaster_started_at, reachable_address, resolve
 
@@ -58,11 +58,6 @@ select name, setting, unit, source
 """
 EXTENSIONS_SQL = "select extname, extversion from pg_extension order by extname"
 DATABASE_SIZE_SQL = "select pg_database_size(current_database())"
-
-
-class PreflightResult(BaseModel):
-    server: ServerInfo
-    steps: list[StepGroup] = Field(description="the steps to run, in order, each split into its shards")
 
 
 def sessions_of(rows: list[tuple[str | None, str | None, str, str]], role: str, database: str, own_tag: str = "") -> Sessions:

@@ -35,6 +35,7 @@ def _component_roles(synth) -> dict[Component, str]:
     roles = {component: _logical_id(synth, function.role) for component, function in functions.items()}
     roles[Component.WORKER] = _logical_id(synth, stack.compute.task_role)
     roles[Component.SCHEDULER] = _logical_id(synth, stack.schedules.role)
+    roles[Component.STATE_MACHINE] = _logical_id(synth, stack.orchestration.state_machine.role)
     return roles
 
 

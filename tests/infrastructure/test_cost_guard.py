@@ -14,13 +14,15 @@ pytestmark = pytest.mark.infrastructure
 COST_GUARD_HANDLER = "functions/cost_guard/handler.handler"
 
 
-def test_cost_guard_has_no_other_grant_than_logs_tracing_and_the_ledger(default_synth):
+def test_cost_guard_has_no_other_grant_than_logs_tracing_the_ledger_and_the_campaigns_state(default_synth):
     # Given every statement of the cost guard's role
     statements = cfn.statements_of_function(default_synth, COST_GUARD_HANDLER)
     actions = {action for statement in statements for action in cfn.as_list(statement["Action"])}
 
-    # Then no S3, no ECS, no secrets
-    assert {a.split(":")[0] for a in actions} == {"logs", "xray", "dynamodb"}
+    # Then no ECS, no secrets; S3 only to read the plan and keep its decision (the access map's exact keys,
+    # tests/infrastructure/test_access.py)
+    assert {a.split(":")[0] for a in actions} == {"logs", "xray", "dynamodb", "s3"}
+    assert {a for a in actions if a.startswith("s3:")} == {"s3:GetObject", "s3:PutObject"}
 
 
 def test_cost_guard_environment_prices_the_deployed_worker_size(default_synth):

@@ -12,6 +12,7 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk.assertions import Match
 
 from pgarena.aws import access
+from pgarena.aws.access import RESULTS_TABLE_PLACEHOLDER
 from pgarena.aws.settings import LauncherEnv, ResultsEnv
 from pgarena.aws.store import RAW_TAG
 from pgarena_cdk import constants
@@ -308,14 +309,18 @@ def test_definition_substitutions_match_the_asl_placeholders(default_synth):
     assert placeholders and set(substitutions) == placeholders
 
 
-def test_each_placeholder_points_at_its_function(default_synth):
+def test_each_placeholder_points_at_its_function_or_the_results_table(default_synth):
     # Given the state machine's substitutions
-    substitutions = _state_machine(default_synth)["DefinitionSubstitutions"]
+    substitutions = dict(_state_machine(default_synth)["DefinitionSubstitutions"])
 
-    # When resolving each to the function it names
+    # When resolving each to the function or table it names
+    table = substitutions.pop(RESULTS_TABLE_PLACEHOLDER)
     resolved = {key: value["Fn::GetAtt"][0] for key, value in substitutions.items()}
 
-    # Then each placeholder is the ARN of the function of the same name
+    # Then the table is the results table (its PutItem tasks record outcomes), each other placeholder the
+    # ARN of the function of the same name
+    (table_id,) = default_synth.resources_of_type("AWS::DynamoDB::Table")
+    assert table == {"Ref": table_id}
     assert resolved == {
         "ValidateFunctionArn": cfn.function_logical_id(default_synth, "functions/validate/handler.handler"),
         "PreflightFunctionArn": cfn.function_logical_id(default_synth, "functions/preflight/handler.handler"),

@@ -48,6 +48,48 @@ CONSOLIDATION = {
         }
     ],
 }
+# A plan past 256 KiB, quick to run: 5 targets x (a load + 12 client counts of one transaction), each step
+# carrying a custom script as long as a worker's RunTask overrides allow. The old state machine carried
+# the whole plan in its state (Validate And Plan's output): it would have failed with States.DataLimitExceeded
+# before any target ran. One target is an embedded server that runs every step; four are endpoints nobody
+# listens on, refused at preflight (their steps are planned, never run), which keeps the test short.
+LONG_SCRIPT = "\n".join(
+    f"-- a script as long as RunTask overrides allow, copied into every step of the plan {i}" for i in range(36)
+)
+UNREACHABLE = ("u1", "u2", "u3", "u4")
+
+
+def wide() -> dict:
+    closed = [
+        {
+            "name": name,
+            "provider": "self-hosted",
+            "endpoint": {"host": "127.0.0.1", "port": free_port(), "user": "postgres", "sslmode": "disable"},
+        }
+        for name in UNREACHABLE
+    ]
+    return {
+        "campaign": "strict-wide",
+        "target_concurrency": 5,
+        "connections": {"monitor_interval_s": 1},
+        "targets": [{"name": "pg", **EMBEDDED}, *closed],
+        "workloads": [
+            {
+                "name": "one",
+                "tool": "pgbench",
+                "init": {"scale": 1},
+                "run": {
+                    "clients": list(range(1, 13)),
+                    "jobs": 1,
+                    "transactions": 1,
+                    "progress_s": 1,
+                    "scripts": [{"sql": LONG_SCRIPT + "\nselect 1;\n"}],
+                },
+            }
+        ],
+    }
+
+
 COST_CAPPED = {
     "campaign": "strict-capped",
     "connections": {"monitor_interval_s": 1},
@@ -121,6 +163,21 @@ def test_a_consolidation_sweep_runs_green(runtime):
 def test_a_cost_capped_campaign_runs_green(runtime):
     run = run_green(runtime, COST_CAPPED)
     assert run.results.cost.refused is None and 0 < run.results.cost.estimated_usd <= 5.0
+
+
+def test_a_campaign_whose_plan_is_past_256_kib_runs_to_its_results(runtime):
+    # Given a campaign whose plan is past the 256 KiB a Step Functions state holds
+    # When it runs under --aws-strict, which fails any state past 256 KiB as AWS does
+    run = runtime.run(parse_campaign(wide()))
+
+    # Then it completes: the plan lived in the bucket (kept in the results folder), the state carried refs
+    assert run.status == "SUCCEEDED", run.error
+    plan_size = (run.results_dir / "state" / "plan.json").stat().st_size
+    assert plan_size > limits.MAX_PAYLOAD_BYTES
+    # And the reachable target ran every step; the others are listed, refused at preflight
+    targets = {t.name: t for t in run.results.targets}
+    assert [w.status for w in targets["pg"].workloads] == ["succeeded"] * 12 and targets["pg"].loads[0].status == "succeeded"
+    assert {(targets[name].status, targets[name].error.kind) for name in UNREACHABLE} == {("failed", "connection_refused")}
 
 
 def test_a_bare_matrix_runs_and_its_campaign_id_cannot_be_reused(runtime):
@@ -198,9 +255,8 @@ def test_a_handler_past_its_timeout_is_killed_as_lambda_kills_it(tmp_path):
 
 
 def test_a_state_past_256_kib_fails_the_campaign(runtime):
-    # Given an execution input just under StartExecution's 256 KiB (a caller's extra field beside the matrix),
-    # to which Validate And Plan adds the plan: its output is past the limit. (A matrix whose plan alone
-    # would pass it is refused by validation.)
+    # Given an execution whose state grows past 256 KiB: the campaign state machine's states carry refs
+    # only, so a state machine of one Pass state whose result is 300 KB stands in for one that did not
     matrix = {
         "campaign": "strict-oversized",
         "targets": [
@@ -212,10 +268,16 @@ def test_a_state_past_256_kib_fails_the_campaign(runtime):
         ],
         "workloads": [{"name": "tpcb", "tool": "pgbench", "run": {"clients": 1, "duration_s": 1}}],
     }
+    grows = {
+        "StartAt": "Grow",
+        "States": {"Grow": {"Type": "Pass", "Result": "x" * 300_000, "ResultPath": "$.grown", "End": True}},
+    }
+    machine = runtime.sfn.create_state_machine(
+        name="pgarena-oversized", definition=json.dumps(grows), roleArn="arn:aws:iam::123456789012:role/pgarena-local"
+    )["stateMachineArn"]
     campaign_id = new_campaign_id("strict-oversized")
-    body = {"campaign_id": campaign_id, "matrix": parse_campaign(matrix).model_dump(mode="json", exclude_none=True), "note": ""}
-    body["note"] = "x" * (limits.MAX_PAYLOAD_BYTES - 64 - len(json.dumps(body)))
-    arn = runtime.sfn.start_execution(stateMachineArn=runtime.machine_arn, name=campaign_id, input=json.dumps(body))
+    body = {"campaign_id": campaign_id, "matrix": parse_campaign(matrix).model_dump(mode="json", exclude_none=True)}
+    arn = runtime.sfn.start_execution(stateMachineArn=machine, name=campaign_id, input=json.dumps(body))
     execution = Execution(campaign_id, arn["executionArn"], runtime.out_dir / campaign_id, time.monotonic())
 
     # When it runs under --aws-strict
@@ -223,7 +285,7 @@ def test_a_state_past_256_kib_fails_the_campaign(runtime):
 
     # Then it fails with States.DataLimitExceeded naming the state, as AWS fails it
     assert run.status == "FAILED"
-    assert run.error.startswith(f"{limits.DATA_LIMIT_ERROR}: The state 'Validate And Plan' returned a result ")
+    assert run.error.startswith(f"{limits.DATA_LIMIT_ERROR}: The state 'Grow' returned a result ")
     assert "the maximum of 262,144 bytes" in run.error
-    # And finalize_stopped, as EventBridge starts it on FAILED, wrote the results marked failed
-    assert run.results is not None and run.results.status == "failed"
+    # (finalize_stopped, which EventBridge starts on FAILED, may read the campaign state machine's history
+    # only, as in AWS: it leaves this one alone; tests/unit/test_finalize.py covers what it writes.)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,19 +21,21 @@ from moto import mock_aws
 from pgarena.aws import access
 from pgarena.aws.access import ACCESS, BUCKET_ACTIONS, Action, BucketGrant, Component, TableGrant, allows
 from pgarena.aws.barrier import wait_at_barrier
-from pgarena.aws.finalize import finalize, finalize_stopped
+from pgarena.aws.campaign_state import CampaignState
+from pgarena.aws.finalize import finalize_stopped
+from pgarena.aws.items import marshal
 from pgarena.aws.leases import LeaseStore, holder_id, lease_key
-from pgarena.aws.ledger import CostDecision, Ledger
+from pgarena.aws.ledger import Ledger
 from pgarena.aws.store import ResultStore, create_results_table
 from pgarena.local.endpoints import LambdaContext
 from pgarena.model import layout
 from pgarena.model.errors import PgarenaError
 from pgarena.model.matrix import parse_campaign
-from pgarena.model.outcomes import TargetOutcome
 from pgarena.model.results import StepSummary
 from pgarena.planning.plan import plan_campaign
 from pgarena.report import REPORT_FILES
 from tests.conftest import FIXTURES
+from tests.unit.test_campaign_state import preflight_result
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 BUCKET, TABLE, REGION = "results", "results", "us-east-1"
@@ -66,7 +69,7 @@ def _calls_of(operation: str, params: dict) -> list[Call]:
     if operation == "PutObject":
         tagged = [(Action.PUT_OBJECT_TAGGING, params["Key"])] if params.get("Tagging") else []
         return [(Action.PUT_OBJECT, params["Key"]), *tagged]
-    if operation == "GetObject":
+    if operation in {"GetObject", "HeadObject"}:  # HeadObject is authorized as GetObject
         return [(Action.GET_OBJECT, params["Key"])]
     return []  # not the table's or the bucket's (Step Functions, ECS)
 
@@ -140,87 +143,87 @@ def _handler(name: str):
 
 
 def _record(aws: Recorder, component: Component, plan) -> list[Call]:
-    """Run `component`'s code as it runs in AWS and return its table and bucket calls."""
+    """Run `component`'s code as it runs in AWS and return its table and bucket calls (its setup, what
+    the states before it kept, is not recorded)."""
     store = ResultStore(BUCKET, TABLE, s3=boto3.client("s3"), dynamodb=boto3.client("dynamodb"))
+    state = CampaignState(store)
     target = plan.targets[0]
     load, run = target.steps
-    # aggregate's and finalize_stopped's calls are recorded after their setup
-    aws.recording = component not in {Component.AGGREGATE, Component.FINALIZE_STOPPED}
+    aws.recording = False
+    if component is not Component.VALIDATE:
+        state.put_plan(plan, "e1")
+    started_at = "2026-11-22T12:00:00+00:00"
+    if component in {Component.AGGREGATE, Component.FINALIZE_STOPPED}:
+        _handler("cost_guard")({"campaign_id": plan.campaign_id})
+        state.put_preflight(plan.campaign_id, 1, 0, preflight_result(target))
+        store.dynamodb.put_item(
+            TableName=TABLE, Item=marshal({"pk": access.OUTCOMES.pk(plan.campaign_id), "sk": access.outcome_target_sk(1, 0)})
+        )
+        # A sharded step's per-second series, which aggregate reads back to merge the shards.
+        series = store.put_json(f"{run.raw_prefix}/series.json", {"start_epoch": 0.0, "end_epoch": 1.0, "seconds": []})
+        store.put_summary(_summary(load))
+        store.put_summary(_summary(run, series=series))
+    if component in {Component.RELEASE_LEASE, Component.AGGREGATE, Component.FINALIZE_STOPPED}:
+        LeaseStore(store.dynamodb, TABLE).acquire(
+            lease_key(target.endpoint), holder_id(plan.campaign_id, target.name), 5, 100, 60
+        )
+    if component is Component.LAUNCH_WORKER:
+        state.put_preflight(plan.campaign_id, 1, 0, preflight_result(target))
     if component is Component.COST_GUARD:
-        _handler("cost_guard")({"campaign_id": plan.campaign_id, "plan": plan.model_dump(mode="json")})
         over_cap = _plan("c2").model_copy(update={"cost": plan.cost.model_copy(update={"cap_usd": 0.0001})})
-        _handler("cost_guard")({"campaign_id": "c2", "plan": over_cap.model_dump(mode="json")})  # refused: recorded
+        state.put_plan(over_cap, "e2")
+    if component is Component.START_CAMPAIGN:
+        boto3.client("s3").put_object(Bucket=BUCKET, Key=layout.matrix_key("nightly.json"), Body=b"{}")
+    aws.take()
+    aws.recording = True
+    if component is Component.VALIDATE:
+        matrix = json.loads((FIXTURES / "matrices" / "minimal.json").read_text())
+        matrix["targets"] = matrix["targets"][:1]  # the endpoint target: AWS plans have no embedded ones
+        for _ in range(2):  # retried: the second finds the plan its own execution wrote
+            _handler("validate")({"input": matrix, "execution_name": plan.campaign_id})
+    elif component is Component.COST_GUARD:
+        _handler("cost_guard")({"campaign_id": plan.campaign_id})
+        _handler("cost_guard")({"campaign_id": "c2"})  # refused: recorded
     elif component is Component.PREFLIGHT:
         # preflight() reads the others' slots and takes its own (a live server is an integration test's)...
         leases = LeaseStore(store.dynamodb, TABLE)
         key, holder = lease_key(target.endpoint), holder_id(plan.campaign_id, target.name)
         leases.held_by_others(key, holder)
         leases.acquire(key, holder, 5, 100, 60.0)
-        # ...and the handler records the target it could not reach.
+        # ...the handler records the target it could not reach...
         with pytest.raises(PgarenaError):
-            _handler("preflight")({"campaign_id": plan.campaign_id, "target": target.model_dump(mode="json")})
+            _handler("preflight")({"campaign_id": plan.campaign_id, "phase": 1, "target": 0})
+        # ...and keeps the steps of one it reached.
+        state.put_preflight(plan.campaign_id, 1, 0, preflight_result(target))
+    elif component is Component.LAUNCH_WORKER:
+        state.preflight(plan.campaign_id, 1, 0)  # the shard's step; then ecs:RunTask (not the results')
     elif component is Component.RELEASE_LEASE:
-        LeaseStore(store.dynamodb, TABLE).acquire(
-            lease_key(target.endpoint), holder_id(plan.campaign_id, target.name), 5, 100, 60
-        )
-        _handler("release_lease")({"campaign_id": plan.campaign_id, "target": target.model_dump(mode="json")})
+        _handler("release_lease")({"campaign_id": plan.campaign_id, "phase": 1, "target": 0})
     elif component is Component.WORKER:
         # What pgarena.worker.run does around its tool: raw output (tagged), the series, the barrier, the summary.
         raw = store.put_file(f"{run.raw_prefix}/pgbench.log", FIXTURES.parent / "conftest.py")
         store.put_json(f"{run.raw_prefix}/summary.json", {})
         wait_at_barrier(store.dynamodb, TABLE, plan.campaign_id, "group", 0, 1, sleep=lambda s: None)
         store.put_summary(_summary(run, raw=[raw]))
-    elif component in {Component.AGGREGATE, Component.FINALIZE_STOPPED}:
-        cost = _handler("cost_guard")({"campaign_id": plan.campaign_id, "plan": plan.model_dump(mode="json")})
-        # A sharded step's per-second series, which aggregate reads back to merge the shards.
-        series = store.put_json(f"{run.raw_prefix}/series.json", {"start_epoch": 0.0, "end_epoch": 1.0, "seconds": []})
-        store.put_summary(_summary(load))
-        store.put_summary(_summary(run, series=series))
-        outcomes = [{"name": target.name, "steps": [{"step_id": s.step_id, "status": "succeeded"} for s in (load, run)]}]
-        started_at = "2026-11-22T12:00:00+00:00"
-        LeaseStore(store.dynamodb, TABLE).acquire(
-            lease_key(target.endpoint), holder_id(plan.campaign_id, target.name), 5, 100, 60
-        )
-        aws.take()
-        aws.recording = True
-        if component is Component.AGGREGATE:
-            event = {"campaign_id": plan.campaign_id, "started_at": started_at, "plan": plan.model_dump(mode="json")}
-            _handler("aggregate")({**event, "outcomes": outcomes, "cost": cost})
-        else:  # what finalize_stopped does with the outcomes it reads back from the execution's history
-            matrix = json.loads((FIXTURES / "matrices" / "minimal.json").read_text())
-            matrix["targets"] = matrix["targets"][:1]
-            started = {"executionStartedEventDetails": {"input": json.dumps(matrix)}}
-            # stopped before Validate answered: is the id another campaign's?
-            finalize_stopped(
-                [started],
-                started_at,
-                store,
-                ledger=None,
-                leases=LeaseStore(store.dynamodb, TABLE),
-                ending="failed",
-                execution_name="c9",
-            )
-            finalize(
-                plan,
-                [TargetOutcome.model_validate(o) for o in outcomes],
-                store,
-                started_at,
-                cost=CostDecision.model_validate(cost),
-                ledger=Ledger(store.dynamodb, TABLE),
-                leases=LeaseStore(store.dynamodb, TABLE),
-                ending="cancelled",
-            )
-    elif component is Component.VALIDATE:
+    elif component is Component.AGGREGATE:
+        _handler("aggregate")({"campaign_id": plan.campaign_id, "started_at": started_at})
+    elif component is Component.FINALIZE_STOPPED:
         matrix = json.loads((FIXTURES / "matrices" / "minimal.json").read_text())
-        matrix["targets"] = matrix["targets"][:1]  # the endpoint target: AWS plans have no embedded ones
-        _handler("validate")({"input": matrix, "execution_name": plan.campaign_id})
+        matrix["targets"] = matrix["targets"][:1]
+        leases = LeaseStore(store.dynamodb, TABLE)
+        # stopped before Validate answered: is the id another campaign's?
+        started = {"executionStartedEventDetails": {"input": json.dumps(matrix)}}
+        finalize_stopped([started], started_at, store, ledger=None, leases=leases, ending="failed", execution_name="c9")
+        # stopped after: what its states kept, read back
+        started = {"executionStartedEventDetails": {"input": json.dumps({"campaign_id": plan.campaign_id, "matrix": matrix})}}
+        ledger = Ledger(store.dynamodb, TABLE)
+        finalize_stopped([started], started_at, store, ledger=ledger, leases=leases, ending="cancelled", execution_name="e1")
     elif component is Component.START_CAMPAIGN:
         sfn = boto3.client("stepfunctions")
         role = "arn:aws:iam::123456789012:role/sfn"
         machine = sfn.create_state_machine(
             name="m", definition=json.dumps({"StartAt": "P", "States": {"P": {"Type": "Pass", "End": True}}}), roleArn=role
         )
-        boto3.client("s3").put_object(Bucket=BUCKET, Key=layout.matrix_key("nightly.json"), Body=b"{}")
         aws.take()
         with pytest.MonkeyPatch.context() as env:
             env.setenv("STATE_MACHINE_ARN", machine["stateMachineArn"])
@@ -230,7 +233,7 @@ def _record(aws: Recorder, component: Component, plan) -> list[Call]:
     return aws.take()
 
 
-RECORDED = [c for c in Component if c not in {Component.LAUNCH_WORKER, Component.SCHEDULER}]
+RECORDED = [c for c in Component if c not in {Component.SCHEDULER, Component.STATE_MACHINE}]
 
 
 @pytest.mark.parametrize("component", RECORDED)
@@ -260,9 +263,43 @@ def test_every_grant_in_the_map_is_used(aws, component):
     assert unused == []
 
 
-@pytest.mark.parametrize("component", [Component.LAUNCH_WORKER, Component.SCHEDULER])
-def test_components_that_touch_no_results_have_no_grant(component):
-    assert ACCESS[component] == ()
+def test_the_scheduler_touches_no_results():
+    assert ACCESS[Component.SCHEDULER] == ()
+
+
+def _put_item_tasks(node):
+    if isinstance(node, dict):
+        if node.get("Resource") == "arn:aws:states:::dynamodb:putItem":
+            yield node
+        for value in node.values():
+            yield from _put_item_tasks(value)
+    elif isinstance(node, list):
+        for item in node:
+            yield from _put_item_tasks(item)
+
+
+def test_the_state_machines_own_writes_are_the_outcome_items_the_map_grants_it():
+    # Given the DynamoDB PutItem tasks of the campaign state machine
+    asl = json.loads((REPO_ROOT / "statemachines" / "campaign.asl.json").read_text())
+    tasks = list(_put_item_tasks(asl))
+    assert {t["Parameters"]["TableName"] for t in tasks} == {f"${{{access.RESULTS_TABLE_PLACEHOLDER}}}"}
+
+    # When formatting each key as the state machine does (States.Format's {} with the ids) / Then the
+    # partition is an outcome item's, which the map lets the state machine put, and the sort key is the
+    # one pgarena.aws.campaign_state reads back
+    formats = {
+        re.fullmatch(r"States\.Format\('(.*?)', .*\)", t["Parameters"]["Item"][key]["S.$"]).group(1)
+        for t in tasks
+        for key in (access.PARTITION_KEY, access.SORT_KEY)
+    }
+    assert formats == {
+        access.OUTCOMES.pk("{}"),
+        access.outcome_target_sk("{}", "{}"),
+        access.outcome_shard_sk("{}", "{}", "{}", "{}"),
+    }
+    assert allows(Component.STATE_MACHINE, Action.PUT_ITEM, access.OUTCOMES.pk("c1"))
+    failures = {t["Parameters"]["Item"].get(access.OUTCOME_FAILURE_ATTRIBUTE, {}).get("S.$") for t in tasks}
+    assert failures == {None, "States.JsonToString($.failure)"}
 
 
 def test_the_start_barrier_is_granted_to_the_worker():
@@ -279,7 +316,7 @@ def test_every_report_file_is_covered_by_the_reports_grant():
 def test_bucket_actions_are_granted_on_the_bucket_only():
     # ListBucket's resource is the bucket itself: the map names it only on object kinds it lists
     listed = [g for grants in ACCESS.values() for g in grants if isinstance(g, BucketGrant) and BUCKET_ACTIONS & set(g.actions)]
-    assert {g.objects for g in listed} == {access.RAW_OUTPUT, access.CAMPAIGN_FILES}
+    assert {g.objects for g in listed} == {access.RAW_OUTPUT, access.CAMPAIGN_FILES, access.CAMPAIGN_STATE}
     assert all(not BUCKET_ACTIONS & set(g.actions) for grants in ACCESS.values() for g in grants if isinstance(g, TableGrant))
 
 

@@ -178,9 +178,11 @@ def test_a_plan_given_targets_is_read_as_one_phase():
 def test_the_state_machine_runs_phases_one_after_the_other():
     asl = json.loads((ROOT / "statemachines" / "campaign.asl.json").read_text())
     phases = asl["States"]["Run Phases In Order"]
-    assert phases["ItemsPath"] == "$.planned.plan.phases" and phases["MaxConcurrency"] == 1
+    assert phases["ItemsPath"] == "$.planned.phases" and phases["MaxConcurrency"] == 1
+    listed = phases["ItemProcessor"]["States"]["List Phase Targets"]["Parameters"]
+    assert listed["concurrency.$"] == "$.phase.concurrency" and listed["targets.$"].startswith("States.ArrayRange(0, ")
     targets = phases["ItemProcessor"]["States"]["Benchmark Targets"]
-    assert targets["ItemsPath"] == "$.phase.targets" and targets["MaxConcurrencyPath"] == "$.phase.concurrency"
+    assert targets["ItemsPath"] == "$.targets" and targets["MaxConcurrencyPath"] == "$.concurrency"
     assert asl["States"]["Within Cost Cap?"]["Choices"][0]["Next"] == "Run Phases In Order"
 
 

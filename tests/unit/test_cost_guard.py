@@ -8,8 +8,10 @@ from moto import mock_aws
 
 from functions.cost_guard.handler import handler
 from pgarena.analysis.aggregate import aggregate
-from pgarena.aws.store import create_results_table
+from pgarena.aws.campaign_state import CampaignState
+from pgarena.aws.store import ResultStore, create_results_table
 from pgarena.local.endpoints import LambdaContext
+from pgarena.model import layout
 from pgarena.model.errors import ErrorInfo
 from pgarena.model.matrix import parse_campaign
 from pgarena.planning.plan import plan_campaign
@@ -29,6 +31,7 @@ def plan_two_targets(**cost_policy):
 def aws(monkeypatch, aws_credentials):
     for name, value in {
         "AWS_REGION": "us-east-1",
+        "RESULTS_BUCKET": "results",
         "RESULTS_TABLE": "t",
         "WORKER_CPU_UNITS": "2048",
         "WORKER_MEMORY_MIB": "4096",
@@ -38,12 +41,19 @@ def aws(monkeypatch, aws_credentials):
         monkeypatch.setenv(name, value)
     with mock_aws():
         create_results_table(boto3.client("dynamodb"), "t")
-        yield
+        boto3.client("s3").create_bucket(Bucket="results")
+        yield ResultStore("results", "t")
 
 
 def invoke(plan):
-    event = {"campaign_id": plan.campaign_id, "plan": plan.model_dump(mode="json")}
-    return handler(event, LambdaContext(function_name="pgarena-cost-guard"))
+    """The guard reads the plan Validate And Plan kept, answers the state machine `allowed`, and keeps the
+    whole decision for Aggregate And Rank: here, the decision it kept."""
+    store = ResultStore("results", "t")
+    CampaignState(store).put_plan(plan, "e1")
+    answer = handler({"campaign_id": plan.campaign_id}, LambdaContext(function_name="pgarena-cost-guard"))
+    decision = store.get_json(layout.cost_key(plan.campaign_id))
+    assert answer == {"allowed": decision["allowed"]}
+    return decision
 
 
 def test_handler_refuses_over_the_cap_with_a_json_decision(aws):

@@ -9,7 +9,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from pgarena.analysis.aggregate import aggregate
-from pgarena.analysis.cancel import Recorded, stopped_outcomes
+from pgarena.analysis.cancel import stopped_outcomes
 from pgarena.analysis.resume import combine, failed_pairs, plan_reruns
 from pgarena.model.errors import ErrorInfo, PgarenaError
 from pgarena.model.matrix import Endpoint, parse_campaign
@@ -249,27 +249,6 @@ def test_a_finished_target_in_a_cancelled_campaign_keeps_its_result_and_rank():
     results = cancelled_results(plan, [done], [summary("a/tpcb/init", kind="init"), summary("a/tpcb/c4-r1")])
     assert results.targets[0].status == "succeeded" and [r.target for r in results.ranking] == ["a"]
     assert results.targets[1].status == "failed" and results.targets[1].error.kind == "cancelled"
-
-
-def test_the_history_of_a_stopped_execution_gives_plan_outcomes_and_servers():
-    plan = plan_campaign(matrix_of("a"), "cid")
-    history = [
-        {
-            "stateExitedEventDetails": {
-                "name": "Validate And Plan",
-                "output": json.dumps({"planned": {"plan": plan.model_dump(mode="json")}}),
-            }
-        },
-        {
-            "stateExitedEventDetails": {
-                "name": "Record Target Failure",
-                "output": json.dumps({"name": "a", "failure": {"Error": "X", "Cause": ""}}),
-            }
-        },
-        {"stateEnteredEventDetails": {"name": "Preflight Target", "input": "{}"}},
-    ]
-    recorded = Recorded(history)
-    assert recorded.plan == plan and [o.name for o in recorded.finished] == ["a"] and recorded.servers == {}
 
 
 # --- resume ------------------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
+from pgarena.aws.campaign_state import CampaignState
 from pgarena.aws.finalize import finalize, finalize_stopped
 from pgarena.aws.leases import LeaseStore, holder_id, lease_key
 from pgarena.aws.ledger import Ledger, check_cost, month_of
@@ -53,22 +54,15 @@ def test_a_stopped_campaign_settles_its_estimate_releases_its_leases_and_publish
     leases = LeaseStore(dynamodb, "t")
     target = p.targets[0]
     assert leases.acquire(lease_key(target.endpoint), holder_id("cid", target.name), 4, 10, 600)
-    history = [
-        {
-            "stateExitedEventDetails": {
-                "name": "Validate And Plan",
-                "output": json.dumps({"planned": {"plan": p.model_dump(mode="json")}}),
-            }
-        },
-        {
-            "stateExitedEventDetails": {
-                "name": "Check Cost Cap",
-                "output": json.dumps({"cost": {"decision": decision.model_dump(mode="json")}}),
-            }
-        },
-    ]
+    # What its states kept: the plan (execution e1's) and the cost decision
+    state = CampaignState(store)
+    state.put_plan(p, "e1")
+    state.put_cost(decision)
+    data = json.loads((FIXTURES / "matrices" / "minimal.json").read_text())
+    data["targets"] = data["targets"][:1]
+    history = [{"executionStartedEventDetails": {"input": json.dumps({"campaign_id": "cid", "matrix": data})}}]
 
-    results = finalize_stopped(history, now_iso(), store, ledger=ledger, leases=leases, ending="cancelled", execution_name="x")
+    results = finalize_stopped(history, now_iso(), store, ledger=ledger, leases=leases, ending="cancelled", execution_name="e1")
 
     # The month carries what ran (the target's hourly cost for the seconds it took), no longer the estimate
     entry = ledger.entry(month_of(NOW), "cid")
@@ -79,6 +73,24 @@ def test_a_stopped_campaign_settles_its_estimate_releases_its_leases_and_publish
     assert kept.status == "cancelled" and {t.name for t in kept.targets} == {t.name for t in p.targets}
     assert all(w.error.kind == "cancelled" for t in kept.targets for w in [*t.loads, *t.workloads])
     assert set(store.keys("cid/")) >= {f"cid/{name}" for name in ("results.json", *REPORT_FILES)}
+
+
+def test_an_execution_refused_for_another_campaigns_id_leaves_that_campaign_alone(aws):
+    # Given campaign "cid" planned by execution e1, and execution e2 that asked for the same id
+    dynamodb, store = aws
+    CampaignState(store).put_plan(plan(), "e1")
+    data = json.loads((FIXTURES / "matrices" / "minimal.json").read_text())
+    data["targets"] = data["targets"][:1]
+    history = [{"executionStartedEventDetails": {"input": json.dumps({"campaign_id": "cid", "matrix": data})}}]
+
+    # When e2 fails and is finalized / Then nothing is written under the id
+    assert (
+        finalize_stopped(
+            history, now_iso(), store, ledger=None, leases=LeaseStore(dynamodb, "t"), ending="failed", execution_name="e2"
+        )
+        is None
+    )
+    assert store.keys("cid/") == ["cid/state/plan.json"]
 
 
 def test_a_stopped_execution_without_a_plan_leaves_nothing_to_finalize(aws):

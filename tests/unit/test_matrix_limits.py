@@ -10,13 +10,18 @@ from pgarena.aws.launch import run_task_request
 from pgarena.aws.settings import LauncherEnv
 from pgarena.cli import app
 from pgarena.model.matrix import (
+    MAX_MAP_ITEMS,
+    PHASE_REF_BYTES,
     RUNTASK_OVERRIDES_LIMIT_CHARS,
     STATE_LIMIT_BYTES,
     STATE_RESERVED_BYTES,
+    STEP_REF_BYTES,
     MatrixError,
     load_campaign,
     parse_campaign,
 )
+from pgarena.model.plan import PhaseRef, PlanRef, StepRef
+from pgarena.model.sysbench import MAX_DURATION_S
 from pgarena.planning.plan import plan_campaign
 from pgarena.planning.shards import shard
 from tests.conftest import FIXTURES
@@ -109,28 +114,48 @@ def test_the_largest_accepted_script_fits_the_runtask_overrides():
     assert len(json.dumps(overrides)) <= RUNTASK_OVERRIDES_LIMIT_CHARS
 
 
-def test_a_plan_too_big_for_the_state_is_refused():
-    # Given 100 repetitions of a sweep of 60 client counts
+def test_a_plan_far_past_256_kb_is_accepted_its_state_carries_refs_only():
+    # Given 100 repetitions of a sweep of 60 client counts on 8 targets: a plan of megabytes
     data = matrix(repetitions=100, **{"workloads.0.run.clients": list(range(1, 61))})
-    # When validated / Then the refusal names the 256 KB state limit and what to shrink
-    message = problems(data)["$.workloads"]
-    assert "256 KB" in message and "repetitions" in message
-
-
-def test_the_state_estimate_covers_the_real_plan():
-    # Given the largest sweep the state check accepts
-    repetitions = 1
-    while True:
-        data = matrix(repetitions=repetitions + 1, **{"workloads.0.run.clients": list(range(1, 11))})
-        try:
-            parse_campaign(data)
-        except MatrixError:
-            break
-        repetitions += 1
-    campaign = parse_campaign(matrix(repetitions=repetitions, **{"workloads.0.run.clients": list(range(1, 11))}))
-    # When planned / Then the matrix and its plan leave the outcomes their reserve in the state
+    data["targets"] = [{**copy.deepcopy(data["targets"][0]), "name": f"t{i}"} for i in range(8)]
+    campaign = parse_campaign(data)
     plan = plan_campaign(campaign, "c" * 128)
-    assert len(campaign.model_dump_json()) + len(plan.model_dump_json()) <= STATE_LIMIT_BYTES - STATE_RESERVED_BYTES
+    assert len(plan.model_dump_json()) > 10 * STATE_LIMIT_BYTES
+
+    # When measuring what the state machine's states carry instead: Validate's answer, preflight's answer
+    ref = PlanRef.of(plan).model_dump_json()
+    steps = max(len(t.steps) for p in plan.phases for t in p.targets)
+
+    # Then both fit a state with the failure reserve to spare
+    assert len(ref) <= STATE_LIMIT_BYTES - STATE_RESERVED_BYTES
+    assert steps * STEP_REF_BYTES <= STATE_LIMIT_BYTES - STATE_RESERVED_BYTES
+
+
+def test_the_ref_sizes_validation_counts_bound_the_real_refs():
+    # Given the largest values a ref can hold
+    phase = PhaseRef(phase=MAX_MAP_ITEMS * 100, concurrency=40, last_target=MAX_MAP_ITEMS - 1)
+    step = StepRef(index=99_999, last_shard=39, timeout_s=MAX_DURATION_S * 2, heartbeat_timeout_s=86_400)
+    # Then each, with the comma that separates it in its list, is within the bytes validation counts
+    assert len(phase.model_dump_json()) + 1 <= PHASE_REF_BYTES
+    assert len(step.model_dump_json()) + 1 <= STEP_REF_BYTES
+
+
+@pytest.mark.parametrize(
+    ("changes", "field", "words"),
+    [
+        ({"repetitions": 100, "workloads": 40}, "$.repetitions", "phases"),
+        ({"workloads": 40, "clients": 64}, "$.workloads", "steps of one target in one phase"),
+    ],
+)
+def test_a_campaign_whose_refs_would_not_fit_a_state_is_refused_naming_the_limit(changes, field, words):
+    # Given a campaign of thousands of phases, or of one phase with thousands of steps per target
+    data = matrix(
+        repetitions=changes.get("repetitions", 1), **{"workloads.0.run.clients": list(range(1, changes.get("clients", 2) + 1))}
+    )
+    data["workloads"] = [{**copy.deepcopy(data["workloads"][0]), "name": f"w{i}"} for i in range(changes["workloads"])]
+    # When validated / Then the refusal names the field, the 256 KB state limit and what to shrink
+    message = problems(data)[field]
+    assert words in message and "256 KB" in message and "split the campaign" in message
 
 
 @pytest.mark.parametrize(

@@ -47,8 +47,9 @@ def validate(execution_input, execution_name: str = "exec-1") -> dict:
 
 
 def test_a_bare_matrix_is_planned_under_the_executions_name(store):
-    plan = validate(matrix(), "nightly-run-42")
-    assert plan["campaign_id"] == "nightly-run-42" and plan["campaign"] == matrix()["campaign"]
+    ref = validate(matrix(), "nightly-run-42")
+    assert ref == {"campaign_id": "nightly-run-42", "phases": [{"phase": 1, "concurrency": 1, "last_target": 0}]}
+    assert store.get_json("nightly-run-42/state/plan.json")["campaign"] == matrix()["campaign"]
 
 
 def test_a_given_campaign_id_wins_over_the_execution_name(store):
