@@ -371,27 +371,27 @@ def enforced() -> Iterator[None]:
 def state_machine_signing_as(credentials: Credentials) -> Iterator[None]:
     """moto's Step Functions interpreter signs its DynamoDB tasks' calls as `credentials` (the state
     machine role's user) instead of its fixed placeholder key, which enforced IAM would not know."""
+    import importlib
+
     import boto3
-    from moto.stepfunctions.parser.asl.component.state.exec.state_task.service import state_task_service_dynamodb
 
-    original = state_task_service_dynamodb.boto_client_for
+    service: Any = importlib.import_module(
+        "moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state_task_service_dynamodb"
+    )
+    original = service.boto_client_for
 
-    def signed(region: str, service: str, state_credentials: Any = None) -> Any:
-        client = original(region, service, state_credentials)
-        return boto3.client(
-            service,
-            region_name=region,
-            aws_access_key_id=credentials.access_key_id,
-            aws_secret_access_key=credentials.secret_access_key,
-            endpoint_url=client.meta.endpoint_url,
-            config=client.meta.config,
+    def signed(region: str, name: str, state_credentials: Any = None) -> Any:
+        client = original(region, name, state_credentials)
+        session = boto3.session.Session(
+            aws_access_key_id=credentials.access_key_id, aws_secret_access_key=credentials.secret_access_key
         )
+        return session.client(name, region_name=region, endpoint_url=client.meta.endpoint_url, config=client.meta.config)  # type: ignore[call-overload]  # the service name is a runtime value
 
-    state_task_service_dynamodb.boto_client_for = signed
+    service.boto_client_for = signed
     try:
         yield
     finally:
-        state_task_service_dynamodb.boto_client_for = original
+        service.boto_client_for = original
 
 
 def signing_env(env: Mapping[str, str], credentials: Credentials) -> dict[str, str]:
