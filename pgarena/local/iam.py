@@ -375,23 +375,24 @@ def state_machine_signing_as(credentials: Credentials) -> Iterator[None]:
 
     import boto3
 
-    service: Any = importlib.import_module(
+    module: Any = importlib.import_module(
         "moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state_task_service_dynamodb"
     )
-    original = service.boto_client_for
+    original = module.boto_client_for
 
-    def signed(region: str, name: str, state_credentials: Any = None) -> Any:
-        client = original(region, name, state_credentials)
+    # moto calls it by keyword: the parameter names are moto's
+    def signed(region: str, service: str, state_credentials: Any = None) -> Any:
+        client = original(region, service, state_credentials)
         session = boto3.session.Session(
             aws_access_key_id=credentials.access_key_id, aws_secret_access_key=credentials.secret_access_key
         )
-        return session.client(name, region_name=region, endpoint_url=client.meta.endpoint_url, config=client.meta.config)  # type: ignore[call-overload]  # the service name is a runtime value
+        return session.client(service, region_name=region, endpoint_url=client.meta.endpoint_url, config=client.meta.config)  # type: ignore[call-overload]  # the service name is a runtime value
 
-    service.boto_client_for = signed
+    module.boto_client_for = signed
     try:
         yield
     finally:
-        service.boto_client_for = original
+        module.boto_client_for = original
 
 
 def signing_env(env: Mapping[str, str], credentials: Credentials) -> dict[str, str]:
