@@ -181,7 +181,10 @@ def run(
         ),
     ] = False,
     aws: Annotated[
-        bool, typer.Option("--aws", help="run in the deployed stack: start an execution, follow it, download")
+        bool,
+        typer.Option(
+            "--aws", help="run in the deployed stack: start an execution, follow it, download the results and print the ranking"
+        ),
     ] = False,
     stack_name: Annotated[str, typer.Option(help="--aws: the deployed stack whose outputs name the resources")] = STACK_NAME,
     state_machine_arn: Annotated[str | None, typer.Option(help="--aws: instead of the stack's StateMachineArn")] = None,

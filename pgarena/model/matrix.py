@@ -403,7 +403,9 @@ class PgbenchRun(Strict):
     @classmethod
     def _started_together(cls, value: int) -> int:
         if value > MAX_STARTED_TOGETHER:
-            raise ValueError(f"at most {MAX_STARTED_TOGETHER} workers: {FAN_OUT_REASON}")
+            raise ValueError(
+                f"at most {MAX_STARTED_TOGETHER} workers: {FAN_OUT_REASON}; lower workers to {MAX_STARTED_TOGETHER} or fewer"
+            )
         return value
 
     @model_validator(mode="after")
@@ -414,7 +416,12 @@ class PgbenchRun(Strict):
             # Shards are merged over their common window from per-transaction logs.
             raise ValueError("several workers need 'percentiles': true and 'duration_s' (their logs are merged)")
         if self.warmup_s:
-            if self.duration_s is None or self.warmup_s >= self.duration_s:
+            if self.duration_s is None:
+                raise ValueError(
+                    "warmup_s needs 'duration_s' (-T): a 'transactions' (-t) run has no seconds to leave out; "
+                    "give duration_s instead of transactions, or remove warmup_s"
+                )
+            if self.warmup_s >= self.duration_s:
                 raise ValueError(
                     f"warmup_s ({self.warmup_s}) must be shorter than duration_s ({self.duration_s}): the warm-up is "
                     "the start of the run, left out of the figures; lower warmup_s or raise duration_s"

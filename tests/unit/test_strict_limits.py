@@ -70,6 +70,7 @@ def test_more_workers_than_an_inline_map_starts_at_once_are_refused_with_the_rea
     with pytest.raises(MatrixError) as implied:
         parse_campaign(capped)
     assert "$.workloads[0].run.workers" in str(past.value) and "at most 40 workers" in str(past.value)
+    assert "lower workers to 40 or fewer" in str(past.value)
     assert "$.workloads[0].run.max_clients_per_worker" in str(implied.value) and "64 workers" in str(implied.value)
     for error in (past.value, implied.value):
         assert "starts at most 40 iterations of an inline Map at once" in str(error)

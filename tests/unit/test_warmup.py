@@ -90,7 +90,7 @@ def test_a_warmup_as_long_as_the_run_is_refused_naming_both_fields():
     ("run", "says"),
     [
         ({"percentiles": False, "warmup_s": 2}, "warmup_s needs 'percentiles': true"),
-        ({"duration_s": None, "transactions": 100, "warmup_s": 2}, "must be shorter than duration_s (None)"),
+        ({"duration_s": None, "transactions": 100, "warmup_s": 2}, "warmup_s needs 'duration_s' (-T)"),
         ({"warmup_s": -1}, "greater than or equal to 0"),
     ],
 )
