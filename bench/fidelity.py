@@ -131,10 +131,10 @@ def variants(
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--rounds", type=int, default=10)
-    parser.add_argument("--duration", type=int, default=10)
-    parser.add_argument("--clients", type=int, default=4)
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rounds", type=int, default=10, help="rounds, each running every variant once (%(default)s)")
+    parser.add_argument("--duration", type=int, default=10, help="seconds per pgbench run (%(default)s)")
+    parser.add_argument("--clients", type=int, default=4, help="pgbench clients (%(default)s)")
     parser.add_argument("--options", action="store_true", help="also --log on tmpfs and --sampling-rate 0.1")
     options = parser.parse_args()
     os.environ.update(AWS_DEFAULT_REGION="us-east-1", AWS_ACCESS_KEY_ID="x", AWS_SECRET_ACCESS_KEY="x")

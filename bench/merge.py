@@ -28,9 +28,9 @@ def timed(fn):
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--shards", type=int, default=16)
-    parser.add_argument("--samples", type=int, default=1_000_000)
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--shards", type=int, default=16, help="shards whose latencies are merged (%(default)s)")
+    parser.add_argument("--samples", type=int, default=1_000_000, help="latencies per shard (%(default)s)")
     options = parser.parse_args()
     rng = random.Random(7)
     print(f"generating {options.shards} shards x {options.samples:,} latencies (us, log-normal)...", flush=True)

@@ -162,9 +162,9 @@ def shards(runtime: LocalRuntime, endpoint: Endpoint, duration_s: int) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--duration", type=int, default=1, help="seconds per run step")
-    parser.add_argument("--targets", type=int, nargs="+", default=[1, 2, 4, 8])
+    parser.add_argument("--targets", type=int, nargs="+", default=[1, 2, 4, 8], help="target counts to sweep")
     parser.add_argument("--steps", type=int, nargs="+", default=[1, 2, 4, 8, 16, 32], help="run steps per target")
     parser.add_argument("--shards", action="store_true", help="also the sharded-run table")
     options = parser.parse_args()

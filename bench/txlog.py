@@ -192,10 +192,10 @@ def largest_difference(old: dict, new: dict) -> tuple[float, bool]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--seconds", type=int, default=600)
-    parser.add_argument("--tps", type=int, default=6000)
-    parser.add_argument("--clients", type=int, default=1000)
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--seconds", type=int, default=600, help="generated log: seconds (%(default)s)")
+    parser.add_argument("--tps", type=int, default=6000, help="generated log: transactions per second (%(default)s)")
+    parser.add_argument("--clients", type=int, default=1000, help="generated log: clients (%(default)s)")
     parser.add_argument("--old-fraction", type=float, default=0.1, help="share of the log the old code reads")
     parser.add_argument("--log", type=Path, help="a log generated before: measured as is, not generated")
     parser.add_argument("--keep", type=Path, help="write the generated log here too, for --log next time")
