@@ -11,6 +11,7 @@ from pgarena.model.results import CampaignResults, Latency, ProgressSample, Targ
 from pgarena.model.slo import SloProbe, SloSearch
 from pgarena.planning.cost import S3_PUTS_PER_STEP, estimate, expected_work_s
 from pgarena.planning.plan import plan_campaign
+from pgarena.report import build_reports
 
 P99_50 = Slo(p99_ms=50.0, probes=5)
 
@@ -213,3 +214,18 @@ def test_the_cli_ranking_table_shows_tps_at_slo_when_a_workload_searched_it():
     table = ranking_table(results)
     column = next(c for c in table.columns if c.header == "tps at SLO")
     assert list(column.cells) == ["600.0", "300.0"]
+
+
+def test_the_html_report_puts_the_slo_section_in_the_page_and_only_its_link_in_the_nav():
+    # Given results whose runs searched an SLO
+    targets = [slo_target("a", 1000.0, 300.0), slo_target("b", 1000.0, 600.0)]
+    results = CampaignResults(
+        campaign_id="c", campaign="c", started_at="", finished_at="", targets=targets, ranking=rank_targets(targets)
+    )
+    # When the reports are built
+    html = build_reports(results)["report.html"].decode()
+    # Then the navigation holds links only, and the section sits in the page's main part with the others
+    nav = html[html.index("<nav>") : html.index("</nav>")]
+    assert '<a href="#slo">Throughput at SLO</a>' in nav and "<section" not in nav
+    main = html[html.index("<main>") : html.index("</main>")]
+    assert '<section id="slo">' in main and main.index('id="throughput"') < main.index('id="slo"')
