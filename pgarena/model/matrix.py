@@ -574,8 +574,9 @@ class Campaign(Strict):
         if sweep and searched:
             # A sweep's targets start together; an SLO search's probes would drift apart and load each other.
             raise ValueError(
-                f"workloads {', '.join(searched)} search an slo, which a consolidation sweep cannot run (its targets "
-                "start each run together, a search's probes do not): remove the slo or the scenario"
+                f"scenario.consolidation with an slo (workload {', '.join(repr(n) for n in searched)}): a consolidation "
+                "sweep starts its targets' runs together, an SLO search's probes do not; remove the workload's slo "
+                "or the scenario"
             )
         if sweep and sweep.steps[-1] != len(self.targets):
             raise ValueError(

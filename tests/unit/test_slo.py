@@ -142,7 +142,7 @@ def test_an_slo_in_a_consolidation_sweep_is_refused():
     data = matrix(scenario={"consolidation": {"steps": [1]}})
     with pytest.raises(MatrixError) as caught:
         parse_campaign(data)
-    assert "workloads tpcb search an slo, which a consolidation sweep cannot run" in str(caught.value)
+    assert "scenario.consolidation with an slo (workload 'tpcb')" in str(caught.value)
 
 
 def test_the_plan_gives_an_slo_step_time_for_every_probe_and_the_estimate_counts_them():
