@@ -313,6 +313,8 @@ def show_event(event: Event) -> None:
     if event.kind == "step" and event.summary is not None:
         s = event.summary
         figure = f"{s.tps:,.1f} tps" if s.tps is not None else (f"loaded in {s.load_s:.2f} s" if s.load_s else "")
+        if s.slo is not None and s.slo.slo_tps is not None:  # the search's answer, not only its ceiling
+            figure += f", {s.slo.slo_tps:,.1f} tps at p{s.slo.percentile} <= {s.slo.limit_ms:g} ms"
         colour = "green" if s.status == "succeeded" else "red"
         detail = f" {s.error.kind}: {s.error.message}" if s.error else ""
         console.print(

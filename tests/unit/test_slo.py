@@ -4,10 +4,11 @@ import pytest
 
 from pgarena.analysis.ranking import rank_targets
 from pgarena.analysis.slo import midpoint, outcome, probe_result, search
-from pgarena.cli import ranking_table
+from pgarena.aws.follow import Event
+from pgarena.cli import ranking_table, show_event
 from pgarena.model.matrix import MatrixError, Slo, parse_campaign
 from pgarena.model.plan import RUN_TIMEOUT_MARGIN_S
-from pgarena.model.results import CampaignResults, Latency, ProgressSample, TargetResult, WorkloadResult
+from pgarena.model.results import CampaignResults, Latency, ProgressSample, StepSummary, TargetResult, WorkloadResult
 from pgarena.model.slo import SloProbe, SloSearch
 from pgarena.planning.cost import S3_PUTS_PER_STEP, estimate, expected_work_s
 from pgarena.planning.plan import plan_campaign
@@ -229,3 +230,26 @@ def test_the_html_report_puts_the_slo_section_in_the_page_and_only_its_link_in_t
     assert '<a href="#slo">Throughput at SLO</a>' in nav and "<section" not in nav
     main = html[html.index("<main>") : html.index("</main>")]
     assert '<section id="slo">' in main and main.index('id="throughput"') < main.index('id="slo"')
+
+
+def test_the_live_progress_line_of_an_slo_step_gives_tps_at_slo_beside_the_ceiling(capsys):
+    # Given a finished run step whose SLO search found 312.3 tps under p99 <= 20 ms
+    search_ = SloSearch(percentile=99, limit_ms=20.0, probes=5, ceiling_tps=1134.2, slo_tps=312.26, slo_rate_tps=319.1)
+    summary = StepSummary(
+        campaign_id="c",
+        step_id="a/tpcb/c4-r1",
+        target="a",
+        workload="tpcb",
+        kind="run",
+        tool="pgbench",
+        status="succeeded",
+        started_at="",
+        finished_at="",
+        wall_s=60.0,
+        tps=1134.2,
+        slo=search_,
+    )
+    # When the CLI prints its progress line
+    show_event(Event(elapsed_s=74.9, kind="step", text="", summary=summary))
+    # Then the line has the ceiling's tps and the tps at SLO with its objective
+    assert "1,134.2 tps, 312.3 tps at p99 <= 20 ms" in capsys.readouterr().out
