@@ -64,13 +64,15 @@ def estimate(
     spot: Annotated[bool, typer.Option("--spot", help="price workers at the typical Fargate Spot discount")] = False,
 ) -> None:
     """Print what the campaign would cost in AWS, line by line, as the cost guard estimates it."""
-    from pgarena.planning.cost import estimate_campaign, format_lines
+    from pgarena.planning.cost import DEFAULT_REGION, PRICES, estimate_campaign, format_lines
 
     campaign = _load_or_exit(matrix)
     result = estimate_campaign(campaign, worker_cpu, worker_memory_mib, region, spot)
+    # A region without a price table is priced as the default one: the header says which (the note, how to add it).
+    priced = result.region if result.region in PRICES else f"{DEFAULT_REGION} (no table for {result.region})"
     print(
         f"{campaign.campaign}: {result.tasks} worker tasks, about {result.wall_s / 60:.0f} min, "
-        f"{result.region} list prices as of {result.prices_as_of}"
+        f"{priced} list prices as of {result.prices_as_of}"
     )
     for row in format_lines(result) + [f"note: {note}" for note in result.notes]:
         print(row)

@@ -117,6 +117,15 @@ def test_estimate_command_prints_the_lines_and_the_cap_verdict(campaign):
     assert f"within the campaign cap ${campaign.cost.cap_usd:.2f}" in result.output
 
 
+def test_estimate_command_names_the_table_it_priced_with_for_a_region_it_has_none_for():
+    # Given a region the price table does not hold / When estimated
+    result = CliRunner().invoke(app, ["estimate", "--matrix", str(EXAMPLE), "--region", "mars-1"])
+    # Then the header says the default region's prices were used, and the note how to add the region
+    assert result.exit_code == 0, result.output
+    assert "us-east-1 (no table for mars-1) list prices" in result.output
+    assert "mars-1 list prices" not in result.output and "add the region to the table" in result.output
+
+
 @pytest.mark.parametrize("cents_over_cap, exit_code", [(0, 0), (1, 1)])
 def test_estimate_command_refuses_an_estimate_over_the_cap_and_accepts_one_at_it(tmp_path, default, cents_over_cap, exit_code):
     # Given the example with its cap at its own estimate, or a cent below it
