@@ -206,6 +206,10 @@ def run(
     if local == aws:
         errors.print("choose where the campaign runs: --local (this machine) or --aws (the deployed stack)")
         raise typer.Exit(2)
+    if aws and (aws_strict or container_workers):
+        # Both change how the local runtime runs; in AWS, Lambda and Fargate already are what they imitate.
+        errors.print("--aws-strict and --container-workers go with --local: remove them from a --aws run")
+        raise typer.Exit(2)
     campaign = _load_or_exit(matrix)
     if aws:
         given = {

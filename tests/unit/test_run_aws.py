@@ -156,3 +156,12 @@ def test_the_command_refuses_an_embedded_target_before_calling_aws(tmp_path):
 def test_the_command_asks_where_the_campaign_runs(tmp_path):
     result = CliRunner().invoke(app, ["run", "--matrix", str(FIXTURES / "matrices" / "minimal.json")])
     assert result.exit_code == 2 and "--local (this machine) or --aws (the deployed stack)" in result.output
+
+
+@pytest.mark.parametrize("option", ["--aws-strict", "--container-workers"])
+def test_local_only_options_are_refused_with_aws_before_calling_aws(option):
+    # Given a --aws run with an option of the local runtime / When it is started
+    result = CliRunner().invoke(app, ["run", "--aws", option, "--matrix", str(FIXTURES / "matrices" / "minimal.json")])
+    # Then it is a usage error naming the options and the fix, before the matrix or AWS is read
+    assert result.exit_code == 2
+    assert "--aws-strict and --container-workers go with --local: remove them from a --aws run" in result.output
