@@ -435,6 +435,13 @@ class PgbenchRun(Strict):
     def _slo_runnable(self) -> None:
         if self.rate_tps is not None:
             raise ValueError("slo searches the rate itself: remove 'rate_tps' (or the slo)")
+        if self.latency_limit_ms is not None:
+            # Under --rate, --latency-limit skips transactions already late: they would leave the probe's percentiles.
+            raise ValueError(
+                "slo with latency_limit_ms: under --rate pgbench skips the transactions already later than the limit, "
+                "and a skipped transaction has no latency, so a probe's percentile would leave out its slowest; "
+                "remove 'latency_limit_ms' (the slo's limit is the latency objective)"
+            )
         if self.workers > 1 or self.max_clients_per_worker:
             # A rate split across shards and merged percentiles per probe is not built: refuse rather than guess.
             raise ValueError(

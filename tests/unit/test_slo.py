@@ -114,6 +114,7 @@ def matrix(run=None, **campaign):
         ({"slo": {"p99_ms": 50, "p95_ms": 20}}, "set exactly one of 'p95_ms' or 'p99_ms'"),
         ({"slo": {"probes": 3}}, "set exactly one of 'p95_ms' or 'p99_ms'"),
         ({"rate_tps": 100}, "slo searches the rate itself: remove 'rate_tps'"),
+        ({"latency_limit_ms": 20}, "slo with latency_limit_ms: under --rate pgbench skips the transactions"),
         ({"workers": 2}, "slo runs on one worker: remove 'workers' / 'max_clients_per_worker'"),
         ({"max_clients_per_worker": 1}, "slo runs on one worker"),
         ({"percentiles": False}, "slo needs 'percentiles': true and 'duration_s'"),
