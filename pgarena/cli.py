@@ -15,7 +15,8 @@ from rich.table import Table
 
 from pgarena.analysis.compare import DEFAULT_THRESHOLD, Comparison, compare_campaigns, load_results
 from pgarena.aws.execution import RESULTS_WAIT_S, STACK_NAME
-from pgarena.model.matrix import Campaign, MatrixError, json_schema, load_campaign
+from pgarena.model.execution import load_execution_input
+from pgarena.model.matrix import Campaign, MatrixError, json_schema
 from pgarena.model.results import CampaignResults
 from pgarena.report import write_to_folder
 
@@ -34,8 +35,10 @@ def _fail(text: str) -> None:
 
 
 def _load_or_exit(path: Path) -> Campaign:
+    """The campaign of a matrix file, or of an execution input file (`{"campaign_id", "matrix"}`)."""
     try:
-        return load_campaign(path)
+        campaign, _ = load_execution_input(path)
+        return campaign
     except FileNotFoundError:
         _fail(f"{path}: no such file")
         raise typer.Exit(2) from None
@@ -48,9 +51,10 @@ def _load_or_exit(path: Path) -> Campaign:
 
 @app.command()
 def validate(matrix: Annotated[Path, typer.Argument(help="provider matrix JSON")]) -> None:
-    """Check a provider matrix; print every problem with its JSON path."""
+    """Check a provider matrix (or an execution input holding one); print every problem with its JSON path."""
     campaign = _load_or_exit(matrix)
-    console.print(f"{matrix}: ok ({len(campaign.targets)} targets x {len(campaign.workloads)} workloads)")
+    targets, workloads = len(campaign.targets), len(campaign.workloads)
+    console.print(f"{matrix}: ok ({targets} target{'s' * (targets != 1)} x {workloads} workload{'s' * (workloads != 1)})")
 
 
 @app.command()

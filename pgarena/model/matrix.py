@@ -846,6 +846,11 @@ def parse_campaign(data: Any) -> Campaign:
 def load_campaign(path: Path) -> Campaign:
     """Read and validate a matrix file. A missing file raises FileNotFoundError; anything else unusable
     about the file (a directory, unreadable, not JSON) is a MatrixError with the fix."""
+    return parse_campaign(read_json(path))
+
+
+def read_json(path: Path) -> Any:
+    """A matrix (or execution input) file decoded; FileNotFoundError, or a MatrixError with the fix."""
     try:
         text = path.read_text()
     except IsADirectoryError:
@@ -864,7 +869,7 @@ def load_campaign(path: Path) -> Campaign:
         raise MatrixError(
             [Problem(path="$", message=f"nested deeper than {MAX_NESTING} levels, far beyond any matrix: check the brackets")]
         ) from None
-    return parse_campaign(data)
+    return data
 
 
 def json_schema() -> dict[str, Any]:

@@ -88,3 +88,29 @@ def test_a_campaign_id_in_use_is_refused_with_what_uses_it(store, trace):
 def test_another_campaigns_files_do_not_make_an_id_in_use(store):
     store.put_json("used-10/results.json", {})  # a prefix of the id is not the id's prefix
     assert validate(matrix(), "used-1")["campaign_id"] == "used-1"
+
+
+def test_the_cli_checks_an_execution_input_file_as_the_state_machine_reads_it(tmp_path):
+    from typer.testing import CliRunner
+
+    from pgarena.cli import app
+
+    # Given the README's two execution inputs: a bare matrix, and {"campaign_id", "matrix"}
+    bare, wrapped = tmp_path / "bare.json", tmp_path / "wrapped.json"
+    bare.write_text(json.dumps(matrix()))
+    wrapped.write_text(json.dumps({"campaign_id": "nightly-2026-11-23", "matrix": matrix()}))
+
+    # Then validate and estimate accept both
+    for path in (bare, wrapped):
+        checked = CliRunner().invoke(app, ["validate", str(path)])
+        assert checked.exit_code == 0 and ": ok (1 target x 1 workload)" in " ".join(checked.output.split()), checked.output
+        assert CliRunner().invoke(app, ["estimate", "--matrix", str(path)]).exit_code == 0
+
+    # And a problem inside the wrapped matrix, or in its id, is named by its path in the file
+    broken = matrix()
+    broken["workloads"][0]["run"]["clients"] = 0
+    wrapped.write_text(json.dumps({"campaign_id": "bad id", "matrix": broken}))
+    assert "$.campaign_id:" in CliRunner().invoke(app, ["validate", str(wrapped)]).output
+    wrapped.write_text(json.dumps({"matrix": broken}))
+    refused = CliRunner().invoke(app, ["validate", str(wrapped)])
+    assert refused.exit_code == 1 and "$.matrix.workloads[0].run.clients:" in refused.output, refused.output
