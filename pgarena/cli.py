@@ -408,23 +408,37 @@ def report(folder: Annotated[Path, typer.Argument(help="campaign folder holding 
 
 def comparison_table(comparison: Comparison) -> Table:
     table = Table(title=f"{comparison.a} -> {comparison.b} (changes beyond {comparison.threshold:.0%})")
-    for column in ("target", "workload", "clients", "tps A", "tps B", "Δ tps", "Δ latency", "verdict"):
+    # tps at SLO only where a campaign searched one: other comparisons keep their width
+    slo = any(c.slo_tps_a is not None or c.slo_tps_b is not None for c in comparison.changes)
+    columns = ["target", "workload", "clients", "tps A", "tps B", "Δ tps", "Δ latency"]
+    columns += ["tps at SLO A", "tps at SLO B", "Δ tps at SLO"] if slo else []
+    for column in [*columns, "verdict"]:
         table.add_column(column, justify="left" if column in ("target", "workload", "verdict") else "right")
     colours = {"regression": "red", "failed": "red", "improvement": "green", "recovered": "green"}
     for c in comparison.changes:
         colour = colours.get(c.verdict, "default")
         why = "; ".join(r for r in c.reasons if not r.startswith(("tps ", "latency ")))
-        table.add_row(
+        cells = [
             c.target,
             c.workload,
             str(c.clients if c.clients is not None else "-"),
-            f"{c.tps_a:,.1f}" if c.tps_a is not None else "-",
-            f"{c.tps_b:,.1f}" if c.tps_b is not None else "-",
+            _figure(c.tps_a),
+            _figure(c.tps_b),
             f"{c.tps_change:+.1%}" if c.tps_change is not None else "-",
             f"{c.latency_change:+.1%} {c.latency_field}" if c.latency_change is not None else "-",
-            f"[{colour}]{c.verdict}[/{colour}]" + (f" ({why})" if why else ""),
-        )
+        ]
+        if slo:
+            cells += [
+                _figure(c.slo_tps_a),
+                _figure(c.slo_tps_b),
+                f"{c.slo_tps_change:+.1%}" if c.slo_tps_change is not None else "-",
+            ]
+        table.add_row(*cells, f"[{colour}]{c.verdict}[/{colour}]" + (f" ({why})" if why else ""))
     return table
+
+
+def _figure(value: float | None) -> str:
+    return f"{value:,.1f}" if value is not None else "-"
 
 
 def settings_table(comparison: Comparison) -> Table:

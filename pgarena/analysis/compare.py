@@ -31,6 +31,10 @@ class Change(BaseModel):
     latency_a: float | None = None
     latency_b: float | None = None
     latency_change: float | None = None
+    slo: str | None = Field(None, description="the latency objective both campaigns searched, e.g. 'p99 <= 50 ms'")
+    slo_tps_a: float | None = None
+    slo_tps_b: float | None = None
+    slo_tps_change: float | None = Field(None, description="(b - a) / a of tps at SLO, when both searched the same SLO")
     reasons: list[str] = Field(default_factory=list)
 
     @property
@@ -92,9 +96,27 @@ def _noise(a: PointMetrics, b: PointMetrics) -> float:
     return ((a.tps_stddev or 0.0) + (b.tps_stddev or 0.0)) / a.tps
 
 
+def _slo_noise(a: PointMetrics, b: PointMetrics) -> float:
+    """As _noise, for tps at SLO: its own spread over repetitions (the probes' bisection adds to tps's)."""
+    if not a.slo_tps:
+        return 0.0
+    stddev = [i.stddev or 0.0 for i in (a.slo_tps_interval, b.slo_tps_interval) if i is not None]
+    return sum(stddev) / a.slo_tps
+
+
+def _slo(a: PointMetrics, b: PointMetrics) -> tuple[str | None, float | None, float | None, list[str]]:
+    """tps at SLO in both campaigns, when both searched the same objective; a note when the objectives differ."""
+    if a.slo is None or b.slo is None:
+        return None, None, None, []
+    if a.slo != b.slo:
+        return None, None, None, [f"SLO changed ({a.slo} -> {b.slo}): tps at SLO not compared"]
+    return a.slo, a.slo_tps, b.slo_tps, []
+
+
 def compare_points(a: PointMetrics, b: PointMetrics, threshold: float = DEFAULT_THRESHOLD) -> Change:
     """One point in both campaigns: worse or better beyond the threshold and beyond run-to-run noise?"""
     field, lat_a, lat_b = _latency(a, b)
+    slo, slo_a, slo_b, slo_notes = _slo(a, b)
     change = Change(
         target=a.target,
         workload=a.workload,
@@ -107,6 +129,10 @@ def compare_points(a: PointMetrics, b: PointMetrics, threshold: float = DEFAULT_
         latency_a=lat_a,
         latency_b=lat_b,
         latency_change=_relative(lat_a, lat_b),
+        slo=slo,
+        slo_tps_a=slo_a,
+        slo_tps_b=slo_b,
+        slo_tps_change=_relative(slo_a, slo_b),
     )
     if a.complete and b.tps is None:
         return change.model_copy(update={"verdict": "failed", "reasons": ["no result in B"]})
@@ -118,13 +144,14 @@ def compare_points(a: PointMetrics, b: PointMetrics, threshold: float = DEFAULT_
     noise = _noise(a, b)
     reasons, noisy = [], []
     worse = False
-    for label, relative, higher_is_worse in (
-        ("tps", change.tps_change, False),
-        (f"latency {field}", change.latency_change, True),
+    for label, relative, higher_is_worse, pair_noise in (
+        ("tps", change.tps_change, False, noise),
+        (f"latency {field}", change.latency_change, True, noise),
+        ("tps at SLO", change.slo_tps_change, False, _slo_noise(a, b)),
     ):
         if relative is None or abs(relative) <= threshold:
             continue
-        if abs(relative) <= noise:
+        if abs(relative) <= pair_noise:
             noisy.append(f"{label} {relative:+.1%}")
             continue
         reasons.append(f"{label} {relative:+.1%}")
@@ -133,10 +160,10 @@ def compare_points(a: PointMetrics, b: PointMetrics, threshold: float = DEFAULT_
         reasons.append("tps collapsed during the run in B")
         worse = True
     if reasons:
-        return change.model_copy(update={"verdict": "regression" if worse else "improvement", "reasons": reasons})
+        return change.model_copy(update={"verdict": "regression" if worse else "improvement", "reasons": [*reasons, *slo_notes]})
     if noisy:
-        return change.model_copy(update={"verdict": "within_noise", "reasons": [*noisy, "within run-to-run noise"]})
-    return change
+        return change.model_copy(update={"verdict": "within_noise", "reasons": [*noisy, "within run-to-run noise", *slo_notes]})
+    return change.model_copy(update={"reasons": slo_notes})
 
 
 def _settings(target: TargetResult) -> dict[str, str] | None:
@@ -175,6 +202,7 @@ def compare_campaigns(a: CampaignResults, b: CampaignResults, threshold: float =
                     clients=clients,
                     verdict="gone",
                     tps_a=points_a[key].tps,
+                    slo_tps_a=points_a[key].slo_tps,
                     reasons=["only in A"],
                 )
             )
@@ -186,6 +214,7 @@ def compare_campaigns(a: CampaignResults, b: CampaignResults, threshold: float =
                     clients=clients,
                     verdict="new",
                     tps_b=points_b[key].tps,
+                    slo_tps_b=points_b[key].slo_tps,
                     reasons=["only in B"],
                 )
             )

@@ -30,6 +30,19 @@ def test_parse_prints_the_parsed_report(tool, fixture, tps):
     assert printed["summary"]["tps"] == tps
 
 
+def test_parse_pgbench_shows_the_rate_and_latency_limit_lines():
+    # Given a pgbench 10 run under --rate 400 --latency-limit 20
+    path = FIXTURES / "pgbench/pg10_run_tpcb_rate_R400_L20_c4_j2_T3_P1.txt"
+    # When it is parsed from the command line
+    result = CliRunner().invoke(app, ["parse", "pgbench", str(path)])
+    # Then the schedule lag, skipped and late transactions are in the JSON as printed
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)["summary"]
+    assert (summary["schedule_lag_avg_ms"], summary["schedule_lag_max_ms"]) == (0.146, 2.617)
+    assert (summary["transactions_skipped"], summary["transactions_above_latency_limit"]) == (1, 1)
+    assert summary["latency_limit_ms"] == 20.0 and summary["transactions_retried"] is None
+
+
 def test_parse_sysbench_reads_stdin():
     # Given a sysbench 1.0 output piped in
     text = (FIXTURES / "sysbench/run_oltp_point_select_t4_T5_i1.txt").read_text()

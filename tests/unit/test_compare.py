@@ -4,13 +4,14 @@ from typer.testing import CliRunner
 from pgarena.analysis.compare import compare_campaigns, compare_points, load_results
 from pgarena.analysis.metrics import point_metrics
 from pgarena.cli import app
-from pgarena.model.results import Latency, ProgressSample, WorkloadResult
+from pgarena.model.results import CampaignResults, Latency, ProgressSample, TargetResult, WorkloadResult
+from pgarena.model.slo import SloSearch
 from tests.conftest import FIXTURES
 
 WEEK1, WEEK2 = FIXTURES / "results" / "week1", FIXTURES / "results" / "week2"
 
 
-def point(*tps, latency=None, status="succeeded", requested=None, progress=()):
+def point(*tps, latency=None, status="succeeded", requested=None, progress=(), slo_tps=(), slo_p=99):
     runs = [
         WorkloadResult(
             name="tpcb",
@@ -22,6 +23,7 @@ def point(*tps, latency=None, status="succeeded", requested=None, progress=()):
             tps=value if status == "succeeded" else None,
             latency_ms=Latency(avg=latency),
             progress=[ProgressSample(elapsed_s=float(k), tps=v) for k, v in enumerate(progress)],
+            slo=SloSearch(percentile=slo_p, limit_ms=50.0, probes=5, ceiling_tps=value, slo_tps=slo_tps[i]) if slo_tps else None,
         )
         for i, value in enumerate(tps)
     ]
@@ -102,3 +104,73 @@ def test_cli_compare_prints_the_table_and_exits_zero():
     assert "providers-20240506 -> providers-20240513" in result.output
     assert "regression" in result.output and "-12.0%" in result.output
     assert "8 regression(s)" in result.output
+
+
+def test_tps_at_slo_drop_beyond_the_threshold_is_a_regression():
+    # Given the same closed-loop tps, but the rate held under p99 <= 50 ms fell from 600 to 480 tps
+    change = compare_points(point(1000.0, slo_tps=(600.0,)), point(1000.0, slo_tps=(480.0,)))
+    # Then the drop at SLO alone is flagged
+    assert change.verdict == "regression" and change.slo == "p99 <= 50 ms"
+    assert (change.slo_tps_a, change.slo_tps_b) == (600.0, 480.0)
+    assert change.slo_tps_change == pytest.approx(-0.2)
+    assert change.reasons == ["tps at SLO -20.0%"]
+
+
+def test_tps_at_slo_gain_is_an_improvement():
+    assert compare_points(point(1000.0, slo_tps=(400.0,)), point(1000.0, slo_tps=(500.0,))).verdict == "improvement"
+
+
+def test_tps_at_slo_change_within_its_run_to_run_noise_is_not_a_regression():
+    # Given searches that spread by +-100 tps over two repetitions in both campaigns
+    change = compare_points(point(1000.0, 1000.0, slo_tps=(500.0, 700.0)), point(1000.0, 1000.0, slo_tps=(430.0, 630.0)))
+    # Then an 11.7% lower mean is noise
+    assert change.verdict == "within_noise" and change.reasons[0] == "tps at SLO -11.7%"
+
+
+def test_tps_at_slo_is_not_compared_when_the_objective_changed():
+    # Given A searched p99 <= 50 ms and B p95 <= 50 ms
+    change = compare_points(point(1000.0, slo_tps=(600.0,)), point(1000.0, slo_tps=(400.0,), slo_p=95))
+    # Then the two figures answer different questions: no verdict on them, and a note says why
+    assert change.verdict == "unchanged" and change.slo_tps_change is None
+    assert change.reasons == ["SLO changed (p99 <= 50 ms -> p95 <= 50 ms): tps at SLO not compared"]
+
+
+def test_tps_at_slo_is_left_out_when_only_one_campaign_searched():
+    change = compare_points(point(1000.0), point(1000.0, slo_tps=(400.0,)))
+    assert change.verdict == "unchanged" and change.slo is None and change.slo_tps_b is None
+
+
+def _campaign(campaign_id: str, slo_tps: float) -> CampaignResults:
+    runs = [
+        WorkloadResult(
+            name="tpcb",
+            tool="pgbench",
+            clients=4,
+            repetition=1,
+            status="succeeded",
+            tps=1000.0,
+            latency_ms=Latency(avg=4.0),
+            slo=SloSearch(percentile=99, limit_ms=50.0, probes=5, ceiling_tps=1000.0, slo_tps=slo_tps),
+        )
+    ]
+    target = TargetResult(name="aurora", provider="aws", status="succeeded", workloads=runs)
+    return CampaignResults(campaign_id=campaign_id, campaign="slo", started_at="", finished_at="", targets=[target], ranking=[])
+
+
+def test_cli_compare_shows_tps_at_slo_and_flags_its_drop(tmp_path):
+    # Given two SLO campaigns with the same closed-loop tps, and tps at SLO down 20%
+    for name, slo_tps in (("a", 600.0), ("b", 480.0)):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "results.json").write_text(_campaign(name, slo_tps).model_dump_json())
+    # When they are compared from the command line
+    result = CliRunner().invoke(app, ["compare", str(tmp_path / "a"), str(tmp_path / "b")], env={"COLUMNS": "200"})
+    # Then the table has the tps at SLO columns and counts the regression
+    assert result.exit_code == 0, result.output
+    assert "tps at SLO A" in result.output and "Δ tps at SLO" in result.output
+    assert "600.0" in result.output and "480.0" in result.output and "-20.0%" in result.output
+    assert "1 regression(s): aurora/tpcb/c4" in result.output
+
+
+def test_cli_compare_has_no_slo_columns_without_a_search():
+    result = CliRunner().invoke(app, ["compare", str(WEEK1), str(WEEK2)], env={"COLUMNS": "140"})
+    assert result.exit_code == 0 and "tps at SLO" not in result.output

@@ -173,6 +173,13 @@ EXPECTED_SUMMARIES = {
         duration_s=3.0,
         transactions=1218,
         failed_transactions=0,
+        transactions_retried=0,
+        total_retries=0,
+        transactions_skipped=0,
+        latency_limit_ms=20.0,
+        transactions_above_latency_limit=0,
+        schedule_lag_avg_ms=0.149,
+        schedule_lag_max_ms=3.433,
         latency_avg_ms=1.551,
         latency_stddev_ms=0.958,
         initial_connection_time_ms=8.417,
@@ -187,6 +194,13 @@ EXPECTED_SUMMARIES = {
         duration_s=3.0,
         transactions=1231,
         failed_transactions=0,
+        transactions_retried=0,
+        total_retries=0,
+        transactions_skipped=0,
+        latency_limit_ms=20.0,
+        transactions_above_latency_limit=0,
+        schedule_lag_avg_ms=0.143,
+        schedule_lag_max_ms=2.550,
         latency_avg_ms=1.386,
         latency_stddev_ms=0.557,
         initial_connection_time_ms=12.658,
@@ -331,6 +345,11 @@ EXPECTED_SUMMARIES = {
         threads=2,
         duration_s=3.0,
         transactions=1224,
+        transactions_skipped=1,
+        latency_limit_ms=20.0,
+        transactions_above_latency_limit=1,
+        schedule_lag_avg_ms=0.143,
+        schedule_lag_max_ms=2.550,
         latency_avg_ms=1.386,
         latency_stddev_ms=0.557,
         tps=408.000361,
@@ -372,6 +391,11 @@ EXPECTED_SUMMARIES = {
         threads=2,
         duration_s=3.0,
         transactions=1202,
+        transactions_skipped=1,
+        latency_limit_ms=20.0,
+        transactions_above_latency_limit=1,
+        schedule_lag_avg_ms=0.146,
+        schedule_lag_max_ms=2.617,
         latency_avg_ms=1.436,
         latency_stddev_ms=0.589,
         tps=400.921504,
@@ -833,6 +857,30 @@ def test_multi_script_per_script_lines_do_not_overwrite_totals():
     # Then the totals are the top-level lines, not the last script's
     assert report.summary is not None
     assert (report.summary.latency_avg_ms, report.summary.tps) == (1.051, 1902.261789)
+
+
+def test_nonzero_retries_skips_and_late_transactions_are_read():
+    # Given a pgbench 15+ summary of a run that retried, skipped and ran late (pgbench.c's printf formats)
+    text = "\n".join(
+        [
+            "number of transactions actually processed: 1218",
+            "number of failed transactions: 2 (0.164%)",
+            "number of transactions retried: 7 (0.575%)",
+            "total number of retries: 9",
+            "number of transactions skipped: 12 (0.976%)",
+            "number of transactions above the 5.0 ms latency limit: 31/1218 (2.545%)",
+            "rate limit schedule lag: avg 12.031 (max 250.500) ms",
+            "script statistics:",
+            " - number of transactions skipped: 4 (0.976%)",  # per script: must not replace the total
+        ]
+    )
+    # When it is parsed
+    summary = parse_pgbench(text).summary
+    # Then every count is the printed one
+    assert summary is not None
+    assert (summary.transactions_retried, summary.total_retries, summary.transactions_skipped) == (7, 9, 12)
+    assert (summary.latency_limit_ms, summary.transactions_above_latency_limit) == (5.0, 31)
+    assert (summary.schedule_lag_avg_ms, summary.schedule_lag_max_ms) == (12.031, 250.5)
 
 
 def test_pg18_statement_latencies():

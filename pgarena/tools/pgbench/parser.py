@@ -9,6 +9,8 @@ Formats covered: pgbench 9.6-13 ("tps = ... (including/excluding connections
 establishing)", progress lines without "failed"), 14 ("initial connection
 time", "tps = ... (without initial connection time)"), 15-18 ("maximum number
 of tries", "number of failed transactions", ", N failed" in progress lines).
+Rate and latency-limit runs add the schedule lag, skipped and late transactions
+(and from 15, with --max-tries, the retried ones) to the summary.
 Init: the summary "done in X s (phase Y s, ...)." of 13+; before 13 pgbench
 prints only its steps ("creating tables...", "vacuum...") and "N of M tuples
 (P%) done (elapsed E s, remaining R s)" lines, then a bare "done." (checked in
@@ -88,9 +90,16 @@ class PgbenchSummary(_Frozen):
     transactions: int | None = None
     transactions_expected: int | None = None  # the "/400" of "400/400" in -t mode
     failed_transactions: int | None = None
+    transactions_retried: int | None = None  # 15+ with --max-tries not 1: transactions retried at least once
+    total_retries: int | None = None  # their retries, summed
+    transactions_skipped: int | None = None  # --rate with --latency-limit: late before they started
+    latency_limit_ms: float | None = None  # the --latency-limit, as the "above the X ms" line printed it
+    transactions_above_latency_limit: int | None = None  # completed, but late
     latency_avg_ms: float | None = None
     latency_stddev_ms: float | None = None
     initial_connection_time_ms: float | None = None
+    schedule_lag_avg_ms: float | None = None  # --rate: scheduled to actual start, "avg X (max Y) ms"
+    schedule_lag_max_ms: float | None = None
     tps: float | None = None
     tps_including_connections: float | None = None
     tps_excluding_connections: float | None = None
@@ -124,6 +133,14 @@ def _processed(m: re.Match[str]) -> dict[str, object]:
     return fields
 
 
+def _above_limit(m: re.Match[str]) -> dict[str, object]:
+    return {"latency_limit_ms": to_float(m.group(1)), "transactions_above_latency_limit": to_int(m.group(2))}
+
+
+def _schedule_lag(m: re.Match[str]) -> dict[str, object]:
+    return {"schedule_lag_avg_ms": to_float(m.group(1)), "schedule_lag_max_ms": to_float(m.group(2))}
+
+
 def _tps(m: re.Match[str]) -> dict[str, object]:
     value, qualifier = to_float(m.group(1)), (m.group(2) or "")
     if qualifier.startswith("including"):
@@ -152,6 +169,13 @@ _SUMMARY_RULES: list[tuple[re.Pattern[str], _Handler]] = [
         re.compile(r"^number of failed transactions: (\d+)\b"),
         lambda m: {"failed_transactions": to_int(m.group(1))},
     ),
+    # 15+ with --max-tries: "number of transactions retried: 3 (0.244%)", then "total number of retries: 4".
+    (re.compile(r"^number of transactions retried: (\d+)\b"), lambda m: {"transactions_retried": to_int(m.group(1))}),
+    (re.compile(r"^total number of retries: (\d+)$"), lambda m: {"total_retries": to_int(m.group(1))}),
+    # The percentage is "(0.083 %)" before 15, "(0.000%)" from 15 on: only the count is read.
+    (re.compile(r"^number of transactions skipped: (\d+)\b"), lambda m: {"transactions_skipped": to_int(m.group(1))}),
+    # "...: 1 (0.083 %)" before 12, "...: 1/1224 (0.082 %)" from 12 (of the processed), "(0.000%)" from 15.
+    (re.compile(rf"^number of transactions above the ({_N}) ms latency limit: (\d+)(?:/\d+)?\b"), _above_limit),
     # 9.5 wrote "latency average: X ms"; 9.6+ writes "latency average = X ms".
     (re.compile(rf"^latency average\s*[=:]\s*({_N}) ms$"), lambda m: {"latency_avg_ms": to_float(m.group(1))}),
     (re.compile(rf"^latency stddev\s*[=:]\s*({_N}) ms$"), lambda m: {"latency_stddev_ms": to_float(m.group(1))}),
@@ -159,6 +183,8 @@ _SUMMARY_RULES: list[tuple[re.Pattern[str], _Handler]] = [
         re.compile(rf"^initial connection time = ({_N}) ms$"),
         lambda m: {"initial_connection_time_ms": to_float(m.group(1))},
     ),
+    # The same spelling in 9.5-18.
+    (re.compile(rf"^rate limit schedule lag: avg ({_N}) \(max ({_N})\) ms$"), _schedule_lag),
     (re.compile(rf"^tps = ({_N})(?: \((.*)\))?$"), _tps),
 ]
 
