@@ -36,9 +36,13 @@ def _fail(text: str) -> None:
 
 def _load_or_exit(path: Path) -> Campaign:
     """The campaign of a matrix file, or of an execution input file (`{"campaign_id", "matrix"}`)."""
+    return _load_input_or_exit(path)[0]
+
+
+def _load_input_or_exit(path: Path) -> tuple[Campaign, str | None]:
+    """The campaign and the campaign_id the file gives, if any; problems printed, then exit 1."""
     try:
-        campaign, _ = load_execution_input(path)
-        return campaign
+        return load_execution_input(path)
     except FileNotFoundError:
         _fail(f"{path}: no such file")
         raise typer.Exit(2) from None
@@ -214,7 +218,13 @@ def run(
         # Both change how the local runtime runs; in AWS, Lambda and Fargate already are what they imitate.
         errors.print("--aws-strict and --container-workers go with --local: remove them from a --aws run")
         raise typer.Exit(2)
-    campaign = _load_or_exit(matrix)
+    campaign, given_id = _load_input_or_exit(matrix)
+    if given_id:
+        errors.print(
+            f"note: {matrix} names a campaign_id; a run names its campaign itself ({campaign.campaign}-<time>-<suffix>)",
+            markup=False,
+            highlight=False,
+        )
     if aws:
         given = {
             "state_machine_arn": state_machine_arn,
@@ -290,8 +300,10 @@ def _run_aws(
             return runner.run(campaign, on_event=show_event)
     except AwsRunError as error:
         _fail(str(error))
-    except (ClientError, BotoCoreError) as error:
+    except ClientError as error:
         _fail(f"AWS refused the run: {error}")
+    except BotoCoreError as error:  # no credentials, no route, a bad endpoint: nothing was refused, nothing ran
+        _fail(f"could not reach AWS: {error} (check credentials, --region and --endpoint-url)")
     except KeyboardInterrupt:  # a second Ctrl-C, while waiting for the stopped campaign's results
         _fail("interrupted: the execution is stopped; finalize_stopped writes its results.json to the results bucket")
         raise typer.Exit(EXIT_CANCELLED) from None

@@ -165,3 +165,35 @@ def test_local_only_options_are_refused_with_aws_before_calling_aws(option):
     # Then it is a usage error naming the options and the fix, before the matrix or AWS is read
     assert result.exit_code == 2
     assert "--aws-strict and --container-workers go with --local: remove them from a --aws run" in result.output
+
+
+def test_no_credentials_is_said_as_unreachable_not_as_a_refusal(tmp_path, monkeypatch):
+    # Given no AWS credentials anywhere boto3 looks
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    matrix = tmp_path / "aws.json"
+    matrix.write_text(json.dumps(AWS_MATRIX))
+
+    # When a campaign is started in AWS
+    result = CliRunner().invoke(app, ["run", "--aws", "--region", "us-east-1", "--matrix", str(matrix)])
+
+    # Then nothing ran, and the message says AWS could not be reached and what to check
+    assert result.exit_code == 1
+    assert "could not reach AWS: Unable to locate credentials (check credentials, --region and --endpoint-url)" in " ".join(
+        result.output.split()
+    )
+
+
+def test_a_campaign_id_in_the_input_is_said_to_be_unused_by_a_run(tmp_path):
+    # Given an execution input file naming its campaign id
+    wrapped = tmp_path / "input.json"
+    wrapped.write_text(json.dumps({"campaign_id": "nightly-1", "matrix": MATRIX}))
+
+    # When it is run (refused here before any AWS call: it has an embedded target)
+    result = CliRunner().invoke(app, ["run", "--aws", "--matrix", str(wrapped)])
+
+    # Then the run says the id is not used, and how it names the campaign
+    assert "names a campaign_id; a run names its campaign itself (minimal-<time>-<suffix>)" in " ".join(result.output.split())
