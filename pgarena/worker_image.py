@@ -16,9 +16,10 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import tomllib
 from pathlib import Path
+
+from pgarena.build_once import build_once
 
 DOCKERFILE = "workers/Dockerfile"
 # What the Dockerfile copies from the repository.
@@ -48,15 +49,9 @@ def wheels_key(requirements: list[str]) -> str:
 
 def _wheelhouse(requirements: list[str], cache_root: Path) -> Path:
     """The requirements' wheels for the image's Python, downloaded once per key."""
-    key = wheels_key(requirements)
-    wheels = cache_root / f"wheels-{key}"
-    if (wheels / _COMPLETE).is_file():
-        return wheels
-    cache_root.mkdir(parents=True, exist_ok=True)
-    # Downloaded aside and renamed into place: an interrupted download is never taken for a complete one.
-    staging = Path(tempfile.mkdtemp(prefix=f".wheels-{key}-", dir=cache_root))
-    try:
-        platforms = [arg for platform in PIP_PLATFORMS for arg in ("--platform", platform)]
+    platforms = [arg for platform in PIP_PLATFORMS for arg in ("--platform", platform)]
+
+    def download(staging: Path) -> dict[str, list[str]]:
         command = [sys.executable, "-m", "pip", "download", "--quiet", "--disable-pip-version-check", "--dest", str(staging)]
         command += ["--only-binary=:all:", "--implementation", "cp", "--python-version", IMAGE_PYTHON, *platforms]
         result = subprocess.run([*command, *requirements], capture_output=True, text=True, check=False)
@@ -65,15 +60,9 @@ def _wheelhouse(requirements: list[str], cache_root: Path) -> Path:
                 f"pip could not download the worker's dependencies for Python {IMAGE_PYTHON} on x86_64 "
                 f"(pyproject.toml dependencies and the worker extra; needs PyPI or a pip cache):\n{result.stderr.strip()}"
             )
-        (staging / _COMPLETE).write_text(json.dumps({"requirements": requirements}, indent=2))
-        try:
-            os.rename(staging, wheels)
-        except OSError:
-            if not (wheels / _COMPLETE).is_file():  # not a concurrent build that finished first
-                raise
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-    return wheels
+        return {"requirements": requirements}
+
+    return build_once(cache_root / f"wheels-{wheels_key(requirements)}", _COMPLETE, download)
 
 
 def stage_context(repo_root: Path, destination: Path) -> Path:

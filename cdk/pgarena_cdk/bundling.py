@@ -13,18 +13,18 @@ from __future__ import annotations
 import hashlib
 import importlib.metadata
 import json
-import os
 import re
 import shutil
 import subprocess
 import sys
-import tempfile
 import tomllib
 from pathlib import Path
 
 import jsii
 from aws_cdk import AssetHashType, BundlingOptions, DockerImage, ILocalBundling
 from aws_cdk import aws_lambda as lambda_
+
+from pgarena.build_once import build_once
 
 # Lambda's Python runtimes ship boto3 and what it depends on: a copy in the layer would come first
 # on sys.path and shadow them (aws-xray-sdk pulls in botocore).
@@ -71,28 +71,15 @@ def layer_key(requirements: list[str], python_version: str, architecture: str) -
 
 def build_layer(requirements: list[str], python_version: str, architecture: str, cache_root: Path) -> Path:
     """The directory holding `python/` with the requirements installed for Lambda; built once per key."""
-    key = layer_key(requirements, python_version, architecture)
-    layer_dir = cache_root / key
-    if (layer_dir / _COMPLETE).is_file():
-        return layer_dir
-    cache_root.mkdir(parents=True, exist_ok=True)
-    # Built aside and renamed into place: an interrupted build is never taken for a complete one.
-    staging = Path(tempfile.mkdtemp(prefix=f".{key}-", dir=cache_root))
-    try:
+
+    def install(staging: Path) -> dict[str, object]:
         site = staging / "python"
         _pip_install(requirements, python_version, architecture, site)
         installed = _prune(site, RUNTIME_PROVIDED | BUILD_ONLY)
         shutil.rmtree(site / "bin", ignore_errors=True)  # console scripts: Lambda never runs them
-        manifest = {"python": python_version, "architecture": architecture, "requirements": requirements}
-        (staging / _COMPLETE).write_text(json.dumps({**manifest, "installed": installed}, indent=2))
-        try:
-            os.rename(staging, layer_dir)
-        except OSError:
-            if not (layer_dir / _COMPLETE).is_file():  # not a concurrent synth that finished first
-                raise
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-    return layer_dir
+        return {"python": python_version, "architecture": architecture, "requirements": requirements, "installed": installed}
+
+    return build_once(cache_root / layer_key(requirements, python_version, architecture), _COMPLETE, install)
 
 
 def _pip_install(requirements: list[str], python_version: str, architecture: str, site: Path) -> None:

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pgarena.build_once import build_once
 from pgarena.local.endpoints import FunctionError
 
 log = logging.getLogger(__name__)
@@ -51,6 +52,7 @@ SYNTH_SOURCES = (
 # Bump when what is cached changes shape.
 SYNTH_FORMAT = 1
 _COMPLETE = "pgarena-synth.json"
+_RUNTIME_COMPLETE = "pgarena-runtime.json"
 # Byte code goes elsewhere: the assets stay as synthesized (Lambda's are read-only).
 PYCACHE = Path(tempfile.gettempdir()) / "pgarena-bundle-pycache"
 _synth_lock = threading.Lock()
@@ -114,18 +116,7 @@ def synthesized_app(repo_root: Path = REPO_ROOT) -> Path:
         if outdir in _synthesized or (outdir / _COMPLETE).is_file():
             _synthesized[outdir] = outdir
             return outdir
-        cache_root.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=f".{key}-", dir=cache_root))
-        try:
-            template_file = _synthesize(repo_root, staging)
-            (staging / _COMPLETE).write_text(json.dumps({"template": template_file}))
-            try:
-                os.rename(staging, outdir)
-            except OSError:
-                if not (outdir / _COMPLETE).is_file():  # not another process that finished first
-                    raise
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
+        build_once(outdir, _COMPLETE, lambda staging: {"template": _synthesize(repo_root, staging)})
         _prune(cache_root, keep=outdir)
         _synthesized[outdir] = outdir
         return outdir
@@ -212,38 +203,18 @@ def runtime_packages(repo_root: Path = REPO_ROOT) -> Path:
     version this virtualenv talks to moto with. Installed once into build/lambda-runtime/."""
     version = importlib.metadata.version("boto3")
     target = repo_root / RUNTIME_PACKAGES_DIR / f"boto3-{version}"
-    if (target / "boto3").is_dir():
-        return target
-    target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".boto3-{version}-", dir=target.parent))
-    try:
-        subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "pip",
-                "install",
-                "--quiet",
-                "--disable-pip-version-check",
-                "--no-compile",
-                "--target",
-                str(staging),
-                f"boto3=={version}",
-            ],
-            check=True,
-            capture_output=True,
-            text=True,
-        )
+
+    def install(staging: Path) -> dict[str, str]:
+        command = [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-compile"]
         try:
-            os.rename(staging, target)
-        except OSError:
-            if not (target / "boto3").is_dir():
-                raise
-    except subprocess.CalledProcessError as error:
-        raise AssetError(f"pip could not install boto3=={version} for the Lambda runtime stand-in:\n{error.stderr}") from error
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-    return target
+            subprocess.run([*command, "--target", str(staging), f"boto3=={version}"], check=True, capture_output=True, text=True)
+        except subprocess.CalledProcessError as error:
+            raise AssetError(
+                f"pip could not install boto3=={version} for the Lambda runtime stand-in:\n{error.stderr}"
+            ) from error
+        return {"boto3": version}
+
+    return build_once(target, _RUNTIME_COMPLETE, install)
 
 
 def runner_command(interpreter: Path, handler: str, sys_path: list[Path], check: bool = False) -> list[str]:
