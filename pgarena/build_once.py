@@ -26,8 +26,12 @@ def build_once(target: Path, marker: str, build: Callable[[Path], Any]) -> Path:
         try:
             os.rename(staging, target)
         except OSError:
-            if not (target / marker).is_file():  # not a concurrent build that finished first
-                raise
+            if (target / marker).is_file():  # a concurrent build that finished first
+                return target
+            # A directory without the marker is no build of this function's (one made before the marker
+            # existed, or by hand): replaced, since a complete build always holds its marker.
+            shutil.rmtree(target)
+            os.rename(staging, target)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return target
