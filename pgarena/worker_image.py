@@ -23,7 +23,7 @@ from pgarena.build_once import build_once
 
 DOCKERFILE = "workers/Dockerfile"
 # What the Dockerfile copies from the repository.
-CODE = ("pgarena", "workers", "pyproject.toml", "README.md")
+CODE = ("pgarena", "workers", "pyproject.toml", "setup.py", "README.md")
 WHEELS = "wheels"
 # Debian bookworm's python3 on x86_64 (the task definition's platform), glibc 2.36.
 IMAGE_PYTHON = "3.11"
@@ -71,7 +71,7 @@ def stage_context(repo_root: Path, destination: Path) -> Path:
     wheels = _wheelhouse(worker_requirements(repo_root / "pyproject.toml"), repo_root / CACHE_DIR)
     shutil.rmtree(destination, ignore_errors=True)
     destination.mkdir(parents=True)
-    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", ".*")
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", ".*", "*.so")  # the image compiles its own scanner
     for name in CODE:
         source = repo_root / name
         if source.is_dir():

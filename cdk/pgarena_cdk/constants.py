@@ -43,6 +43,9 @@ LAMBDA_CODE_EXCLUDE = [
     "**/.*",
     "**/__pycache__",
     "**/*.pyc",
+    # The worker's compiled log scanner (and its source): built for the image, never imported by a function.
+    "**/*.so",
+    "**/*.c",
 ]
 
 # Results: what lives where in the bucket and the table, and who may touch it, is pgarena.aws.access.

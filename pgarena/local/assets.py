@@ -48,6 +48,7 @@ SYNTH_SOURCES = (
     "cdk/app.py",
     "cdk.json",
     "pyproject.toml",
+    "setup.py",
 )
 # Bump when what is cached changes shape.
 SYNTH_FORMAT = 1

@@ -8,7 +8,7 @@ import pytest
 
 import pgarena.tools.pgbench.txlog as txlog
 from pgarena.analysis.latency import HIGHEST_US, LOWEST_US, decode, encode, new_histogram
-from pgarena.tools.pgbench.txlog import counts_index, encode_counts, histogram_of_counts, read_txlog
+from pgarena.tools.pgbench.txlog import encode_counts, histogram_of_counts, read_txlog
 
 START = 1_700_000_000
 
@@ -69,15 +69,19 @@ def write(path, lines):
     return path
 
 
-def test_counts_index_is_hdrhistograms_bucket_for_every_magnitude():
-    # Given values around every power of two, and random ones, up to the histogram's highest
-    h = new_histogram()
+def test_every_magnitude_lands_in_hdrhistograms_bucket(tmp_path):
+    # Given latencies around every power of two, and random ones, past the histogram's highest
     values = sorted(
-        {v for k in range(33) for v in (2**k - 1, 2**k, 2**k + 1)}
-        | {random.Random(3).randrange(1, HIGHEST_US) for _ in range(5000)}
+        {v for k in range(36) for v in (2**k - 1, 2**k, 2**k + 1)} | {random.Random(3).randrange(0, 2**40) for _ in range(5000)}
     )
-    values = [v for v in values if LOWEST_US <= v <= HIGHEST_US]
-    assert counts_index(np.array(values)).tolist() == [h._counts_index_for(v) for v in values]
+    lines = [f"0 {i} {v} 0 {START} {i % 1_000_000}\n" for i, v in enumerate(values)]
+    log = read_txlog([write(tmp_path / "pgbench_log.1", lines)], per_second=True)
+    # Then each is counted where record_value puts it (clamped into the histogram's range)
+    expected = new_histogram()
+    for v in values:
+        expected.record_value(min(max(v, LOWEST_US), HIGHEST_US))
+    assert list(log.histogram.counts) == list(expected.counts)
+    assert encode(log.histogram) == encode(expected)
 
 
 @pytest.mark.parametrize(
@@ -89,8 +93,10 @@ def test_encode_counts_is_hdrhistograms_wire_format(recorded):
     # Given bucket counts: edge cases of the varint encoding, and a second of a realistic run
     counts = np.zeros(new_histogram().counts_len, dtype=np.int64)
     if recorded == "lognormal":
-        values = np.random.default_rng(4).lognormal(np.log(150_000), 1.5, 6000).astype(np.int64) + 1
-        counts = np.bincount(counts_index(values), minlength=len(counts))
+        h = new_histogram()
+        for v in np.random.default_rng(4).lognormal(np.log(150_000), 1.5, 6000).astype(np.int64) + 1:
+            h.record_value(int(v))
+        counts = np.ctypeslib.as_array(h.counts).astype(np.int64)
     else:
         for index, count in recorded.items():
             counts[index] = count
@@ -154,3 +160,40 @@ def test_a_file_that_is_not_a_pgbench_log_is_named(tmp_path):
     path = write(tmp_path / "pgbench_log.1", ["progress: 1.0 s, 10.0 tps\n"])
     with pytest.raises(ValueError, match=r"pgbench_log\.1.*not a pgbench --log file"):
         read_txlog([path], per_second=True)
+
+
+@pytest.mark.parametrize("window_s", [64, 3])
+def test_a_large_block_is_scanned_in_two_halves_with_the_same_result(tmp_path, monkeypatch, window_s):
+    # Given blocks past the scanner's two-halves threshold (1 MiB), with failed lines and 3 files; with a
+    # ring of 3 seconds, either half stops at a second past the ring (the first half's stop drops the second's work)
+    monkeypatch.setattr(txlog, "BLOCK_BYTES", 3 << 20)
+    monkeypatch.setattr(txlog, "WINDOW_S", window_s)
+    rng = random.Random(11)
+    files = [log_lines(rng, seconds=30, per_second=n, clients=200) for n in (2500, 1200, 10)]
+    paths = [write(tmp_path / f"pgbench_log.1.{i}", lines) for i, lines in enumerate(files)]
+    assert paths[0].stat().st_size > 2 << 20
+    assert_matches(read_txlog(paths, per_second=True), [line for lines in files for line in lines])
+
+
+def test_seconds_further_apart_than_the_ring_are_read_in_turns(tmp_path, monkeypatch):
+    # Given a ring of 4 seconds, a 10-second gap in one file, and another file 6 seconds behind it
+    monkeypatch.setattr(txlog, "WINDOW_S", 4)
+    monkeypatch.setattr(txlog, "BLOCK_BYTES", 4096)
+    rng = random.Random(12)
+    early = log_lines(rng, seconds=8, per_second=40)
+    shifted = [
+        line.replace(f" {START + k} ", f" {START + k + 18} ") for line in early for k in range(8) if f" {START + k} " in line
+    ]
+    behind = [
+        line.replace(f" {START + k} ", f" {START + k + 6} ") for line in early for k in range(8) if f" {START + k} " in line
+    ]
+    first = write(tmp_path / "pgbench_log.1", early + shifted)
+    second = write(tmp_path / "pgbench_log.1.1", behind)
+    assert_matches(read_txlog([first, second], per_second=True), early + shifted + behind)
+
+
+def test_a_line_longer_than_a_block_is_refused_with_the_file_named(tmp_path, monkeypatch):
+    monkeypatch.setattr(txlog, "BLOCK_BYTES", 1024)
+    path = write(tmp_path / "pgbench_log.7", [f"0 0 100 0 {START} 5\n", "9" * 5000 + "\n"])
+    with pytest.raises(ValueError, match=r"pgbench_log\.7: a line longer than 1,024 bytes"):
+        read_txlog([path], per_second=False)

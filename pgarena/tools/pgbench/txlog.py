@@ -2,39 +2,67 @@
 
 Line format: client_id transaction_no time script_no time_epoch time_us [schedule_lag] [retries], where
 time is the latency in microseconds, or "failed" / "skipped"; time_epoch/time_us is when the
-transaction ended. A study-scale log holds millions of lines, so it is parsed by pyarrow in blocks
-and bucketed with numpy (worker image only: the Lambda bundle never imports this module), and
-recorded into HdrHistograms by bucket counts rather than value by value. Memory stays bounded by a
-few blocks per file whatever the run's length: a second's histogram is encoded as soon as every
-file has read past it.
+transaction ended. A study-scale log holds millions of lines: they are parsed and counted into
+HdrHistogram buckets by a compiled scanner (_txlog.c, built by setup.py into the worker image and the
+local virtualenv; the Lambda bundle never imports this module), a block at a time, the two halves of a
+block on two cores. Memory stays bounded whatever the run's length: per-second counts live in a ring
+of WINDOW_S seconds, and a second is encoded as soon as every file has read past it.
 """
 
 from __future__ import annotations
 
 import base64
+import ctypes
+import mmap
+import os
 import struct
 import zlib
-from dataclasses import dataclass
+from array import array
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO
 
-import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.csv as pacsv
 from hdrh.histogram import HdrHistogram
 
-from pgarena.analysis.latency import HIGHEST_US, LOWEST_US, decode, new_histogram
+from pgarena.analysis.latency import decode, new_histogram
 from pgarena.model.series import SecondBucket, ShardSeries
+from pgarena.tools.pgbench import _txlog
 
-# Bytes pyarrow reads and parses at a time, per file: large enough to amortise per-block work,
-# small enough that a handful of files in flight stays far below the worker's memory.
-BLOCK_BYTES = 2 << 20
-NOT_DONE = ["failed", "skipped"]
-# Columns read (0-based): the latency, and the end time's seconds and microseconds.
-LATENCY, EPOCH_S, EPOCH_US = 2, 4, 5
+# Bytes scanned at a time, per file: large enough that the scanner's two halves pay for their thread,
+# small enough that a line past the ring seldom wastes the second half's work. A file is mapped
+# MAP_BYTES at a time: a handful of files in flight stays far below the worker's memory.
+BLOCK_BYTES = 4 << 20
+MAP_BYTES = 32 << 20
+# A late line is looked for within this many bytes (pgbench's lines are under 100).
+MAX_LINE = 4096
+# Seconds held open at once (a ring of bucket counts: WINDOW_S x 184 KiB). Files further apart in
+# time than this are read in turns; a line older than the ring is merged into its encoded second.
+WINDOW_S = 64
+# Fields of a --log line that a file's first line must have (the 6 of every pgbench since 9.x).
+FIELDS = 6
 # _TEMPLATE's bucket layout (counts array length, bucket magnitudes) is the same for every histogram.
 _TEMPLATE = new_histogram()
+_LAYOUT = (
+    _TEMPLATE.unit_magnitude,
+    _TEMPLATE.sub_bucket_half_count_magnitude,
+    _TEMPLATE.sub_bucket_half_count,
+    _TEMPLATE.sub_bucket_mask,
+    _TEMPLATE.lowest_trackable_value,
+    _TEMPLATE.highest_trackable_value,
+    _TEMPLATE.counts_len,
+)
+_COUNTS_BYTES = 8 * _TEMPLATE.counts_len
+_NO_WARMUP = -(2**62)
+# The scanner's stats slots (_txlog.c).
+WARMUP, NOT_DONE, MIN_START_US, MAX_END_US, MAX_SECOND, BAD_LINES = range(6)
+
+
+def _new_stats() -> array[int]:
+    return array("q", [0, 0, 2**62, -1, -1, 0])
+
+
+def _counts() -> memoryview:
+    """A zeroed counts array as the scanner writes it (int64, one per bucket)."""
+    return memoryview(bytearray(_COUNTS_BYTES)).cast("q")
 
 
 @dataclass
@@ -46,187 +74,152 @@ class TransactionLog:
     end_epoch: float | None = None  # when the last logged transaction ended
 
 
-def _counts_index_computed(latency_us: np.ndarray) -> np.ndarray:
-    """HdrHistogram's counts-array index of each value (its _counts_index_for, vectorised)."""
-    h = _TEMPLATE
-    values = np.clip(latency_us, LOWEST_US, HIGHEST_US).astype(np.int64)
-    # bit_length(v | mask) is 64 - clz: the float64's exponent field minus 1022, exact below 2**53.
-    pow2_ceiling = ((values | h.sub_bucket_mask).astype(np.float64).view(np.int64) >> 52) - 1022
-    bucket = pow2_ceiling - h.unit_magnitude - (h.sub_bucket_half_count_magnitude + 1)
-    sub_bucket = values >> (bucket + h.unit_magnitude)
-    index: np.ndarray = ((bucket + 1) << h.sub_bucket_half_count_magnitude) + (sub_bucket - h.sub_bucket_half_count)
-    return index
-
-
-# Latencies below this (us) find their index in a table (one gather instead of eight array passes);
-# the rare longer ones are computed. 2**21 us is 2.1 s; int16 holds every index (counts_len < 2**15),
-# 4 MiB, built in slices so that its int64 temporaries never add to the worker's peak memory.
-TABLE_US = 1 << 21
-_INDEX_TABLE = np.concatenate(
-    [_counts_index_computed(np.arange(lo, lo + (1 << 16))).astype(np.int16) for lo in range(0, TABLE_US, 1 << 16)]
-)
-
-
-def counts_index(latency_us: np.ndarray) -> np.ndarray:
-    """HdrHistogram's counts-array index of each value (its _counts_index_for, vectorised)."""
-    index: np.ndarray = _INDEX_TABLE[np.clip(latency_us, 0, TABLE_US - 1)].astype(np.int64)
-    long = latency_us >= TABLE_US
-    if long.any():
-        index[long] = _counts_index_computed(latency_us[long])
-    return index
-
-
-def histogram_of_counts(counts: np.ndarray) -> HdrHistogram:
+def histogram_of_counts(counts: memoryview) -> HdrHistogram:
     """A histogram holding these bucket counts (what record_value would have built, bucket for bucket)."""
     histogram = new_histogram()
-    np.ctypeslib.as_array(histogram.counts)[:] = counts
-    recorded = np.flatnonzero(counts)
-    if len(recorded):
-        histogram.set_internal_tacking_values(int(recorded[0]), int(recorded[-1]), int(counts.sum()))
+    ctypes.memmove(histogram.counts, counts.tobytes(), _COUNTS_BYTES)
+    recorded = [i for i, n in enumerate(counts) if n]
+    if recorded:
+        histogram.set_internal_tacking_values(recorded[0], recorded[-1], sum(counts))
     return histogram
 
 
 # HdrHistogram's V2 wire format (hdrh.codec): a payload header, the counts as ZigZag LEB128 varints
-# (a run of n zero counts as -n), zlib-compressed behind a compression header, then base64.
+# (a run of n zero counts as -n; _txlog.varints), zlib-compressed behind a compression header, then base64.
 _V2_ENCODING_COOKIE = 0x1C849303 | 0x10
 _V2_COMPRESSION_COOKIE = 0x1C849304 | 0x10
-_LEB128_MAX_BYTES = 9  # the ninth byte carries a full 8 bits
-# zlib's fastest level: 5x faster than hdrh's default (6) on a second's histogram, ~6% larger; any
-# level decodes the same. A per-second series encodes one histogram per second of the run.
-ZLIB_LEVEL = 1
 
 
-def encode_counts(counts: np.ndarray, level: int = ZLIB_LEVEL) -> str:
-    """The histogram holding these bucket counts, encoded without building it: at zlib's default level,
-    byte for byte what encode(histogram_of_counts(counts)) gives; at any level, the same when decoded."""
-    recorded = np.flatnonzero(counts)
-    tokens = np.zeros(0, dtype=np.int64)
-    if len(recorded):
-        zeros_before = np.diff(recorded, prepend=-1) - 1
-        # [-zeros, count] per recorded bucket, without the -0 of buckets that follow a recorded one
-        pairs = np.stack([-zeros_before, counts[recorded].astype(np.int64)], axis=1).ravel()
-        tokens = pairs[np.tile([False, True], len(recorded)) | (np.repeat(zeros_before, 2) != 0)]
-    zigzag = ((tokens << 1) ^ (tokens >> 63)).view(np.uint64)
-    widths = np.ones(len(zigzag), dtype=np.int64)
-    for k in range(1, _LEB128_MAX_BYTES):
-        widths += zigzag >= np.uint64(1 << (7 * k))
-    ends = np.cumsum(widths)
-    out = np.zeros(int(ends[-1]) if len(ends) else 0, dtype=np.uint8)
-    starts = ends - widths
-    for k in range(int(widths.max()) if len(widths) else 0):
-        more = widths > k
-        shifted = zigzag[more] >> np.uint64(7 * k)
-        if k == _LEB128_MAX_BYTES - 1:
-            out[starts[more] + k] = (shifted & np.uint64(0xFF)).astype(np.uint8)
-        else:
-            follow = np.where(widths[more] > k + 1, 0x80, 0).astype(np.uint64)
-            out[starts[more] + k] = ((shifted & np.uint64(0x7F)) | follow).astype(np.uint8)
+def _compressed(payload: bytes, level: int | None) -> str:
+    """The V2 encoding of a varints payload. level None: zlib's Huffman-only strategy, which on a second's
+    histogram is 1.7x faster than level 1 and 13% smaller (varints repeat few byte strings); any
+    setting decodes the same. A per-second series encodes one histogram per second of the run."""
     h = _TEMPLATE
     header = struct.pack(
         ">IIIIQQd",
         _V2_ENCODING_COOKIE,
-        len(out),
+        len(payload),
         0,
         h.significant_figures,
         h.lowest_trackable_value,
         h.highest_trackable_value,
         1.0,
     )
-    compressed = zlib.compress(header + out.tobytes(), level)
+    if level is None:
+        deflate = zlib.compressobj(zlib.Z_DEFAULT_COMPRESSION, zlib.DEFLATED, zlib.MAX_WBITS, 8, zlib.Z_HUFFMAN_ONLY)
+        compressed = deflate.compress(header + payload) + deflate.flush()
+    else:
+        compressed = zlib.compress(header + payload, level)
     return base64.b64encode(struct.pack(">II", _V2_COMPRESSION_COOKIE, len(compressed)) + compressed).decode()
 
 
+def encode_counts(counts: memoryview, level: int | None = None) -> str:
+    """The histogram holding these bucket counts, encoded without building it: at zlib's default level,
+    byte for byte what encode(histogram_of_counts(counts)) gives; at any level, the same when decoded."""
+    return _compressed(_txlog.varints(counts, 0, _TEMPLATE.counts_len), level)
+
+
 class _File:
-    """One log file, parsed a block of whole lines at a time; `seen` is the last end second read."""
+    """One log file, mapped MAP_BYTES at a time and scanned a block at a time: the scanner reads the
+    page cache itself (no copy: reading into a buffer cost a third of the time), and no more than a
+    mapping's worth of the file is ever resident. `stats` are the scanner's, for this file."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         with path.open("rb") as head:
-            width = len(head.readline().split())
-        if width < EPOCH_US + 1:
-            raise ValueError(f"{path}: not a pgbench --log file (first line has {width} fields, expected 6 to 8)")
-        names = [f"f{i}" for i in range(width)]
-        wanted = [names[LATENCY], names[EPOCH_S], names[EPOCH_US]]
-        # Blocks are cut here and handed to pyarrow whole: its own streaming reader reads ahead
-        # without bound (the whole file in flight) when given a path.
-        read_options = pacsv.ReadOptions(column_names=names, block_size=2 * BLOCK_BYTES, use_threads=False)
-        convert_options = pacsv.ConvertOptions(
-            include_columns=wanted, column_types={n: pa.int64() for n in wanted}, null_values=NOT_DONE
-        )
-        self.options = {
-            "read_options": read_options,
-            "parse_options": pacsv.ParseOptions(delimiter=" ", quote_char=False),
-            "convert_options": convert_options,
-        }
-        # A line cut short (the tool killed mid-write) is skipped, as the line-by-line parser did. The
-        # handler is a Python call per bad line and slows every block it is set on: only a block that
-        # failed without it is parsed again with it.
-        self.lenient = {
-            **self.options,
-            "parse_options": pacsv.ParseOptions(delimiter=" ", quote_char=False, invalid_row_handler=lambda _: "skip"),
-        }
-        self.file: BinaryIO | None = path.open("rb")
-        self.rest = b""
-        self.seen = -1
+            first = head.readline().split()
+        if len(first) < FIELDS or not first[4].isdigit():
+            raise ValueError(f"{path}: not a pgbench --log file (first line has {len(first)} fields, expected 6 to 8)")
+        self.first_second = int(first[4])
+        self.fd = os.open(path, os.O_RDONLY)
+        self.size = os.fstat(self.fd).st_size
+        self.offset = 0  # the first unread byte
+        self.map: mmap.mmap | None = None
+        self.map_offset = 0
+        self.stats = _new_stats()
 
-    def next_block(self) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-        """(latency_us or -1 when not done, end second, end microsecond), or None at the end of the file."""
-        while self.file is not None:
-            chunk = self.file.read(BLOCK_BYTES)
-            if chunk:
-                cut = chunk.rfind(b"\n") + 1
-                data, self.rest = self.rest + memoryview(chunk)[:cut], chunk[cut:]  # one copy, not two
-            else:  # the end: a last line without its newline is parsed too
-                data, self.rest = self.rest, b""
-                self.file.close()
-                self.file = None
-            if not data:
+    @property
+    def seen(self) -> int:
+        """The latest end second read from this file (-1 before any)."""
+        return self.stats[MAX_SECOND]
+
+    def pending(self) -> memoryview | None:
+        """Up to BLOCK_BYTES of unread bytes; None at the end (and the file closed)."""
+        if self.offset >= self.size:
+            self.close()
+            return None
+        mapped_to = self.map_offset + (len(self.map) if self.map is not None else 0)
+        if self.map is None or (mapped_to - self.offset < BLOCK_BYTES and mapped_to < self.size):
+            # A mapping starts on a page; the previous one is unmapped once its last view is gone.
+            self.map_offset = self.offset - self.offset % mmap.ALLOCATIONGRANULARITY
+            length = min(self.size - self.map_offset, MAP_BYTES)
+            self.map = mmap.mmap(self.fd, length, access=mmap.ACCESS_READ, offset=self.map_offset)
+            mapped_to = self.map_offset + length
+        start = self.offset - self.map_offset
+        view = memoryview(self.map)[start : start + BLOCK_BYTES]
+        if self.offset + len(view) == self.size and view[-1] != ord("\n"):
+            return memoryview(bytes(view) + b"\n")  # a last line without its newline is scanned too
+        return view
+
+    def consume(self, n: int) -> None:
+        self.offset += n
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd, self.map = -1, None
+
+    def first_line(self, block: memoryview) -> memoryview:
+        """The block's first line, with its newline."""
+        return block[: bytes(block[:MAX_LINE]).index(b"\n") + 1]
+
+
+@dataclass
+class _Ring:
+    """Per-second bucket counts for seconds base .. base + WINDOW_S - 1, in row t % WINDOW_S of window,
+    and of meta: lines, lines not done, the lowest and highest bucket recorded (_txlog.c). A second's
+    counts are added to `total` when it is closed."""
+
+    base: int
+    total: memoryview
+    # Anonymous memory: zero pages until written, so only the buckets recorded ever become resident.
+    window: memoryview = field(default_factory=lambda: memoryview(mmap.mmap(-1, _COUNTS_BYTES * WINDOW_S)).cast("q"))
+    meta: memoryview = field(default_factory=lambda: memoryview(bytearray(8 * 4 * WINDOW_S)).cast("q"))
+    closed: dict[int, SecondBucket] = field(default_factory=dict)
+
+    def scan(self, block: memoryview, since_us: int, stats: array[int]) -> tuple[int, int]:
+        return _txlog.scan(block, _LAYOUT, since_us, self.base, WINDOW_S, self.window, self.meta, self.total, stats)
+
+    def close_before(self, second: int) -> None:
+        """Encodes every second below `second` that has lines (its counts added to total and cleared:
+        only the buckets recorded, a few of the row's 184 KiB), and moves the ring past them."""
+        for t in range(self.base, min(second, self.base + WINDOW_S)):
+            slot = t % WINDOW_S
+            lines, failed, low, high = self.meta[4 * slot : 4 * slot + 4]
+            if not lines:
                 continue
-            try:
-                table = pacsv.read_csv(pa.py_buffer(data), **self.options)
-            except pa.ArrowInvalid:
-                try:
-                    table = pacsv.read_csv(pa.py_buffer(data), **self.lenient)
-                except pa.ArrowInvalid as error:
-                    raise ValueError(f"{self.path}: unreadable pgbench --log line ({error})") from None
-            if table.num_rows:
-                latency = pc.fill_null(table.column(0), -1).to_numpy()
-                return latency, table.column(1).to_numpy(), table.column(2).to_numpy()
-        return None
+            done, row = lines - failed, self.window[slot * _TEMPLATE.counts_len : (slot + 1) * _TEMPLATE.counts_len]
+            payload = _txlog.varints(row, low, high + 1 if done else low, self.total)
+            self.closed[t] = SecondBucket(t=t, count=done, failed=failed, hist=_compressed(payload, None))
+            self.meta[4 * slot : 4 * slot + 4] = _EMPTY_META
+        self.base = max(self.base, second)
+
+    def merge_late(self, line: memoryview, since_us: int, stats: array[int], second: int) -> None:
+        """A line of a second encoded already (out of time order): scanned alone, added to that second."""
+        late = _Ring(base=second, total=self.total)
+        late.scan(line, since_us, stats)
+        late.close_before(second + 1)
+        added, before = late.closed[second], self.closed.get(second)
+        if before is not None:
+            merged = decode(before.hist)
+            merged.add(decode(added.hist))
+            counts = memoryview(bytearray(merged.counts)).cast("q")
+            count, failed = before.count + added.count, before.failed + added.failed
+            added = SecondBucket(t=second, count=count, failed=failed, hist=encode_counts(counts))
+        self.closed[second] = added
 
 
-class _Seconds:
-    """Per-second buckets: open ones hold their rows' counts indices until every file is past them."""
-
-    def __init__(self) -> None:
-        self.open: dict[int, list[np.ndarray]] = {}
-        self.failed: dict[int, int] = {}
-        self.closed: dict[int, SecondBucket] = {}
-
-    def add(self, second: np.ndarray, index: np.ndarray, not_done_second: np.ndarray) -> None:
-        if len(second):
-            order = np.argsort(second, kind="stable") if np.any(second[1:] < second[:-1]) else None
-            if order is not None:
-                second, index = second[order], index[order]
-            cuts = np.flatnonzero(second[1:] != second[:-1]) + 1
-            for start, part in zip(np.concatenate(([0], cuts)).tolist(), np.split(index, cuts)):
-                self.open.setdefault(int(second[start]), []).append(part)
-        for t, n in zip(*np.unique(not_done_second, return_counts=True)):
-            self.failed[int(t)] = self.failed.get(int(t), 0) + int(n)
-            self.open.setdefault(int(t), [])
-
-    def close_before(self, watermark: float) -> None:
-        for t in sorted(t for t in self.open if t < watermark):
-            parts, failed = self.open.pop(t), self.failed.pop(t, 0)
-            counts = np.bincount(np.concatenate(parts), minlength=_TEMPLATE.counts_len) if parts else None
-            late = self.closed.get(t)
-            if late is not None:  # a line out of time order: merge into what was encoded already
-                previous = np.ctypeslib.as_array(decode(late.hist).counts).astype(np.int64)
-                counts = previous if counts is None else counts + previous
-                failed += late.failed
-            if counts is None:
-                counts = np.zeros(_TEMPLATE.counts_len, dtype=np.int64)
-            self.closed[t] = SecondBucket(t=t, count=int(counts.sum()), failed=failed, hist=encode_counts(counts))
+_EMPTY_META = array("q", [0, 0, 0, 0])
 
 
 def first_start_epoch(paths: list[Path]) -> float | None:
@@ -236,12 +229,15 @@ def first_start_epoch(paths: list[Path]) -> float | None:
     for path in paths:
         if path.stat().st_size == 0:
             continue
-        block = _File(path).next_block()
-        if block is not None:
-            latency, second, micro = block
-            done = latency >= 0
-            if np.any(done):
-                starts.append(int((second[done] * 1_000_000 + micro[done] - latency[done]).min()))
+        log = _File(path)
+        try:
+            block = log.pending()
+            if block is not None:
+                _txlog.scan(block, _LAYOUT, _NO_WARMUP, 0, 1, None, None, _counts(), log.stats)
+        finally:
+            log.close()
+        if log.stats[MIN_START_US] < 2**62:
+            starts.append(log.stats[MIN_START_US])
     return min(starts) / 1_000_000 if starts else None
 
 
@@ -250,48 +246,53 @@ def read_txlog(paths: list[Path], per_second: bool, since_epoch: float | None = 
 
     `since_epoch` starts the measured window (a warm-up left out): transactions that ended before it are
     only counted (warmup_transactions), and the series starts there."""
-    files = [_File(p) for p in paths if p.stat().st_size > 0]
-    since_us = None if since_epoch is None else round(since_epoch * 1_000_000)
-    warmup = 0
-    total = np.zeros(_TEMPLATE.counts_len, dtype=np.int64)
-    seconds = _Seconds()
-    not_done, start_us, end_us = 0, None, None
+    files: list[_File] = []
+    try:
+        for path in paths:
+            if path.stat().st_size > 0:
+                files.append(_File(path))
+        return _read(files, per_second, since_epoch)
+    finally:
+        for log in files:
+            log.close()
+
+
+def _read(files: list[_File], per_second: bool, since_epoch: float | None) -> TransactionLog:
+    all_files, files = files, list(files)
+    since_us = _NO_WARMUP if since_epoch is None else round(since_epoch * 1_000_000)
+    total = _counts()
+    ring = None
+    if per_second and files:
+        ring = _Ring(base=max(min(f.first_second for f in files), since_us // 1_000_000), total=total)
     while files:
         # Read from the file furthest behind, so all files move through time together.
         current = min(files, key=lambda f: f.seen)
-        block = current.next_block()
+        block = current.pending()
         if block is None:
             files.remove(current)
         else:
-            latency, second, micro = block
-            ended_us = second * 1_000_000 + micro
-            end_us = max(end_us or 0, int(ended_us.max()))
-            current.seen = int(second.max())
-            if since_us is not None and int(ended_us.min()) < since_us:
-                measured = ended_us >= since_us
-                warmup += len(measured) - int(np.count_nonzero(measured))
-                latency, second, ended_us = latency[measured], second[measured], ended_us[measured]
-            done = latency >= 0
-            failed = len(latency) - int(np.count_nonzero(done))
-            if failed:  # rare: most logs have no failed or skipped line at all
-                latency, ended_us, done_second = latency[done], ended_us[done], second[done]
-                not_done += failed
+            if ring is None:
+                consumed, stop = _txlog.scan(block, _LAYOUT, since_us, 0, 1, None, None, total, current.stats)
             else:
-                done_second = second
-            index = counts_index(latency)
-            total += np.bincount(index, minlength=len(total))
-            if len(index):
-                first = int((ended_us - latency).min())
-                start_us = first if start_us is None else min(start_us, first)
-            if per_second:
-                seconds.add(done_second, index, second[~done] if failed else second[:0])
-        if per_second:
-            seconds.close_before(min((f.seen for f in files), default=float("inf")))
+                consumed, stop = ring.scan(block, since_us, current.stats)
+            if consumed == 0 and stop < 0:
+                raise ValueError(f"{current.path}: a line longer than {BLOCK_BYTES:,} bytes: not a pgbench --log file")
+            current.consume(consumed)
+            if ring is not None and 0 <= stop < ring.base:  # a line out of time order, its second encoded already
+                line = current.first_line(block[consumed:])
+                ring.merge_late(line, since_us, current.stats, stop)
+                current.consume(len(line))
+            elif stop >= 0:  # a line past the ring: this file waits there until the others catch up
+                current.stats[MAX_SECOND] = max(current.seen, stop)
+        if ring is not None:
+            ring.close_before(min((f.seen for f in files), default=2**62))
+    stats = [f.stats for f in all_files]
+    start_us = min((s[MIN_START_US] for s in stats), default=2**62)
+    end_us = max((s[MAX_END_US] for s in stats), default=-1)
     series = None
-    if per_second and seconds.closed:
-        buckets = [seconds.closed[t] for t in sorted(seconds.closed)]
-        assert end_us is not None  # seconds were closed: rows were read
-        start_epoch = start_us / 1_000_000 if start_us is not None else float(buckets[0].t)
+    if ring is not None and ring.closed:
+        buckets = [ring.closed[t] for t in sorted(ring.closed)]
+        start_epoch = start_us / 1_000_000 if start_us < 2**62 else float(buckets[0].t)
         series = ShardSeries(
             start_epoch=max(start_epoch, since_epoch) if since_epoch is not None else start_epoch,
             end_epoch=end_us / 1_000_000,
@@ -299,8 +300,8 @@ def read_txlog(paths: list[Path], per_second: bool, since_epoch: float | None = 
         )
     return TransactionLog(
         histogram=histogram_of_counts(total),
-        not_done=not_done,
+        not_done=sum(s[NOT_DONE] for s in stats),
         series=series,
-        warmup_transactions=warmup,
-        end_epoch=end_us / 1_000_000 if end_us is not None else None,
+        warmup_transactions=sum(s[WARMUP] for s in stats),
+        end_epoch=end_us / 1_000_000 if end_us >= 0 else None,
     )

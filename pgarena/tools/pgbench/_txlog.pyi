@@ -1,0 +1,15 @@
+# The compiled scanner's interface (_txlog.c): buffers are int64 counts, as txlog.py allocates them.
+from typing_extensions import Buffer
+
+def scan(
+    data: Buffer,
+    layout: tuple[int, int, int, int, int, int, int],
+    since_us: int,
+    base: int,
+    window_s: int,
+    window: Buffer | None,
+    meta: Buffer | None,
+    total: Buffer,
+    stats: Buffer,
+) -> tuple[int, int]: ...
+def varints(counts: Buffer, start: int, stop: int, into: Buffer | None = None) -> bytes: ...
