@@ -32,7 +32,7 @@ def reference(lines):
     whole, not_done, per_second = new_histogram(), 0, {}
     start, end = None, None
     for line in lines:
-        fields = line.split()
+        fields = line.rstrip("\n").split(" ")  # the scanner's separator: one space
         second, ended = int(fields[4]), int(fields[4]) * 1_000_000 + int(fields[5])
         h, counts = per_second.setdefault(second, (new_histogram(), [0, 0]))
         end = ended if end is None else max(end, ended)

@@ -160,6 +160,8 @@ static inline int64_t number(const char *p, int64_t n, const char *end) {
 /* A line from its start and the positions of its first spaces (nsep of them) and its newline; 0 when it
    is not a pgbench --log line (cut short by a killed pgbench, or anything else). The end second is
    compared with the previous line's text before it is parsed: thousands of lines share it. */
+enum { MAX_SECOND_DIGITS = 12, MAX_MICRO_DIGITS = 9 };
+
 typedef struct {
     const char *text;  /* the previous line's end second (10 digits), or NULL */
     int64_t second;
@@ -170,6 +172,8 @@ static inline int parse_line(const char *start, const char *const *sep, int nsep
     if (nsep < 5) return 0;
     const char *latency = sep[1] + 1, *epoch = sep[3] + 1, *micro = sep[4] + 1;
     const char *micro_end = nsep > 5 ? sep[5] : newline;
+    /* an end time past year 33658 or a microsecond field past 9 digits is not pgbench's (and would overflow) */
+    if (sep[4] - epoch > MAX_SECOND_DIGITS || micro_end - micro > MAX_MICRO_DIGITS) return 0;
     line->latency = number(latency, sep[2] - latency, end);
     if (line->latency < 0 && (sep[2] == latency || (*latency != 'f' && *latency != 's'))) return 0;
     if (sep[0] == start || sep[1] == sep[0] + 1 || sep[3] == sep[2] + 1) return 0;  /* empty fields */

@@ -32,13 +32,15 @@ from pgarena.tools.pgbench import _txlog
 # MAP_BYTES at a time: a handful of files in flight stays far below the worker's memory.
 BLOCK_BYTES = 4 << 20
 MAP_BYTES = 32 << 20
-# A late line is looked for within this many bytes (pgbench's lines are under 100).
+# A late line's end is looked for this many bytes at a time (pgbench's lines are under 100).
 MAX_LINE = 4096
 # Seconds held open at once (a ring of bucket counts: WINDOW_S x 184 KiB). Files further apart in
 # time than this are read in turns; a line older than the ring is merged into its encoded second.
 WINDOW_S = 64
-# Fields of a --log line that a file's first line must have (the 6 of every pgbench since 9.x).
+# Fields of a --log line that a file's first line must have (the 6 of every pgbench since 9.x), and the
+# most digits of an end second (the scanner's MAX_SECOND_DIGITS).
 FIELDS = 6
+SECOND_DIGITS = 12
 # _TEMPLATE's bucket layout (counts array length, bucket magnitudes) is the same for every histogram.
 _TEMPLATE = new_histogram()
 _LAYOUT = (
@@ -128,7 +130,7 @@ class _File:
         self.path = path
         with path.open("rb") as head:
             first = head.readline().split()
-        if len(first) < FIELDS or not first[4].isdigit():
+        if len(first) < FIELDS or not (first[4].isdigit() and len(first[4]) <= SECOND_DIGITS):
             raise ValueError(f"{path}: not a pgbench --log file (first line has {len(first)} fields, expected 6 to 8)")
         self.first_second = int(first[4])
         self.fd = os.open(path, os.O_RDONLY)
@@ -169,9 +171,13 @@ class _File:
             os.close(self.fd)
             self.fd, self.map = -1, None
 
-    def first_line(self, block: memoryview) -> memoryview:
-        """The block's first line, with its newline."""
-        return block[: bytes(block[:MAX_LINE]).index(b"\n") + 1]
+    @staticmethod
+    def first_line(block: memoryview) -> memoryview:
+        """The block's first line, with its newline (the scanner only hands back whole lines)."""
+        at = 0
+        while (found := bytes(block[at : at + MAX_LINE]).find(b"\n")) < 0:
+            at += MAX_LINE
+        return block[: at + found + 1]
 
 
 @dataclass
