@@ -179,3 +179,16 @@ def test_preflight_asset_ships_the_rds_ca_bundle_it_verifies_with(synth):
 
     # Then the asset holds the vendored bundle as it is
     assert shipped.read_bytes() == RDS_CA_BUNDLE.read_bytes()
+
+
+def test_function_code_carries_no_compiled_scanner(synth):
+    # Given every function's code asset (the repository's pgarena/, where the virtualenv built the worker's
+    # log scanner in place for this machine's Python)
+    codes = {cfn.function(synth, handler)["Code"]["S3Key"] for handler in HANDLERS}
+
+    # Then no asset holds the scanner or its source: no function imports it, and a binary built for this
+    # machine's Python has no place in python3.12's bundle
+    for key in codes:
+        code = synth.asset_dir(key.removesuffix(".zip"))
+        assert (code / "pgarena" / "tools" / "pgbench" / "txlog.py").exists()
+        assert [p.name for p in code.rglob("*") if p.suffix in (".so", ".c")] == []

@@ -444,9 +444,12 @@ def test_worker_image_context_holds_only_what_the_dockerfile_copies(default_synt
     # When listing its staged build context
     entries = sorted(path.name for path in default_synth.asset_dir(asset_hash).iterdir())
 
-    # Then only the package, the worker, the project files and the dependencies' wheels are sent to Docker
-    assert entries == ["README.md", "pgarena", "pyproject.toml", "wheels", "workers"]
+    # Then only the package, the worker, the project files (setup.py builds the log scanner) and the
+    # dependencies' wheels are sent to Docker: no scanner built here (the image compiles its own)
+    assert entries == ["README.md", "pgarena", "pyproject.toml", "setup.py", "wheels", "workers"]
     assert any(default_synth.asset_dir(asset_hash).glob("wheels/pydantic-*.whl"))
+    assert any(default_synth.asset_dir(asset_hash).glob("pgarena/tools/pgbench/_txlog.c"))
+    assert not any(default_synth.asset_dir(asset_hash).rglob("*.so"))
 
 
 def test_worker_task_role_grants(default_synth):
