@@ -1,10 +1,13 @@
 """Does the harness cost the measurement anything? The same pgbench workload, bare and through pgarena's
 worker, alternating on one embedded server, with the cost decomposed.
 
-    .venv/bin/python bench/fidelity.py [--rounds 10] [--duration 10] [--clients 4] [--options]
+    .venv/bin/python bench/fidelity.py [--rounds 12] [--duration 10] [--clients 4] [--options]
 
 The server is pinned to one core and every client (bare pgbench, the worker and its pgbench) to another
-(taskset), so that the two sides do not trade places between rounds. Each round runs every variant once,
+(taskset), so that the two sides do not trade places between rounds. Every run starts from the same
+server state, restored untimed before it (pgbench_history emptied, VACUUM, CHECKPOINT; autovacuum off):
+without it, tps drifted down round after round as history and dead tuples grew, and an autovacuum or
+checkpoint landed in one variant's run at random. Each round runs every variant once,
 in an order rotated from round to round; each variant's tps is divided by the same round's bare tps:
 
     bare          pgbench as the worker would run it, without --log
@@ -42,6 +45,7 @@ from pgarena.local.embedded import EmbeddedProcess
 from pgarena.model.matrix import Endpoint, PgbenchRun, parse_campaign
 from pgarena.model.plan import Step
 from pgarena.planning.plan import plan_campaign
+from pgarena.target.postgres import connect
 from pgarena.tools.pgbench.command import init_args, libpq_env, pgbench_binary, run_args
 from pgarena.tools.pgbench.parser import parse_pgbench
 from pgarena.worker.run import run_step
@@ -98,6 +102,19 @@ def pgbench_run(endpoint: Endpoint, run: PgbenchRun, clients: int, workdir: Path
     return Measured(summary.tps, (children_cpu_s() - cpu0) / summary.transactions * 1e6)
 
 
+# What every run starts from (statements run one by one: VACUUM refuses a transaction block).
+RESET_SQL = ("truncate pgbench_history", "vacuum analyze", "checkpoint")
+
+
+def reset(endpoint: Endpoint) -> None:
+    """The server as every run finds it: the history the last run wrote gone, dead tuples vacuumed, dirty
+    pages written, so no variant inherits another's debt (untimed)."""
+    with connect(endpoint, application_name="pgarena-fidelity") as conn:
+        cursor = conn.cursor()
+        for statement in RESET_SQL:
+            cursor.execute(statement)
+
+
 def variants(
     endpoint: Endpoint, step: Step, store: ResultStore, clients: int, options: bool
 ) -> dict[str, Callable[[int], float]]:
@@ -132,7 +149,7 @@ def variants(
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--rounds", type=int, default=10, help="rounds, each running every variant once (%(default)s)")
+    parser.add_argument("--rounds", type=int, default=12, help="rounds, each running every variant once (%(default)s)")
     parser.add_argument("--duration", type=int, default=10, help="seconds per pgbench run (%(default)s)")
     parser.add_argument("--clients", type=int, default=4, help="pgbench clients (%(default)s)")
     parser.add_argument("--options", action="store_true", help="also --log on tmpfs and --sampling-rate 0.1")
@@ -141,7 +158,10 @@ def main() -> None:
     logging.getLogger("pgarena-worker").setLevel(logging.ERROR)  # its "step finished" lines: the rounds say it
     # The worker runs in this process and starts its pgbench from it: the client side's core is ours.
     os.sched_setaffinity(0, {CLIENT_CORE})
-    server = EmbeddedProcess("fidelity", {"shared_buffers": "128MB", "fsync": "off", "synchronous_commit": "off"})
+    # autovacuum off: reset() vacuums before every run instead, at the same moment for every variant.
+    server = EmbeddedProcess(
+        "fidelity", {"shared_buffers": "128MB", "fsync": "off", "synchronous_commit": "off", "autovacuum": "off"}
+    )
     endpoint = server.start()
     try:
         pin_server(server.pgdata)
@@ -190,7 +210,10 @@ def main() -> None:
             for round_no in range(options.rounds):
                 # Rotated order: each variant runs first, second, ... equally often.
                 order = names[round_no % len(names) :] + names[: round_no % len(names)]
-                got = {name: measures[name](round_no) for name in order}
+                got = {}
+                for name in order:
+                    reset(endpoint)
+                    got[name] = measures[name](round_no)
                 for name in names:
                     cpu_us[name].append(got[name].cpu_us_per_tx)
                 for name in ratios:
