@@ -8,8 +8,8 @@ PYTEST_ARGS ?=
 .PHONY: install demo lint test test-fast deploy clean
 
 $(STAMP): pyproject.toml setup.py pgarena/tools/pgbench/_txlog.c
-# A C compiler and Python's headers for the compiled log scanner (setup.py): Debian's, when missing and running as root.
-	$(PYTHON) -c 'import os, sys, sysconfig; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))' && command -v gcc >/dev/null || { [ "$$(id -u)" = 0 ] && apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gcc libc6-dev python3-dev >/dev/null; } || echo "warning: no C compiler or Python headers; installing pgarena will fail" >&2
+# A C compiler, Python's and zlib's headers for the compiled log scanner (setup.py): Debian's, when missing and running as root.
+	$(PYTHON) -c 'import os, sys, sysconfig; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))' && command -v gcc >/dev/null && [ -e /usr/include/zlib.h ] || { [ "$$(id -u)" = 0 ] && apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gcc libc6-dev python3-dev zlib1g-dev >/dev/null; } || echo "warning: no C compiler, Python or zlib headers; installing pgarena will fail" >&2
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev,cdk]'

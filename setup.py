@@ -12,6 +12,7 @@ setup(
             "pgarena.tools.pgbench._txlog",
             sources=["pgarena/tools/pgbench/_txlog.c"],
             extra_compile_args=["-O3", "-Wall"],
+            libraries=["z"],  # zlib: a second's histogram is compressed in the scanner
         )
     ]
 )

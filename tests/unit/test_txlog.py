@@ -164,14 +164,15 @@ def test_a_file_that_is_not_a_pgbench_log_is_named(tmp_path):
 
 @pytest.mark.parametrize("window_s", [64, 3])
 def test_a_large_block_is_scanned_in_two_halves_with_the_same_result(tmp_path, monkeypatch, window_s):
-    # Given blocks past the scanner's two-halves threshold (1 MiB), with failed lines and 3 files; with a
-    # ring of 3 seconds, either half stops at a second past the ring (the first half's stop drops the second's work)
-    monkeypatch.setattr(txlog, "BLOCK_BYTES", 3 << 20)
+    # Given a block past the scanner's two-halves threshold (2 MiB), with failed lines, beside two small
+    # files; with a ring of 3 seconds, either half stops at a second past the ring (the first half's stop
+    # drops the second's work)
+    monkeypatch.setattr(txlog, "BLOCK_BYTES", 12 << 20)
     monkeypatch.setattr(txlog, "WINDOW_S", window_s)
     rng = random.Random(11)
-    files = [log_lines(rng, seconds=30, per_second=n, clients=200) for n in (2500, 1200, 10)]
+    files = [log_lines(rng, seconds=40, per_second=n, clients=200) for n in (4000, 300, 10)]
     paths = [write(tmp_path / f"pgbench_log.1.{i}", lines) for i, lines in enumerate(files)]
-    assert paths[0].stat().st_size > 2 << 20
+    assert paths[0].stat().st_size > 4 << 20  # its share of a block (4 MiB) is scanned in two halves
     assert_matches(read_txlog(paths, per_second=True), [line for lines in files for line in lines])
 
 

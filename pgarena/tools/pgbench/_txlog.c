@@ -1,9 +1,9 @@
 /* pgbench's per-transaction log (--log) -> HdrHistogram bucket counts, at close to the speed of reading it.
 
 Compiled into the worker image and the local virtualenv (setup.py); pgarena.tools.pgbench.txlog drives it.
-Python keeps the control (files, blocks, which seconds are closed, encoding's zlib and base64); this file
+Python keeps the control (files, blocks, which seconds are closed, base64); this file
 does the two things that run once per transaction or per bucket: parsing a block of lines into counts
-(scan) and writing a second's counts in HdrHistogram's V2 varints (varints). The GIL is released while
+(scan) and encoding a second's counts in HdrHistogram's V2 format (encode). The GIL is released while
 scanning, so the worker's heartbeat thread runs on.
 
 A line: client_id transaction_no latency script_no time_epoch time_us [schedule_lag] [retries], the latency
@@ -16,6 +16,7 @@ in microseconds or "failed" / "skipped", time_epoch/time_us when the transaction
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <zlib.h>
 
 /* stats[] slots, shared with txlog.py (STAT_*). */
 enum { WARMUP, NOT_DONE, MIN_START_US, MAX_END_US, MAX_SECOND, BAD_LINES, N_STATS };
@@ -59,13 +60,17 @@ typedef struct {
     int64_t stats[N_STATS];
     int64_t second, slot, row[N_META];
     int64_t *hot, hot_done, hot_low, hot_high;
+    int64_t *touched, ntouched;  /* the hot row's buckets that are not zero, each once */
 } Tally;
 
 static int tally_start(const Sink *k, Tally *t) {
     memcpy(t->stats, k->stats, sizeof t->stats);
-    t->second = -1, t->hot_done = 0, t->hot = NULL;
-    if (k->window) t->hot = calloc((size_t)k->h.counts_len, sizeof(int64_t));
-    return !k->window || t->hot != NULL;
+    t->second = -1, t->hot_done = 0, t->hot = NULL, t->touched = NULL, t->ntouched = 0;
+    if (!k->window) return 1;
+    /* one allocation: the hot row, then the list of its buckets in use */
+    t->hot = calloc((size_t)(2 * k->h.counts_len + 1), sizeof(int64_t));
+    t->touched = t->hot ? t->hot + k->h.counts_len : NULL;
+    return t->hot != NULL;
 }
 
 /* The current second's hot counts into its ring row, and the row's tally into meta. */
@@ -73,7 +78,11 @@ static void tally_settle(const Sink *k, Tally *t) {
     if (t->second < 0) return;
     if (t->hot_done) {
         int64_t *row = k->window + t->slot * k->h.counts_len;
-        for (int64_t i = t->hot_low; i <= t->hot_high; i++) row[i] += t->hot[i], t->hot[i] = 0;
+        for (int64_t j = 0; j < t->ntouched; j++) {  /* the buckets in use: fewer than the lines */
+            int64_t i = t->touched[j];
+            row[i] += t->hot[i], t->hot[i] = 0;
+        }
+        t->ntouched = 0;
         if (t->row[LINES] - t->row[FAILED] == t->hot_done) {  /* the row's first done lines */
             t->row[LOW] = t->hot_low, t->row[HIGH] = t->hot_high;
         } else {
@@ -118,7 +127,8 @@ static inline int add_line(const Sink *k, Tally *t, const Line *line) {
     }
     int64_t index = counts_index(&k->h, line->latency);
     if (k->window) {  /* a second's counts go to total when it is closed */
-        t->hot[index]++;
+        t->touched[t->ntouched] = index;  /* kept only when the bucket was empty: no branch */
+        t->ntouched += t->hot[index]++ == 0;
         t->row[LINES]++;
         if (t->hot_done++ == 0) {
             t->hot_low = t->hot_high = index;
@@ -255,9 +265,10 @@ static const char *scan_lines(const char *start, const char *end, Sink *sink) {
     return end;
 }
 
-/* A block is scanned in two halves at once when the machine has two cores or more: the second half
-   into a sink of its own (counts allocated lazily, zero), added to the first's after both are done. */
-#define TWO_HALVES_FROM (64 << 10)
+/* A block of 2 MiB or more is scanned in two halves at once when the machine has two cores or more: the
+   second half into a sink of its own (scratch, below), added to the first's after both are done. Below
+   that, a thread and the merge cost about what they save. */
+#define TWO_HALVES_FROM (2 << 20)
 
 typedef struct {
     const char *start, *end, *stopped;
@@ -433,12 +444,14 @@ done:
     return result;
 }
 
-PyDoc_STRVAR(varints_doc,
-"varints(counts, start, stop, into=None) -> bytes\n\n"
-"HdrHistogram's V2 payload of int64 counts that are zero outside [start, stop): ZigZag LEB128 varints,\n"
-"a run of k zero counts written as -k (none after the last recorded count), the ninth byte of a varint\n"
-"carrying 8 bits. With into (int64 counts), the counts are also added to it and cleared: a second of\n"
-"the ring closed in one pass.");
+PyDoc_STRVAR(encode_doc,
+"encode(counts, start, stop, header, cookie, level, huffman, into=None) -> bytes\n\n"
+"HdrHistogram's V2 compressed encoding of int64 counts that are zero outside [start, stop), before\n"
+"base64: cookie and the compressed length (big-endian), then zlib of header (its payload length, bytes\n"
+"4-7, filled in) and the payload: ZigZag LEB128 varints, a run of k zero counts written as -k (none\n"
+"after the last recorded count), the ninth byte of a varint carrying 8 bits. zlib at level, with the\n"
+"Huffman-only strategy when huffman is true. With into (int64 counts), the counts are also added to it\n"
+"and cleared: a second of the ring closed in one pass.");
 
 static inline unsigned char *varint(unsigned char *o, int64_t token) {
     uint64_t v = ((uint64_t)token << 1) ^ (uint64_t)(token >> 63);
@@ -452,33 +465,47 @@ static inline unsigned char *varint(unsigned char *o, int64_t token) {
     return o;
 }
 
-static PyObject *varints(PyObject *self, PyObject *args) {
-    Py_buffer view, into = {0};
+static inline void put_be32(unsigned char *o, uint32_t v) {
+    o[0] = (unsigned char)(v >> 24), o[1] = (unsigned char)(v >> 16), o[2] = (unsigned char)(v >> 8), o[3] = (unsigned char)v;
+}
+
+/* The per-second path's deflate stream, reset rather than made anew for each second: making one costs
+   more than compressing a second's few kilobytes. Used with the GIL held (one caller at a time). */
+static z_stream huffman_stream;
+static int huffman_ready = 0;
+
+static PyObject *encode(PyObject *self, PyObject *args) {
+    Py_buffer view, header, into = {0};
     Py_ssize_t start, stop;
-    PyObject *into_obj = Py_None;
-    if (!PyArg_ParseTuple(args, "y*nn|O", &view, &start, &stop, &into_obj)) return NULL;
+    unsigned int cookie;
+    int level, huffman;
+    PyObject *into_obj = Py_None, *result = NULL;
+    if (!PyArg_ParseTuple(args, "y*nny*Iip|O", &view, &start, &stop, &header, &cookie, &level, &huffman, &into_obj)) return NULL;
+    unsigned char *raw = NULL;
+    z_stream local, *z = NULL;
+    int local_ready = 0;
     if (into_obj != Py_None) {
         PyBuffer_Release(&view);
-        if (PyObject_GetBuffer(PyTuple_GET_ITEM(args, 0), &view, PyBUF_WRITABLE) < 0) return NULL;
-        if (PyObject_GetBuffer(into_obj, &into, PyBUF_WRITABLE) < 0) {
-            PyBuffer_Release(&view);
-            return NULL;
+        if (PyObject_GetBuffer(PyTuple_GET_ITEM(args, 0), &view, PyBUF_WRITABLE) < 0) {
+            view.obj = NULL;
+            goto done;
         }
+        if (PyObject_GetBuffer(into_obj, &into, PyBUF_WRITABLE) < 0) goto done;
     }
-    if (start < 0 || stop < start || view.len < stop * (Py_ssize_t)sizeof(int64_t) ||
-        (into.obj && into.len < view.len)) {
-        PyBuffer_Release(&view);
-        if (into.obj) PyBuffer_Release(&into);
-        return PyErr_Format(PyExc_ValueError, "counts: %zd bytes, not [%zd, %zd) counts", view.len, start, stop);
+    if (start < 0 || stop < start || view.len < stop * (Py_ssize_t)sizeof(int64_t) || (into.obj && into.len < view.len) ||
+        header.len < 8) {
+        PyErr_Format(PyExc_ValueError, "counts: %zd bytes, not [%zd, %zd) counts (or a header under 8 bytes)", view.len, start, stop);
+        goto done;
     }
     int64_t *counts = view.buf, *added = into.buf;
-    /* at most 9 bytes per token, two tokens per recorded count */
-    unsigned char *out = PyMem_Malloc((size_t)(stop - start) * 18 + 1), *o = out;
-    if (out == NULL) {
-        PyBuffer_Release(&view);
-        if (into.obj) PyBuffer_Release(&into);
-        return PyErr_NoMemory();
+    /* the header, then at most 9 bytes per token, two tokens per recorded count */
+    raw = PyMem_Malloc((size_t)header.len + (size_t)(stop - start) * 18 + 1);
+    if (raw == NULL) {
+        PyErr_NoMemory();
+        goto done;
     }
+    memcpy(raw, header.buf, (size_t)header.len);
+    unsigned char *payload = raw + header.len, *o = payload;
     int64_t zeros = start;
     for (Py_ssize_t i = start; i < stop; i++) {
         if (counts[i] == 0) {
@@ -490,16 +517,52 @@ static PyObject *varints(PyObject *self, PyObject *args) {
         zeros = 0;
         if (added) added[i] += counts[i], counts[i] = 0;
     }
-    PyObject *result = PyBytes_FromStringAndSize((const char *)out, o - out);
-    PyMem_Free(out);
-    PyBuffer_Release(&view);
+    put_be32(raw + 4, (uint32_t)(o - payload));
+    if (huffman && level == Z_DEFAULT_COMPRESSION) {
+        if (!huffman_ready) {
+            memset(&huffman_stream, 0, sizeof huffman_stream);
+            if (deflateInit2(&huffman_stream, level, Z_DEFLATED, MAX_WBITS, 8, Z_HUFFMAN_ONLY) != Z_OK) goto zlib_error;
+            huffman_ready = 1;
+        } else if (deflateReset(&huffman_stream) != Z_OK) {
+            goto zlib_error;
+        }
+        z = &huffman_stream;
+    } else {
+        memset(&local, 0, sizeof local);
+        if (deflateInit2(&local, level, Z_DEFLATED, MAX_WBITS, 8, huffman ? Z_HUFFMAN_ONLY : Z_DEFAULT_STRATEGY) != Z_OK)
+            goto zlib_error;
+        local_ready = 1;
+        z = &local;
+    }
+    uLong raw_len = (uLong)(o - raw), bound = deflateBound(z, raw_len);
+    result = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(8 + bound));
+    if (result == NULL) goto done;
+    unsigned char *out = (unsigned char *)PyBytes_AS_STRING(result);
+    z->next_in = raw, z->avail_in = (uInt)raw_len;
+    z->next_out = out + 8, z->avail_out = (uInt)bound;
+    if (deflate(z, Z_FINISH) != Z_STREAM_END) {
+        Py_CLEAR(result);
+        goto zlib_error;
+    }
+    uLong compressed = bound - z->avail_out;
+    put_be32(out, cookie);
+    put_be32(out + 4, (uint32_t)compressed);
+    _PyBytes_Resize(&result, (Py_ssize_t)(8 + compressed));
+    goto done;
+zlib_error:
+    PyErr_Format(PyExc_RuntimeError, "zlib: %s", z && z->msg ? z->msg : "deflate failed");
+done:
+    if (local_ready) deflateEnd(&local);
+    PyMem_Free(raw);
+    if (view.obj) PyBuffer_Release(&view);
+    PyBuffer_Release(&header);
     if (into.obj) PyBuffer_Release(&into);
     return result;
 }
 
 static PyMethodDef methods[] = {
     {"scan", scan, METH_VARARGS, scan_doc},
-    {"varints", varints, METH_VARARGS, varints_doc},
+    {"encode", encode, METH_VARARGS, encode_doc},
     {NULL, NULL, 0, NULL},
 };
 

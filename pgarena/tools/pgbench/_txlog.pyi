@@ -12,4 +12,13 @@ def scan(
     total: Buffer,
     stats: Buffer,
 ) -> tuple[int, int]: ...
-def varints(counts: Buffer, start: int, stop: int, into: Buffer | None = None) -> bytes: ...
+def encode(
+    counts: Buffer,
+    start: int,
+    stop: int,
+    header: Buffer,
+    cookie: int,
+    level: int,
+    huffman: bool,
+    into: Buffer | None = None,
+) -> bytes: ...

@@ -27,10 +27,13 @@ from pgarena.analysis.latency import decode, new_histogram
 from pgarena.model.series import SecondBucket, ShardSeries
 from pgarena.tools.pgbench import _txlog
 
-# Bytes scanned at a time, per file: large enough that the scanner's two halves pay for their thread,
-# small enough that a line past the ring seldom wastes the second half's work. A file is mapped
-# MAP_BYTES at a time: a handful of files in flight stays far below the worker's memory.
-BLOCK_BYTES = 4 << 20
+# Bytes scanned at a time, shared by the files (pgbench -j writes one per thread): large enough that
+# the scanner's two halves pay for their thread (per-call costs were a fifth of the time at 1 MiB),
+# small enough that a block spans less time than the ring (WINDOW_S), or the scan stops part-way and
+# the second half's work is dropped. A file's share is at least MIN_BLOCK_BYTES. A file is mapped
+# MAP_BYTES at a time, and pages scanned are given back at once (_File.consume).
+BLOCK_BYTES = 8 << 20
+MIN_BLOCK_BYTES = 256 << 10
 MAP_BYTES = 32 << 20
 # A late line's end is looked for this many bytes at a time (pgbench's lines are under 100).
 MAX_LINE = 4096
@@ -87,38 +90,45 @@ def histogram_of_counts(counts: memoryview) -> HdrHistogram:
 
 
 # HdrHistogram's V2 wire format (hdrh.codec): a payload header, the counts as ZigZag LEB128 varints
-# (a run of n zero counts as -n; _txlog.varints), zlib-compressed behind a compression header, then base64.
+# (a run of n zero counts as -n), zlib-compressed behind a compression header, then base64; _txlog.encode
+# does all but base64. The payload header's length field (bytes 4-7) is filled in by the scanner.
 _V2_ENCODING_COOKIE = 0x1C849303 | 0x10
 _V2_COMPRESSION_COOKIE = 0x1C849304 | 0x10
+_PAYLOAD_HEADER = struct.pack(
+    ">IIIIQQd",
+    _V2_ENCODING_COOKIE,
+    0,
+    0,
+    _TEMPLATE.significant_figures,
+    _TEMPLATE.lowest_trackable_value,
+    _TEMPLATE.highest_trackable_value,
+    1.0,
+)
 
 
-def _compressed(payload: bytes, level: int | None) -> str:
-    """The V2 encoding of a varints payload. level None: zlib's Huffman-only strategy, which on a second's
-    histogram is 1.7x faster than level 1 and 13% smaller (varints repeat few byte strings); any
-    setting decodes the same. A per-second series encodes one histogram per second of the run."""
-    h = _TEMPLATE
-    header = struct.pack(
-        ">IIIIQQd",
-        _V2_ENCODING_COOKIE,
-        len(payload),
-        0,
-        h.significant_figures,
-        h.lowest_trackable_value,
-        h.highest_trackable_value,
-        1.0,
+def _encoded(counts: memoryview, start: int, stop: int, level: int | None = None, into: memoryview | None = None) -> str:
+    """The V2 encoding of counts that are zero outside [start, stop) (with into: added to it and cleared).
+    level None: zlib's Huffman-only strategy, which on a second's histogram is 1.7x faster than level 1
+    and 13% smaller (varints repeat few byte strings); any setting decodes the same. A per-second series
+    encodes one histogram per second of the run."""
+    huffman = level is None
+    raw = _txlog.encode(
+        counts,
+        start,
+        stop,
+        _PAYLOAD_HEADER,
+        _V2_COMPRESSION_COOKIE,
+        zlib.Z_DEFAULT_COMPRESSION if level is None else level,
+        huffman,
+        into,
     )
-    if level is None:
-        deflate = zlib.compressobj(zlib.Z_DEFAULT_COMPRESSION, zlib.DEFLATED, zlib.MAX_WBITS, 8, zlib.Z_HUFFMAN_ONLY)
-        compressed = deflate.compress(header + payload) + deflate.flush()
-    else:
-        compressed = zlib.compress(header + payload, level)
-    return base64.b64encode(struct.pack(">II", _V2_COMPRESSION_COOKIE, len(compressed)) + compressed).decode()
+    return base64.b64encode(raw).decode()
 
 
 def encode_counts(counts: memoryview, level: int | None = None) -> str:
     """The histogram holding these bucket counts, encoded without building it: at zlib's default level,
     byte for byte what encode(histogram_of_counts(counts)) gives; at any level, the same when decoded."""
-    return _compressed(_txlog.varints(counts, 0, _TEMPLATE.counts_len), level)
+    return _encoded(counts, 0, _TEMPLATE.counts_len, level)
 
 
 class _File:
@@ -138,6 +148,8 @@ class _File:
         self.offset = 0  # the first unread byte
         self.map: mmap.mmap | None = None
         self.map_offset = 0
+        self.block = BLOCK_BYTES  # read_txlog shares it out among the files
+        self.released = 0  # bytes of the mapping given back (whole pages, already scanned)
         self.stats = _new_stats()
 
     @property
@@ -146,25 +158,32 @@ class _File:
         return self.stats[MAX_SECOND]
 
     def pending(self) -> memoryview | None:
-        """Up to BLOCK_BYTES of unread bytes; None at the end (and the file closed)."""
+        """Up to `block` unread bytes; None at the end (and the file closed)."""
         if self.offset >= self.size:
             self.close()
             return None
         mapped_to = self.map_offset + (len(self.map) if self.map is not None else 0)
-        if self.map is None or (mapped_to - self.offset < BLOCK_BYTES and mapped_to < self.size):
+        if self.map is None or (mapped_to - self.offset < self.block and mapped_to < self.size):
             # A mapping starts on a page; the previous one is unmapped once its last view is gone.
             self.map_offset = self.offset - self.offset % mmap.ALLOCATIONGRANULARITY
             length = min(self.size - self.map_offset, MAP_BYTES)
             self.map = mmap.mmap(self.fd, length, access=mmap.ACCESS_READ, offset=self.map_offset)
+            self.released = 0
             mapped_to = self.map_offset + length
         start = self.offset - self.map_offset
-        view = memoryview(self.map)[start : start + BLOCK_BYTES]
+        view = memoryview(self.map)[start : start + self.block]
         if self.offset + len(view) == self.size and view[-1] != ord("\n"):
             return memoryview(bytes(view) + b"\n")  # a last line without its newline is scanned too
         return view
 
     def consume(self, n: int) -> None:
+        """Moves past n scanned bytes, and gives their whole pages back: mapped pages count in the worker's
+        memory until then (8 files mapped whole held 163 MiB)."""
         self.offset += n
+        scanned = (self.offset - self.map_offset) // mmap.PAGESIZE * mmap.PAGESIZE
+        if self.map is not None and scanned > self.released:
+            self.map.madvise(mmap.MADV_DONTNEED, self.released, scanned - self.released)
+            self.released = scanned
 
     def close(self) -> None:
         if self.fd >= 0:
@@ -205,8 +224,8 @@ class _Ring:
             if not lines:
                 continue
             done, row = lines - failed, self.window[slot * _TEMPLATE.counts_len : (slot + 1) * _TEMPLATE.counts_len]
-            payload = _txlog.varints(row, low, high + 1 if done else low, self.total)
-            self.closed[t] = SecondBucket(t=t, count=done, failed=failed, hist=_compressed(payload, None))
+            hist = _encoded(row, low, high + 1 if done else low, into=self.total)
+            self.closed[t] = SecondBucket(t=t, count=done, failed=failed, hist=hist)
             self.meta[4 * slot : 4 * slot + 4] = _EMPTY_META
         self.base = max(self.base, second)
 
@@ -265,6 +284,8 @@ def read_txlog(paths: list[Path], per_second: bool, since_epoch: float | None = 
 
 def _read(files: list[_File], per_second: bool, since_epoch: float | None) -> TransactionLog:
     all_files, files = files, list(files)
+    for log in files:  # only the ring bounds a block's time span
+        log.block = max(BLOCK_BYTES // len(files), min(BLOCK_BYTES, MIN_BLOCK_BYTES)) if per_second else BLOCK_BYTES
     since_us = _NO_WARMUP if since_epoch is None else round(since_epoch * 1_000_000)
     total = _counts()
     ring = None
@@ -282,7 +303,7 @@ def _read(files: list[_File], per_second: bool, since_epoch: float | None) -> Tr
             else:
                 consumed, stop = ring.scan(block, since_us, current.stats)
             if consumed == 0 and stop < 0:
-                raise ValueError(f"{current.path}: a line longer than {BLOCK_BYTES:,} bytes: not a pgbench --log file")
+                raise ValueError(f"{current.path}: a line longer than {current.block:,} bytes: not a pgbench --log file")
             current.consume(consumed)
             if ring is not None and 0 <= stop < ring.base:  # a line out of time order, its second encoded already
                 line = current.first_line(block[consumed:])
