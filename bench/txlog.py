@@ -143,10 +143,12 @@ def peak_mib() -> float:
 
 
 def child(which: str, path: Path, out: Path) -> None:
-    """Runs in the subprocess: one implementation on one file; writes its times and percentiles as JSON."""
+    """Runs in the subprocess: one implementation on one file (or every file of a folder, pgbench -j's
+    thread files); writes its times and percentiles as JSON."""
+    paths = sorted(path.iterdir()) if path.is_dir() else [path]
     usage, t0 = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
     if which == "run-only":  # what an unsharded step asks: the run's histogram, no per-second series
-        read_txlog([path], per_second=False)
+        read_txlog(paths, per_second=False)
         wall, cpu = time.perf_counter() - t0, cpu_s(resource.getrusage(resource.RUSAGE_SELF)) - cpu_s(usage)
         out.write_text(json.dumps({"wall_s": wall, "cpu_s": cpu, "rss_mib": peak_mib()}))
         return
@@ -154,7 +156,7 @@ def child(which: str, path: Path, out: Path) -> None:
         histogram, not_done = OLD_pgbench_log_histogram([path])
         series = OLD_pgbench_log_series([path])
     else:
-        log = read_txlog([path], per_second=True)
+        log = read_txlog(paths, per_second=True)
         histogram, not_done, series = log.histogram, log.not_done, log.series
     wall, cpu = time.perf_counter() - t0, cpu_s(resource.getrusage(resource.RUSAGE_SELF)) - cpu_s(usage)
     assert series is not None
@@ -203,6 +205,9 @@ def main() -> None:
     parser.add_argument("--old-fraction", type=float, default=0.1, help="share of the log the old code reads")
     parser.add_argument("--log", type=Path, help="a log generated before: measured as is, not generated")
     parser.add_argument("--keep", type=Path, help="write the generated log here too, for --log next time")
+    parser.add_argument(
+        "--threads", type=int, default=8, help="the same log split into this many thread files, as pgbench -j writes it"
+    )
     parser.add_argument("--child", nargs=3, metavar=("WHICH", "LOG", "OUT"), help=argparse.SUPPRESS)
     options = parser.parse_args()
     if options.child:
@@ -227,13 +232,24 @@ def main() -> None:
         part_lines = int(lines * options.old_fraction)
         with full.open() as source, part.open("w") as sliced:
             sliced.writelines(line for _, line in zip(range(part_lines), source))
+        # pgbench -j N: one file per thread, a client's lines all in its thread's file.
+        split = Path(tmp) / "threads"
+        split.mkdir()
+        outs = [(split / f"pgbench_log.1{f'.{i}' if i else ''}").open("w") for i in range(options.threads)]
+        with full.open() as source:
+            for line in source:
+                outs[int(line.split(" ", 1)[0]) % options.threads].write(line)
+        for handle in outs:
+            handle.close()
         me = [sys.executable, __file__, "--child"]
 
         # Warm the page cache and the interpreter's imports once, then measure.
         subprocess.run(["wc", "-l", str(full)], check=True, capture_output=True)
         wc = wc_measured(full)
-        reports = {name: Path(tmp) / f"{name}.json" for name in ("new", "run-only", "new_part", "old_part")}
+        subprocess.run(["cat", *map(str, split.iterdir())], check=True, stdout=subprocess.DEVNULL)
+        reports = {name: Path(tmp) / f"{name}.json" for name in ("new", "run-only", "threads", "new_part", "old_part")}
         new = child_measured([*me, "new", str(full), str(reports["new"])], reports["new"])
+        threads = child_measured([*me, "new", str(split), str(reports["threads"])], reports["threads"])
         run_only = child_measured([*me, "run-only", str(full), str(reports["run-only"])], reports["run-only"])
         new_part = child_measured([*me, "new", str(part), str(reports["new_part"])], reports["new_part"])
         old_part = child_measured([*me, "old", str(part), str(reports["old_part"])], reports["old_part"])
@@ -248,6 +264,7 @@ def main() -> None:
     print(row("wc -l (full log)", wc))
     print(row("new: read_txlog (full log)", new))
     print(row("new, run histogram only (no series)", run_only, "(an unsharded step)"))
+    print(row(f"new on {options.threads} thread files (-j {options.threads})", threads))
     print(row(f"new on the {options.old_fraction:.0%} slice", new_part, n=part_lines))
     print(row(f"old on the {options.old_fraction:.0%} slice", old_part, n=part_lines))
     print(
@@ -255,9 +272,17 @@ def main() -> None:
         f"peak RSS >= {old_part['rss_mib']:.1f} MiB (it grows with the log: every second's histogram is kept)"
     )
     print(f"new vs old: {old_wall / new['wall_s']:.0f}x faster (wall), {old_cpu / new['cpu_s']:.0f}x (cpu)   target >= 50x")
-    print(f"new peak RSS: {new['rss_mib']:.1f} MiB   target <= 200 MiB")
+    print(
+        f"new peak RSS: {new['rss_mib']:.1f} MiB, on {options.threads} thread files {threads['rss_mib']:.1f} MiB"
+        "   target <= 200 MiB"
+    )
     print(
         f"new vs wc -l: {new['wall_s'] / wc['wall_s']:.1f}x (wall), {new['cpu_s'] / max(wc['cpu_s'], 1e-3):.1f}x (cpu)   target <= 3x"
+    )
+    print(
+        f"on {options.threads} thread files vs wc -l: {threads['wall_s'] / wc['wall_s']:.1f}x (wall), "
+        f"{threads['cpu_s'] / max(wc['cpu_s'], 1e-3):.1f}x (cpu); same histograms and series as the one file: "
+        f"{largest_difference(new, threads) == (0.0, True)}"
     )
     print(
         f"run histogram only vs wc -l: {run_only['wall_s'] / wc['wall_s']:.1f}x (wall), "
