@@ -3,9 +3,9 @@ import subprocess
 import pytest
 
 from pgarena.local import containers
-from pgarena.local.embedded import free_port
 from pgarena.local.runtime import LocalRun, run_local
 from pgarena.model.matrix import parse_campaign
+from tests.ports import refused_port
 
 REPO_ROOT = containers.REPO_ROOT
 
@@ -48,7 +48,7 @@ DEMO_MATRIX = {
 def demo_campaign(tmp_path_factory) -> LocalRun:
     """A real local campaign, run once per session, with its results folder."""
     matrix = {**DEMO_MATRIX, "targets": [dict(t) for t in DEMO_MATRIX["targets"]]}
-    matrix["targets"][2]["endpoint"] = {**matrix["targets"][2]["endpoint"], "port": free_port()}
+    matrix["targets"][2]["endpoint"] = {**matrix["targets"][2]["endpoint"], "port": refused_port()}
     run = run_local(parse_campaign(matrix), tmp_path_factory.mktemp("demo-results"))
     assert run.status == "SUCCEEDED", run.error
     return run

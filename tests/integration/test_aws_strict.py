@@ -11,10 +11,10 @@ from dataclasses import replace
 import pytest
 
 from pgarena.local import assets, limits
-from pgarena.local.embedded import free_port
 from pgarena.local.endpoints import function_arn
 from pgarena.local.runtime import Execution, LocalRuntime, new_campaign_id
 from pgarena.model.matrix import parse_campaign
+from tests.ports import refused_port
 
 pytestmark = pytest.mark.integration
 
@@ -64,7 +64,7 @@ def wide() -> dict:
         {
             "name": name,
             "provider": "self-hosted",
-            "endpoint": {"host": "127.0.0.1", "port": free_port(), "user": "postgres", "sslmode": "disable"},
+            "endpoint": {"host": "127.0.0.1", "port": refused_port(), "user": "postgres", "sslmode": "disable"},
         }
         for name in UNREACHABLE
     ]
@@ -263,7 +263,7 @@ def test_a_state_past_256_kib_fails_the_campaign(runtime):
             {
                 "name": "far",
                 "provider": "self-hosted",
-                "endpoint": {"host": "127.0.0.1", "port": free_port(), "user": "postgres", "sslmode": "disable"},
+                "endpoint": {"host": "127.0.0.1", "port": refused_port(), "user": "postgres", "sslmode": "disable"},
             }
         ],
         "workloads": [{"name": "tpcb", "tool": "pgbench", "run": {"clients": 1, "duration_s": 1}}],

@@ -7,10 +7,11 @@ import pytest
 
 from functions.start_campaign.handler import handler as start_campaign
 from pgarena.aws.ledger import Ledger, month_of
-from pgarena.local.embedded import EmbeddedProcess, free_port
+from pgarena.local.embedded import EmbeddedProcess
 from pgarena.local.endpoints import LambdaContext
 from pgarena.local.runtime import BUCKET, TABLE, Execution, LocalRuntime
 from pgarena.model.matrix import parse_campaign
+from tests.ports import refused_port
 
 pytestmark = pytest.mark.integration
 
@@ -61,7 +62,7 @@ def matrix(name, endpoint, hourly_cost_usd, **cost):
 
 def unreachable():
     """An endpoint nobody listens on: a refused campaign must never try it."""
-    return type("Endpoint", (), {"host": "127.0.0.1", "port": free_port()})()
+    return type("Endpoint", (), {"host": "127.0.0.1", "port": refused_port()})()
 
 
 def states_entered(runtime, execution):

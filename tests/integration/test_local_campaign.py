@@ -4,9 +4,9 @@ import json
 
 import pytest
 
-from pgarena.local.embedded import free_port
 from pgarena.local.runtime import run_local
 from pgarena.model.matrix import parse_campaign
+from tests.ports import refused_port
 
 pytestmark = pytest.mark.integration
 
@@ -24,7 +24,7 @@ def campaign_run(tmp_path_factory):
             {
                 "name": "unreachable",
                 "provider": "self-hosted",
-                "endpoint": {"host": "127.0.0.1", "port": free_port(), "user": "postgres", "sslmode": "disable"},
+                "endpoint": {"host": "127.0.0.1", "port": refused_port(), "user": "postgres", "sslmode": "disable"},
             },
             {
                 "name": "tiny",
