@@ -23,8 +23,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -177,6 +179,18 @@ def child(which: str, path: Path, out: Path) -> None:
     out.write_text(json.dumps(result))
 
 
+def median_of(measured: list[dict]) -> dict:
+    """The last measurement with each of wall, CPU and peak RSS replaced by its median over the rounds."""
+    return measured[-1] | {key: statistics.median(m[key] for m in measured) for key in ("wall_s", "cpu_s", "rss_mib")}
+
+
+def cpu_model() -> str:
+    models = [
+        line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines() if line.startswith("model name")
+    ]
+    return f"{models[0] if models else 'unknown CPU'} x {os.cpu_count()}"
+
+
 def len_seconds(report: dict) -> int:
     return len(report.get("seconds", {}))
 
@@ -208,6 +222,7 @@ def main() -> None:
     parser.add_argument(
         "--threads", type=int, default=8, help="the same log split into this many thread files, as pgbench -j writes it"
     )
+    parser.add_argument("--repeat", type=int, default=5, help="measurements of each fast one, interleaved; the median is printed")
     parser.add_argument("--child", nargs=3, metavar=("WHICH", "LOG", "OUT"), help=argparse.SUPPRESS)
     options = parser.parse_args()
     if options.child:
@@ -245,12 +260,17 @@ def main() -> None:
 
         # Warm the page cache and the interpreter's imports once, then measure.
         subprocess.run(["wc", "-l", str(full)], check=True, capture_output=True)
-        wc = wc_measured(full)
         subprocess.run(["cat", *map(str, split.iterdir())], check=True, stdout=subprocess.DEVNULL)
         reports = {name: Path(tmp) / f"{name}.json" for name in ("new", "run-only", "threads", "new_part", "old_part")}
-        new = child_measured([*me, "new", str(full), str(reports["new"])], reports["new"])
-        threads = child_measured([*me, "new", str(split), str(reports["threads"])], reports["threads"])
-        run_only = child_measured([*me, "run-only", str(full), str(reports["run-only"])], reports["run-only"])
+        # The fast ones take a tenth of a second: a round measures each once, in turn, and the median
+        # round's figures are printed, so a moment of load on this shared machine moves none of them.
+        rounds: dict[str, list[dict]] = {"wc": [], "new": [], "threads": [], "run-only": []}
+        for _ in range(options.repeat):
+            rounds["wc"].append(wc_measured(full))
+            rounds["new"].append(child_measured([*me, "new", str(full), str(reports["new"])], reports["new"]))
+            rounds["threads"].append(child_measured([*me, "new", str(split), str(reports["threads"])], reports["threads"]))
+            rounds["run-only"].append(child_measured([*me, "run-only", str(full), str(reports["run-only"])], reports["run-only"]))
+        wc, new, threads, run_only = (median_of(rounds[name]) for name in ("wc", "new", "threads", "run-only"))
         new_part = child_measured([*me, "new", str(part), str(reports["new_part"])], reports["new_part"])
         old_part = child_measured([*me, "old", str(part), str(reports["old_part"])], reports["old_part"])
         scale = lines / part_lines
@@ -261,6 +281,7 @@ def main() -> None:
         rate = n / m["cpu_s"] / 1e6 if m["cpu_s"] else float("inf")
         return f"{name:<34} wall {m['wall_s']:8.2f} s  cpu {m['cpu_s']:8.2f} s  peak RSS {m['rss_mib']:7.1f} MiB  {rate:6.2f} M tx/cpu-s {note}"
 
+    print(f"machine: {cpu_model()}; wc -l and new: median of {options.repeat} interleaved rounds")
     print(row("wc -l (full log)", wc))
     print(row("new: read_txlog (full log)", new))
     print(row("new, run histogram only (no series)", run_only, "(an unsharded step)"))
