@@ -8,6 +8,7 @@ import pytest
 
 import pgarena.tools.pgbench.txlog as txlog
 from pgarena.analysis.latency import HIGHEST_US, LOWEST_US, decode, encode, new_histogram
+from pgarena.tools.pgbench import _txlog
 from pgarena.tools.pgbench.txlog import encode_counts, histogram_of_counts, read_txlog
 
 START = 1_700_000_000
@@ -198,3 +199,32 @@ def test_a_line_longer_than_a_block_is_refused_with_the_file_named(tmp_path, mon
     path = write(tmp_path / "pgbench_log.7", [f"0 0 100 0 {START} 5\n", "9" * 5000 + "\n"])
     with pytest.raises(ValueError, match=r"pgbench_log\.7: a line longer than 1,024 bytes"):
         read_txlog([path], per_second=False)
+
+
+LINE = f"0 0 100000000 0 {START} 5\n".encode()
+COUNTS = new_histogram().counts_len
+
+
+def _int64s(n):
+    return memoryview(bytearray(8 * n)).cast("q")
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: _txlog.scan(LINE, (*txlog._LAYOUT[:6], 16), 0, 0, 1, None, None, _int64s(16), txlog._new_stats()),
+        lambda: _txlog.scan(LINE, (*txlog._LAYOUT[:6], -5), 0, 0, 1, None, None, _int64s(16), txlog._new_stats()),
+        lambda: _txlog.scan(LINE, txlog._LAYOUT, 0, START, 2**62, _int64s(4), _int64s(4), txlog._counts(), txlog._new_stats()),
+        lambda: _txlog.scan(
+            LINE, txlog._LAYOUT, 0, 2**63 - 2, 4, _int64s(4 * COUNTS), _int64s(16), txlog._counts(), txlog._new_stats()
+        ),
+        lambda: _txlog.encode(_int64s(16), 2**61, 2**61 + 1, txlog._PAYLOAD_HEADER, 0, -1, True),
+    ],
+    ids=["layout-short-of-its-highest", "negative-counts-len", "window-size-wrapping", "ring-end-wrapping", "stop-wrapping"],
+)
+def test_arguments_that_would_reach_past_a_buffer_are_refused(call):
+    # Given sizes whose product in bytes wraps round int64 (it passed the size check and the scanner wrote
+    # or read far past the buffer), or a layout whose counts index runs past counts_len
+    # Then the scanner refuses them before touching a count
+    with pytest.raises(ValueError):
+        call()

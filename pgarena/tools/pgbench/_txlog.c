@@ -377,12 +377,25 @@ static const char *scan_block(const char *start, const char *end, Sink *sink) {
     return stopped;
 }
 
-static int writable_int64(Py_buffer *view, Py_ssize_t at_least, const char *name) {
-    if (view->len < at_least * (Py_ssize_t)sizeof(int64_t)) {
-        PyErr_Format(PyExc_ValueError, "%s: %zd bytes, need %zd", name, view->len, at_least * (Py_ssize_t)sizeof(int64_t));
+/* view holds rows x per_row int64s, the product checked for overflow: a huge window_s or counts_len wrapped
+   past the check, and rows were written beyond the buffer. */
+static int writable_int64(Py_buffer *view, int64_t rows, int64_t per_row, const char *name) {
+    int64_t n;
+    if (rows < 0 || per_row < 0 || __builtin_mul_overflow(rows, per_row, &n) || n > view->len / (Py_ssize_t)sizeof(int64_t)) {
+        PyErr_Format(PyExc_ValueError, "%s: %zd bytes, not %lld x %lld counts", name, view->len, (long long)rows, (long long)per_row);
         return 0;
     }
     return 1;
+}
+
+/* A layout as hdrh makes it (txlog.py passes hdrh's own): every value's counts index is below counts_len
+   (counts_index clamps to highest, whose index is the largest) and no shift in counts_index overflows. */
+static int layout_ok(const Layout *h) {
+    if (h->unit_magnitude < 0 || h->sub_bucket_half_count_magnitude < 0 || h->unit_magnitude + h->sub_bucket_half_count_magnitude > 60 ||
+        h->sub_bucket_half_count != (int64_t)1 << h->sub_bucket_half_count_magnitude ||
+        h->sub_bucket_mask != (2 * h->sub_bucket_half_count - 1) << h->unit_magnitude || h->lowest < 1 || h->highest < h->lowest)
+        return 0;
+    return counts_index(h, h->highest) < h->counts_len;
 }
 
 PyDoc_STRVAR(scan_doc,
@@ -408,15 +421,22 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     PyObject *result = NULL;
     k.since_us = since_us, k.base = base, k.window_s = window_s;
     k.window = k.meta = NULL;
+    if (!layout_ok(&k.h)) {
+        PyErr_SetString(PyExc_ValueError, "layout: not an HdrHistogram's (its highest value's index must be under counts_len)");
+        goto done;
+    }
     if (window_obj != Py_None) {
         if (PyObject_GetBuffer(window_obj, &window, PyBUF_WRITABLE) < 0) goto done;
         if (PyObject_GetBuffer(meta_obj, &meta, PyBUF_WRITABLE) < 0) goto done;
-        if (window_s < 1 || !writable_int64(&window, window_s * k.h.counts_len, "window") ||
-            !writable_int64(&meta, window_s * N_META, "meta"))
+        if (!writable_int64(&window, window_s, k.h.counts_len, "window") || !writable_int64(&meta, window_s, N_META, "meta"))
             goto done;
+        if (window_s < 1 || base < 0 || base > INT64_MAX - window_s) {  /* base + window_s is computed per line */
+            PyErr_Format(PyExc_ValueError, "ring: seconds %lld + %lld", base, window_s);
+            goto done;
+        }
         k.window = window.buf, k.meta = meta.buf;
     }
-    if (!writable_int64(&total, k.h.counts_len, "total") || !writable_int64(&stats, N_STATS, "stats")) goto done;
+    if (!writable_int64(&total, 1, k.h.counts_len, "total") || !writable_int64(&stats, 1, N_STATS, "stats")) goto done;
     k.total = total.buf, k.stats = stats.buf;
 
     const char *start = data.buf, *end = start + data.len, *stopped;
@@ -492,7 +512,8 @@ static PyObject *encode(PyObject *self, PyObject *args) {
         }
         if (PyObject_GetBuffer(into_obj, &into, PyBUF_WRITABLE) < 0) goto done;
     }
-    if (start < 0 || stop < start || view.len < stop * (Py_ssize_t)sizeof(int64_t) || (into.obj && into.len < view.len) ||
+    /* stop compared with the count of counts, not stop * 8 with the bytes: a huge stop wrapped past the check */
+    if (start < 0 || stop < start || stop > view.len / (Py_ssize_t)sizeof(int64_t) || (into.obj && into.len < view.len) ||
         header.len < 8) {
         PyErr_Format(PyExc_ValueError, "counts: %zd bytes, not [%zd, %zd) counts (or a header under 8 bytes)", view.len, start, stop);
         goto done;
