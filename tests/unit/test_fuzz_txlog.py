@@ -53,26 +53,35 @@ BAD = st.one_of(
 
 
 @FUZZ
-@given(lines=st.lists(st.one_of(GOOD, GOOD, GOOD, BAD), max_size=300), cut_last=st.booleans(), window_s=st.sampled_from([2, 64]))
-def test_any_log_is_counted_as_its_lines_say(tmp_path_factory, monkeypatch, lines, cut_last, window_s):
+@given(
+    lines=st.lists(st.one_of(GOOD, GOOD, GOOD, BAD), max_size=300),
+    cut_last=st.booleans(),
+    window_s=st.sampled_from([2, 64]),
+    files=st.sampled_from([1, 1, 3]),
+)
+def test_any_log_is_counted_as_its_lines_say(tmp_path_factory, monkeypatch, lines, cut_last, window_s, files):
     monkeypatch.setattr(txlog, "BLOCK_BYTES", 512)
     monkeypatch.setattr(txlog, "WINDOW_S", window_s)
     text = "".join(lines)
     if cut_last and text:
         text = text[:-1]  # the last line without its newline: still read
-    path = tmp_path_factory.mktemp("fuzz") / "pgbench_log.1"
-    path.write_text(text)
+    # pgbench -j: the lines dealt out to thread files, read two at a time (_txlog.c's scan_two)
+    texts = ["".join(text.splitlines(keepends=True)[i::files]) for i in range(files)]
+    folder = tmp_path_factory.mktemp("fuzz")
+    paths = [folder / f"pgbench_log.1{f'.{i}' if i else ''}" for i in range(files)]
+    for path, part in zip(paths, texts):
+        path.write_text(part)
     kept = [line for line in text.splitlines(keepends=True) if counted(line if line.endswith("\n") else line + "\n")]
-    first = text.split("\n", 1)[0].split()
     if not text:  # an empty log (pgbench killed at once): nothing to count
-        log = read_txlog([path], per_second=True)
+        log = read_txlog(paths, per_second=True)
         assert log.series is None and log.histogram.get_total_count() == 0 and log.not_done == 0
         return
-    if len(first) < 6 or not (DIGITS.fullmatch(first[4]) and len(first[4]) <= 12):
+    firsts = [part.split("\n", 1)[0].split() for part in texts if part]
+    if any(len(first) < 6 or not (DIGITS.fullmatch(first[4]) and len(first[4]) <= 12) for first in firsts):
         with pytest.raises(ValueError, match="not a pgbench --log file"):  # refused whole, the file named
-            read_txlog([path], per_second=True)
+            read_txlog(paths, per_second=True)
         return
-    log = read_txlog([path], per_second=True)
+    log = read_txlog(paths, per_second=True)
     done = [line for line in kept if line.split(" ")[2].isdigit()]
     if done:
         assert_matches(log, [line if line.endswith("\n") else line + "\n" for line in kept])

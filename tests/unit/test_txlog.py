@@ -165,16 +165,44 @@ def test_a_file_that_is_not_a_pgbench_log_is_named(tmp_path):
 
 @pytest.mark.parametrize("window_s", [64, 3])
 def test_a_large_block_is_scanned_in_two_halves_with_the_same_result(tmp_path, monkeypatch, window_s):
-    # Given a block past the scanner's two-halves threshold (2 MiB), with failed lines, beside two small
-    # files; with a ring of 3 seconds, either half stops at a second past the ring (the first half's stop
-    # drops the second's work)
+    # Given a block past the scanner's two-halves threshold (2 MiB), with failed lines; with a ring of 3
+    # seconds, either half stops at a second past the ring (the first half's stop drops the second's work)
+    monkeypatch.setattr(txlog, "BLOCK_BYTES", 12 << 20)
+    monkeypatch.setattr(txlog, "WINDOW_S", window_s)
+    lines = log_lines(random.Random(11), seconds=40, per_second=4000, clients=200)
+    path = write(tmp_path / "pgbench_log.1", lines)
+    assert path.stat().st_size > 4 << 20
+    assert_matches(read_txlog([path], per_second=True), lines)
+
+
+@pytest.mark.parametrize("window_s", [64, 3])
+def test_thread_files_are_scanned_two_at_once_with_the_same_result(tmp_path, monkeypatch, window_s):
+    # Given pgbench -j 3 (a large file beside two small ones) read two files at a time, one per core; with
+    # a ring of 3 seconds each file stops on its own at a second past the ring, its work kept
     monkeypatch.setattr(txlog, "BLOCK_BYTES", 12 << 20)
     monkeypatch.setattr(txlog, "WINDOW_S", window_s)
     rng = random.Random(11)
     files = [log_lines(rng, seconds=40, per_second=n, clients=200) for n in (4000, 300, 10)]
     paths = [write(tmp_path / f"pgbench_log.1.{i}", lines) for i, lines in enumerate(files)]
-    assert paths[0].stat().st_size > 4 << 20  # its share of a block (4 MiB) is scanned in two halves
     assert_matches(read_txlog(paths, per_second=True), [line for lines in files for line in lines])
+    log = read_txlog(paths, per_second=False)
+    assert encode(log.histogram) == reference([line for lines in files for line in lines])[0]
+
+
+def test_two_blocks_scanned_at_once_keep_their_files_stats_apart():
+    # Given two files' blocks in one call: each file's stats are its own (its last second, its lines)
+    first = "".join(f"0 {i} 100 0 {START + i} 5\n" for i in range(3))
+    second = "".join(f"1 {i} failed 0 {START + 10 + i} 7\n" for i in range(2))
+    total, stats, other_stats = txlog._counts(), txlog._new_stats(), txlog._new_stats()
+    ours, theirs = _txlog.scan(
+        first.encode(), txlog._LAYOUT, txlog._NO_WARMUP, 0, 1, None, None, total, stats, second.encode(), other_stats
+    )
+    assert ours == (len(first), -1) and theirs == (len(second), -1)
+    assert (stats[txlog.MAX_SECOND], stats[txlog.NOT_DONE]) == (START + 2, 0)
+    assert (other_stats[txlog.MAX_SECOND], other_stats[txlog.NOT_DONE]) == (START + 11, 2)
+    assert sum(total) == 3
+    with pytest.raises(ValueError, match="other_stats: the same memory as stats"):
+        _txlog.scan(b"", txlog._LAYOUT, 0, 0, 1, None, None, total, stats, b"", stats)
 
 
 def test_seconds_further_apart_than_the_ring_are_read_in_turns(tmp_path, monkeypatch):

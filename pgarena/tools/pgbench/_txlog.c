@@ -281,8 +281,9 @@ static void *scan_half(void *arg) {
     return NULL;
 }
 
-/* into += from, for every count from holds; the ring's rows by second (only those from touched). */
-static void add_sink(Sink *into, const Sink *from) {
+/* into += from, for every count from holds; the ring's rows by second (only those from touched); and
+   from's stats when they are a part of into's (a block's second half, not another file's). */
+static void add_sink(Sink *into, const Sink *from, int with_stats) {
     int64_t n = into->h.counts_len;
     for (int64_t i = 0; i < n; i++) into->total[i] += from->total[i];
     if (into->window) {
@@ -303,6 +304,7 @@ static void add_sink(Sink *into, const Sink *from) {
             meta[LINES] += other[LINES], meta[FAILED] += other[FAILED];
         }
     }
+    if (!with_stats) return;
     int64_t *st = into->stats;
     const int64_t *ot = from->stats;
     st[WARMUP] += ot[WARMUP], st[NOT_DONE] += ot[NOT_DONE], st[BAD_LINES] += ot[BAD_LINES];
@@ -343,12 +345,16 @@ static void clear_scratch(const Sink *used) {
     }
 }
 
-/* scan_lines over [start, end), in two threads where that pays; the same result either way. */
-static const char *scan_block(const char *start, const char *end, Sink *sink) {
+static int two_cores(void) {
     static long cores = 0;
     if (!cores) cores = sysconf(_SC_NPROCESSORS_ONLN);
+    return cores > 1;
+}
+
+/* scan_lines over [start, end), in two threads where that pays; the same result either way. */
+static const char *scan_block(const char *start, const char *end, Sink *sink) {
     const char *middle = NULL;
-    if (end - start >= TWO_HALVES_FROM && cores > 1) middle = memchr(start + (end - start) / 2, '\n', (size_t)(end - start) / 2);
+    if (end - start >= TWO_HALVES_FROM && two_cores()) middle = memchr(start + (end - start) / 2, '\n', (size_t)(end - start) / 2);
     if (!middle || pthread_mutex_trylock(&scratch.lock) != 0) return scan_lines(start, end, sink);
     middle++;
     int64_t stats[N_STATS] = {0};
@@ -368,10 +374,42 @@ static const char *scan_block(const char *start, const char *end, Sink *sink) {
         stopped = scan_lines(start, middle, sink);
         pthread_join(thread, NULL);
         if (stopped == middle) {  /* else the first half stopped early: the second's work is dropped */
-            add_sink(sink, &second.sink);
+            add_sink(sink, &second.sink, 1);
             stopped = second.stopped;
         }
         clear_scratch(&second.sink);
+    }
+    pthread_mutex_unlock(&scratch.lock);
+    return stopped;
+}
+
+/* Two files' blocks at once, one per core: [b, b_end) into the scratch sink, its counts added to sink's
+   after, its stats other's own (other: sink with the other file's stats). Unlike a block's two halves,
+   each file stops on its own, so neither's work is dropped: a run's thread files (pgbench -j) each get
+   a small share of a block, too small to split in two. Returns where a stopped; *b_stopped where b did. */
+static const char *scan_two(const char *a, const char *a_end, Sink *sink, const char *b, const char *b_end, Sink *other,
+                            const char **b_stopped) {
+    if (!two_cores() || pthread_mutex_trylock(&scratch.lock) != 0) {
+        *b_stopped = scan_block(b, b_end, other);
+        return scan_block(a, a_end, sink);
+    }
+    Half half = {b, b_end, NULL, *other};
+    pthread_t thread;
+    const char *stopped;
+    int ready = scratch_for(sink);
+    if (ready) {
+        half.sink.total = scratch.total, half.sink.meta = scratch.meta;
+        half.sink.window = sink->window ? scratch.window : NULL;
+    }
+    if (!ready || pthread_create(&thread, NULL, scan_half, &half) != 0) {
+        *b_stopped = scan_lines(b, b_end, other);  /* no memory or no thread: one after the other */
+        stopped = scan_lines(a, a_end, sink);
+    } else {
+        stopped = scan_lines(a, a_end, sink);
+        pthread_join(thread, NULL);
+        *b_stopped = half.stopped;
+        add_sink(sink, &half.sink, 0);
+        clear_scratch(&half.sink);
     }
     pthread_mutex_unlock(&scratch.lock);
     return stopped;
@@ -399,7 +437,8 @@ static int layout_ok(const Layout *h) {
 }
 
 PyDoc_STRVAR(scan_doc,
-"scan(data, layout, since_us, base, window_s, window, meta, total, stats) -> (consumed, stop_second)\n\n"
+"scan(data, layout, since_us, base, window_s, window, meta, total, stats, other=None, other_stats=None)\n"
+"-> (consumed, stop_second)\n\n"
 "Adds the whole lines of data (up to its last newline; the rest is left) to total (counts of every done\n"
 "transaction ending at or after since_us) and, when window is not None, to the per-second ring: second t\n"
 "in row t % window_s of window (counts) and of meta (4 per row: lines, lines not done, lowest and highest\n"
@@ -407,16 +446,34 @@ PyDoc_STRVAR(scan_doc,
 "window_s. Stops at the first measured line of a second outside that range and returns its offset and\n"
 "second (the caller closes seconds, or merges a late line), else (bytes read, -1). stats: warm-up lines,\n"
 "not done, earliest start (us), latest end (us), latest end second, lines that are not pgbench --log\n"
-"lines (a line cut short by a killed pgbench), skipped.");
+"lines (a line cut short by a killed pgbench), skipped.\n"
+"With other and other_stats (another file's block and stats), both blocks are scanned at once, on two\n"
+"cores where the machine has them, into the same counts, and the result is ((consumed, stop_second),\n"
+"(other's consumed, other's stop_second)).");
+
+/* The end second of the line at stopped (its fifth field), or -1 when the scan reached end. */
+static long long stop_second(const char *stopped, const char *end) {
+    if (stopped >= end) return -1;
+    const char *q = stopped;
+    for (int spaces = 0; spaces < 4; q++) spaces += *q == ' ';
+    return strtoll(q, NULL, 10);
+}
+
+/* [*start, *end): the buffer's whole lines (up to its last newline; the rest is left). */
+static void whole_lines(const Py_buffer *data, const char **start, const char **end) {
+    *start = data->buf, *end = *start + data->len;
+    while (*end > *start && (*end)[-1] != '\n') (*end)--;
+}
 
 static PyObject *scan(PyObject *self, PyObject *args) {
-    Py_buffer data, window = {0}, meta = {0}, total, stats;
-    PyObject *window_obj, *meta_obj;
+    Py_buffer data, window = {0}, meta = {0}, total, stats, other = {0}, other_stats = {0};
+    PyObject *window_obj, *meta_obj, *other_obj = Py_None, *other_stats_obj = Py_None;
     Sink k;
     long long since_us, base, window_s;
-    if (!PyArg_ParseTuple(args, "y*(LLLLLLL)LLLOOw*w*", &data, &k.h.unit_magnitude, &k.h.sub_bucket_half_count_magnitude,
+    if (!PyArg_ParseTuple(args, "y*(LLLLLLL)LLLOOw*w*|OO", &data, &k.h.unit_magnitude, &k.h.sub_bucket_half_count_magnitude,
                           &k.h.sub_bucket_half_count, &k.h.sub_bucket_mask, &k.h.lowest, &k.h.highest, &k.h.counts_len,
-                          &since_us, &base, &window_s, &window_obj, &meta_obj, &total, &stats))
+                          &since_us, &base, &window_s, &window_obj, &meta_obj, &total, &stats, &other_obj,
+                          &other_stats_obj))
         return NULL;
     PyObject *result = NULL;
     k.since_us = since_us, k.base = base, k.window_s = window_s;
@@ -438,29 +495,42 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     }
     if (!writable_int64(&total, 1, k.h.counts_len, "total") || !writable_int64(&stats, 1, N_STATS, "stats")) goto done;
     k.total = total.buf, k.stats = stats.buf;
+    Sink ko = k;  /* the other file's: the same counts, its own stats */
+    if (other_obj != Py_None) {
+        if (PyObject_GetBuffer(other_obj, &other, PyBUF_SIMPLE) < 0) goto done;
+        if (PyObject_GetBuffer(other_stats_obj, &other_stats, PyBUF_WRITABLE) < 0) goto done;
+        if (!writable_int64(&other_stats, 1, N_STATS, "other_stats")) goto done;
+        const char *s = stats.buf, *o = other_stats.buf;  /* each scan writes its stats alone */
+        if (o < s + N_STATS * sizeof(int64_t) && s < o + N_STATS * sizeof(int64_t)) {
+            PyErr_SetString(PyExc_ValueError, "other_stats: the same memory as stats");
+            goto done;
+        }
+        ko.stats = other_stats.buf;
+    }
 
-    const char *start = data.buf, *end = start + data.len, *stopped;
-    while (end > start && end[-1] != '\n') end--;  /* whole lines only */
+    const char *start, *end, *stopped, *b = NULL, *b_end = NULL, *b_stopped = NULL;
+    whole_lines(&data, &start, &end);
+    if (other.obj) whole_lines(&other, &b, &b_end);
     Py_BEGIN_ALLOW_THREADS
-    stopped = scan_block(start, end, &k);
+    stopped = other.obj ? scan_two(start, end, &k, b, b_end, &ko, &b_stopped) : scan_block(start, end, &k);
     Py_END_ALLOW_THREADS
-    if (stopped == NULL) {
+    if (stopped == NULL || (other.obj && b_stopped == NULL)) {
         PyErr_NoMemory();
         goto done;
     }
-    long long stop_second = -1;
-    if (stopped < end) {
-        const char *q = stopped;  /* the refused line's end second: its fifth field */
-        for (int spaces = 0; spaces < 4; q++) spaces += *q == ' ';
-        stop_second = strtoll(q, NULL, 10);
-    }
-    result = Py_BuildValue("(nL)", (Py_ssize_t)(stopped - start), stop_second);
+    if (other.obj)
+        result = Py_BuildValue("((nL)(nL))", (Py_ssize_t)(stopped - start), stop_second(stopped, end),
+                               (Py_ssize_t)(b_stopped - b), stop_second(b_stopped, b_end));
+    else
+        result = Py_BuildValue("(nL)", (Py_ssize_t)(stopped - start), stop_second(stopped, end));
 done:
     PyBuffer_Release(&data);
     PyBuffer_Release(&total);
     PyBuffer_Release(&stats);
     if (window.obj) PyBuffer_Release(&window);
     if (meta.obj) PyBuffer_Release(&meta);
+    if (other.obj) PyBuffer_Release(&other);
+    if (other_stats.obj) PyBuffer_Release(&other_stats);
     return result;
 }
 

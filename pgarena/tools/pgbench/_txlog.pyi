@@ -1,6 +1,9 @@
 # The compiled scanner's interface (_txlog.c): buffers are int64 counts, as txlog.py allocates them.
+from typing import overload
+
 from typing_extensions import Buffer
 
+@overload
 def scan(
     data: Buffer,
     layout: tuple[int, int, int, int, int, int, int],
@@ -12,6 +15,20 @@ def scan(
     total: Buffer,
     stats: Buffer,
 ) -> tuple[int, int]: ...
+@overload
+def scan(
+    data: Buffer,
+    layout: tuple[int, int, int, int, int, int, int],
+    since_us: int,
+    base: int,
+    window_s: int,
+    window: Buffer | None,
+    meta: Buffer | None,
+    total: Buffer,
+    stats: Buffer,
+    other: Buffer,
+    other_stats: Buffer,
+) -> tuple[tuple[int, int], tuple[int, int]]: ...
 def encode(
     counts: Buffer,
     start: int,

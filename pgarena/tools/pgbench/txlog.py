@@ -282,6 +282,22 @@ def read_txlog(paths: list[Path], per_second: bool, since_epoch: float | None = 
             log.close()
 
 
+def _scan(blocks: list[tuple[_File, memoryview]], since_us: int, ring: _Ring | None, total: memoryview) -> list[tuple[int, int]]:
+    """Each block's (consumed, stop second): one file's block (its two halves on two cores), or two files'
+    at once, one per core (a run's thread files each get too small a share of BLOCK_BYTES to split)."""
+    window, meta, base, window_s = (ring.window, ring.meta, ring.base, WINDOW_S) if ring else (None, None, 0, 1)
+    if len(blocks) == 1:
+        ((log, block),) = blocks
+        return [_txlog.scan(block, _LAYOUT, since_us, base, window_s, window, meta, total, log.stats)]
+    if len(blocks) == 2:
+        (log, block), (other, other_block) = blocks
+        ours, theirs = _txlog.scan(
+            block, _LAYOUT, since_us, base, window_s, window, meta, total, log.stats, other_block, other.stats
+        )
+        return [ours, theirs]
+    return []
+
+
 def _read(files: list[_File], per_second: bool, since_epoch: float | None) -> TransactionLog:
     all_files, files = files, list(files)
     for log in files:  # only the ring bounds a block's time span
@@ -292,25 +308,24 @@ def _read(files: list[_File], per_second: bool, since_epoch: float | None) -> Tr
     if per_second and files:
         ring = _Ring(base=max(min(f.first_second for f in files), since_us // 1_000_000), total=total)
     while files:
-        # Read from the file furthest behind, so all files move through time together.
-        current = min(files, key=lambda f: f.seen)
-        block = current.pending()
-        if block is None:
-            files.remove(current)
-        else:
-            if ring is None:
-                consumed, stop = _txlog.scan(block, _LAYOUT, since_us, 0, 1, None, None, total, current.stats)
+        # Read from the two files furthest behind (one per core), so all files move through time together.
+        blocks = []
+        for log in sorted(files, key=lambda f: f.seen)[:2]:
+            block = log.pending()
+            if block is None:
+                files.remove(log)
             else:
-                consumed, stop = ring.scan(block, since_us, current.stats)
+                blocks.append((log, block))
+        for (log, block), (consumed, stop) in zip(blocks, _scan(blocks, since_us, ring, total)):
             if consumed == 0 and stop < 0:
-                raise ValueError(f"{current.path}: a line longer than {current.block:,} bytes: not a pgbench --log file")
-            current.consume(consumed)
+                raise ValueError(f"{log.path}: a line longer than {log.block:,} bytes: not a pgbench --log file")
+            log.consume(consumed)
             if ring is not None and 0 <= stop < ring.base:  # a line out of time order, its second encoded already
-                line = current.first_line(block[consumed:])
-                ring.merge_late(line, since_us, current.stats, stop)
-                current.consume(len(line))
+                line = log.first_line(block[consumed:])
+                ring.merge_late(line, since_us, log.stats, stop)
+                log.consume(len(line))
             elif stop >= 0:  # a line past the ring: this file waits there until the others catch up
-                current.stats[MAX_SECOND] = max(current.seen, stop)
+                log.stats[MAX_SECOND] = max(log.seen, stop)
         if ring is not None:
             ring.close_before(min((f.seen for f in files), default=2**62))
     stats = [f.stats for f in all_files]
