@@ -11,6 +11,8 @@ checkpoint landed in one variant's run at random. Each round runs every variant 
 in an order rotated from round to round; each variant's tps is divided by the same round's bare tps:
 
     bare          pgbench as the worker would run it, without --log
+    bare-again    bare once more (an A/A control): its ratio is the method's own noise on this machine,
+                  what any other variant's interval must be read against
     log           bare + --log (per-transaction log on disk, as the worker writes it)
     worker        pgarena's worker: --log, streaming, the monitor, uploads, the log's processing
     --options adds: log-tmpfs (the log on /dev/shm) and log-sampled (--sampling-rate 0.1: the percentiles
@@ -141,7 +143,7 @@ def variants(
         spent = summary.harness.cpu_s + summary.harness.tool_cpu_s
         return Measured(summary.tps, spent / summary.transactions * 1e6)
 
-    chosen = {"bare": bare, "log": logged(None, []), "worker": worker}
+    chosen = {"bare": bare, "bare-again": bare, "log": logged(None, []), "worker": worker}
     if options:
         chosen |= {"log-tmpfs": logged("/dev/shm", []), "log-sampled": logged(None, ["--sampling-rate=0.1"])}
     return chosen
@@ -237,6 +239,12 @@ def main() -> None:
                 r_median, r_low, r_high = median_ci95(cpu_ratios[name])
                 relative = f"   x bare: {r_median:.3f} [{r_low:.3f}, {r_high:.3f}]"
             print(f"{name:<22} {median:7.1f} us [{low:.1f}, {high:.1f}]{relative}")
+        if "bare-again" in ratios:
+            _, low, high = median_ci95(ratios["bare-again"])
+            print(
+                f"A/A control: bare-again / bare within [{low:.3f}, {high:.3f}]: a variant's median inside that "
+                "band is not told apart from bare by this many rounds on this machine"
+            )
         if "log" in ratios and "worker" in ratios:
             log, worker = statistics.median(ratios["log"]), statistics.median(ratios["worker"])
             print(
