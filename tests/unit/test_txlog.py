@@ -177,12 +177,13 @@ def test_a_large_block_is_scanned_in_two_halves_with_the_same_result(tmp_path, m
 
 @pytest.mark.parametrize("window_s", [64, 3])
 def test_thread_files_are_scanned_two_at_once_with_the_same_result(tmp_path, monkeypatch, window_s):
-    # Given pgbench -j 3 (a large file beside two small ones) read two files at a time, one per core; with
-    # a ring of 3 seconds each file stops on its own at a second past the ring, its work kept
-    monkeypatch.setattr(txlog, "BLOCK_BYTES", 12 << 20)
+    # Given pgbench -j 3: two files large enough to be scanned at once, one per core (512 KiB blocks and
+    # more), beside a small one; with a ring of 3 seconds each file stops on its own at a second past the
+    # ring, its work kept
+    monkeypatch.setattr(txlog, "BLOCK_BYTES", 3 << 20)
     monkeypatch.setattr(txlog, "WINDOW_S", window_s)
     rng = random.Random(11)
-    files = [log_lines(rng, seconds=40, per_second=n, clients=200) for n in (4000, 300, 10)]
+    files = [log_lines(rng, seconds=40, per_second=n, clients=200) for n in (3000, 1500, 10)]
     paths = [write(tmp_path / f"pgbench_log.1.{i}", lines) for i, lines in enumerate(files)]
     assert_matches(read_txlog(paths, per_second=True), [line for lines in files for line in lines])
     log = read_txlog(paths, per_second=False)
@@ -201,8 +202,39 @@ def test_two_blocks_scanned_at_once_keep_their_files_stats_apart():
     assert (stats[txlog.MAX_SECOND], stats[txlog.NOT_DONE]) == (START + 2, 0)
     assert (other_stats[txlog.MAX_SECOND], other_stats[txlog.NOT_DONE]) == (START + 11, 2)
     assert sum(total) == 3
-    with pytest.raises(ValueError, match="other_stats: the same memory as stats"):
-        _txlog.scan(b"", txlog._LAYOUT, 0, 0, 1, None, None, total, stats, b"", stats)
+    # Memory the other scan writes at the same time is refused; so is half of the pair
+    for shared in (stats, total[:6]):
+        with pytest.raises(ValueError, match="other_stats: memory that stats, total, window or meta use too"):
+            _txlog.scan(b"", txlog._LAYOUT, 0, 0, 1, None, None, total, stats, b"", shared)
+    with pytest.raises(TypeError, match="both or neither"):
+        _txlog.scan(b"", txlog._LAYOUT, 0, 0, 1, None, None, total, stats, b"")
+
+
+@pytest.mark.parametrize("window_s", [64, 3])
+def test_two_files_at_once_equal_one_after_the_other(window_s):
+    # Given two files' blocks of over 512 KiB (scanned at once on two cores), with failed lines, warm-up
+    # lines and, with a ring of 3 seconds, stops past it: ring, counts, stats and stops are those of
+    # scanning them one after the other
+    rng = random.Random(13)
+    first = "".join(log_lines(rng, seconds=12, per_second=2000, clients=50)).encode()
+    second = "".join(log_lines(rng, seconds=12, per_second=1800, clients=50)).encode()
+    assert min(len(first), len(second)) > 512 << 10
+    since_us = (START + 1) * 1_000_000
+
+    def scanned(together):
+        ring = txlog._Ring(base=START, total=txlog._counts())
+        stats = (txlog._new_stats(), txlog._new_stats())
+        args = (txlog._LAYOUT, since_us, START, window_s, ring.window, ring.meta, ring.total)
+        if together:
+            stops = _txlog.scan(first, *args, stats[0], second, stats[1])
+        else:
+            stops = (_txlog.scan(first, *args, stats[0]), _txlog.scan(second, *args, stats[1]))
+        return stops, [list(s) for s in stats], bytes(ring.window), bytes(ring.meta), bytes(ring.total)
+
+    one_after_the_other = scanned(False)
+    assert scanned(True) == one_after_the_other
+    stops = one_after_the_other[0]
+    assert all(stop >= 0 for _, stop in stops) if window_s == 3 else stops == ((len(first), -1), (len(second), -1))
 
 
 def test_seconds_further_apart_than_the_ring_are_read_in_turns(tmp_path, monkeypatch):

@@ -269,6 +269,9 @@ static const char *scan_lines(const char *start, const char *end, Sink *sink) {
    second half into a sink of its own (scratch, below), added to the first's after both are done. Below
    that, a thread and the merge cost about what they save. */
 #define TWO_HALVES_FROM (2 << 20)
+/* Two files' blocks are scanned at once when the smaller is this large: a thread, the scratch sink's
+   merge and its clearing cost about what a quarter of a MiB of lines takes to scan. */
+#define TWO_FILES_FROM (512 << 10)
 
 typedef struct {
     const char *start, *end, *stopped;
@@ -285,7 +288,8 @@ static void *scan_half(void *arg) {
    from's stats when they are a part of into's (a block's second half, not another file's). */
 static void add_sink(Sink *into, const Sink *from, int with_stats) {
     int64_t n = into->h.counts_len;
-    for (int64_t i = 0; i < n; i++) into->total[i] += from->total[i];
+    /* with a ring, a scan leaves total alone: a second's counts reach it when the second is closed */
+    for (int64_t i = 0; !into->window && i < n; i++) into->total[i] += from->total[i];
     if (into->window) {
         for (int64_t slot = 0; slot < into->window_s; slot++) {
             int64_t *meta = into->meta + N_META * slot;
@@ -336,7 +340,7 @@ static int scratch_for(const Sink *sink) {
 }
 
 static void clear_scratch(const Sink *used) {
-    memset(used->total, 0, (size_t)used->h.counts_len * sizeof(int64_t));
+    if (!used->window) memset(used->total, 0, (size_t)used->h.counts_len * sizeof(int64_t));
     for (int64_t slot = 0; used->window && slot < used->window_s; slot++) {
         int64_t *meta = used->meta + N_META * slot;
         if (meta[LINES] > meta[FAILED])
@@ -389,7 +393,8 @@ static const char *scan_block(const char *start, const char *end, Sink *sink) {
    a small share of a block, too small to split in two. Returns where a stopped; *b_stopped where b did. */
 static const char *scan_two(const char *a, const char *a_end, Sink *sink, const char *b, const char *b_end, Sink *other,
                             const char **b_stopped) {
-    if (!two_cores() || pthread_mutex_trylock(&scratch.lock) != 0) {
+    if (a_end - a < TWO_FILES_FROM || b_end - b < TWO_FILES_FROM || !two_cores() ||
+        pthread_mutex_trylock(&scratch.lock) != 0) {  /* one after the other (a block of 2 MiB in two halves) */
         *b_stopped = scan_block(b, b_end, other);
         return scan_block(a, a_end, sink);
     }
@@ -447,9 +452,14 @@ PyDoc_STRVAR(scan_doc,
 "second (the caller closes seconds, or merges a late line), else (bytes read, -1). stats: warm-up lines,\n"
 "not done, earliest start (us), latest end (us), latest end second, lines that are not pgbench --log\n"
 "lines (a line cut short by a killed pgbench), skipped.\n"
-"With other and other_stats (another file's block and stats), both blocks are scanned at once, on two\n"
-"cores where the machine has them, into the same counts, and the result is ((consumed, stop_second),\n"
+"With other and other_stats (another file's block and stats), both blocks are scanned, at once on two\n"
+"cores where the machine has them and both hold 512 KiB or more, into the same counts, and the result is ((consumed, stop_second),\n"
 "(other's consumed, other's stop_second)).");
+
+static int overlaps(const Py_buffer *a, const Py_buffer *b) {
+    const char *x = a->buf, *y = b->buf;
+    return x < y + b->len && y < x + a->len;
+}
 
 /* The end second of the line at stopped (its fifth field), or -1 when the scan reached end. */
 static long long stop_second(const char *stopped, const char *end) {
@@ -496,13 +506,18 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     if (!writable_int64(&total, 1, k.h.counts_len, "total") || !writable_int64(&stats, 1, N_STATS, "stats")) goto done;
     k.total = total.buf, k.stats = stats.buf;
     Sink ko = k;  /* the other file's: the same counts, its own stats */
+    if ((other_obj == Py_None) != (other_stats_obj == Py_None)) {
+        PyErr_SetString(PyExc_TypeError, "other and other_stats: both or neither");
+        goto done;
+    }
     if (other_obj != Py_None) {
         if (PyObject_GetBuffer(other_obj, &other, PyBUF_SIMPLE) < 0) goto done;
         if (PyObject_GetBuffer(other_stats_obj, &other_stats, PyBUF_WRITABLE) < 0) goto done;
         if (!writable_int64(&other_stats, 1, N_STATS, "other_stats")) goto done;
-        const char *s = stats.buf, *o = other_stats.buf;  /* each scan writes its stats alone */
-        if (o < s + N_STATS * sizeof(int64_t) && s < o + N_STATS * sizeof(int64_t)) {
-            PyErr_SetString(PyExc_ValueError, "other_stats: the same memory as stats");
+        /* the other file's scan writes other_stats while this one writes the rest, at the same time */
+        if (overlaps(&other_stats, &stats) || overlaps(&other_stats, &total) || (window.obj && overlaps(&other_stats, &window)) ||
+            (meta.obj && overlaps(&other_stats, &meta))) {
+            PyErr_SetString(PyExc_ValueError, "other_stats: memory that stats, total, window or meta use too");
             goto done;
         }
         ko.stats = other_stats.buf;

@@ -4,8 +4,8 @@ Line format: client_id transaction_no time script_no time_epoch time_us [schedul
 time is the latency in microseconds, or "failed" / "skipped"; time_epoch/time_us is when the
 transaction ended. A study-scale log holds millions of lines: they are parsed and counted into
 HdrHistogram buckets by a compiled scanner (_txlog.c, built by setup.py into the worker image and the
-local virtualenv; the Lambda bundle never imports this module), a block at a time, the two halves of a
-block on two cores. Memory stays bounded whatever the run's length: per-second counts live in a ring
+local virtualenv; the Lambda bundle never imports this module), a block at a time, on two cores: a
+block's two halves, or two thread files' blocks at once. Memory stays bounded whatever the run's length: per-second counts live in a ring
 of WINDOW_S seconds, and a second is encoded as soon as every file has read past it.
 """
 
@@ -27,9 +27,9 @@ from pgarena.analysis.latency import decode, new_histogram
 from pgarena.model.series import SecondBucket, ShardSeries
 from pgarena.tools.pgbench import _txlog
 
-# Bytes scanned at a time, shared by the files (pgbench -j writes one per thread): large enough that
-# the scanner's two halves pay for their thread (per-call costs were a fifth of the time at 1 MiB),
-# small enough that a block spans less time than the ring (WINDOW_S), or the scan stops part-way and
+# Bytes scanned at a time, shared by the files (pgbench -j writes one per thread; two files' shares of
+# 512 KiB or more are scanned at once): large enough that a block's two halves pay for their thread (per-call
+# costs were a fifth of the time at 1 MiB), small enough that a block spans less time than the ring (WINDOW_S), or the scan stops part-way and
 # the second half's work is dropped. A file's share is at least MIN_BLOCK_BYTES. A file is mapped
 # MAP_BYTES at a time, and pages scanned are given back at once (_File.consume).
 BLOCK_BYTES = 8 << 20
@@ -284,18 +284,17 @@ def read_txlog(paths: list[Path], per_second: bool, since_epoch: float | None = 
 
 def _scan(blocks: list[tuple[_File, memoryview]], since_us: int, ring: _Ring | None, total: memoryview) -> list[tuple[int, int]]:
     """Each block's (consumed, stop second): one file's block (its two halves on two cores), or two files'
-    at once, one per core (a run's thread files each get too small a share of BLOCK_BYTES to split)."""
+    at once, one per core where both are large enough (a run's thread files each get too small a share of
+    BLOCK_BYTES to split)."""
     window, meta, base, window_s = (ring.window, ring.meta, ring.base, WINDOW_S) if ring else (None, None, 0, 1)
+    if not blocks:
+        return []
     if len(blocks) == 1:
         ((log, block),) = blocks
         return [_txlog.scan(block, _LAYOUT, since_us, base, window_s, window, meta, total, log.stats)]
-    if len(blocks) == 2:
-        (log, block), (other, other_block) = blocks
-        ours, theirs = _txlog.scan(
-            block, _LAYOUT, since_us, base, window_s, window, meta, total, log.stats, other_block, other.stats
-        )
-        return [ours, theirs]
-    return []
+    (log, block), (other, other_block) = blocks
+    ours, theirs = _txlog.scan(block, _LAYOUT, since_us, base, window_s, window, meta, total, log.stats, other_block, other.stats)
+    return [ours, theirs]
 
 
 def _read(files: list[_File], per_second: bool, since_epoch: float | None) -> TransactionLog:
@@ -316,7 +315,7 @@ def _read(files: list[_File], per_second: bool, since_epoch: float | None) -> Tr
                 files.remove(log)
             else:
                 blocks.append((log, block))
-        for (log, block), (consumed, stop) in zip(blocks, _scan(blocks, since_us, ring, total)):
+        for (log, block), (consumed, stop) in zip(blocks, _scan(blocks, since_us, ring, total), strict=True):
             if consumed == 0 and stop < 0:
                 raise ValueError(f"{log.path}: a line longer than {log.block:,} bytes: not a pgbench --log file")
             log.consume(consumed)
