@@ -39,6 +39,7 @@ from hdrh.histogram import HdrHistogram
 from pgarena.analysis.latency import HIGHEST_US, LOWEST_US, decode, encode, new_histogram, values_at_percentiles
 from pgarena.model.series import SecondBucket, ShardSeries
 from pgarena.tools.pgbench.txlog import read_txlog
+from pgarena.worker.facts import cpu_model
 
 PERCENTILES = [50, 95, 99, 100]
 LINES_PER_CHUNK = 500_000
@@ -184,13 +185,6 @@ def median_of(measured: list[dict]) -> dict:
     return measured[-1] | {key: statistics.median(m[key] for m in measured) for key in ("wall_s", "cpu_s", "rss_mib")}
 
 
-def cpu_model() -> str:
-    models = [
-        line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines() if line.startswith("model name")
-    ]
-    return f"{models[0] if models else 'unknown CPU'} x {os.cpu_count()}"
-
-
 def len_seconds(report: dict) -> int:
     return len(report.get("seconds", {}))
 
@@ -281,7 +275,8 @@ def main() -> None:
         rate = n / m["cpu_s"] / 1e6 if m["cpu_s"] else float("inf")
         return f"{name:<34} wall {m['wall_s']:8.2f} s  cpu {m['cpu_s']:8.2f} s  peak RSS {m['rss_mib']:7.1f} MiB  {rate:6.2f} M tx/cpu-s {note}"
 
-    print(f"machine: {cpu_model()}; wc -l and new: median of {options.repeat} interleaved rounds")
+    machine = f"{cpu_model(Path('/proc/cpuinfo').read_text()) or 'unknown CPU'} x {os.cpu_count()}"
+    print(f"machine: {machine}; wc -l and new: median of {options.repeat} interleaved rounds")
     print(row("wc -l (full log)", wc))
     print(row("new: read_txlog (full log)", new))
     print(row("new, run histogram only (no series)", run_only, "(an unsharded step)"))

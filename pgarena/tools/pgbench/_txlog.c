@@ -349,6 +349,15 @@ static void clear_scratch(const Sink *used) {
     }
 }
 
+/* half's lines on another thread, into the scratch sink (its stats stay half's own); 0 when there is no
+   memory or no thread, and the caller scans in one pass. The scratch lock is held. */
+static int start_in_scratch(Half *half, pthread_t *thread) {
+    if (!scratch_for(&half->sink)) return 0;
+    half->sink.total = scratch.total, half->sink.meta = scratch.meta;
+    half->sink.window = half->sink.window ? scratch.window : NULL;
+    return pthread_create(thread, NULL, scan_half, half) == 0;
+}
+
 static int two_cores(void) {
     static long cores = 0;
     if (!cores) cores = sysconf(_SC_NPROCESSORS_ONLN);
@@ -367,12 +376,7 @@ static const char *scan_block(const char *start, const char *end, Sink *sink) {
     second.sink.stats = stats;
     pthread_t thread;
     const char *stopped;
-    int ready = scratch_for(sink);
-    if (ready) {
-        second.sink.total = scratch.total, second.sink.meta = scratch.meta;
-        second.sink.window = sink->window ? scratch.window : NULL;
-    }
-    if (!ready || pthread_create(&thread, NULL, scan_half, &second) != 0) {
+    if (!start_in_scratch(&second, &thread)) {
         stopped = scan_lines(start, end, sink);  /* no memory or no thread: one pass */
     } else {
         stopped = scan_lines(start, middle, sink);
@@ -401,12 +405,7 @@ static const char *scan_two(const char *a, const char *a_end, Sink *sink, const 
     Half half = {b, b_end, NULL, *other};
     pthread_t thread;
     const char *stopped;
-    int ready = scratch_for(sink);
-    if (ready) {
-        half.sink.total = scratch.total, half.sink.meta = scratch.meta;
-        half.sink.window = sink->window ? scratch.window : NULL;
-    }
-    if (!ready || pthread_create(&thread, NULL, scan_half, &half) != 0) {
+    if (!start_in_scratch(&half, &thread)) {
         *b_stopped = scan_lines(b, b_end, other);  /* no memory or no thread: one after the other */
         stopped = scan_lines(a, a_end, sink);
     } else {
@@ -453,8 +452,8 @@ PyDoc_STRVAR(scan_doc,
 "not done, earliest start (us), latest end (us), latest end second, lines that are not pgbench --log\n"
 "lines (a line cut short by a killed pgbench), skipped.\n"
 "With other and other_stats (another file's block and stats), both blocks are scanned, at once on two\n"
-"cores where the machine has them and both hold 512 KiB or more, into the same counts, and the result is ((consumed, stop_second),\n"
-"(other's consumed, other's stop_second)).");
+"cores where the machine has them and both hold 512 KiB or more, into the same counts, and the result\n"
+"is ((consumed, stop_second), (other's consumed, other's stop_second)).");
 
 static int overlaps(const Py_buffer *a, const Py_buffer *b) {
     const char *x = a->buf, *y = b->buf;

@@ -5,8 +5,9 @@ time is the latency in microseconds, or "failed" / "skipped"; time_epoch/time_us
 transaction ended. A study-scale log holds millions of lines: they are parsed and counted into
 HdrHistogram buckets by a compiled scanner (_txlog.c, built by setup.py into the worker image and the
 local virtualenv; the Lambda bundle never imports this module), a block at a time, on two cores: a
-block's two halves, or two thread files' blocks at once. Memory stays bounded whatever the run's length: per-second counts live in a ring
-of WINDOW_S seconds, and a second is encoded as soon as every file has read past it.
+block's two halves, or two thread files' blocks at once. Memory stays bounded whatever the run's length:
+per-second counts live in a ring of WINDOW_S seconds, and a second is encoded as soon as every file has
+read past it.
 """
 
 from __future__ import annotations
@@ -28,9 +29,9 @@ from pgarena.model.series import SecondBucket, ShardSeries
 from pgarena.tools.pgbench import _txlog
 
 # Bytes scanned at a time, shared by the files (pgbench -j writes one per thread; two files' shares of
-# 512 KiB or more are scanned at once): large enough that a block's two halves pay for their thread (per-call
-# costs were a fifth of the time at 1 MiB), small enough that a block spans less time than the ring (WINDOW_S), or the scan stops part-way and
-# the second half's work is dropped. A file's share is at least MIN_BLOCK_BYTES. A file is mapped
+# 512 KiB or more are scanned at once): large enough that a block's two halves pay for their thread
+# (per-call costs were a fifth of the time at 1 MiB), small enough that a block spans less time than the
+# ring (WINDOW_S), or the scan stops part-way and the second half's work is dropped. A file's share is at least MIN_BLOCK_BYTES. A file is mapped
 # MAP_BYTES at a time, and pages scanned are given back at once (_File.consume).
 BLOCK_BYTES = 8 << 20
 MIN_BLOCK_BYTES = 256 << 10
@@ -212,9 +213,6 @@ class _Ring:
     meta: memoryview = field(default_factory=lambda: memoryview(bytearray(8 * 4 * WINDOW_S)).cast("q"))
     closed: dict[int, SecondBucket] = field(default_factory=dict)
 
-    def scan(self, block: memoryview, since_us: int, stats: array[int]) -> tuple[int, int]:
-        return _txlog.scan(block, _LAYOUT, since_us, self.base, WINDOW_S, self.window, self.meta, self.total, stats)
-
     def close_before(self, second: int) -> None:
         """Encodes every second below `second` that has lines (its counts added to total and cleared:
         only the buckets recorded, a few of the row's 184 KiB), and moves the ring past them."""
@@ -232,7 +230,7 @@ class _Ring:
     def merge_late(self, line: memoryview, since_us: int, stats: array[int], second: int) -> None:
         """A line of a second encoded already (out of time order): scanned alone, added to that second."""
         late = _Ring(base=second, total=self.total)
-        late.scan(line, since_us, stats)
+        _scan([(line, stats)], since_us, late, late.total)
         late.close_before(second + 1)
         added, before = late.closed[second], self.closed.get(second)
         if before is not None:
@@ -258,7 +256,7 @@ def first_start_epoch(paths: list[Path]) -> float | None:
         try:
             block = log.pending()
             if block is not None:
-                _txlog.scan(block, _LAYOUT, _NO_WARMUP, 0, 1, None, None, _counts(), log.stats)
+                _scan([(block, log.stats)], _NO_WARMUP, None, _counts())
         finally:
             log.close()
         if log.stats[MIN_START_US] < 2**62:
@@ -282,19 +280,20 @@ def read_txlog(paths: list[Path], per_second: bool, since_epoch: float | None = 
             log.close()
 
 
-def _scan(blocks: list[tuple[_File, memoryview]], since_us: int, ring: _Ring | None, total: memoryview) -> list[tuple[int, int]]:
-    """Each block's (consumed, stop second): one file's block (its two halves on two cores), or two files'
-    at once, one per core where both are large enough (a run's thread files each get too small a share of
-    BLOCK_BYTES to split)."""
+def _scan(
+    blocks: list[tuple[memoryview, array[int]]], since_us: int, ring: _Ring | None, total: memoryview
+) -> list[tuple[int, int]]:
+    """Each (block, its file's stats)'s (consumed, stop second), into the ring (or only total): one file's
+    block (its two halves on two cores), or two files' at once, one per core where both are large enough
+    (a run's thread files each get too small a share of BLOCK_BYTES to split)."""
     window, meta, base, window_s = (ring.window, ring.meta, ring.base, WINDOW_S) if ring else (None, None, 0, 1)
     if not blocks:
         return []
     if len(blocks) == 1:
-        ((log, block),) = blocks
-        return [_txlog.scan(block, _LAYOUT, since_us, base, window_s, window, meta, total, log.stats)]
-    (log, block), (other, other_block) = blocks
-    ours, theirs = _txlog.scan(block, _LAYOUT, since_us, base, window_s, window, meta, total, log.stats, other_block, other.stats)
-    return [ours, theirs]
+        ((block, stats),) = blocks
+        return [_txlog.scan(block, _LAYOUT, since_us, base, window_s, window, meta, total, stats)]
+    (block, stats), (other, other_stats) = blocks
+    return list(_txlog.scan(block, _LAYOUT, since_us, base, window_s, window, meta, total, stats, other, other_stats))
 
 
 def _read(files: list[_File], per_second: bool, since_epoch: float | None) -> TransactionLog:
@@ -315,7 +314,8 @@ def _read(files: list[_File], per_second: bool, since_epoch: float | None) -> Tr
                 files.remove(log)
             else:
                 blocks.append((log, block))
-        for (log, block), (consumed, stop) in zip(blocks, _scan(blocks, since_us, ring, total), strict=True):
+        scanned = _scan([(block, log.stats) for log, block in blocks], since_us, ring, total)
+        for (log, block), (consumed, stop) in zip(blocks, scanned, strict=True):
             if consumed == 0 and stop < 0:
                 raise ValueError(f"{log.path}: a line longer than {log.block:,} bytes: not a pgbench --log file")
             log.consume(consumed)
