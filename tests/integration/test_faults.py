@@ -27,7 +27,9 @@ from pgarena.model.matrix import parse_campaign
 pytestmark = pytest.mark.integration
 
 CLIENTS = 2
-DURATION_S = 5
+# A fault lands 2 s after the run's clients connect (wait_for_run): a 5 s run left 3 s, which a full suite on
+# a loaded 2-core machine once overran for all three in-run faults (each target then succeeded).
+DURATION_S = 12
 # Short enough to keep the lost-worker case quick, long enough that a healthy worker starved of CPU on a
 # loaded 2-core machine still beats in time (6 s was not: the control was once declared lost).
 HEARTBEAT_TIMEOUT_S = 20
