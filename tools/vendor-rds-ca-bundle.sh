@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Refreshes pgarena/target/rds-global-bundle.pem, the Amazon RDS CA certificates (the RDS global
+# Refreshes pgarena/server/rds-global-bundle.pem, the Amazon RDS CA certificates (the RDS global
 # bundle: RDS, Aurora, and RDS Proxy's roots) that the worker image and the functions trust when a
 # target asks for sslmode verify-ca / verify-full without its own sslrootcert.
 #
@@ -20,5 +20,5 @@ trap 'rm -rf "$work"' EXIT
     const certificates = [...profiles.ca, ...(profiles.proxyBundle?.ca ?? [])];
     process.stdout.write([...new Set(certificates.map((pem) => pem.trim()))].join("\n") + "\n");
   ' "$work/package"
-} >"$repo/pgarena/target/rds-global-bundle.pem"
-echo "wrote $(grep -c 'BEGIN CERTIFICATE' "$repo/pgarena/target/rds-global-bundle.pem") certificates to pgarena/target/rds-global-bundle.pem"
+} >"$repo/pgarena/server/rds-global-bundle.pem"
+echo "wrote $(grep -c 'BEGIN CERTIFICATE' "$repo/pgarena/server/rds-global-bundle.pem") certificates to pgarena/server/rds-global-bundle.pem"

@@ -13,7 +13,7 @@ from pgarena.model.errors import PgarenaError
 from pgarena.model.layout import evidence_key
 from pgarena.model.plan import PreflightRef, planned_target
 from pgarena.model.redact import redact
-from pgarena.target.preflight import preflight
+from pgarena.server.preflight import preflight
 
 
 class PreflightEvent(BaseModel):

@@ -11,7 +11,7 @@ from pgarena.aws.leases import lease_store
 from pgarena.aws.settings import ResultsEnv
 from pgarena.aws.store import ResultStore
 from pgarena.model.plan import planned_target
-from pgarena.target.preflight import release
+from pgarena.server.preflight import release
 
 
 class ReleaseEvent(BaseModel):

@@ -17,7 +17,7 @@ from typing import Any
 
 from pgarena.model.matrix import Endpoint
 from pgarena.model.results import EcsTask, WorkerFacts
-from pgarena.target.postgres import connect, describe
+from pgarena.server.postgres import connect, describe
 
 # Round trips timed for the median (each a `select 1` on one open connection).
 RTT_SAMPLES = 20

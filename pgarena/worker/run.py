@@ -38,10 +38,10 @@ from pgarena.model.plan import PHASE_BARRIER_TIMEOUT_S, WORKER_HARD_STOP_GRACE_S
 from pgarena.model.redact import Redactor
 from pgarena.model.results import Barrier, StepSummary, now_iso
 from pgarena.model.slo import SloProbe
-from pgarena.target.credentials import resolve_password
-from pgarena.target.monitor import Monitor
-from pgarena.target.replication import LAG_SERIES, ReplicationMonitor
-from pgarena.target.restarts import RESTART_SUSPECTS, RESTART_WAIT_S, read_postmaster_start, restart_evidence
+from pgarena.server.credentials import resolve_password
+from pgarena.server.monitor import Monitor
+from pgarena.server.replication import LAG_SERIES, ReplicationMonitor
+from pgarena.server.restarts import RESTART_SUSPECTS, RESTART_WAIT_S, read_postmaster_start, restart_evidence
 from pgarena.tools.runner import KILLED, TOOL_RUNNERS, Measured, tool_environment
 from pgarena.worker.cost import CostMeter
 from pgarena.worker.facts import worker_facts

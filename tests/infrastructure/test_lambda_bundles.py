@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from pgarena.local import assets
-from pgarena.target.postgres import RDS_CA_BUNDLE
+from pgarena.server.postgres import RDS_CA_BUNDLE
 from pgarena_cdk import bundling, constants
 from tests.infrastructure import template as cfn
 
@@ -174,7 +174,7 @@ def test_preflight_asset_ships_the_rds_ca_bundle_it_verifies_with(synth):
     function = cfn.function(synth, constants.PREFLIGHT.handler)
     code = synth.asset_dir(function["Code"]["S3Key"].removesuffix(".zip"))
 
-    # When looking where pgarena.target.postgres loads the RDS bundle from (sslmode verify-* without sslrootcert)
+    # When looking where pgarena.server.postgres loads the RDS bundle from (sslmode verify-* without sslrootcert)
     shipped = code / RDS_CA_BUNDLE.relative_to(REPO_ROOT)
 
     # Then the asset holds the vendored bundle as it is

@@ -18,8 +18,8 @@ from pgarena.local.embedded import EmbeddedProcess
 from pgarena.local.runtime import LocalRuntime
 from pgarena.model.errors import Authentication
 from pgarena.model.matrix import Endpoint, parse_campaign
-from pgarena.target.monitor import Monitor
-from pgarena.target.postgres import connect
+from pgarena.server.monitor import Monitor
+from pgarena.server.postgres import connect
 
 pytestmark = pytest.mark.integration
 

@@ -17,7 +17,7 @@ from cryptography.x509.oid import NameOID
 
 from pgarena.local.embedded import EmbeddedProcess
 from pgarena.model.errors import PgarenaError
-from pgarena.target.postgres import connect
+from pgarena.server.postgres import connect
 from pgarena.tools.pgbench.command import libpq_env
 
 pytestmark = pytest.mark.integration

@@ -12,7 +12,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from pgarena.target.postgres import RDS_CA_BUNDLE, _ssl_context
+from pgarena.server.postgres import RDS_CA_BUNDLE, _ssl_context
 
 
 def _common_names(certificates: list[x509.Certificate]) -> set[str]:

@@ -16,7 +16,7 @@ from pgarena.model.matrix import Endpoint, parse_campaign
 from pgarena.model.outcomes import TargetOutcome
 from pgarena.model.results import StepSummary
 from pgarena.planning.plan import plan_campaign
-from pgarena.target.restarts import reachable_address, resolve, restart_evidence
+from pgarena.server.restarts import reachable_address, resolve, restart_evidence
 from pgarena.tools.pgbench.command import libpq_env
 from pgarena.worker.run import heartbeat, heartbeat_every_s
 from tests.conftest import FIXTURES, ROOT

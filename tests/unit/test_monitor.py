@@ -1,6 +1,6 @@
 from pgarena.model.errors import ErrorInfo
 from pgarena.model.monitor import ActivitySample
-from pgarena.target.monitor import detect_drops, lock_waits_of, report_of, sample_of
+from pgarena.server.monitor import detect_drops, lock_waits_of, report_of, sample_of
 from pgarena.worker.run import with_lock_waits
 
 

@@ -12,7 +12,7 @@ from pgarena.model.plan import RUN_TIMEOUT_MARGIN_S
 from pgarena.model.replication import LagSample, ReplicaCatchUp
 from pgarena.model.results import TargetResult, WorkloadResult
 from pgarena.planning.plan import plan_campaign
-from pgarena.target.replication import (
+from pgarena.server.replication import (
     CatchUpClock,
     Position,
     PrimaryPosition,

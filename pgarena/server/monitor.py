@@ -16,7 +16,7 @@ from pathlib import Path
 
 from pgarena.model.matrix import Endpoint
 from pgarena.model.monitor import ActivitySample, ConnectionReport, Incident, LockWait
-from pgarena.target.postgres import CLIENT_SESSIONS, connect
+from pgarena.server.postgres import CLIENT_SESSIONS, connect
 
 # A fall of more than this fraction of the benchmark's connections between two samples is an incident.
 CONNECTION_DROP_FRACTION = 0.25

@@ -11,7 +11,7 @@ import pg8000.dbapi
 
 from pgarena.model.errors import ErrorKind, classify, failure, with_hint
 from pgarena.model.matrix import Endpoint
-from pgarena.target.credentials import resolve_password
+from pgarena.server.credentials import resolve_password
 
 CONNECT_TIMEOUT_S = 10
 # The Amazon RDS CA certificates (RDS global bundle, RDS Proxy roots), shipped in the package: the

@@ -34,7 +34,7 @@ from typing import IO, TYPE_CHECKING, Any, Literal
 from pgarena.analysis.replication import lsn_to_int, peaks
 from pgarena.model.matrix import Endpoint, Replica
 from pgarena.model.replication import LagSample, Method, ReplicaCatchUp
-from pgarena.target.postgres import connect
+from pgarena.server.postgres import connect
 
 if TYPE_CHECKING:
     from pg8000.dbapi import Cursor

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from pgarena.model.errors import ErrorKind, failure
 from pgarena.model.matrix import Endpoint
-from pgarena.target.postgres import connect
+from pgarena.server.postgres import connect
 
 if TYPE_CHECKING:
     from pg8000.dbapi import Cursor

@@ -19,8 +19,8 @@ from pgarena.model.redact import redact
 from pgarena.model.results import ServerInfo, ServerSetting
 from pgarena.planning.budget import apply_budget, compute_budget, held_by_other_campaigns
 from pgarena.planning.shards import PreflightResult, shard
-from pgarena.target.postgres import CLIENT_SESSIONS, connect, describe
-from pgarena.target.restarts import postmaster_started_at, reachable_address, resolve
+from pgarena.server.postgres import CLIENT_SESSIONS, connect, describe
+from pgarena.server.restarts import postmaster_started_at, reachable_address, resolve
 
 if TYPE_CHECKING:
     from pg8000.dbapi import Cursor
