@@ -42,6 +42,7 @@ from pathlib import Path
 import boto3
 from moto import mock_aws
 
+from pgarena.aws.barrier import DynamoBarrier
 from pgarena.aws.store import ResultStore, create_results_table
 from pgarena.local.embedded import EmbeddedProcess
 from pgarena.model.matrix import Endpoint, PgbenchRun, parse_campaign
@@ -137,7 +138,12 @@ def variants(
         # The worker echoes the tool's output as it comes (its cost is part of what is measured): here
         # into a sink, so that the rounds stay readable.
         with tempfile.TemporaryDirectory() as tmp, open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink):
-            summary = run_step(step.model_copy(update={"step_id": f"pg/tpcb/round{round_no}"}), store, Path(tmp))
+            summary = run_step(
+                step.model_copy(update={"step_id": f"pg/tpcb/round{round_no}"}),
+                store,
+                DynamoBarrier(store.dynamodb, store.table),
+                Path(tmp),
+            )
         assert summary.tps is not None and summary.transactions and summary.harness is not None
         # The worker's own CPU (this process: it runs in-process here) and its pgbench's, from item 4's meter.
         spent = summary.harness.cpu_s + summary.harness.tool_cpu_s

@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from pgarena.analysis.aggregate import aggregate
 from pgarena.analysis.cancel import stopped_outcomes
-from pgarena.aws.leases import FileLeases, campaign_of
+from pgarena.campaign.leases import campaign_of
+from pgarena.local.leases import FileLeases
 from pgarena.model import layout
 from pgarena.model.errors import DiskFull, ErrorInfo, ErrorKind
 from pgarena.model.matrix import parse_campaign

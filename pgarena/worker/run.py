@@ -28,9 +28,11 @@ from botocore.exceptions import ClientError
 from pgarena.analysis.replication import replication_result, run_seconds
 from pgarena.analysis.slo import probe_result, search
 from pgarena.analysis.warmup import warmup_of
-from pgarena.aws.barrier import wait_at_barrier
+from pgarena.aws.barrier import BARRIER_TIMEOUT_S, DynamoBarrier
 from pgarena.aws.settings import WorkerEnv
 from pgarena.aws.store import ResultStore
+from pgarena.campaign.ports import Barrier as StartBarrier
+from pgarena.campaign.ports import Store
 from pgarena.model.errors import ErrorInfo, ErrorKind, PgarenaError
 from pgarena.model.matrix import PgbenchWorkload
 from pgarena.model.monitor import ConnectionReport
@@ -185,7 +187,9 @@ def _gzip(path: Path) -> Path:
     return target
 
 
-def run_step(step: Step, store: ResultStore, workdir: Path, upload_every_s: float = UPLOAD_EVERY_S) -> StepSummary:
+def run_step(
+    step: Step, store: Store, barriers: StartBarrier, workdir: Path, upload_every_s: float = UPLOAD_EVERY_S
+) -> StepSummary:
     meter = CostMeter()
     tool = TOOL_RUNNERS[step.tool]
     password = resolve_password(step.endpoint)
@@ -201,7 +205,7 @@ def run_step(step: Step, store: ResultStore, workdir: Path, upload_every_s: floa
     postmaster_before = read_postmaster_start(step.endpoint) or step.postmaster_started_at
     version = tool_version(argv[0])
     facts = worker_facts(step.endpoint, {step.tool: version})  # before the barrier too: 20 round trips
-    barrier = _barrier(step, store)
+    barrier = _barrier(step, barriers)
     started_at, t0 = now_iso(), time.monotonic()
     try:
         with _replication(step, workdir) as lag:
@@ -290,7 +294,7 @@ def _probe(
     step: Step,
     rate_tps: float,
     index: int,
-    store: ResultStore,
+    store: Store,
     workdir: Path,
     password: str | None,
     upload_every_s: float,
@@ -329,23 +333,15 @@ def _probe(
     return probe_result(spec.run.slo, rate_tps, measured.tps, measured.latency, measured.progress, raw, measured.error)
 
 
-def _barrier(step: Step, store: ResultStore) -> Barrier | None:
+def _barrier(step: Step, barriers: StartBarrier) -> Barrier | None:
     """Shards of one step start their measured run together; so do the targets of a consolidation step."""
     if step.shards > 1:
         assert step.group_id is not None  # sharding sets it
-        start_at, complete = wait_at_barrier(
-            store.dynamodb, store.table, step.campaign_id, step.group_id, step.shard, step.shards
-        )
+        start_at, complete = barriers.wait(step.campaign_id, step.group_id, step.shard, step.shards, BARRIER_TIMEOUT_S)
     elif step.phase_barrier is not None:
         together = step.phase_barrier
-        start_at, complete = wait_at_barrier(
-            store.dynamodb,
-            store.table,
-            step.campaign_id,
-            together.group,
-            together.index,
-            together.size,
-            timeout_s=PHASE_BARRIER_TIMEOUT_S,
+        start_at, complete = barriers.wait(
+            step.campaign_id, together.group, together.index, together.size, PHASE_BARRIER_TIMEOUT_S
         )
     else:
         return None
@@ -439,7 +435,7 @@ def _cause(error: ErrorInfo) -> str:
     return json.dumps({"errorType": error.kind, "errorMessage": error.message[:8000], "raw": error.raw})
 
 
-def _record_failure(step: Step, store: ResultStore, error: ErrorInfo) -> None:
+def _record_failure(step: Step, store: Store, error: ErrorInfo) -> None:
     """A failure before the tool produced a summary is still written down, with its kind and message:
     the summary, not the task token's cause, is what results.json is built from (moto also drops the
     cause of SendTaskFailure: moto/stepfunctions/responses.py passes only `error`)."""
@@ -492,7 +488,7 @@ def main() -> int:
         with heartbeat(sfn, env.task_token, beat_s), tempfile.TemporaryDirectory(prefix="pgarena-") as tmp:
             summary = None
             try:
-                summary = run_step(step, store, Path(tmp), env.upload_every_s)
+                summary = run_step(step, store, DynamoBarrier(store.dynamodb, store.table), Path(tmp), env.upload_every_s)
                 error = summary.error
             except Stopped as stopped:
                 error = ErrorInfo(kind=STOPPED_KIND, message=STOPPED_MESSAGE, raw=stopped.raw)

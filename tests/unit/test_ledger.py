@@ -8,8 +8,9 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from pgarena.aws.ledger import COST_CAP_REFUSED, Ledger, check_cost, month_of, settle_campaign
+from pgarena.aws.ledger import Ledger
 from pgarena.aws.store import create_results_table
+from pgarena.campaign.cost_guard import COST_CAP_REFUSED, check_cost, month_of, settle_campaign
 from pgarena.model.matrix import parse_campaign
 from pgarena.model.outcomes import StepOutcome, TargetOutcome
 from pgarena.model.results import StepSummary

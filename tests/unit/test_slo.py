@@ -4,7 +4,6 @@ import pytest
 
 from pgarena.analysis.ranking import rank_targets
 from pgarena.analysis.slo import midpoint, outcome, probe_result, search
-from pgarena.aws.follow import Event
 from pgarena.cli import ranking_table, show_event
 from pgarena.model.matrix import MatrixError, Slo, parse_campaign
 from pgarena.model.plan import RUN_TIMEOUT_MARGIN_S
@@ -12,6 +11,7 @@ from pgarena.model.results import CampaignResults, Latency, ProgressSample, Step
 from pgarena.model.slo import SloProbe, SloSearch
 from pgarena.planning.cost import S3_PUTS_PER_STEP, estimate, expected_work_s
 from pgarena.planning.plan import plan_campaign
+from pgarena.remote.follow import Event
 from pgarena.report import build_reports
 
 P99_50 = Slo(p99_ms=50.0, probes=5)
