@@ -25,7 +25,7 @@ class AggregateEvent(BaseModel):
 @tracer.capture_lambda_handler
 @metrics.log_metrics
 @event_parser(model=AggregateEvent)
-def handler(event: AggregateEvent, context: LambdaContext) -> dict:
+def handler(event: AggregateEvent, context: LambdaContext) -> dict[str, object]:
     env = ResultsEnv.from_env()
     store = ResultStore(env.results_bucket, env.results_table)
     ledger = Ledger(boto3.client("dynamodb"), env.results_table)

@@ -21,7 +21,7 @@ class CostGuardEvent(BaseModel):
 @tracer.capture_lambda_handler
 @metrics.log_metrics
 @event_parser(model=CostGuardEvent)
-def handler(event: CostGuardEvent, context: LambdaContext) -> dict:
+def handler(event: CostGuardEvent, context: LambdaContext) -> dict[str, object]:
     env = CostGuardEnv.from_env()
     state = CampaignState(ResultStore(env.results_bucket, env.results_table))
     ledger = Ledger(boto3.client("dynamodb"), env.results_table)

@@ -27,7 +27,7 @@ class LaunchEvent(BaseModel):
 @logger.inject_lambda_context
 @tracer.capture_lambda_handler
 @event_parser(model=LaunchEvent)
-def handler(event: LaunchEvent, context: LambdaContext) -> dict:
+def handler(event: LaunchEvent, context: LambdaContext) -> dict[str, object]:
     env = LauncherEnv.from_env()
     groups = CampaignState(ResultStore(env.results_bucket, env.results_table)).preflight(
         event.campaign_id, event.phase, event.target

@@ -25,7 +25,7 @@ class PreflightEvent(BaseModel):
 @logger.inject_lambda_context
 @tracer.capture_lambda_handler
 @event_parser(model=PreflightEvent)
-def handler(event: PreflightEvent, context: LambdaContext) -> dict:
+def handler(event: PreflightEvent, context: LambdaContext) -> dict[str, object]:
     env = ResultsEnv.from_env()
     store = ResultStore(env.results_bucket, env.results_table)
     state = CampaignState(store)

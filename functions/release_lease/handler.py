@@ -23,7 +23,7 @@ class ReleaseEvent(BaseModel):
 @logger.inject_lambda_context
 @tracer.capture_lambda_handler
 @event_parser(model=ReleaseEvent)
-def handler(event: ReleaseEvent, context: LambdaContext) -> dict:
+def handler(event: ReleaseEvent, context: LambdaContext) -> dict[str, object]:
     env = ResultsEnv.from_env()
     state = CampaignState(ResultStore(env.results_bucket, env.results_table))
     target = planned_target(state.plan(event.campaign_id), event.phase, event.target)

@@ -25,7 +25,7 @@ class ValidateEvent(BaseModel):
 @logger.inject_lambda_context
 @tracer.capture_lambda_handler
 @event_parser(model=ValidateEvent)
-def handler(event: ValidateEvent, context: LambdaContext) -> dict:
+def handler(event: ValidateEvent, context: LambdaContext) -> dict[str, object]:
     request = execution_request(event.input, event.execution_name)
     try:
         campaign = parse_campaign(request.matrix)
