@@ -150,7 +150,7 @@ def variants(
     return chosen
 
 
-def main() -> None:
+def main() -> None:  # noqa: PLR0915  # the benchmark's one script: server, rounds, report
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=12, help="rounds, each running every variant once (%(default)s)")
     parser.add_argument("--duration", type=int, default=10, help="seconds per pgbench run (%(default)s)")

@@ -209,7 +209,7 @@ def largest_difference(old: Report, new: Report) -> tuple[float, bool]:
     return max(abs(a - b) / a for a, b in pairs), same
 
 
-def main() -> None:
+def main() -> None:  # noqa: PLR0915  # the benchmark's one script: log, rounds, report
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seconds", type=int, default=600, help="generated log: seconds (%(default)s)")
     parser.add_argument("--tps", type=int, default=6000, help="generated log: transactions per second (%(default)s)")

@@ -39,7 +39,7 @@ def _role(function: lambda_.Function) -> iam.IRole:
 
 
 class OrchestrationConstruct(Construct):
-    def __init__(
+    def __init__(  # noqa: PLR0913  # the constructs and resources it wires together
         self,
         scope: Construct,
         id_: str,

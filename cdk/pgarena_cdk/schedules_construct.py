@@ -86,7 +86,7 @@ class SchedulesConstruct(Construct):
     those two things, and only EventBridge Scheduler acting for this group may assume it.
     """
 
-    def __init__(
+    def __init__(  # noqa: PLR0913  # the constructs and resources it wires together
         self,
         scope: Construct,
         id_: str,

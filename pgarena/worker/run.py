@@ -70,7 +70,7 @@ def tool_version(binary: str) -> str | None:
         return None
 
 
-def run_tool(
+def run_tool(  # noqa: PLR0913  # the tool's process and how its output is streamed
     argv: list[str],
     env: dict[str, str],
     raw_path: Path,
@@ -119,7 +119,7 @@ def _upload_chunk(on_chunk: Callable[[], object]) -> None:
         logger.warning("raw output chunk not uploaded", error=str(error))
 
 
-def summarize(
+def summarize(  # noqa: PLR0913  # each field of a step's summary
     step: Step,
     measured: Measured,
     exit_code: int | None,
@@ -185,7 +185,7 @@ def _gzip(path: Path) -> Path:
     return target
 
 
-def run_step(step: Step, store: ResultStore, workdir: Path, upload_every_s: float = UPLOAD_EVERY_S) -> StepSummary:
+def run_step(step: Step, store: ResultStore, workdir: Path, upload_every_s: float = UPLOAD_EVERY_S) -> StepSummary:  # noqa: PLR0915  # a step's whole life: start, stream, probes, upload
     meter = CostMeter()
     tool = TOOL_RUNNERS[step.tool]
     password = resolve_password(step.endpoint)
@@ -286,7 +286,7 @@ def _slo_search(step: Step, ceiling: StepSummary, run_probe: Callable[[float, in
     return ceiling.model_copy(update={"slo": found, "raw": [*ceiling.raw, *(k for p in found.curve[1:] for k in p.raw)]})
 
 
-def _probe(
+def _probe(  # noqa: PLR0913  # run_step's context, passed down to one probe
     step: Step,
     rate_tps: float,
     index: int,
