@@ -45,7 +45,7 @@ from moto import mock_aws
 from pgarena.aws.barrier import DynamoBarrier
 from pgarena.aws.store import ResultStore, create_results_table
 from pgarena.local.embedded import EmbeddedProcess
-from pgarena.model.matrix import Endpoint, PgbenchRun, parse_campaign
+from pgarena.model.matrix import Endpoint, PgbenchRun, PgbenchWorkload, parse_campaign
 from pgarena.model.plan import Step
 from pgarena.planning.plan import plan_campaign
 from pgarena.server.postgres import connect
@@ -101,7 +101,7 @@ def pgbench_run(endpoint: Endpoint, run: PgbenchRun, clients: int, workdir: Path
         check=True,
     )
     summary = parse_pgbench(out.stdout + out.stderr).summary
-    assert summary.tps is not None and summary.transactions
+    assert summary is not None and summary.tps is not None and summary.transactions
     return Measured(summary.tps, (children_cpu_s() - cpu0) / summary.transactions * 1e6)
 
 
@@ -120,8 +120,9 @@ def reset(endpoint: Endpoint) -> None:
 
 def variants(
     endpoint: Endpoint, step: Step, store: ResultStore, clients: int, options: bool
-) -> dict[str, Callable[[int], float]]:
+) -> dict[str, Callable[[int], Measured]]:
     run = step.spec.run
+    assert isinstance(run, PgbenchRun)  # main() plans a pgbench campaign
 
     def bare(_: int) -> Measured:
         with tempfile.TemporaryDirectory() as tmp:
@@ -155,7 +156,7 @@ def variants(
     return chosen
 
 
-def main() -> None:
+def main() -> None:  # noqa: PLR0915  # the benchmark's one script: server, rounds, report
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=12, help="rounds, each running every variant once (%(default)s)")
     parser.add_argument("--duration", type=int, default=10, help="seconds per pgbench run (%(default)s)")
@@ -195,6 +196,7 @@ def main() -> None:
             }
         )
         init, step = plan_campaign(campaign, "fidelity").targets[0].steps
+        assert isinstance(init.spec, PgbenchWorkload)  # the campaign above
         subprocess.run(
             [pgbench_binary(), *init_args(init.spec.init)],
             env={**os.environ, **libpq_env(endpoint, None)},

@@ -10,7 +10,7 @@ from pydantic import BaseModel
 from functions.dependencies import Dependencies
 from functions.observability import logger, metrics, tracer
 from pgarena.aws.settings import CostGuardEnv
-from pgarena.campaign.cost_guard import guard_cost
+from pgarena.campaign.cost_guard import WorkerPricing, guard_cost
 
 
 class CostGuardEvent(BaseModel):
@@ -24,7 +24,8 @@ class CostGuardEvent(BaseModel):
 def handler(event: CostGuardEvent, context: LambdaContext) -> dict[str, Any]:
     deps = Dependencies.of(CostGuardEnv)
     env = deps.env
-    decision = guard_cost(event.campaign_id, deps.records, deps.ledger, env.worker_cpu_units, env.worker_memory_mib, env.region)
+    pricing = WorkerPricing(cpu_units=env.worker_cpu_units, memory_mib=env.worker_memory_mib, default_region=env.region)
+    decision = guard_cost(event.campaign_id, deps.records, deps.ledger, pricing)
     metrics.add_metric(name="CampaignsRefusedForCost", unit=MetricUnit.Count, value=0 if decision.allowed else 1)
     logger.info(
         "cost checked",

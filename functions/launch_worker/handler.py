@@ -5,24 +5,19 @@ from typing import Any
 import boto3
 from aws_lambda_powertools.utilities.parser import event_parser
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from pydantic import BaseModel
 
 from functions.dependencies import Dependencies
 from functions.observability import logger, tracer
 from pgarena.aws.launch import EcsLauncher
 from pgarena.aws.settings import LauncherEnv
 from pgarena.campaign.launch import launch
+from pgarena.model.plan import ShardRef
 
 
-class LaunchEvent(BaseModel):
+class LaunchEvent(ShardRef):
     """A shard by its indices: the step itself is in preflight's answer (the state never carries it)."""
 
     task_token: str
-    campaign_id: str
-    phase: int
-    target: int  # the target's index in the phase
-    step: int  # the step's index in the target's steps
-    shard: int
 
 
 @logger.inject_lambda_context
@@ -31,8 +26,6 @@ class LaunchEvent(BaseModel):
 def handler(event: LaunchEvent, context: LambdaContext) -> dict[str, Any]:
     deps = Dependencies.of(LauncherEnv)
     launcher = EcsLauncher(boto3.client("ecs"), deps.env)
-    step, task_arn = launch(
-        event.campaign_id, event.phase, event.target, event.step, event.shard, event.task_token, deps.records, launcher
-    )
+    step, task_arn = launch(event, event.task_token, deps.records, launcher)
     logger.info("worker launched", step_id=step.step_id, task_arn=task_arn)
     return {"task_arn": task_arn}

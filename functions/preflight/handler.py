@@ -4,18 +4,16 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.parser import event_parser
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from pydantic import BaseModel
 
 from functions.dependencies import Dependencies
 from functions.observability import logger, tracer
 from pgarena.aws.settings import ResultsEnv
 from pgarena.campaign.preflight import preflight
+from pgarena.model.plan import TargetRef
 
 
-class PreflightEvent(BaseModel):
-    campaign_id: str
-    phase: int  # the phase's number
-    target: int  # the target's index in the phase
+class PreflightEvent(TargetRef):
+    """One target of one phase (Preflight Target's payload)."""
 
 
 @logger.inject_lambda_context
@@ -23,7 +21,7 @@ class PreflightEvent(BaseModel):
 @event_parser(model=PreflightEvent)
 def handler(event: PreflightEvent, context: LambdaContext) -> dict[str, Any]:
     deps = Dependencies.of(ResultsEnv)
-    ref, server = preflight(event.campaign_id, event.phase, event.target, deps.store, deps.records, deps.leases)
+    ref, server = preflight(event, deps.store, deps.records, deps.leases)
     logger.info(
         "preflight passed",
         target=ref.name,

@@ -128,7 +128,7 @@ class _ShardedCommon(TypedDict):
     harness: HarnessCost | None
 
 
-def _sharded_result(
+def _sharded_result(  # noqa: PLR0913  # a step's planned shards, their outcomes, summaries and series
     step: Step,
     shard_ids: list[str],
     outcomes: dict[str, StepOutcome],
@@ -238,7 +238,7 @@ def _rate_incidents(step: Step, summary: StepSummary | None) -> list[Incident]:
     return [incident] if incident else []
 
 
-def _target_result(
+def _target_result(  # noqa: PLR0913  # a target's plan, outcome, summaries, series and raw keys
     planned: PlannedTarget,
     outcome: TargetOutcome | None,
     summaries: dict[str, StepSummary],
@@ -337,7 +337,7 @@ def _target_result(
     )
 
 
-def aggregate(
+def aggregate(  # noqa: PLR0913  # everything a campaign left behind, in separate pieces
     plan: Plan,
     outcomes: list[TargetOutcome],
     summaries: list[StepSummary],

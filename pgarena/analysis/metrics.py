@@ -550,7 +550,7 @@ def relative_raw(campaign_id: str, raw: str | None) -> list[str]:
     return [layout.relative(campaign_id, raw)]
 
 
-def findings(target: TargetResult, campaign_id: str = "") -> list[Finding]:
+def findings(target: TargetResult, campaign_id: str = "") -> list[Finding]:  # noqa: C901  # one check per kind of finding, in a row
     """Every classified failure and incident of a target, each with its evidence."""
     found: list[Finding] = []
     errors = [*(w.error for w in target.workloads), *(lo.error for lo in target.loads)]

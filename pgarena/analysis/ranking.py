@@ -174,7 +174,7 @@ def competition_ranks(scores: dict[str, float], noise: dict[str, float], toleran
     return ranks
 
 
-def _describe(
+def _describe(  # noqa: PLR0913  # each figure the description prints
     weights: dict[RankingMetric, float],
     used: list[RankingMetric],
     points: int,

@@ -40,13 +40,21 @@ class CostDecision(BaseModel):
         return None if self.allowed else ErrorInfo(kind=COST_CAP_REFUSED, message=self.reason or "refused")
 
 
-def check_cost(plan: Plan, ledger: Ledger, cpu_units: int, memory_mib: int, default_region: str) -> CostDecision:
+class WorkerPricing(BaseModel):
+    """What prices a campaign's Fargate time: the worker's size, and the region when the matrix names none."""
+
+    cpu_units: int
+    memory_mib: int
+    default_region: str
+
+
+def check_cost(plan: Plan, ledger: Ledger, pricing: WorkerPricing) -> CostDecision:
     """Estimate the campaign and decide: over its own cap it is refused; otherwise it is booked in the
     month's ledger, or refused when that would pass the monthly cap. Priced on-demand (an upper
     bound when workers run on Spot)."""
     policy = plan.cost or CostPolicy()
-    vcpu, memory_gb = cost.worker_size(cpu_units, memory_mib)
-    estimate = cost.estimate(plan, vcpu, memory_gb, policy.region or default_region)
+    vcpu, memory_gb = cost.worker_size(pricing.cpu_units, pricing.memory_mib)
+    estimate = cost.estimate(plan, vcpu, memory_gb, policy.region or pricing.default_region)
     month = month_of(ledger.clock())
     decision = CostDecision(
         campaign_id=plan.campaign_id,
@@ -74,12 +82,10 @@ def check_cost(plan: Plan, ledger: Ledger, cpu_units: int, memory_mib: int, defa
     )
 
 
-def guard_cost(
-    campaign_id: str, records: Records, ledger: Ledger, cpu_units: int, memory_mib: int, default_region: str
-) -> CostDecision:
+def guard_cost(campaign_id: str, records: Records, ledger: Ledger, pricing: WorkerPricing) -> CostDecision:
     """Check Cost Cap: the plan's decision, kept for Aggregate And Rank (the estimate's lines stay out of
     the execution's state)."""
-    decision = check_cost(records.plan(campaign_id), ledger, cpu_units, memory_mib, default_region)
+    decision = check_cost(records.plan(campaign_id), ledger, pricing)
     records.put_cost(decision)
     return decision
 

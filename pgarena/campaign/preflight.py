@@ -10,7 +10,7 @@ from pgarena.campaign.ports import Records, Store
 from pgarena.model.budget import COORDINATOR_CONNECTIONS
 from pgarena.model.errors import ErrorKind, PgarenaError, classify, failure
 from pgarena.model.layout import evidence_key
-from pgarena.model.plan import PlannedTarget, PreflightRef, Step, campaign_tag, planned_target
+from pgarena.model.plan import PlannedTarget, PreflightRef, Step, TargetRef, campaign_tag, planned_target
 from pgarena.model.redact import redact
 from pgarena.model.results import ServerInfo
 from pgarena.planning.budget import apply_budget, compute_budget, held_by_other_campaigns
@@ -22,12 +22,11 @@ from pgarena.server.restarts import postmaster_started_at, reachable_address, re
 LEASE_POLL_S = 2.0
 
 
-def preflight(
-    campaign_id: str, phase: int, index: int, store: Store, records: Records, leases: Leases
-) -> tuple[PreflightRef, ServerInfo]:
+def preflight(ref: TargetRef, store: Store, records: Records, leases: Leases) -> tuple[PreflightRef, ServerInfo]:
     """One target of one phase: budget and lease, its evidence beside its raw output (a failure's too:
     results.json points at it), its clamped and sharded steps kept for the launches."""
-    target = planned_target(records.plan(campaign_id), phase, index)
+    campaign_id = ref.campaign_id
+    target = planned_target(records.plan(campaign_id), ref.phase, ref.target)
     key = evidence_key(campaign_id, target.name)
     try:
         result = lease_budget(target, campaign_id, leases)
@@ -44,7 +43,7 @@ def preflight(
         raise
     store.put_json(key, {"target": target.name, "server": result.server.model_dump(mode="json")})
     # The steps (clamped, sharded) stay in the bucket; the state gets their indices and timers.
-    records.put_preflight(campaign_id, phase, index, result)
+    records.put_preflight(campaign_id, ref.phase, ref.target, result)
     return PreflightRef(name=target.name, steps=result.step_refs()), result.server
 
 
@@ -121,8 +120,8 @@ def release(target: PlannedTarget, campaign_id: str, leases: Leases) -> None:
     leases.release(lease_key(target.endpoint), holder_id(campaign_id, target.name))
 
 
-def release_target(campaign_id: str, phase: int, index: int, records: Records, leases: Leases) -> PlannedTarget:
+def release_target(ref: TargetRef, records: Records, leases: Leases) -> PlannedTarget:
     """Release Connection Lease: after the target's steps, or after its failure."""
-    target = planned_target(records.plan(campaign_id), phase, index)
-    release(target, campaign_id, leases)
+    target = planned_target(records.plan(ref.campaign_id), ref.phase, ref.target)
+    release(target, ref.campaign_id, leases)
     return target

@@ -259,3 +259,18 @@ class PreflightRef(Boundary):
 def planned_target(plan: Plan, phase: int, target: int) -> PlannedTarget:
     """The target a Map item names by phase number and index in the phase."""
     return plan.phases[phase - 1].targets[target]
+
+
+class TargetRef(Boundary):
+    """A target by the indices a Map item carries: the campaign, the phase's number, its index there."""
+
+    campaign_id: str
+    phase: int
+    target: int
+
+
+class ShardRef(TargetRef):
+    """One shard of one of the target's steps (preflight's answer holds the step itself)."""
+
+    step: int  # the step's index in the target's steps
+    shard: int

@@ -225,7 +225,7 @@ def _line(item: str, quantity: float, unit: str, unit_price: float, note: str = 
 Worker = tuple[Step, float]  # one worker task: the step (or shard) it runs and its tool seconds
 
 
-def _price(
+def _price(  # noqa: PLR0913  # the worker size, region and Spot, not grouped yet
     plan: Plan,
     workers: list[Worker],
     wall_s: float | None,
@@ -350,7 +350,7 @@ def estimate(plan: Plan, worker_cpu: float, worker_memory_gb: float, region: str
     return expected.model_copy(update={"bound_usd": bound.total_usd})
 
 
-def actual(
+def actual(  # noqa: PLR0913  # the worker size, region and Spot, not grouped yet
     plan: Plan,
     workers: list[Worker],
     wall_s: float,

@@ -50,7 +50,7 @@ class _StepCommon(TypedDict):
     phase: int | None
 
 
-def _steps(
+def _steps(  # noqa: PLR0913  # optional narrowings of the steps (phase, group, workloads, repetitions)
     campaign_id: str,
     target: Target,
     campaign: Campaign,

@@ -139,7 +139,7 @@ class Pgbench:
         return measured
 
     @staticmethod
-    def _window(measured: Measured, spec: PgbenchWorkload, done: int, not_done: int, since: float, txlog: TransactionLog) -> None:
+    def _window(measured: Measured, spec: PgbenchWorkload, done: int, not_done: int, since: float, txlog: TransactionLog) -> None:  # noqa: PLR0913  # the window's counts and times, each a field of Measured
         """Every figure over the window after the warm-up; pgbench's own whole-run figures kept in extra."""
         assert txlog.end_epoch is not None
         warmup_s = spec.run.warmup_s

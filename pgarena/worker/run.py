@@ -72,7 +72,7 @@ def tool_version(binary: str) -> str | None:
         return None
 
 
-def run_tool(
+def run_tool(  # noqa: PLR0913  # the tool's process and how its output is streamed
     argv: list[str],
     env: dict[str, str],
     raw_path: Path,
@@ -121,7 +121,7 @@ def _upload_chunk(on_chunk: Callable[[], object]) -> None:
         logger.warning("raw output chunk not uploaded", error=str(error))
 
 
-def summarize(
+def summarize(  # noqa: PLR0913  # each field of a step's summary
     step: Step,
     measured: Measured,
     exit_code: int | None,
@@ -187,7 +187,7 @@ def _gzip(path: Path) -> Path:
     return target
 
 
-def run_step(
+def run_step(  # noqa: PLR0915  # a step's whole life: start, stream, probes, upload
     step: Step, store: Store, barriers: StartBarrier, workdir: Path, upload_every_s: float = UPLOAD_EVERY_S
 ) -> StepSummary:
     meter = CostMeter()
@@ -290,7 +290,7 @@ def _slo_search(step: Step, ceiling: StepSummary, run_probe: Callable[[float, in
     return ceiling.model_copy(update={"slo": found, "raw": [*ceiling.raw, *(k for p in found.curve[1:] for k in p.raw)]})
 
 
-def _probe(
+def _probe(  # noqa: PLR0913  # run_step's context, passed down to one probe
     step: Step,
     rate_tps: float,
     index: int,

@@ -97,7 +97,7 @@ def runtime(tmp_path_factory):
         yield rt
 
 
-def matrix(endpoint, name, clients, policy, database="bench1", pooler=None, lease_wait_s=0):
+def matrix(endpoint, name, clients, policy, database="bench1", pooler=None, lease_wait_s=0):  # noqa: PLR0913  # a matrix's knobs, as keywords with defaults
     target = {
         "name": "shared",
         "provider": "self-hosted",

@@ -143,7 +143,7 @@ def _handler(name: str):
     return lambda event: module.handler(event, LambdaContext(f"pgarena-{name}"))
 
 
-def _record(aws: Recorder, component: Component, plan) -> list[Call]:
+def _record(aws: Recorder, component: Component, plan) -> list[Call]:  # noqa: C901, PLR0912, PLR0915  # one branch per component's calls, listed in full
     """Run `component`'s code as it runs in AWS and return its table and bucket calls (its setup, what
     the states before it kept, is not recorded)."""
     store = ResultStore(BUCKET, TABLE, s3=boto3.client("s3"), dynamodb=boto3.client("dynamodb"))

@@ -17,7 +17,7 @@ from pgarena.campaign.outcomes import target_outcomes
 from pgarena.model import layout
 from pgarena.model.errors import CampaignExists, ErrorKind, InvalidMatrix, PgarenaError
 from pgarena.model.outcomes import TargetOutcome
-from pgarena.model.plan import Plan, Step
+from pgarena.model.plan import Plan, ShardRef, Step
 from pgarena.model.results import StepSummary
 from pgarena.planning.shards import PreflightResult
 from tests.conftest import FIXTURES
@@ -111,6 +111,9 @@ class MemoryLauncher:
         return f"task-{len(self.launched)}", []
 
 
+SHARD = ShardRef(campaign_id="e1", phase=1, target=0, step=0, shard=0)
+
+
 def _matrix() -> dict[str, Any]:
     matrix: dict[str, Any] = json.loads((FIXTURES / "matrices" / "minimal.json").read_text())
     matrix["targets"] = matrix["targets"][:1]  # the embedded one only the local runtime starts
@@ -151,12 +154,12 @@ def test_a_shard_is_launched_from_preflight_s_answer_and_a_refused_launch_is_lau
 
     # When its first step's only shard is launched
     launcher = MemoryLauncher()
-    step, worker = launch("e1", 1, 0, 0, 0, "token-1", records, launcher)
+    step, worker = launch(SHARD, "token-1", records, launcher)
 
     # Then the launcher got the step preflight kept, with the task token
     assert worker == "task-1" and launcher.launched == [(step, "token-1")] and step.target == first.name
 
     # And a launch the platform refuses fails as LaunchFailed (the state machine retries it)
     with pytest.raises(PgarenaError) as refused:
-        launch("e1", 1, 0, 0, 0, "token-2", records, MemoryLauncher([{"reason": "RESOURCE:CPU"}]))
+        launch(SHARD, "token-2", records, MemoryLauncher([{"reason": "RESOURCE:CPU"}]))
     assert refused.value.info().kind == ErrorKind.LAUNCH_FAILED and "RESOURCE:CPU" in refused.value.info().message

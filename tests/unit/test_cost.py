@@ -13,7 +13,7 @@ from tests.conftest import FIXTURES, ROOT
 ASL = ROOT / "statemachines" / "campaign.asl.json"
 
 
-def plan(targets=1, hourly=None, concurrency=1, clients=4, duration_s=60, repetitions=1, scale=1, **cost_policy):
+def plan(targets=1, hourly=None, concurrency=1, clients=4, duration_s=60, repetitions=1, scale=1, **cost_policy):  # noqa: PLR0913  # a plan's knobs, as keywords with defaults
     data = json.loads((FIXTURES / "matrices" / "minimal.json").read_text())
     endpoint = data["targets"][0]["endpoint"]
     data["targets"] = [

@@ -12,7 +12,7 @@ from pgarena.aws.campaign_state import CampaignState
 from pgarena.aws.leases import LeaseStore
 from pgarena.aws.ledger import Ledger
 from pgarena.aws.store import ResultStore, create_results_table
-from pgarena.campaign.cost_guard import check_cost, month_of
+from pgarena.campaign.cost_guard import WorkerPricing, check_cost, month_of
 from pgarena.campaign.finalize import finalize, finalize_stopped
 from pgarena.campaign.leases import holder_id, lease_key
 from pgarena.model.matrix import parse_campaign
@@ -44,7 +44,7 @@ def plan():
 def booked(dynamodb, p):
     """The cost guard's decision for `p`, booked in the month's ledger as Check Cost Cap does."""
     ledger = Ledger(dynamodb, "t", clock=lambda: NOW)
-    decision = check_cost(p, ledger, 1024, 2048, "us-east-1")
+    decision = check_cost(p, ledger, WorkerPricing(cpu_units=1024, memory_mib=2048, default_region="us-east-1"))
     assert decision.booked and ledger.entry(decision.month, p.campaign_id).status == "booked"
     return ledger, decision
 

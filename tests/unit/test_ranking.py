@@ -23,7 +23,7 @@ def target(name, *tps, status="succeeded", cost=None):
     return TargetResult(name=name, provider="p", status=status, error=error, workloads=workloads, hourly_cost_usd=cost)
 
 
-def run(tps, clients=4, repetition=1, latency=None, progress=(), requested=None):
+def run(tps, clients=4, repetition=1, latency=None, progress=(), requested=None):  # noqa: PLR0913  # a run's fields, as keywords with defaults
     return WorkloadResult(
         name="tpcb",
         tool="pgbench",
