@@ -12,8 +12,9 @@ from pgarena.aws.settings import ResultsEnv
 from pgarena.aws.store import ResultStore
 from pgarena.model.errors import InvalidMatrix
 from pgarena.model.execution import execution_request
-from pgarena.model.matrix import MatrixError, parse_campaign
+from pgarena.model.matrix_errors import MatrixError
 from pgarena.model.plan import PlanRef
+from pgarena.planning.campaign import parse_campaign
 from pgarena.planning.plan import plan_campaign
 
 

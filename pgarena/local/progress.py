@@ -18,9 +18,9 @@ from pgarena.analysis.cancel import stopped_outcomes
 from pgarena.aws.leases import FileLeases, campaign_of
 from pgarena.model import layout
 from pgarena.model.errors import DiskFull, ErrorInfo, ErrorKind
-from pgarena.model.matrix import parse_campaign
 from pgarena.model.results import CampaignResults, StepSummary, TargetResult, now_iso
 from pgarena.model.series import ShardSeries
+from pgarena.planning.campaign import parse_campaign
 from pgarena.planning.plan import plan_campaign
 
 if TYPE_CHECKING:

@@ -17,7 +17,8 @@ from pgarena.cli import app
 from pgarena.local.embedded import EmbeddedProcess
 from pgarena.local.resume import resume_local
 from pgarena.local.runtime import MATRIX_FILE, TABLE, LocalRuntime, run_local
-from pgarena.model.matrix import Endpoint, parse_campaign
+from pgarena.model.matrix import Endpoint
+from pgarena.planning.campaign import parse_campaign
 
 pytestmark = pytest.mark.integration
 

@@ -21,7 +21,7 @@ from pgarena.aws.execution import (
 )
 from pgarena.cli import app
 from pgarena.model import layout
-from pgarena.model.matrix import parse_campaign
+from pgarena.planning.campaign import parse_campaign
 from pgarena.report import REPORT_FILES
 from tests.conftest import FIXTURES
 
