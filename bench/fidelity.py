@@ -45,8 +45,9 @@ from moto import mock_aws
 from pgarena.aws.barrier import DynamoBarrier
 from pgarena.aws.store import ResultStore, create_results_table
 from pgarena.local.embedded import EmbeddedProcess
-from pgarena.model.matrix import Endpoint, PgbenchRun, PgbenchWorkload, parse_campaign
+from pgarena.model.matrix import Endpoint, PgbenchRun, PgbenchWorkload
 from pgarena.model.plan import Step
+from pgarena.planning.campaign import parse_campaign
 from pgarena.planning.plan import plan_campaign
 from pgarena.server.postgres import connect
 from pgarena.tools.pgbench.command import init_args, libpq_env, pgbench_binary, run_args

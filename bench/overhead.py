@@ -30,7 +30,8 @@ import numpy as np
 
 from pgarena.local.embedded import EmbeddedProcess
 from pgarena.local.runtime import LocalRun, LocalRuntime
-from pgarena.model.matrix import Campaign, Endpoint, parse_campaign
+from pgarena.model.matrix import Campaign, Endpoint
+from pgarena.planning.campaign import parse_campaign
 
 
 def campaign(name: str, endpoints: list[Endpoint], steps: int, duration_s: int, workers: int = 1) -> Campaign:

@@ -14,9 +14,10 @@ from rich.console import Console
 from rich.table import Table
 
 from pgarena.analysis.compare import DEFAULT_THRESHOLD, Comparison, compare_campaigns, load_results
-from pgarena.model.execution import load_execution_input
-from pgarena.model.matrix import Campaign, MatrixError, json_schema
+from pgarena.model.matrix import Campaign, json_schema
+from pgarena.model.matrix_errors import MatrixError
 from pgarena.model.results import CampaignResults
+from pgarena.planning.campaign import load_execution_input
 from pgarena.remote.execution import RESULTS_WAIT_S, STACK_NAME
 from pgarena.report import write_to_folder
 

@@ -18,7 +18,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from pgarena.aws.schedule import SCHEDULER_EXECUTION_ID, campaign_input
 from pgarena.model import layout
-from pgarena.model.matrix import NAME_PATTERN, MatrixError, parse_campaign
+from pgarena.model.matrix import NAME_PATTERN
+from pgarena.model.matrix_errors import MatrixError
+from pgarena.planning.campaign import parse_campaign
 from pgarena_cdk import constants
 
 

@@ -9,8 +9,9 @@ from pgarena.campaign.ports import Records, Store
 from pgarena.model import layout
 from pgarena.model.errors import CampaignExists, InvalidMatrix
 from pgarena.model.execution import execution_request
-from pgarena.model.matrix import MatrixError, parse_campaign
+from pgarena.model.matrix_errors import MatrixError
 from pgarena.model.plan import Plan
+from pgarena.planning.campaign import parse_campaign
 from pgarena.planning.plan import plan_campaign
 
 

@@ -20,11 +20,12 @@ from pgarena.campaign.ports import Ledger, Records, Store
 from pgarena.model import layout
 from pgarena.model.errors import PgarenaError
 from pgarena.model.execution import ExecutionRequest, execution_request
-from pgarena.model.matrix import MatrixError, parse_campaign
+from pgarena.model.matrix_errors import MatrixError
 from pgarena.model.outcomes import TargetOutcome
 from pgarena.model.plan import Plan
 from pgarena.model.results import CampaignResults, now_iso
 from pgarena.model.series import ShardSeries
+from pgarena.planning.campaign import parse_campaign
 from pgarena.planning.plan import plan_campaign
 from pgarena.report import Writer, publish_results
 

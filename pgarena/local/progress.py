@@ -19,9 +19,9 @@ from pgarena.campaign.leases import campaign_of
 from pgarena.local.leases import FileLeases
 from pgarena.model import layout
 from pgarena.model.errors import DiskFull, ErrorInfo, ErrorKind
-from pgarena.model.matrix import parse_campaign
 from pgarena.model.results import CampaignResults, StepSummary, TargetResult, now_iso
 from pgarena.model.series import ShardSeries
+from pgarena.planning.campaign import parse_campaign
 from pgarena.planning.plan import plan_campaign
 
 if TYPE_CHECKING:

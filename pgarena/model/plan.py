@@ -214,7 +214,7 @@ class Plan(Boundary):
 # What the execution's state carries instead of the plan (which lives in the bucket, layout.plan_key):
 # a campaign id and indices, each Map iterating over small items. Its size grows with the phases
 # (workloads x repetitions, or a sweep's steps) and a target's steps in one phase, never with
-# targets x steps x shards: pgarena.model.matrix refuses a campaign whose refs would not fit.
+# targets x steps x shards: pgarena.planning.limits refuses a campaign whose refs would not fit.
 
 
 class PhaseRef(Boundary):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from pgarena.model.matrix import PgbenchWorkload
+from pgarena.model.matrix import PgbenchWorkload, Workload
 from pgarena.model.plan import Step, StepRef
 from pgarena.model.results import ServerInfo
 
@@ -46,15 +46,22 @@ def split_clients(clients: int, workers: int) -> list[int]:
     return [base + 1 if i < extra else base for i in range(workers)]
 
 
-def workers_for(step: Step) -> int:
-    """Workers asked for in the matrix: a fixed count, or enough for a per-worker client cap."""
-    if step.kind != "run" or not isinstance(step.spec, PgbenchWorkload):
+def run_workers(workload: Workload, clients: int) -> int:
+    """Workers asked for in the matrix for a run of `clients`: a fixed count, or enough for a per-worker client cap."""
+    if not isinstance(workload, PgbenchWorkload):
         return 1
-    run = step.spec.run
-    assert step.clients is not None
+    run = workload.run
     if run.max_clients_per_worker:
-        return max(run.workers, -(-step.clients // run.max_clients_per_worker))
+        return max(run.workers, -(-clients // run.max_clients_per_worker))
     return run.workers
+
+
+def workers_for(step: Step) -> int:
+    """Workers asked for in the matrix for the step: one for a load or a cleanup."""
+    if step.kind != "run":
+        return 1
+    assert step.clients is not None
+    return run_workers(step.spec, step.clients)
 
 
 def shard(step: Step) -> StepGroup:

@@ -19,7 +19,8 @@ from pgarena.local.embedded import EmbeddedProcess
 from pgarena.local.leases import FileLeases
 from pgarena.local.resume import resume_local
 from pgarena.local.runtime import MATRIX_FILE, LocalRuntime, run_local
-from pgarena.model.matrix import Endpoint, parse_campaign
+from pgarena.model.matrix import Endpoint
+from pgarena.planning.campaign import parse_campaign
 
 pytestmark = pytest.mark.integration
 

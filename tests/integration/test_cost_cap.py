@@ -11,7 +11,7 @@ from pgarena.campaign.cost_guard import month_of
 from pgarena.local.embedded import EmbeddedProcess
 from pgarena.local.endpoints import LambdaContext
 from pgarena.local.runtime import BUCKET, TABLE, Execution, LocalRuntime
-from pgarena.model.matrix import parse_campaign
+from pgarena.planning.campaign import parse_campaign
 from tests.ports import refused_port
 
 pytestmark = pytest.mark.integration

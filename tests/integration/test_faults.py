@@ -22,7 +22,7 @@ import pytest
 
 from pgarena.local.embedded import EmbeddedProcess
 from pgarena.local.runtime import LocalRuntime
-from pgarena.model.matrix import parse_campaign
+from pgarena.planning.campaign import parse_campaign
 
 pytestmark = pytest.mark.integration
 

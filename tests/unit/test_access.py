@@ -31,8 +31,8 @@ from pgarena.campaign.leases import holder_id, lease_key
 from pgarena.local.endpoints import LambdaContext
 from pgarena.model import layout
 from pgarena.model.errors import PgarenaError
-from pgarena.model.matrix import parse_campaign
 from pgarena.model.results import StepSummary
+from pgarena.planning.campaign import parse_campaign
 from pgarena.planning.plan import plan_campaign
 from pgarena.report import REPORT_FILES
 from tests.conftest import FIXTURES

@@ -9,10 +9,11 @@ from pydantic import TypeAdapter
 
 from pgarena.analysis.aggregate import aggregate
 from pgarena.analysis.consolidation import StepTotals, consolidation_table
-from pgarena.model.matrix import MatrixError, load_campaign, parse_campaign
+from pgarena.model.matrix_errors import MatrixError
 from pgarena.model.outcomes import Outcomes, TargetOutcome
 from pgarena.model.plan import PHASE_BARRIER_TIMEOUT_S, RUN_TIMEOUT_MARGIN_S, Plan
 from pgarena.model.results import StepSummary
+from pgarena.planning.campaign import load_campaign, parse_campaign
 from pgarena.planning.plan import plan_campaign
 from pgarena.report import build_reports
 

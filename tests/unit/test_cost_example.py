@@ -6,7 +6,7 @@ import pytest
 from typer.testing import CliRunner
 
 from pgarena.cli import app
-from pgarena.model.matrix import load_campaign
+from pgarena.planning.campaign import load_campaign
 from pgarena.planning.cost import estimate_campaign
 from pgarena.planning.plan import plan_campaign
 from tests.conftest import ROOT

@@ -15,8 +15,8 @@ from pgarena.aws.store import ResultStore, create_results_table
 from pgarena.campaign.cost_guard import WorkerPricing, check_cost, month_of
 from pgarena.campaign.finalize import finalize, finalize_stopped
 from pgarena.campaign.leases import holder_id, lease_key
-from pgarena.model.matrix import parse_campaign
 from pgarena.model.results import CampaignResults, now_iso
+from pgarena.planning.campaign import parse_campaign
 from pgarena.planning.plan import plan_campaign
 from pgarena.report import REPORT_FILES
 from tests.conftest import FIXTURES

@@ -5,9 +5,11 @@ import pytest
 from pgarena.analysis.aggregate import aggregate
 from pgarena.analysis.ranking import rank_targets, unranked_reasons
 from pgarena.model.errors import ErrorInfo
-from pgarena.model.matrix import MatrixError, RankingConfig, parse_campaign
+from pgarena.model.matrix import RankingConfig
+from pgarena.model.matrix_errors import MatrixError
 from pgarena.model.outcomes import TargetOutcome
 from pgarena.model.results import Latency, ProgressSample, StepSummary, TargetResult, WorkloadResult
+from pgarena.planning.campaign import parse_campaign
 from pgarena.planning.plan import plan_campaign
 from tests.conftest import FIXTURES
 

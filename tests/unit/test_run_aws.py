@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from pgarena.cli import app
 from pgarena.model import layout
-from pgarena.model.matrix import parse_campaign
+from pgarena.planning.campaign import parse_campaign
 from pgarena.remote.execution import (
     AwsRunError,
     aws_problems,
