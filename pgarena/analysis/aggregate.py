@@ -10,7 +10,7 @@ from typing import TypedDict
 
 from pgarena.analysis.consolidation import consolidation_tables
 from pgarena.analysis.merge import NoCommonWindow, merge
-from pgarena.analysis.metrics import PointMetrics, campaign_statistics, target_metrics, with_points
+from pgarena.analysis.metrics import campaign_statistics, target_metrics, with_points
 from pgarena.analysis.ranking import rank_targets
 from pgarena.analysis.rate import rate_incident
 from pgarena.analysis.replication import replication_result
@@ -18,6 +18,7 @@ from pgarena.analysis.warmup import warmup_of
 from pgarena.model import layout
 from pgarena.model.errors import ErrorInfo, ErrorKind, from_step_functions
 from pgarena.model.matrix import PgbenchWorkload
+from pgarena.model.metrics import PointMetrics
 from pgarena.model.monitor import ConnectionReport, Incident
 from pgarena.model.outcomes import StepOutcome, TargetOutcome
 from pgarena.model.plan import Plan, PlannedTarget, Step

@@ -8,7 +8,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from pgarena.analysis.metrics import PointMetrics, target_metrics
+from pgarena.analysis.metrics import target_metrics
+from pgarena.model.metrics import PointMetrics
 from pgarena.model.results import CampaignResults, TargetResult
 
 # A change smaller than this (relative) is no change.
