@@ -1,4 +1,4 @@
-"""Models split from planning.plan."""
+"""The plan's records: the steps, targets and phases the state machine runs, and the small refs passed between states."""
 
 from __future__ import annotations
 

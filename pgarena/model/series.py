@@ -1,4 +1,4 @@
-"""Models split from analysis.latency."""
+"""A sharded run's per-second latency histograms, as one shard writes them for the merge."""
 
 from __future__ import annotations
 

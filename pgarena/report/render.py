@@ -14,7 +14,7 @@ from pgarena.analysis.metrics import FAR_RTT_MS, TPS_COLLAPSE_FRACTION, latest_p
 from pgarena.model.metrics import PointMetrics
 from pgarena.model.results import Interval
 from pgarena.report.charts import Bars, Line, bar_chart, colour, line_chart
-from pgarena.report.model import Key, Report, point_label
+from pgarena.report.view import Key, Report, point_label
 
 TEMPLATES = Path(__file__).parent / "templates"
 PROGRESS_HEIGHT = 220  # time series are many and read as shapes: shorter than the other charts

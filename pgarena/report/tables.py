@@ -10,7 +10,7 @@ from typing import Any
 from pgarena.analysis.metrics import is_clamped, nominal_clients, stability
 from pgarena.analysis.ranking import METRICS
 from pgarena.model.metrics import ScalingPoint
-from pgarena.report.model import Report
+from pgarena.report.view import Report
 
 Table = tuple[list[str], list[list[Any]]]
 
