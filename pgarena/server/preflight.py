@@ -13,7 +13,7 @@ from pydantic import BaseModel, Field
 
 from pgarena.aws.leases import Leases, holder_id, lease_key
 from pgarena.model.budget import COORDINATOR_CONNECTIONS, ConnectionFacts, Sessions
-from pgarena.model.errors import ErrorKind, PgarenaError, classify, failure
+from pgarena.model.errors import ErrorKind, PgarenaError, error_info, failure
 from pgarena.model.plan import CAMPAIGN_TAG_RE, PlannedTarget, Step, campaign_tag
 from pgarena.model.redact import redact
 from pgarena.model.results import ServerInfo, ServerSetting
@@ -192,9 +192,8 @@ def preflight(target: PlannedTarget, campaign_id: str, leases: Leases | None = N
             raise
         except Exception as error:  # a statement timeout, a permission, a server going down under us
             message = describe(error)
-            raise failure(
-                classify(message) or ErrorKind.PREFLIGHT_FAILED, f"reading {target.name}'s settings failed: {message}"
-            ) from None
+            info = error_info(message, ErrorKind.PREFLIGHT_FAILED, f"reading {target.name}'s settings failed: {message}")
+            raise failure(info.kind, info.message) from None
     server = ServerInfo(
         version=version,
         version_num=version_num,
