@@ -13,8 +13,9 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from pgarena.analysis.compare import DEFAULT_THRESHOLD, Comparison, compare_campaigns, load_results
+from pgarena.analysis.compare import DEFAULT_THRESHOLD, compare_campaigns, load_results
 from pgarena.aws.execution import RESULTS_WAIT_S, STACK_NAME
+from pgarena.model.comparison import Comparison
 from pgarena.model.execution import load_execution_input
 from pgarena.model.matrix import Campaign, MatrixError, json_schema
 from pgarena.model.results import CampaignResults

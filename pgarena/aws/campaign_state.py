@@ -21,8 +21,7 @@ from pgarena.aws.ledger import CostDecision
 from pgarena.model import layout
 from pgarena.model.errors import CampaignExists
 from pgarena.model.outcomes import StepOutcome, TargetOutcome
-from pgarena.model.plan import Plan, planned_target
-from pgarena.planning.shards import PreflightResult
+from pgarena.model.plan import Plan, PreflightResult, planned_target
 
 if TYPE_CHECKING:
     from pgarena.aws.store import ResultStore

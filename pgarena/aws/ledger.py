@@ -21,6 +21,7 @@ from pydantic import BaseModel
 
 from pgarena.aws import access
 from pgarena.aws.items import marshal, unmarshal
+from pgarena.model.cost import CostEstimate
 from pgarena.model.errors import ErrorInfo, ErrorKind
 from pgarena.model.matrix import CostPolicy
 from pgarena.model.outcomes import TargetOutcome
@@ -225,7 +226,7 @@ class CostDecision(BaseModel):
     campaign_id: str
     allowed: bool
     month: str
-    estimate: cost.CostEstimate
+    estimate: CostEstimate
     cap_usd: float | None = None
     monthly_cap_usd: float | None = None
     month_committed_usd: float | None = None

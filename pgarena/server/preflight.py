@@ -14,11 +14,11 @@ from pydantic import BaseModel, Field
 from pgarena.aws.leases import Leases, holder_id, lease_key
 from pgarena.model.budget import COORDINATOR_CONNECTIONS, ConnectionFacts, Sessions
 from pgarena.model.errors import ErrorKind, PgarenaError, error_info, failure
-from pgarena.model.plan import CAMPAIGN_TAG_RE, PlannedTarget, Step, campaign_tag
+from pgarena.model.plan import CAMPAIGN_TAG_RE, PlannedTarget, PreflightResult, Step, campaign_tag
 from pgarena.model.redact import redact
 from pgarena.model.results import ServerInfo, ServerSetting
 from pgarena.planning.budget import apply_budget, compute_budget, held_by_other_campaigns
-from pgarena.planning.shards import PreflightResult, shard
+from pgarena.planning.shards import shard
 from pgarena.server.postgres import CLIENT_SESSIONS, connect, describe
 from pgarena.server.restarts import postmaster_started_at, reachable_address, resolve
 

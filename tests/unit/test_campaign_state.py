@@ -14,11 +14,11 @@ from pgarena.aws.store import ResultStore, create_results_table
 from pgarena.model.budget import ConnectionFacts
 from pgarena.model.errors import CampaignExists
 from pgarena.model.matrix import ConnectionPolicy, parse_campaign
-from pgarena.model.plan import PlannedTarget
+from pgarena.model.plan import PlannedTarget, PreflightResult
 from pgarena.model.results import ServerInfo
 from pgarena.planning.budget import compute_budget
 from pgarena.planning.plan import plan_campaign
-from pgarena.planning.shards import PreflightResult, shard
+from pgarena.planning.shards import shard
 from tests.conftest import FIXTURES
 
 
