@@ -46,7 +46,7 @@ from pgarena.aws.store import ResultStore, create_results_table
 from pgarena.local.embedded import EmbeddedProcess
 from pgarena.model.matrix import Endpoint, PgbenchRun, parse_campaign
 from pgarena.model.plan import Step
-from pgarena.planning.plan import plan_campaign
+from pgarena.planning.planner import plan_campaign
 from pgarena.server.postgres import connect
 from pgarena.tools.pgbench.command import init_args, libpq_env, pgbench_binary, run_args
 from pgarena.tools.pgbench.parser import parse_pgbench

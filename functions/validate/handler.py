@@ -14,7 +14,7 @@ from pgarena.model.errors import InvalidMatrix
 from pgarena.model.execution import execution_request
 from pgarena.model.matrix import MatrixError, parse_campaign
 from pgarena.model.plan import PlanRef
-from pgarena.planning.plan import plan_campaign
+from pgarena.planning.planner import plan_campaign
 
 
 class ValidateEvent(BaseModel):

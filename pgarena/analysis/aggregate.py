@@ -8,12 +8,12 @@ from collections.abc import Iterable
 from statistics import median
 from typing import TypedDict
 
+from pgarena.analysis.catch_up import replication_result
 from pgarena.analysis.consolidation import consolidation_tables
 from pgarena.analysis.merge import NoCommonWindow, merge
 from pgarena.analysis.metrics import campaign_statistics, target_metrics, with_points
 from pgarena.analysis.ranking import rank_targets
 from pgarena.analysis.rate import rate_incident
-from pgarena.analysis.replication import replication_result
 from pgarena.analysis.warmup import warmup_of
 from pgarena.model import layout
 from pgarena.model.errors import Caught, ErrorInfo, ErrorKind, error_info

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pgarena.analysis.resume import Rerun, combine, copy_raw, load_original, plan_reruns
+from pgarena.analysis.rerun import Rerun, combine, copy_raw, load_original, plan_reruns
 from pgarena.aws.execution import new_campaign_id
 from pgarena.aws.follow import Event
 from pgarena.local.progress import salvage

@@ -22,7 +22,7 @@ from pgarena.model.plan import (
     Plan,
     Step,
 )
-from pgarena.planning.plan import plan_campaign
+from pgarena.planning.planner import plan_campaign
 from pgarena.planning.shards import shard
 
 # THE PRICE TABLE. List prices as of 2026-06 from the AWS pricing pages; they change, and some

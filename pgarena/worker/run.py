@@ -25,7 +25,7 @@ import boto3
 from aws_lambda_powertools import Logger
 from botocore.exceptions import ClientError
 
-from pgarena.analysis.replication import replication_result, run_seconds
+from pgarena.analysis.catch_up import replication_result, run_seconds
 from pgarena.analysis.slo import probe_result, search
 from pgarena.analysis.warmup import warmup_of
 from pgarena.aws.barrier import wait_at_barrier
@@ -43,8 +43,8 @@ from pgarena.server.monitor import Monitor
 from pgarena.server.replication import LAG_SERIES, ReplicationMonitor
 from pgarena.server.restarts import RESTART_SUSPECTS, RESTART_WAIT_S, read_postmaster_start, restart_evidence
 from pgarena.tools.runner import TOOL_RUNNERS, Measured, tool_environment
-from pgarena.worker.cost import CostMeter
 from pgarena.worker.facts import worker_facts
+from pgarena.worker.harness import CostMeter
 
 if TYPE_CHECKING:
     from mypy_boto3_stepfunctions import SFNClient

@@ -17,7 +17,7 @@ from pgarena.model.matrix import ConnectionPolicy, parse_campaign
 from pgarena.model.plan import PlannedTarget, PreflightResult
 from pgarena.model.results import ServerInfo
 from pgarena.planning.budget import compute_budget
-from pgarena.planning.plan import plan_campaign
+from pgarena.planning.planner import plan_campaign
 from pgarena.planning.shards import shard
 from tests.conftest import FIXTURES
 

@@ -13,7 +13,7 @@ from pgarena.model.matrix import MatrixError, load_campaign, parse_campaign
 from pgarena.model.outcomes import Outcomes, TargetOutcome
 from pgarena.model.plan import PHASE_BARRIER_TIMEOUT_S, RUN_TIMEOUT_MARGIN_S, Plan
 from pgarena.model.results import StepSummary
-from pgarena.planning.plan import plan_campaign
+from pgarena.planning.planner import plan_campaign
 from pgarena.report import build_reports
 
 ROOT = Path(__file__).parents[2]

@@ -15,7 +15,7 @@ from pgarena.aws.ledger import Ledger, check_cost, month_of
 from pgarena.aws.store import ResultStore, create_results_table
 from pgarena.model.matrix import parse_campaign
 from pgarena.model.results import CampaignResults, now_iso
-from pgarena.planning.plan import plan_campaign
+from pgarena.planning.planner import plan_campaign
 from pgarena.report import REPORT_FILES
 from tests.conftest import FIXTURES
 

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from pgarena.model.errors import InvalidMatrix
 from pgarena.model.matrix import Campaign, MatrixError, load_campaign, parse_campaign
-from pgarena.planning.plan import plan_campaign
+from pgarena.planning.planner import plan_campaign
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "matrices"
 VALID = json.loads((FIXTURES / "minimal.json").read_text())

@@ -13,7 +13,7 @@ from pgarena.aws.store import create_results_table
 from pgarena.model.matrix import parse_campaign
 from pgarena.model.outcomes import StepOutcome, TargetOutcome
 from pgarena.model.results import StepSummary
-from pgarena.planning.plan import plan_campaign
+from pgarena.planning.planner import plan_campaign
 from tests.conftest import FIXTURES
 
 NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC).timestamp()

@@ -22,7 +22,7 @@ from pgarena.model.matrix import (
 )
 from pgarena.model.plan import PhaseRef, PlanRef, StepRef
 from pgarena.model.sysbench import MAX_DURATION_S
-from pgarena.planning.plan import plan_campaign
+from pgarena.planning.planner import plan_campaign
 from pgarena.planning.shards import shard
 from tests.conftest import FIXTURES
 

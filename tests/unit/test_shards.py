@@ -5,7 +5,7 @@ import pytest
 from pgarena.model.budget import ConnectionFacts
 from pgarena.model.matrix import ConnectionPolicy, MatrixError, parse_campaign
 from pgarena.planning.budget import apply_budget, compute_budget
-from pgarena.planning.plan import plan_campaign
+from pgarena.planning.planner import plan_campaign
 from pgarena.planning.shards import shard, split_clients
 from tests.conftest import FIXTURES
 

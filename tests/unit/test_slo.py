@@ -11,7 +11,7 @@ from pgarena.model.plan import RUN_TIMEOUT_MARGIN_S
 from pgarena.model.results import CampaignResults, Latency, ProgressSample, StepSummary, TargetResult, WorkloadResult
 from pgarena.model.slo import SloProbe, SloSearch
 from pgarena.planning.cost import S3_PUTS_PER_STEP, estimate, expected_work_s
-from pgarena.planning.plan import plan_campaign
+from pgarena.planning.planner import plan_campaign
 from pgarena.report import build_reports
 
 P99_50 = Slo(p99_ms=50.0, probes=5)
