@@ -26,6 +26,10 @@ class ErrorInfo(BaseModel):
         """Messages quote tools and drivers, which may echo a connection string: never keep its password."""
         return redact(value)
 
+    def cause(self) -> str:
+        """The Cause a worker sends with SendTaskFailure, which `error_info(Caught(...))` reads back."""
+        return json.dumps({"errorType": self.kind, "errorMessage": self.message[:8000], "raw": self.raw})
+
 
 class ErrorKind(StrEnum):
     """Every failure kind pgarena reports (`error.kind` in results.json). README's failure table documents

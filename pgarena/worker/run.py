@@ -435,10 +435,6 @@ def hard_stop(after_s: float, on_expiry: Callable[[], None] = _exit_now) -> Iter
         timer.cancel()
 
 
-def _cause(error: ErrorInfo) -> str:
-    return json.dumps({"errorType": error.kind, "errorMessage": error.message[:8000], "raw": error.raw})
-
-
 def _record_failure(step: Step, store: ResultStore, error: ErrorInfo) -> None:
     """A failure before the tool produced a summary is still written down, with its kind and message:
     the summary, not the task token's cause, is what results.json is built from (moto also drops the
@@ -491,7 +487,7 @@ def main() -> int:
             if error is None:
                 sfn.send_task_success(taskToken=env.task_token, output=json.dumps({"step_id": step.step_id}))
                 return 0
-            sfn.send_task_failure(taskToken=env.task_token, error=error.kind, cause=_cause(error))
+            sfn.send_task_failure(taskToken=env.task_token, error=error.kind, cause=error.cause())
         except Exception as unsent:  # the execution was stopped or timed out: the summary is what counts
             logger.warning("state machine not told", step_id=step.step_id, error=str(unsent))
         return 1
