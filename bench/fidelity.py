@@ -48,7 +48,7 @@ from pgarena.local.embedded import EmbeddedProcess
 from pgarena.model.matrix import Endpoint, PgbenchRun, PgbenchWorkload
 from pgarena.model.plan import Step
 from pgarena.planning.campaign import parse_campaign
-from pgarena.planning.plan import plan_campaign
+from pgarena.planning.planner import plan_campaign
 from pgarena.server.postgres import connect
 from pgarena.tools.pgbench.command import init_args, libpq_env, pgbench_binary, run_args
 from pgarena.tools.pgbench.parser import parse_pgbench

@@ -34,8 +34,9 @@ from collections.abc import Callable, Sequence
 from statistics import fmean
 
 from pgarena.analysis.intervals import SINGLE_RUN_NOTE, relative_half_width
-from pgarena.analysis.metrics import PointMetrics, target_metrics
+from pgarena.analysis.metrics import target_metrics
 from pgarena.model.matrix import RankingConfig, RankingMetric
+from pgarena.model.metrics import PointMetrics
 from pgarena.model.results import RankEntry, TargetResult
 
 METRICS: tuple[RankingMetric, ...] = ("throughput", "latency", "stability", "cost", "sustainable", "slo_tps")

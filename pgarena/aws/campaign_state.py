@@ -18,8 +18,7 @@ from pgarena.campaign.cost_guard import CostDecision
 from pgarena.campaign.outcomes import target_outcomes
 from pgarena.model import layout
 from pgarena.model.outcomes import TargetOutcome
-from pgarena.model.plan import Plan
-from pgarena.planning.shards import PreflightResult
+from pgarena.model.plan import Plan, PreflightResult
 
 if TYPE_CHECKING:
     from pgarena.aws.store import ResultStore

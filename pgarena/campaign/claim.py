@@ -12,7 +12,7 @@ from pgarena.model.execution import execution_request
 from pgarena.model.matrix_errors import MatrixError
 from pgarena.model.plan import Plan
 from pgarena.planning.campaign import parse_campaign
-from pgarena.planning.plan import plan_campaign
+from pgarena.planning.planner import plan_campaign
 
 
 def claim(store: Store, records: Records, campaign_id: str, execution: str, fix: str) -> None:

@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from pydantic import BaseModel
 
 from pgarena.campaign.ports import Ledger, Records
+from pgarena.model.cost import CostEstimate
 from pgarena.model.errors import ErrorInfo, ErrorKind
 from pgarena.model.matrix import CostPolicy
 from pgarena.model.outcomes import TargetOutcome
@@ -28,7 +29,7 @@ class CostDecision(BaseModel):
     campaign_id: str
     allowed: bool
     month: str
-    estimate: cost.CostEstimate
+    estimate: CostEstimate
     cap_usd: float | None = None
     monthly_cap_usd: float | None = None
     month_committed_usd: float | None = None

@@ -26,7 +26,7 @@ from pgarena.model.plan import Plan
 from pgarena.model.results import CampaignResults, now_iso
 from pgarena.model.series import ShardSeries
 from pgarena.planning.campaign import parse_campaign
-from pgarena.planning.plan import plan_campaign
+from pgarena.planning.planner import plan_campaign
 from pgarena.report import Writer, publish_results
 
 Ending = Literal["completed", "cancelled", "failed"]

@@ -8,8 +8,7 @@ from typing import Any
 
 from pgarena.model import layout
 from pgarena.model.outcomes import StepOutcome, TargetOutcome
-from pgarena.model.plan import Plan
-from pgarena.planning.shards import PreflightResult
+from pgarena.model.plan import Plan, PreflightResult
 
 
 def _failure(item: dict[str, Any] | None) -> dict[str, Any] | None:

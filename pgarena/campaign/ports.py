@@ -14,9 +14,8 @@ if TYPE_CHECKING:
     from pgarena.campaign.cost_guard import CostDecision
     from pgarena.model.ledger import Booking, LedgerEntry
     from pgarena.model.outcomes import TargetOutcome
-    from pgarena.model.plan import Plan, Step
+    from pgarena.model.plan import Plan, PreflightResult, Step
     from pgarena.model.results import StepSummary
-    from pgarena.planning.shards import PreflightResult
 
 
 class Store(Protocol):

@@ -8,13 +8,13 @@ import time
 from pgarena.campaign.leases import Leases, holder_id, lease_key
 from pgarena.campaign.ports import Records, Store
 from pgarena.model.budget import COORDINATOR_CONNECTIONS
-from pgarena.model.errors import ErrorKind, PgarenaError, classify, failure
+from pgarena.model.errors import ErrorKind, PgarenaError, error_info, failure
 from pgarena.model.layout import evidence_key
-from pgarena.model.plan import PlannedTarget, PreflightRef, Step, TargetRef, campaign_tag, planned_target
+from pgarena.model.plan import PlannedTarget, PreflightRef, PreflightResult, Step, TargetRef, campaign_tag, planned_target
 from pgarena.model.redact import redact
 from pgarena.model.results import ServerInfo
 from pgarena.planning.budget import apply_budget, compute_budget, held_by_other_campaigns
-from pgarena.planning.shards import PreflightResult, shard
+from pgarena.planning.shards import shard
 from pgarena.server.facts import disclose, read_facts, read_sessions
 from pgarena.server.postgres import connect, describe
 from pgarena.server.restarts import postmaster_started_at, reachable_address, resolve
@@ -92,9 +92,8 @@ def lease_budget(target: PlannedTarget, campaign_id: str, leases: Leases | None 
             raise
         except Exception as error:  # a statement timeout, a permission, a server going down under us
             message = describe(error)
-            raise failure(
-                classify(message) or ErrorKind.PREFLIGHT_FAILED, f"reading {target.name}'s settings failed: {message}"
-            ) from None
+            info = error_info(message, ErrorKind.PREFLIGHT_FAILED, f"reading {target.name}'s settings failed: {message}")
+            raise failure(info.kind, info.message) from None
     server = ServerInfo(
         version=version,
         version_num=version_num,

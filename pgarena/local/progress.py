@@ -22,7 +22,7 @@ from pgarena.model.errors import DiskFull, ErrorInfo, ErrorKind
 from pgarena.model.results import CampaignResults, StepSummary, TargetResult, now_iso
 from pgarena.model.series import ShardSeries
 from pgarena.planning.campaign import parse_campaign
-from pgarena.planning.plan import plan_campaign
+from pgarena.planning.planner import plan_campaign
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client

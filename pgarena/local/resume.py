@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pgarena.analysis.resume import Rerun, combine, copy_raw, load_original, plan_reruns
+from pgarena.analysis.rerun import Rerun, combine, copy_raw, load_original, plan_reruns
 from pgarena.local.progress import salvage
 from pgarena.local.runtime import MATRIX_FILE, LocalRuntime
 from pgarena.model.layout import RESULTS_FILE

@@ -1,4 +1,4 @@
-"""Models split from planning.plan."""
+"""The plan's records: the steps, targets and phases the state machine runs, and the small refs passed between states."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from pgarena.model.matrix import (
     SysbenchWorkload,
     Workload,
 )
-from pgarena.model.results import RunOrder
+from pgarena.model.results import RunOrder, ServerInfo
 from pgarena.model.sysbench import SysbenchCommand
 from pgarena.model.sysbench import connections_used as sysbench_connections
 
@@ -254,6 +254,34 @@ class PreflightRef(Boundary):
 
     name: str
     steps: list[StepRef]
+
+
+class StepGroup(BaseModel):
+    """One logical step as the state machine runs it: its shards run at the same time."""
+
+    step_id: str
+    kind: str
+    shards: list[Step] = Field(min_length=1)
+
+
+class PreflightResult(BaseModel):
+    """What preflight found and what the target runs: kept in the bucket (layout.preflight_key), never in
+    the execution's state, which carries its `ref` only."""
+
+    server: ServerInfo
+    steps: list[StepGroup] = Field(description="the steps to run, in order, each split into its shards")
+
+    def step_refs(self) -> list[StepRef]:
+        """The items of Run Steps In Order: indices and the two timers its Task state reads from the state."""
+        return [
+            StepRef(
+                index=i,
+                last_shard=len(group.shards) - 1,
+                timeout_s=group.shards[0].timeout_s,
+                heartbeat_timeout_s=group.shards[0].heartbeat_timeout_s,
+            )
+            for i, group in enumerate(self.steps)
+        ]
 
 
 def planned_target(plan: Plan, phase: int, target: int) -> PlannedTarget:

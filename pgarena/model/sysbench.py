@@ -1,4 +1,4 @@
-"""Models split from tools.sysbench.command."""
+"""The sysbench workload as a matrix declares it: prepare and run options, checked against what pgarena owns."""
 
 from __future__ import annotations
 

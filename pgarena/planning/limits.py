@@ -12,7 +12,7 @@ from typing import Any
 
 from pgarena.model.matrix import FAN_OUT_REASON, MAX_STARTED_TOGETHER, Campaign, PgbenchWorkload
 from pgarena.model.matrix_errors import Problem
-from pgarena.planning.plan import Pass, passes, step_shapes
+from pgarena.planning.planner import Pass, passes, step_shapes
 from pgarena.planning.shards import run_workers, split_clients
 
 # Each worker gets its step in its ECS RunTask container overrides, which hold at most 8,192 characters;

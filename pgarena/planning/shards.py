@@ -2,39 +2,8 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
-
 from pgarena.model.matrix import PgbenchWorkload, Workload
-from pgarena.model.plan import Step, StepRef
-from pgarena.model.results import ServerInfo
-
-
-class StepGroup(BaseModel):
-    """One logical step as the state machine runs it: its shards run at the same time."""
-
-    step_id: str
-    kind: str
-    shards: list[Step] = Field(min_length=1)
-
-
-class PreflightResult(BaseModel):
-    """What preflight found and what the target runs: kept in the bucket (layout.preflight_key), never in
-    the execution's state, which carries its `ref` only."""
-
-    server: ServerInfo
-    steps: list[StepGroup] = Field(description="the steps to run, in order, each split into its shards")
-
-    def step_refs(self) -> list[StepRef]:
-        """The items of Run Steps In Order: indices and the two timers its Task state reads from the state."""
-        return [
-            StepRef(
-                index=i,
-                last_shard=len(group.shards) - 1,
-                timeout_s=group.shards[0].timeout_s,
-                heartbeat_timeout_s=group.shards[0].heartbeat_timeout_s,
-            )
-            for i, group in enumerate(self.steps)
-        ]
+from pgarena.model.plan import Step, StepGroup
 
 
 def split_clients(clients: int, workers: int) -> list[int]:

@@ -7,8 +7,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from pgarena.campaign.ports import Records
-from pgarena.model.plan import Plan, planned_target
-from pgarena.planning.shards import PreflightResult
+from pgarena.model.plan import Plan, PreflightResult, planned_target
 
 
 class Subjects:

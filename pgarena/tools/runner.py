@@ -14,7 +14,7 @@ from typing import Protocol
 
 from pgarena.analysis.latency import encode, percentiles_of
 from pgarena.analysis.warmup import measured_progress, warmup_of, window_tps
-from pgarena.model.errors import ErrorInfo, ErrorKind, classify, with_hint
+from pgarena.model.errors import ErrorInfo, ErrorKind, ToolExit, error_info
 from pgarena.model.matrix import PgbenchWorkload, SysbenchWorkload
 from pgarena.model.plan import Step
 from pgarena.model.results import Barrier, Latency, ProgressSample
@@ -24,11 +24,6 @@ from pgarena.tools.pgbench.parser import parse_pgbench
 from pgarena.tools.pgbench.txlog import TransactionLog, first_start_epoch, read_txlog
 from pgarena.tools.sysbench import command as sysbench
 from pgarena.tools.sysbench.parser import parse_sysbench
-
-# How many of the tool's last error lines go into an error message.
-ERROR_LINES = 3
-KILLED = -9
-
 
 # What a tool inherits from the worker's environment: where programs and messages are, and the operator's
 # TLS trust store. Nothing else: the worker's own environment holds the task token and AWS credentials.
@@ -68,15 +63,6 @@ class Tool(Protocol):
     def measure(self, step: Step, text: str, exit_code: int, workdir: Path) -> Measured: ...
 
     def artifacts(self, workdir: Path) -> list[Path]: ...
-
-
-def failure_of(text: str, errors: list[str], exit_code: int, tool: str, timeout_s: int) -> ErrorInfo:
-    if exit_code == KILLED:
-        return ErrorInfo(kind=ErrorKind.TIMEOUT, message=f"{tool} ran past the step's {timeout_s} s timeout and was killed")
-    lines = errors or [line for line in text.splitlines() if line.strip()]
-    message = " | ".join(lines[-ERROR_LINES:]) or f"{tool} exited with code {exit_code}"
-    kind = classify(text) or ErrorKind.TOOL_FAILED
-    return ErrorInfo(kind=kind, message=with_hint(kind, message))
 
 
 class Pgbench:
@@ -133,7 +119,7 @@ class Pgbench:
             if since is not None and txlog.end_epoch is not None:
                 self._window(measured, spec, histogram.get_total_count(), not_done, since, txlog)
         if exit_code != 0 or report.aborted:
-            measured.error = failure_of(text, report.errors, exit_code, "pgbench", step.timeout_s)
+            measured.error = error_info(ToolExit("pgbench", exit_code, text, report.errors, step.timeout_s))
         elif step.kind == "run" and measured.tps is None and measured.error is None:
             measured.error = ErrorInfo(kind=ErrorKind.TOOL_FAILED, message="pgbench exited 0 but printed no tps")
         return measured
@@ -221,7 +207,7 @@ class Sysbench:
             else {},
         )
         if exit_code != 0 or (step.kind == "run" and not report.finished):
-            measured.error = failure_of(text, report.errors, exit_code, "sysbench", step.timeout_s)
+            measured.error = error_info(ToolExit("sysbench", exit_code, text, report.errors, step.timeout_s))
         elif step.kind == "run" and measured.tps is None:
             measured.error = ErrorInfo(kind=ErrorKind.TOOL_FAILED, message="sysbench exited 0 but printed no tps")
         return measured

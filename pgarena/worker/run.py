@@ -25,7 +25,7 @@ import boto3
 from aws_lambda_powertools import Logger
 from botocore.exceptions import ClientError
 
-from pgarena.analysis.replication import replication_result, run_seconds
+from pgarena.analysis.catch_up import replication_result, run_seconds
 from pgarena.analysis.slo import probe_result, search
 from pgarena.analysis.warmup import warmup_of
 from pgarena.aws.barrier import BARRIER_TIMEOUT_S, DynamoBarrier
@@ -33,7 +33,7 @@ from pgarena.aws.settings import WorkerEnv
 from pgarena.aws.store import ResultStore
 from pgarena.campaign.ports import Barrier as StartBarrier
 from pgarena.campaign.ports import Store
-from pgarena.model.errors import ErrorInfo, ErrorKind, PgarenaError
+from pgarena.model.errors import KILLED, ErrorInfo, ErrorKind, WorkerStopped, error_info
 from pgarena.model.matrix import PgbenchWorkload
 from pgarena.model.monitor import ConnectionReport
 from pgarena.model.plan import PHASE_BARRIER_TIMEOUT_S, WORKER_HARD_STOP_GRACE_S, Step
@@ -44,9 +44,9 @@ from pgarena.server.credentials import resolve_password
 from pgarena.server.monitor import Monitor
 from pgarena.server.replication import LAG_SERIES, ReplicationMonitor
 from pgarena.server.restarts import RESTART_SUSPECTS, RESTART_WAIT_S, read_postmaster_start, restart_evidence
-from pgarena.tools.runner import KILLED, TOOL_RUNNERS, Measured, tool_environment
-from pgarena.worker.cost import CostMeter
+from pgarena.tools.runner import TOOL_RUNNERS, Measured, tool_environment
 from pgarena.worker.facts import worker_facts
+from pgarena.worker.harness import CostMeter
 
 if TYPE_CHECKING:
     from mypy_boto3_stepfunctions import SFNClient
@@ -222,8 +222,8 @@ def run_step(  # noqa: PLR0915  # a step's whole life: start, stream, probes, up
             # Timed from the moment the tool exits, after the activity monitor stopped (its last sample
             # would otherwise see the clients gone and call it a drop).
             catch_ups = lag.catch_up() if lag is not None else None
-    except Stopped:  # stopped while the tool ran: what it printed until then is the evidence
-        raise Stopped(raw=store.put_file(raw_key, raw_path)) from None
+    except WorkerStopped:  # stopped while the tool ran: what it printed until then is the evidence
+        raise WorkerStopped(raw=store.put_file(raw_key, raw_path)) from None
     wall_s, finished_at = time.monotonic() - t0, now_iso()
     raw = [store.put_file(raw_key, raw_path)]  # upload before parsing: the raw output is the evidence
     for artifact in tool.artifacts(workdir):
@@ -323,8 +323,8 @@ def _probe(  # noqa: PLR0913  # run_step's context, passed down to one probe
             redactor=Redactor([password]),
             upload_every_s=upload_every_s,
         )
-    except Stopped:
-        raise Stopped(raw=store.put_file(raw_key, raw_path)) from None
+    except WorkerStopped:
+        raise WorkerStopped(raw=store.put_file(raw_key, raw_path)) from None
     raw = [store.put_file(raw_key, raw_path)]
     for artifact in tool.artifacts(probe_dir):
         raw.append(store.put_file(f"{prefix}/{artifact.name}.gz", _gzip(artifact), "application/gzip"))
@@ -431,10 +431,6 @@ def hard_stop(after_s: float, on_expiry: Callable[[], None] = _exit_now) -> Iter
         timer.cancel()
 
 
-def _cause(error: ErrorInfo) -> str:
-    return json.dumps({"errorType": error.kind, "errorMessage": error.message[:8000], "raw": error.raw})
-
-
 def _record_failure(step: Step, store: Store, error: ErrorInfo) -> None:
     """A failure before the tool produced a summary is still written down, with its kind and message:
     the summary, not the task token's cause, is what results.json is built from (moto also drops the
@@ -446,20 +442,6 @@ def _record_failure(step: Step, store: Store, error: ErrorInfo) -> None:
         logger.exception("could not record the failure", step_id=step.step_id)
 
 
-STOPPED_KIND = ErrorKind.WORKER_STOPPED
-STOPPED_MESSAGE = (
-    "the worker was stopped (SIGTERM: StopTask for a cancelled campaign, a Fargate Spot interruption) while its step ran"
-)
-
-
-class Stopped(BaseException):
-    """SIGTERM arrived. A BaseException, so that no `except Exception` on the way swallows it."""
-
-    def __init__(self, raw: str | None = None):
-        super().__init__(STOPPED_MESSAGE)
-        self.raw = raw
-
-
 def _stop_on_sigterm() -> None:
     """ECS StopTask (and the local runtime's) sends SIGTERM, then SIGKILL 30 s later: turn the first into a
     recorded failure (the tool killed, its output kept), told to the state machine at once rather than
@@ -467,7 +449,7 @@ def _stop_on_sigterm() -> None:
 
     def stop(signum: int, frame: FrameType | None) -> None:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        raise Stopped()
+        raise WorkerStopped()
 
     signal.signal(signal.SIGTERM, stop)
 
@@ -490,13 +472,10 @@ def main() -> int:
             try:
                 summary = run_step(step, store, DynamoBarrier(store.dynamodb, store.table), Path(tmp), env.upload_every_s)
                 error = summary.error
-            except Stopped as stopped:
-                error = ErrorInfo(kind=STOPPED_KIND, message=STOPPED_MESSAGE, raw=stopped.raw)
-            except PgarenaError as failure:
-                error = failure.info()
-            except Exception as crash:  # report any crash to the state machine rather than leave it waiting
-                logger.exception("worker crashed", step_id=step.step_id)
-                error = ErrorInfo(kind=ErrorKind.WORKER_CRASHED, message=f"{type(crash).__name__}: {crash}")
+            except (WorkerStopped, Exception) as failure:  # told to the state machine rather than leave it waiting
+                error = error_info(failure)
+                if error.kind == ErrorKind.WORKER_CRASHED:
+                    logger.exception("worker crashed", step_id=step.step_id)
             if summary is None:
                 assert error is not None  # every way out without a summary set it
                 _record_failure(step, store, error)
@@ -504,7 +483,7 @@ def main() -> int:
             if error is None:
                 sfn.send_task_success(taskToken=env.task_token, output=json.dumps({"step_id": step.step_id}))
                 return 0
-            sfn.send_task_failure(taskToken=env.task_token, error=error.kind, cause=_cause(error))
+            sfn.send_task_failure(taskToken=env.task_token, error=error.kind, cause=error.cause())
         except Exception as unsent:  # the execution was stopped or timed out: the summary is what counts
             logger.warning("state machine not told", step_id=step.step_id, error=str(unsent))
         return 1

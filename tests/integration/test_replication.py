@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from pgarena.analysis.replication import lsn_to_int
+from pgarena.analysis.catch_up import lsn_to_int
 from pgarena.local.runtime import run_local
 from pgarena.model.replication import LagSample
 from pgarena.planning.campaign import parse_campaign

@@ -33,7 +33,7 @@ from pgarena.model import layout
 from pgarena.model.errors import PgarenaError
 from pgarena.model.results import StepSummary
 from pgarena.planning.campaign import parse_campaign
-from pgarena.planning.plan import plan_campaign
+from pgarena.planning.planner import plan_campaign
 from pgarena.report import REPORT_FILES
 from tests.conftest import FIXTURES
 from tests.unit.test_campaign_state import preflight_result

@@ -4,7 +4,7 @@ from pgarena.analysis.aggregate import aggregate
 from pgarena.model.outcomes import TargetOutcome
 from pgarena.model.results import StepSummary
 from pgarena.planning.campaign import parse_campaign
-from pgarena.planning.plan import plan_campaign
+from pgarena.planning.planner import plan_campaign
 from tests.conftest import FIXTURES
 
 

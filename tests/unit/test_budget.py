@@ -8,7 +8,7 @@ from pgarena.model.matrix import ConnectionPolicy, Pooler
 from pgarena.model.plan import campaign_tag
 from pgarena.planning.budget import apply_budget, compute_budget, held_by_other_campaigns
 from pgarena.planning.campaign import parse_campaign
-from pgarena.planning.plan import plan_campaign
+from pgarena.planning.planner import plan_campaign
 from pgarena.server.facts import sessions_of
 from tests.conftest import FIXTURES
 

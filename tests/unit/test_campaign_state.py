@@ -17,12 +17,12 @@ from pgarena.model import layout
 from pgarena.model.budget import ConnectionFacts
 from pgarena.model.errors import CampaignExists
 from pgarena.model.matrix import ConnectionPolicy
-from pgarena.model.plan import PlannedTarget
+from pgarena.model.plan import PlannedTarget, PreflightResult
 from pgarena.model.results import ServerInfo
 from pgarena.planning.budget import compute_budget
 from pgarena.planning.campaign import parse_campaign
-from pgarena.planning.plan import plan_campaign
-from pgarena.planning.shards import PreflightResult, shard
+from pgarena.planning.planner import plan_campaign
+from pgarena.planning.shards import shard
 from tests.conftest import FIXTURES
 
 

@@ -17,9 +17,8 @@ from pgarena.campaign.outcomes import target_outcomes
 from pgarena.model import layout
 from pgarena.model.errors import CampaignExists, ErrorKind, InvalidMatrix, PgarenaError
 from pgarena.model.outcomes import TargetOutcome
-from pgarena.model.plan import Plan, ShardRef, Step
+from pgarena.model.plan import Plan, PreflightResult, ShardRef, Step
 from pgarena.model.results import StepSummary
-from pgarena.planning.shards import PreflightResult
 from tests.conftest import FIXTURES
 from tests.unit.test_campaign_state import preflight_result
 

@@ -7,7 +7,7 @@ import pytest
 from pgarena.model.plan import RUN_TIMEOUT_MARGIN_S, WORKER_HARD_STOP_GRACE_S
 from pgarena.planning import cost
 from pgarena.planning.campaign import parse_campaign
-from pgarena.planning.plan import plan_campaign
+from pgarena.planning.planner import plan_campaign
 from tests.conftest import FIXTURES, ROOT
 
 ASL = ROOT / "statemachines" / "campaign.asl.json"

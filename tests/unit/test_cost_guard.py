@@ -14,7 +14,7 @@ from pgarena.local.endpoints import LambdaContext
 from pgarena.model import layout
 from pgarena.model.errors import ErrorInfo
 from pgarena.planning.campaign import parse_campaign
-from pgarena.planning.plan import plan_campaign
+from pgarena.planning.planner import plan_campaign
 from tests.conftest import FIXTURES
 
 

@@ -17,7 +17,7 @@ from pgarena.campaign.finalize import finalize, finalize_stopped
 from pgarena.campaign.leases import holder_id, lease_key
 from pgarena.model.results import CampaignResults, now_iso
 from pgarena.planning.campaign import parse_campaign
-from pgarena.planning.plan import plan_campaign
+from pgarena.planning.planner import plan_campaign
 from pgarena.report import REPORT_FILES
 from tests.conftest import FIXTURES
 

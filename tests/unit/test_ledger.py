@@ -14,7 +14,7 @@ from pgarena.campaign.cost_guard import COST_CAP_REFUSED, WorkerPricing, check_c
 from pgarena.model.outcomes import StepOutcome, TargetOutcome
 from pgarena.model.results import StepSummary
 from pgarena.planning.campaign import parse_campaign
-from pgarena.planning.plan import plan_campaign
+from pgarena.planning.planner import plan_campaign
 from tests.conftest import FIXTURES
 
 NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC).timestamp()

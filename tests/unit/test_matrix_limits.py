@@ -21,7 +21,7 @@ from pgarena.planning.limits import (
     STATE_RESERVED_BYTES,
     STEP_REF_BYTES,
 )
-from pgarena.planning.plan import plan_campaign
+from pgarena.planning.planner import plan_campaign
 from pgarena.planning.shards import shard
 from tests.conftest import FIXTURES
 

@@ -5,7 +5,7 @@ import pytest
 from pgarena.model.errors import InvalidMatrix
 from pgarena.model.plan import RUN_TIMEOUT_MARGIN_S
 from pgarena.planning.campaign import parse_campaign
-from pgarena.planning.plan import plan_campaign
+from pgarena.planning.planner import plan_campaign
 from tests.conftest import FIXTURES
 
 

@@ -10,7 +10,7 @@ from pgarena.model.matrix_errors import MatrixError
 from pgarena.model.outcomes import TargetOutcome
 from pgarena.model.results import Latency, ProgressSample, StepSummary, TargetResult, WorkloadResult
 from pgarena.planning.campaign import parse_campaign
-from pgarena.planning.plan import plan_campaign
+from pgarena.planning.planner import plan_campaign
 from tests.conftest import FIXTURES
 
 THROUGHPUT_ONLY = RankingConfig(weights={"throughput": 1.0}, tie_tolerance=0.0)

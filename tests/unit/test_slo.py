@@ -12,7 +12,7 @@ from pgarena.model.results import CampaignResults, Latency, ProgressSample, Step
 from pgarena.model.slo import SloProbe, SloSearch
 from pgarena.planning.campaign import parse_campaign
 from pgarena.planning.cost import S3_PUTS_PER_STEP, estimate, expected_work_s
-from pgarena.planning.plan import plan_campaign
+from pgarena.planning.planner import plan_campaign
 from pgarena.remote.follow import Event
 from pgarena.report import build_reports
 
