@@ -13,7 +13,7 @@ import boto3
 from pgarena.aws.campaign_state import CampaignState
 from pgarena.aws.leases import LeaseStore
 from pgarena.aws.ledger import Ledger
-from pgarena.aws.settings import ResultsEnv
+from pgarena.aws.settings import ResultsEnv, TableEnv
 from pgarena.aws.store import ResultStore
 from pgarena.campaign.leases import Leases
 from pgarena.local.leases import FileLeases
@@ -21,7 +21,7 @@ from pgarena.local.leases import FileLeases
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
-Env = TypeVar("Env", bound=ResultsEnv)
+Env = TypeVar("Env", bound=TableEnv)
 
 
 @dataclass
@@ -52,6 +52,7 @@ class Dependencies(Generic[Env]):
     def leases(self) -> Leases:
         # The local runtime runs these same handlers with a lease directory: its campaigns, each with its
         # own moto, share leases in files as executions in one AWS account share the table's.
-        if self.env.lease_dir:
-            return FileLeases(Path(self.env.lease_dir))
+        lease_dir = self.env.lease_dir if isinstance(self.env, ResultsEnv) else None  # only ResultsEnv's handlers lease
+        if lease_dir:
+            return FileLeases(Path(lease_dir))
         return LeaseStore(self.dynamodb, self.env.results_table)

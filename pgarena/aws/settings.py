@@ -16,9 +16,14 @@ class FromEnv(BaseModel):
         return cls.model_validate(dict(os.environ))
 
 
-class ResultsEnv(FromEnv):
+class TableEnv(FromEnv):
+    """The results bucket and table: what every handler but start_campaign reads."""
+
     results_bucket: str = Field(alias="RESULTS_BUCKET")
     results_table: str = Field(alias="RESULTS_TABLE")
+
+
+class ResultsEnv(TableEnv):
     lease_dir: str | None = Field(
         None, alias="PGARENA_LEASE_DIR", description="local runtimes: leases in files shared across processes"
     )
@@ -28,7 +33,7 @@ def _split(value: str) -> list[str]:
     return [v.strip() for v in value.split(",") if v.strip()]
 
 
-class LauncherEnv(ResultsEnv):
+class LauncherEnv(TableEnv):
     cluster_arn: str = Field(alias="CLUSTER_ARN")
     task_definition_arn: str = Field(alias="TASK_DEFINITION_ARN")
     container_name: str = Field("worker", alias="WORKER_CONTAINER_NAME")
@@ -56,7 +61,7 @@ class WorkerEnv(FromEnv):
     upload_every_s: float = Field(15.0, alias="PGARENA_UPLOAD_EVERY_S", gt=0, description="raw output chunk cadence")
 
 
-class CostGuardEnv(ResultsEnv):
+class CostGuardEnv(TableEnv):
     """The cost guard: the ledger's table and the worker's size, which prices its Fargate time."""
 
     worker_cpu_units: int = Field(1024, alias="WORKER_CPU_UNITS", gt=0)
