@@ -44,12 +44,13 @@ from moto import mock_aws
 
 from pgarena.aws.store import ResultStore, create_results_table
 from pgarena.local.embedded import EmbeddedProcess
-from pgarena.model.matrix import Endpoint, PgbenchRun, parse_campaign
+from pgarena.model.matrix import Endpoint, parse_campaign
 from pgarena.model.plan import Step
 from pgarena.planning.plan import plan_campaign
 from pgarena.server.postgres import connect
 from pgarena.tools.pgbench.command import init_args, libpq_env, pgbench_binary, run_args
 from pgarena.tools.pgbench.parser import parse_pgbench
+from pgarena.tools.pgbench.spec import PgbenchRun
 from pgarena.worker.run import run_step
 
 SERVER_CORE, CLIENT_CORE = 0, 1
@@ -90,7 +91,7 @@ def children_cpu_s() -> float:
 
 
 def pgbench_run(endpoint: Endpoint, run: PgbenchRun, clients: int, workdir: Path, extra: list[str]) -> Measured:
-    args = [*run_args(run, clients, workdir), *extra]
+    args = [*run_args(run, clients, workdir, rate_tps=None), *extra]
     cpu0 = children_cpu_s()
     out = subprocess.run(
         ["taskset", "-c", str(CLIENT_CORE), pgbench_binary(), *args],

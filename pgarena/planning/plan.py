@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import TypedDict
 
 from pgarena.model.errors import InvalidMatrix
-from pgarena.model.matrix import Campaign, Endpoint, Placement, Target, Workload
+from pgarena.model.matrix import Campaign, Endpoint, Placement, Target
 from pgarena.model.plan import (
     INIT_TIMEOUT_BASE_S,
     INIT_TIMEOUT_PER_SCALE_S,
@@ -21,21 +21,19 @@ from pgarena.model.plan import (
     Step,
 )
 from pgarena.model.results import RunOrder, RunPass
+from pgarena.tools.workloads import Workload
 
 
 def _init_timeout_s(workload: Workload) -> int:
-    size = workload.init.scale if workload.tool == "pgbench" else workload.prepare.tables * workload.prepare.table_size // 100_000
-    return INIT_TIMEOUT_BASE_S + INIT_TIMEOUT_PER_SCALE_S * max(size, 1)
+    return INIT_TIMEOUT_BASE_S + INIT_TIMEOUT_PER_SCALE_S * max(workload.load_size, 1)
 
 
-def _run_shape(workload: Workload) -> tuple[list[int], int]:
-    """Client counts of the sweep and the run's time bound in seconds, its margin included."""
-    if workload.tool == "pgbench":
-        # -t runs have no duration: give them the init-sized floor. An SLO search runs pgbench
-        # tool_runs times in sequence, each with its own margin.
-        run = workload.run
-        return run.client_counts, run.tool_runs * ((run.duration_s or INIT_TIMEOUT_BASE_S) + RUN_TIMEOUT_MARGIN_S)
-    return [workload.run.threads], workload.run.duration_s + (workload.run.forced_shutdown_s or 0) + RUN_TIMEOUT_MARGIN_S
+def _run_timeout_s(workload: Workload) -> int:
+    """A run step's time bound in seconds, its margin included. Runs of a transaction count have no
+    duration: they get the init-sized floor. An SLO search runs the tool tool_runs times in sequence,
+    each with its own margin."""
+    tool_runs = workload.step_spec("run").tool_runs
+    return tool_runs * ((workload.run_s or INIT_TIMEOUT_BASE_S) + RUN_TIMEOUT_MARGIN_S)
 
 
 class _StepCommon(TypedDict):
@@ -87,14 +85,14 @@ def _steps(
                     step_id=f"{prefix}/init",
                     workload=workload.name,
                     kind="init",
-                    spec=workload,
+                    spec=workload.step_spec("init"),
                     timeout_s=_init_timeout_s(workload),
                     **common,
                 )
             )
-        counts, run_s = _run_shape(workload)
+        run_spec, run_s = workload.step_spec("run"), _run_timeout_s(workload)
         for repetition in repetitions:
-            for clients in counts:
+            for clients in workload.client_counts:
                 barrier = (
                     PhaseBarrier(group=f"p{phase}/{workload.name}/c{clients}-r{repetition}", index=together[0], size=together[1])
                     if together
@@ -105,7 +103,7 @@ def _steps(
                         step_id=f"{prefix}/c{clients}-r{repetition}",
                         workload=workload.name,
                         kind="run",
-                        spec=workload,
+                        spec=run_spec,
                         clients=clients,
                         repetition=repetition,
                         replicas=target.replicas,
@@ -114,13 +112,13 @@ def _steps(
                         **common,
                     )
                 )
-        if workload.tool == "sysbench" and workload.cleanup and campaign.repetitions in repetitions:
+        if workload.cleans_up and campaign.repetitions in repetitions:
             steps.append(
                 Step(
                     step_id=f"{prefix}/cleanup",
                     workload=workload.name,
                     kind="cleanup",
-                    spec=workload,
+                    spec=workload.step_spec("cleanup"),
                     timeout_s=INIT_TIMEOUT_BASE_S,
                     **common,
                 )

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from pgarena.model.matrix import PgbenchWorkload
 from pgarena.model.plan import Step, StepRef
 from pgarena.model.results import ServerInfo
 
@@ -47,14 +46,11 @@ def split_clients(clients: int, workers: int) -> list[int]:
 
 
 def workers_for(step: Step) -> int:
-    """Workers asked for in the matrix: a fixed count, or enough for a per-worker client cap."""
-    if step.kind != "run" or not isinstance(step.spec, PgbenchWorkload):
+    """Workers asked for in the matrix (by the step's tool): a fixed count, or enough for a per-worker client cap."""
+    if step.kind != "run":
         return 1
-    run = step.spec.run
     assert step.clients is not None
-    if run.max_clients_per_worker:
-        return max(run.workers, -(-step.clients // run.max_clients_per_worker))
-    return run.workers
+    return step.spec.workers(step.clients)
 
 
 def shard(step: Step) -> StepGroup:

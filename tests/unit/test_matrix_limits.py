@@ -21,9 +21,9 @@ from pgarena.model.matrix import (
     parse_campaign,
 )
 from pgarena.model.plan import PhaseRef, PlanRef, StepRef
-from pgarena.model.sysbench import MAX_DURATION_S
 from pgarena.planning.plan import plan_campaign
 from pgarena.planning.shards import shard
+from pgarena.tools.spec import MAX_DURATION_S
 from tests.conftest import FIXTURES
 
 MINIMAL = json.loads((FIXTURES / "matrices" / "minimal.json").read_text())
