@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import hashlib
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -19,6 +19,7 @@ from pgarena.model.matrix import (
     Scenario,
 )
 from pgarena.model.results import RunOrder
+from pgarena.tools.spec import StepKind
 from pgarena.tools.workloads import ToolStep
 
 # A run gets its duration plus this before Step Functions gives up on it.
@@ -70,7 +71,7 @@ class Step(Boundary):
     campaign_id: str
     target: str
     workload: str
-    kind: Literal["init", "run", "cleanup"]
+    kind: StepKind
     spec: ToolStep = Field(description="the step's run record, resolved at planning for its tool and kind")
     endpoint: Endpoint
     placement: Placement | None = None

@@ -245,7 +245,8 @@ class PgbenchWorkload(Strict):
 
 
 class PgbenchStep(StepSpec):
-    """A pgbench step's record: -i's parameters for the load, the run's for a run."""
+    """A pgbench step's record: -i's parameters for the load, the run's for a run. Its connections are
+    StepSpec's: -i uses one; a run one per client (its setup connection closes before the clients connect)."""
 
     tool: Literal["pgbench"] = "pgbench"
     init: PgbenchInit | None = None
