@@ -30,6 +30,7 @@ demo: install
 	$(BIN)/pgarena run --local --matrix examples/local-demo.json --out results
 
 # Lint and format (ruff), architecture rules (import-linter), strict types (mypy); part of `make test`.
+# .pre-commit-config.yaml runs the same four commands before each commit (`pre-commit install`).
 lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .

@@ -42,15 +42,17 @@ from pathlib import Path
 import boto3
 from moto import mock_aws
 
+from pgarena.aws.barrier import DynamoBarrier
 from pgarena.aws.store import ResultStore, create_results_table
 from pgarena.local.embedded import EmbeddedProcess
-from pgarena.model.matrix import Endpoint, parse_campaign
+from pgarena.model.matrix import Endpoint
 from pgarena.model.plan import Step
-from pgarena.planning.plan import plan_campaign
+from pgarena.planning.campaign import parse_campaign
+from pgarena.planning.planner import plan_campaign
 from pgarena.server.postgres import connect
 from pgarena.tools.pgbench.command import init_args, libpq_env, pgbench_binary, run_args
 from pgarena.tools.pgbench.parser import parse_pgbench
-from pgarena.tools.pgbench.spec import PgbenchRun
+from pgarena.tools.pgbench.spec import PgbenchRun, PgbenchStep
 from pgarena.worker.run import run_step
 
 SERVER_CORE, CLIENT_CORE = 0, 1
@@ -101,7 +103,7 @@ def pgbench_run(endpoint: Endpoint, run: PgbenchRun, clients: int, workdir: Path
         check=True,
     )
     summary = parse_pgbench(out.stdout + out.stderr).summary
-    assert summary.tps is not None and summary.transactions
+    assert summary is not None and summary.tps is not None and summary.transactions
     return Measured(summary.tps, (children_cpu_s() - cpu0) / summary.transactions * 1e6)
 
 
@@ -120,8 +122,9 @@ def reset(endpoint: Endpoint) -> None:
 
 def variants(
     endpoint: Endpoint, step: Step, store: ResultStore, clients: int, options: bool
-) -> dict[str, Callable[[int], float]]:
+) -> dict[str, Callable[[int], Measured]]:
     run = step.spec.run
+    assert isinstance(run, PgbenchRun)  # main() plans a pgbench campaign
 
     def bare(_: int) -> Measured:
         with tempfile.TemporaryDirectory() as tmp:
@@ -138,7 +141,12 @@ def variants(
         # The worker echoes the tool's output as it comes (its cost is part of what is measured): here
         # into a sink, so that the rounds stay readable.
         with tempfile.TemporaryDirectory() as tmp, open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink):
-            summary = run_step(step.model_copy(update={"step_id": f"pg/tpcb/round{round_no}"}), store, Path(tmp))
+            summary = run_step(
+                step.model_copy(update={"step_id": f"pg/tpcb/round{round_no}"}),
+                store,
+                DynamoBarrier(store.dynamodb, store.table),
+                Path(tmp),
+            )
         assert summary.tps is not None and summary.transactions and summary.harness is not None
         # The worker's own CPU (this process: it runs in-process here) and its pgbench's, from item 4's meter.
         spent = summary.harness.cpu_s + summary.harness.tool_cpu_s
@@ -150,7 +158,7 @@ def variants(
     return chosen
 
 
-def main() -> None:
+def main() -> None:  # noqa: PLR0915  # the benchmark's one script: server, rounds, report
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=12, help="rounds, each running every variant once (%(default)s)")
     parser.add_argument("--duration", type=int, default=10, help="seconds per pgbench run (%(default)s)")
@@ -190,6 +198,7 @@ def main() -> None:
             }
         )
         init, step = plan_campaign(campaign, "fidelity").targets[0].steps
+        assert isinstance(init.spec, PgbenchStep) and init.spec.init is not None  # the campaign above
         subprocess.run(
             [pgbench_binary(), *init_args(init.spec.init)],
             env={**os.environ, **libpq_env(endpoint, None)},

@@ -13,11 +13,15 @@ import math
 import random
 import time
 import tracemalloc
+from collections.abc import Callable
+from typing import TypeVar
 
 from pgarena.analysis.latency import decode, encode, new_histogram, values_at_percentiles
 
+T = TypeVar("T")
 
-def timed(fn):
+
+def timed(fn: Callable[[], T]) -> tuple[T, float, int]:
     tracemalloc.start()
     t0 = time.perf_counter()
     result = fn()
@@ -42,13 +46,13 @@ def main() -> None:
             h.record_value(value)
         encoded.append(encode(h))
 
-    def merge_histograms():
+    def merge_histograms() -> dict[int, int]:
         total = new_histogram()
         for item in encoded:
             total.add(decode(item))
         return dict(zip((50, 95, 99), values_at_percentiles(total, [50, 95, 99]), strict=True))
 
-    def concatenate_and_sort():
+    def concatenate_and_sort() -> dict[int, int]:
         everything = sorted(value for samples in shards for value in samples)
         return {p: everything[math.ceil(p / 100 * len(everything)) - 1] for p in (50, 95, 99)}
 

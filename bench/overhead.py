@@ -24,15 +24,17 @@ import tempfile
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from pgarena.local.embedded import EmbeddedProcess
 from pgarena.local.runtime import LocalRun, LocalRuntime
-from pgarena.model.matrix import Endpoint, parse_campaign
+from pgarena.model.matrix import Campaign, Endpoint
+from pgarena.planning.campaign import parse_campaign
 
 
-def campaign(name: str, endpoints: list[Endpoint], steps: int, duration_s: int, workers: int = 1):
+def campaign(name: str, endpoints: list[Endpoint], steps: int, duration_s: int, workers: int = 1) -> Campaign:
     return parse_campaign(
         {
             "campaign": name,
@@ -69,11 +71,11 @@ class Measured:
         return self.wall_s - self.bench_s
 
 
-def summaries(run: LocalRun) -> list[dict]:
+def summaries(run: LocalRun) -> list[dict[str, Any]]:
     return [json.loads(path.read_text()) for path in run.results_dir.glob("raw/**/summary.json")]
 
 
-def critical_path_s(steps: list[dict]) -> float:
+def critical_path_s(steps: list[dict[str, Any]]) -> float:
     """Targets run one after another (target_concurrency 1); a step's shards run together."""
     groups: dict[str, float] = {}
     for data in steps:
@@ -149,7 +151,7 @@ def fits(label: str, unit: str, rows: list[Measured], x: str) -> None:
 
 def shards(runtime: LocalRuntime, endpoint: Endpoint, duration_s: int) -> None:
     print("workers  shards  transitions  per shard  start skew (s)")
-    first = None
+    points: list[tuple[int, int]] = []  # (shards, transitions) per worker count
     for workers in (1, 2, 4, 8):
         run = runtime.wait(runtime.start(campaign(f"shards{workers}", [endpoint], 1, duration_s, workers)))
         assert run.results is not None
@@ -157,7 +159,8 @@ def shards(runtime: LocalRuntime, endpoint: Endpoint, duration_s: int) -> None:
         count = max(len(w.shards), 1)
         skew = f"{w.start_skew_s:.3f}" if w.start_skew_s is not None else "-"
         print(f"{workers:7d}  {count:6d}  {run.state_transitions:11d}  {run.state_transitions / (count + 1):9.1f}  {skew:>14}")
-        first = first or (count, run.state_transitions)
+        points.append((count, run.state_transitions))
+    first = points[0]
     print(f"marginal transitions per added shard: {(run.state_transitions - first[1]) / (count - first[0]):.1f}")
 
 

@@ -32,6 +32,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from hdrh.histogram import HdrHistogram
@@ -41,7 +42,9 @@ from pgarena.model.series import SecondBucket, ShardSeries
 from pgarena.tools.pgbench.txlog import read_txlog
 from pgarena.worker.facts import cpu_model
 
-PERCENTILES = [50, 95, 99, 100]
+PERCENTILES: list[float] = [50, 95, 99, 100]
+# A measurement, as a child writes it (JSON) and the parent reads it.
+Report = dict[str, Any]
 LINES_PER_CHUNK = 500_000
 
 
@@ -125,7 +128,7 @@ def cpu_s(usage: resource.struct_rusage) -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def wc_measured(path: Path) -> dict:
+def wc_measured(path: Path) -> Report:
     """`wc -l` as a whole process: wall, CPU (RUSAGE_CHILDREN) and peak RSS (/usr/bin/time %M, KiB)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
@@ -135,9 +138,10 @@ def wc_measured(path: Path) -> dict:
     return {"wall_s": wall, "cpu_s": cpu, "rss_mib": int(done.stderr.split()[-1]) / 1024}
 
 
-def child_measured(argv: list[str], report: Path) -> dict:
+def child_measured(argv: list[str], report: Path) -> Report:
     subprocess.run(argv, check=True)
-    return json.loads(report.read_text())
+    measured: Report = json.loads(report.read_text())
+    return measured
 
 
 def peak_mib() -> float:
@@ -180,16 +184,16 @@ def child(which: str, path: Path, out: Path) -> None:
     out.write_text(json.dumps(result))
 
 
-def median_of(measured: list[dict]) -> dict:
+def median_of(measured: list[Report]) -> Report:
     """The last measurement with each of wall, CPU and peak RSS replaced by its median over the rounds."""
     return measured[-1] | {key: statistics.median(m[key] for m in measured) for key in ("wall_s", "cpu_s", "rss_mib")}
 
 
-def len_seconds(report: dict) -> int:
+def len_seconds(report: Report) -> int:
     return len(report.get("seconds", {}))
 
 
-def largest_difference(old: dict, new: dict) -> tuple[float, bool]:
+def largest_difference(old: Report, new: Report) -> tuple[float, bool]:
     """Largest relative percentile difference, and whether counts, failures and the window agree exactly."""
     same = (
         old["count"] == new["count"]
@@ -205,7 +209,7 @@ def largest_difference(old: dict, new: dict) -> tuple[float, bool]:
     return max(abs(a - b) / a for a, b in pairs), same
 
 
-def main() -> None:
+def main() -> None:  # noqa: PLR0915  # the benchmark's one script: log, rounds, report
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seconds", type=int, default=600, help="generated log: seconds (%(default)s)")
     parser.add_argument("--tps", type=int, default=6000, help="generated log: transactions per second (%(default)s)")
@@ -258,7 +262,7 @@ def main() -> None:
         reports = {name: Path(tmp) / f"{name}.json" for name in ("new", "run-only", "threads", "new_part", "old_part")}
         # The fast ones take a tenth of a second: a round measures each once, in turn, and the median
         # round's figures are printed, so a moment of load on this shared machine moves none of them.
-        rounds: dict[str, list[dict]] = {"wc": [], "new": [], "threads": [], "run-only": []}
+        rounds: dict[str, list[Report]] = {"wc": [], "new": [], "threads": [], "run-only": []}
         for _ in range(options.repeat):
             rounds["wc"].append(wc_measured(full))
             rounds["new"].append(child_measured([*me, "new", str(full), str(reports["new"])], reports["new"]))
@@ -271,7 +275,7 @@ def main() -> None:
         old_wall, old_cpu = old_part["wall_s"] * scale, old_part["cpu_s"] * scale
         worst, same = largest_difference(old_part, new_part)
 
-    def row(name: str, m: dict, note: str = "", n: int = lines) -> str:
+    def row(name: str, m: Report, note: str = "", n: int = lines) -> str:
         rate = n / m["cpu_s"] / 1e6 if m["cpu_s"] else float("inf")
         return f"{name:<34} wall {m['wall_s']:8.2f} s  cpu {m['cpu_s']:8.2f} s  peak RSS {m['rss_mib']:7.1f} MiB  {rate:6.2f} M tx/cpu-s {note}"
 

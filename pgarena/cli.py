@@ -12,17 +12,19 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from pgarena.analysis.compare import DEFAULT_THRESHOLD, Comparison, compare_campaigns, load_results
-from pgarena.aws.execution import RESULTS_WAIT_S, STACK_NAME
-from pgarena.model.execution import load_execution_input
-from pgarena.model.matrix import Campaign, MatrixError, json_schema
+from pgarena.analysis.compare import DEFAULT_THRESHOLD, compare_campaigns, load_results
+from pgarena.model.comparison import Comparison
+from pgarena.model.matrix import Campaign, json_schema
+from pgarena.model.matrix_errors import MatrixError
 from pgarena.model.results import CampaignResults
+from pgarena.planning.campaign import load_execution_input
+from pgarena.remote.execution import RESULTS_WAIT_S, STACK_NAME
 from pgarena.report import write_to_folder
 from pgarena.tools.workloads import TOOL_NAMES
 
 if TYPE_CHECKING:
-    from pgarena.aws.execution import AwsRun
-    from pgarena.aws.follow import Event
+    from pgarena.remote.execution import AwsRun
+    from pgarena.remote.follow import Event
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Benchmark PostgreSQL services, rank them honestly.")
 console = Console()
@@ -283,7 +285,7 @@ def _run_aws(
     """Start the campaign in the deployed stack and follow it; Ctrl-C stops it (execution and workers)."""
     from botocore.exceptions import BotoCoreError, ClientError
 
-    from pgarena.aws.execution import AwsCampaign, AwsRunError, aws_clients, aws_problems, stack_outputs
+    from pgarena.remote.execution import AwsCampaign, AwsRunError, aws_clients, aws_problems, stack_outputs
 
     problems = aws_problems(campaign)
     if problems:

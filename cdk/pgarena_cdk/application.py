@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from aws_cdk import App
 
@@ -16,13 +17,14 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 CDK_JSON = REPO_ROOT / "cdk.json"
 
 
-def cdk_json_context(cdk_json: Path = CDK_JSON) -> dict:
+def cdk_json_context(cdk_json: Path = CDK_JSON) -> dict[str, Any]:
     """cdk.json's context (settings and feature flags).
 
     The CDK CLI passes it to the app itself; loading it here as well makes `python cdk/app.py` and
     the tests synthesize the same template. Context from the CLI (`-c key=value`) still wins.
     """
-    return json.loads(cdk_json.read_text())["context"]
+    context: dict[str, Any] = json.loads(cdk_json.read_text())["context"]
+    return context
 
 
 def build(app: App, repo_root: Path = REPO_ROOT) -> PgarenaStack:

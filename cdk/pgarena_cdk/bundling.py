@@ -135,7 +135,9 @@ class _PrebuiltLayer:
     def __init__(self, requirements: list[str], python_version: str, architecture: str, cache_root: Path) -> None:
         self._args = (requirements, python_version, architecture, cache_root)
 
-    def try_bundle(self, output_dir: str, options: BundlingOptions) -> bool:
+    # ILocalBundling's signature: jsii spreads the BundlingOptions struct over keyword-only parameters.
+    # Only the output directory is used: the layer is the same whatever the image or command.
+    def try_bundle(self, output_dir: str, *, image: DockerImage, **options: object) -> bool:
         layer_dir = build_layer(*self._args)
         shutil.copytree(layer_dir / "python", Path(output_dir) / "python", dirs_exist_ok=True)
         return True

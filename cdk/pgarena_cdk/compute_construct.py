@@ -28,7 +28,7 @@ class ComputeConstruct(Construct):
     ECS needs to pull the image and ship logs).
     """
 
-    def __init__(
+    def __init__(  # noqa: PLR0913  # the constructs and resources it wires together
         self,
         scope: Construct,
         id_: str,

@@ -2,8 +2,8 @@
 
 from typing import NamedTuple
 
-from pgarena.aws import execution
 from pgarena.aws.access import Component
+from pgarena.remote import execution
 
 SERVICE_NAME = "pgarena"
 STACK_ID = execution.STACK_NAME  # `pgarena run --aws` finds the stack by this name
@@ -121,7 +121,7 @@ SCHEDULE_MAX_EVENT_AGE_S = 3600
 
 POWERTOOLS_LOG_LEVEL = "INFO"
 
-# Output names (those `pgarena run --aws` reads are named in pgarena.aws.execution).
+# Output names (those `pgarena run --aws` reads are named in pgarena.remote.execution).
 OUTPUT_STATE_MACHINE_ARN = execution.OUTPUT_STATE_MACHINE_ARN
 OUTPUT_RESULTS_BUCKET = execution.OUTPUT_RESULTS_BUCKET
 OUTPUT_RESULTS_TABLE = execution.OUTPUT_RESULTS_TABLE

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from aws_cdk import ArnFormat, Duration, Stack
 from aws_cdk import aws_dynamodb as dynamodb
@@ -30,8 +31,15 @@ RUNTIME = lambda_.Runtime.PYTHON_3_12
 ARCHITECTURE = lambda_.Architecture.X86_64
 
 
+def _role(function: lambda_.Function) -> iam.IRole:
+    # Function.role is optional for imported functions; every function here gets its own (_build_function).
+    if function.role is None:
+        raise ValueError(f"{function.node.path} has no role")
+    return function.role
+
+
 class OrchestrationConstruct(Construct):
-    def __init__(
+    def __init__(  # noqa: PLR0913  # the constructs and resources it wires together
         self,
         scope: Construct,
         id_: str,
@@ -69,7 +77,7 @@ class OrchestrationConstruct(Construct):
             },
         )
 
-        grant_read_pgarena_secrets(self.preflight_function.role, self)
+        grant_read_pgarena_secrets(_role(self.preflight_function), self)
         self._grant_launch_worker(self.launch_worker_function, compute)
         self.state_machine = self._build_state_machine(repo_root)
         self.finalize_stopped_function = self._finalize_stopped_executions(results_env)
@@ -108,7 +116,7 @@ class OrchestrationConstruct(Construct):
             )
         )
         acknowledge(
-            function.role,
+            _role(function),
             "AwsSolutions-IAM5",
             "GetExecutionHistory on this state machine's executions: their names (campaign ids) are not known at deploy time.",
             finding="Resource::arn:<AWS::Partition>:states:<AWS::Region>:<AWS::AccountId>:execution:"
@@ -176,7 +184,7 @@ class OrchestrationConstruct(Construct):
         )
         log_group.grant_write(role)
         wildcard_reasons = ["X-Ray trace segments and telemetry (active tracing) do not support resource-level permissions."]
-        network: dict = {}
+        network: dict[str, Any] = {}  # lambda_.Function keywords, absent outside a VPC
         if placement is not None:
             wildcard_reasons.append(self._grant_network_interfaces(role))
             network = {

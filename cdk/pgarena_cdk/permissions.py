@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from aws_cdk import ArnFormat, Stack
+from aws_cdk import ArnFormat, CfnElement, Stack
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
@@ -38,11 +38,14 @@ def grant_read_pgarena_secrets(role: iam.IRole, scope: Construct) -> None:
 
 def object_finding(bucket: s3.IBucket, key_pattern: str) -> str:
     """How cdk-nag names a wildcard object resource (`key_pattern`) of a bucket defined in this stack."""
-    logical_id = Stack.of(bucket).get_logical_id(bucket.node.default_child)
+    resource = bucket.node.default_child
+    if not isinstance(resource, CfnElement):  # an imported bucket has no CloudFormation resource here
+        raise ValueError(f"{bucket.node.path} is not a bucket defined in this stack")
+    logical_id = Stack.of(bucket).get_logical_id(resource)
     return f"Resource::<{logical_id}.Arn>/{key_pattern}"
 
 
-def leading_keys(pattern: str) -> dict:
+def leading_keys(pattern: str) -> dict[str, dict[str, list[str]]]:
     """An IAM condition limiting DynamoDB item access to partition keys matching `pattern`."""
     return {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": [pattern]}}
 

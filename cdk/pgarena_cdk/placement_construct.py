@@ -22,8 +22,8 @@ class PlacementConstruct(Construct):
     def __init__(self, scope: Construct, id_: str, settings: DeploySettings, flow_log_bucket: s3.IBucket) -> None:
         super().__init__(scope, id_)
         self.given_vpc = settings.vpc_id is not None
-        if self.given_vpc:
-            self.vpc = self._build_imported_vpc(settings)
+        if settings.vpc_id is not None:
+            self.vpc = self._build_imported_vpc(settings.vpc_id)
             self.subnets = [
                 ec2.Subnet.from_subnet_id(self, f"Subnet{index}", subnet_id)
                 for index, subnet_id in enumerate(settings.subnet_ids)
@@ -57,10 +57,10 @@ class PlacementConstruct(Construct):
     def security_group_ids_csv(self) -> str:
         return Fn.join(",", [group.security_group_id for group in self.security_groups])
 
-    def _build_imported_vpc(self, settings: DeploySettings) -> ec2.IVpc:
+    def _build_imported_vpc(self, vpc_id: str) -> ec2.IVpc:
         # Subnets are passed explicitly wherever they are used, so the VPC needs no subnet attributes
         # (and no AZ list that synth could only get from a lookup).
-        return ec2.Vpc.from_vpc_attributes(self, "Vpc", vpc_id=settings.vpc_id, availability_zones=Fn.get_azs())
+        return ec2.Vpc.from_vpc_attributes(self, "Vpc", vpc_id=vpc_id, availability_zones=Fn.get_azs())
 
     def _build_vpc(self, flow_log_bucket: s3.IBucket) -> ec2.Vpc:
         vpc = ec2.Vpc(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from aws_cdk import Stack
@@ -17,7 +18,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from pgarena.aws.schedule import SCHEDULER_EXECUTION_ID, campaign_input
 from pgarena.model import layout
-from pgarena.model.matrix import NAME_PATTERN, MatrixError, parse_campaign
+from pgarena.model.matrix import NAME_PATTERN
+from pgarena.model.matrix_errors import MatrixError
+from pgarena.planning.campaign import parse_campaign
 from pgarena_cdk import constants
 
 
@@ -30,7 +33,7 @@ class ScheduleSpec(BaseModel):
     expression: str = Field(pattern=r"^(cron|rate)\(.+\)$", description="cron(...) or rate(...)")
     timezone: str = Field("UTC", description="IANA time zone the cron expression is read in")
     enabled: bool = True
-    matrix: dict | None = Field(None, description="the provider matrix, inline")
+    matrix: dict[str, Any] | None = Field(None, description="the provider matrix, inline")
     matrix_s3_key: str | None = Field(
         None, description=f"or the key of a matrix in the results bucket, under {layout.SCHEDULE_MATRIX_PREFIX}"
     )
@@ -53,7 +56,7 @@ class ScheduleSpec(BaseModel):
 
     @field_validator("matrix")
     @classmethod
-    def _valid_matrix(cls, value: dict | None) -> dict | None:
+    def _valid_matrix(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
         # An inline matrix is checked at synth, so a broken schedule fails `cdk synth`, not a night's run.
         if value is None:
             return value
@@ -85,7 +88,7 @@ class SchedulesConstruct(Construct):
     those two things, and only EventBridge Scheduler acting for this group may assume it.
     """
 
-    def __init__(
+    def __init__(  # noqa: PLR0913  # the constructs and resources it wires together
         self,
         scope: Construct,
         id_: str,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 
 from aws_cdk import aws_logs as logs
 from constructs import Node
@@ -42,6 +43,8 @@ def _id_list(value: object) -> list[str]:
         return []
     if isinstance(value, str):
         return [item.strip() for item in value.split(",") if item.strip()]
+    if not isinstance(value, Iterable):
+        raise ValueError(f"expected a list of ids or a comma-separated string, got {value!r}")
     return [str(item) for item in value]
 
 
@@ -109,6 +112,6 @@ class DeploySettings(BaseModel):
                 f"context key {REMOVED_LAYER_DIR} is no longer read: synth bundles the Lambda dependencies from "
                 "pyproject.toml itself (cdk/README.md). Remove it from the command line or cdk.json."
             )
-        keys = [field.alias for field in cls.model_fields.values()]
+        keys = [field.alias or name for name, field in cls.model_fields.items()]
         present = {key: node.try_get_context(key) for key in keys}
         return cls.model_validate({key: value for key, value in present.items() if value is not None})

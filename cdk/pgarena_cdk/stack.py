@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from aws_cdk import CfnOutput, Fn, Stack, Tags
 from constructs import Construct
@@ -17,7 +18,7 @@ from pgarena_cdk.settings import DeploySettings
 
 
 class PgarenaStack(Stack):
-    def __init__(self, scope: Construct, id_: str, settings: DeploySettings, repo_root: Path, **kwargs) -> None:
+    def __init__(self, scope: Construct, id_: str, settings: DeploySettings, repo_root: Path, **kwargs: Any) -> None:
         super().__init__(scope, id_, description="pgarena: serverless PostgreSQL benchmark coordinator", **kwargs)
         Tags.of(self).add("service", constants.SERVICE_NAME)
 

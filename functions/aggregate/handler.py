@@ -1,17 +1,16 @@
 """Aggregate And Rank: join the outcomes with the workers' summaries, rank, write results.json and the reports."""
 
-import boto3
+from typing import Any
+
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.parser import event_parser
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel
 
+from functions.dependencies import Dependencies
 from functions.observability import logger, metrics, tracer
-from pgarena.aws.campaign_state import CampaignState
-from pgarena.aws.finalize import finalize
-from pgarena.aws.ledger import Ledger
 from pgarena.aws.settings import ResultsEnv
-from pgarena.aws.store import ResultStore
+from pgarena.campaign.finalize import aggregate_and_rank
 
 
 class AggregateEvent(BaseModel):
@@ -25,15 +24,9 @@ class AggregateEvent(BaseModel):
 @tracer.capture_lambda_handler
 @metrics.log_metrics
 @event_parser(model=AggregateEvent)
-def handler(event: AggregateEvent, context: LambdaContext) -> dict:
-    env = ResultsEnv.from_env()
-    store = ResultStore(env.results_bucket, env.results_table)
-    ledger = Ledger(boto3.client("dynamodb"), env.results_table)
-    state = CampaignState(store)
-    plan, cost, preflights = state.recorded(event.campaign_id)
-    if plan is None:
-        raise RuntimeError(f"campaign {event.campaign_id} has no plan in the results bucket: Validate And Plan keeps it")
-    results, key, reports = finalize(plan, state.outcomes(plan, preflights), store, event.started_at, cost=cost, ledger=ledger)
+def handler(event: AggregateEvent, context: LambdaContext) -> dict[str, Any]:
+    deps = Dependencies.of(ResultsEnv)
+    results, key, reports = aggregate_and_rank(event.campaign_id, event.started_at, deps.store, deps.records, deps.ledger)
     logger.info("reports written", campaign_id=event.campaign_id, files=reports)
     if results.cost is not None:
         logger.info(

@@ -1,16 +1,16 @@
 """Check Cost Cap: estimate the campaign and refuse it over its caps, before any worker starts."""
 
-import boto3
+from typing import Any
+
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.parser import event_parser
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel
 
+from functions.dependencies import Dependencies
 from functions.observability import logger, metrics, tracer
-from pgarena.aws.campaign_state import CampaignState
-from pgarena.aws.ledger import Ledger, check_cost
 from pgarena.aws.settings import CostGuardEnv
-from pgarena.aws.store import ResultStore
+from pgarena.campaign.cost_guard import WorkerPricing, guard_cost
 
 
 class CostGuardEvent(BaseModel):
@@ -21,12 +21,11 @@ class CostGuardEvent(BaseModel):
 @tracer.capture_lambda_handler
 @metrics.log_metrics
 @event_parser(model=CostGuardEvent)
-def handler(event: CostGuardEvent, context: LambdaContext) -> dict:
-    env = CostGuardEnv.from_env()
-    state = CampaignState(ResultStore(env.results_bucket, env.results_table))
-    ledger = Ledger(boto3.client("dynamodb"), env.results_table)
-    decision = check_cost(state.plan(event.campaign_id), ledger, env.worker_cpu_units, env.worker_memory_mib, env.region)
-    state.put_cost(decision)  # Aggregate And Rank reads it back: the estimate's lines stay out of the state
+def handler(event: CostGuardEvent, context: LambdaContext) -> dict[str, Any]:
+    deps = Dependencies.of(CostGuardEnv)
+    env = deps.env
+    pricing = WorkerPricing(cpu_units=env.worker_cpu_units, memory_mib=env.worker_memory_mib, default_region=env.region)
+    decision = guard_cost(event.campaign_id, deps.records, deps.ledger, pricing)
     metrics.add_metric(name="CampaignsRefusedForCost", unit=MetricUnit.Count, value=0 if decision.allowed else 1)
     logger.info(
         "cost checked",

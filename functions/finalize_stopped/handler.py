@@ -10,12 +10,10 @@ from aws_lambda_powertools.utilities.parser import event_parser
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel
 
+from functions.dependencies import Dependencies
 from functions.observability import logger, tracer
-from pgarena.aws.finalize import Ending, finalize_stopped
-from pgarena.aws.leases import lease_store
-from pgarena.aws.ledger import Ledger
 from pgarena.aws.settings import ResultsEnv
-from pgarena.aws.store import ResultStore
+from pgarena.campaign.finalize import Ending, finalize_stopped
 
 ENDINGS: dict[str, Ending] = {"ABORTED": "cancelled", "FAILED": "failed", "TIMED_OUT": "failed"}
 
@@ -39,15 +37,15 @@ def history(sfn: Any, execution_arn: str) -> list[dict[str, Any]]:
 @tracer.capture_lambda_handler
 @event_parser(model=StatusChange)
 def handler(event: StatusChange, context: LambdaContext) -> dict[str, Any]:
-    env = ResultsEnv.from_env()
-    dynamodb = boto3.client("dynamodb")
+    deps = Dependencies.of(ResultsEnv)
     started_at = datetime.fromtimestamp(event.detail.startDate / 1000, UTC).isoformat(timespec="milliseconds")
     results = finalize_stopped(
         history(boto3.client("stepfunctions"), event.detail.executionArn),
         started_at,
-        ResultStore(env.results_bucket, env.results_table),
-        ledger=Ledger(dynamodb, env.results_table),
-        leases=lease_store(dynamodb, env.results_table, env.lease_dir),
+        deps.store,
+        deps.records,
+        ledger=deps.ledger,
+        leases=deps.leases,
         ending=ENDINGS[event.detail.status],
         execution_name=event.detail.executionArn.rsplit(":", 1)[1],  # the campaign id of a bare matrix's execution
     )

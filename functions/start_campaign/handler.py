@@ -20,7 +20,7 @@ class StartCampaignEvent(BaseModel):
 @logger.inject_lambda_context
 @tracer.capture_lambda_handler
 @event_parser(model=StartCampaignEvent)
-def handler(event: StartCampaignEvent, context: LambdaContext) -> dict:
+def handler(event: StartCampaignEvent, context: LambdaContext) -> dict[str, object]:
     env = StartCampaignEnv.from_env()
     arn = start_from_s3(
         boto3.client("s3"),

@@ -6,15 +6,11 @@ from aws_lambda_powertools.utilities.parser import event_parser
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel
 
+from functions.dependencies import Dependencies
 from functions.observability import logger, tracer
-from pgarena.aws.campaign_state import CampaignState
 from pgarena.aws.settings import ResultsEnv
-from pgarena.aws.store import ResultStore
-from pgarena.model.errors import InvalidMatrix
-from pgarena.model.execution import execution_request
-from pgarena.model.matrix import MatrixError, parse_campaign
+from pgarena.campaign.claim import claim_and_plan
 from pgarena.model.plan import PlanRef
-from pgarena.planning.plan import plan_campaign
 
 
 class ValidateEvent(BaseModel):
@@ -25,18 +21,8 @@ class ValidateEvent(BaseModel):
 @logger.inject_lambda_context
 @tracer.capture_lambda_handler
 @event_parser(model=ValidateEvent)
-def handler(event: ValidateEvent, context: LambdaContext) -> dict:
-    request = execution_request(event.input, event.execution_name)
-    try:
-        campaign = parse_campaign(request.matrix)
-    except MatrixError as error:
-        raise InvalidMatrix(str(error)) from None
-    env = ResultsEnv.from_env()
-    state = CampaignState(ResultStore(env.results_bucket, env.results_table))
-    fix = "give another campaign_id" if request.id_from == "input" else "start the execution under another name"
-    state.claim(request.campaign_id, event.execution_name, fix)
-    plan = plan_campaign(campaign, request.campaign_id)
-    # The plan stays in the bucket: the execution's state carries the campaign id and indices only.
-    state.put_plan(plan, event.execution_name)
+def handler(event: ValidateEvent, context: LambdaContext) -> dict[str, Any]:
+    deps = Dependencies.of(ResultsEnv)
+    plan = claim_and_plan(event.input, event.execution_name, deps.store, deps.records)
     logger.info("campaign planned", campaign_id=plan.campaign_id, targets=len(plan.targets), phases=len(plan.phases))
     return PlanRef.of(plan).model_dump(mode="json")

@@ -8,14 +8,15 @@ from collections.abc import Iterable
 from statistics import median
 from typing import TypedDict
 
+from pgarena.analysis.catch_up import replication_result
 from pgarena.analysis.consolidation import consolidation_tables
 from pgarena.analysis.merge import NoCommonWindow, merge
-from pgarena.analysis.metrics import PointMetrics, campaign_statistics, target_metrics, with_points
+from pgarena.analysis.metrics import campaign_statistics, target_metrics, with_points
 from pgarena.analysis.ranking import rank_targets
 from pgarena.analysis.rate import rate_incident
-from pgarena.analysis.replication import replication_result
 from pgarena.model import layout
-from pgarena.model.errors import ErrorInfo, ErrorKind, from_step_functions
+from pgarena.model.errors import Caught, ErrorInfo, ErrorKind, error_info
+from pgarena.model.metrics import PointMetrics
 from pgarena.model.monitor import ConnectionReport, Incident
 from pgarena.model.outcomes import StepOutcome, TargetOutcome
 from pgarena.model.plan import Plan, PlannedTarget, Step
@@ -92,19 +93,9 @@ def _step_error(step: Step, outcome: StepOutcome | None, summary: StepSummary | 
         return summary.error
     if outcome is None:
         return NOT_RUN
-    error = from_step_functions(outcome.failure) or MISSING
-    if error.kind in (ErrorKind.TIMEOUT, ErrorKind.WORKER_LOST):
-        # The state machine stopped waiting and the worker never wrote a summary (a live worker writes
-        # one even when its tool times out): the worker was lost. moto reports a missed heartbeat as
-        # States.Timeout, AWS as States.HeartbeatTimeout.
-        return ErrorInfo(
-            kind=ErrorKind.WORKER_LOST,
-            message=(
-                f"the worker stopped reporting ({error.message}: no heartbeat for {step.heartbeat_timeout_s} s or "
-                f"past the step's {step.timeout_s} s) and wrote no summary: killed, out of memory, or its host gone"
-            ),
-        )
-    return error
+    if not outcome.failure:
+        return MISSING
+    return error_info(Caught(outcome.failure, worker_timeouts_s=(step.heartbeat_timeout_s, step.timeout_s)))
 
 
 def _shard_ids(step_id: str, summaries: dict[str, StepSummary], outcomes: dict[str, StepOutcome]) -> list[str]:
@@ -126,7 +117,7 @@ class _ShardedCommon(TypedDict):
     harness: HarnessCost | None
 
 
-def _sharded_result(
+def _sharded_result(  # noqa: PLR0913  # a step's planned shards, their outcomes, summaries and series
     step: Step,
     shard_ids: list[str],
     outcomes: dict[str, StepOutcome],
@@ -232,7 +223,7 @@ def _rate_incidents(step: Step, summary: StepSummary | None) -> list[Incident]:
     return [incident] if incident else []
 
 
-def _target_result(
+def _target_result(  # noqa: PLR0913  # a target's plan, outcome, summaries, series and raw keys
     planned: PlannedTarget,
     outcome: TargetOutcome | None,
     summaries: dict[str, StepSummary],
@@ -307,7 +298,7 @@ def _target_result(
             )
         )
     target_error = (
-        from_step_functions(outcome.failure)
+        (error_info(Caught(outcome.failure)) if outcome.failure else None)
         if outcome
         else ErrorInfo(kind=ErrorKind.NOT_RUN, message="the state machine returned no outcome for this target")
     )
@@ -332,7 +323,7 @@ def _target_result(
     )
 
 
-def aggregate(
+def aggregate(  # noqa: PLR0913  # everything a campaign left behind, in separate pieces
     plan: Plan,
     outcomes: list[TargetOutcome],
     summaries: list[StepSummary],

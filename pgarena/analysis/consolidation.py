@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from statistics import fmean
 
 from pgarena.analysis.metrics import fit_usl, is_clamped, nominal_clients
-from pgarena.model.results import ConsolidationStep, ConsolidationTable, TargetResult, UslSummary
+from pgarena.model.results import ConsolidationStep, ConsolidationTable, TargetResult
 
 
 @dataclass
@@ -36,29 +36,11 @@ class StepTotals:
         return sum(known) if known else None
 
 
-def usl_summary(points: list[tuple[int, float]]) -> UslSummary | None:
-    """The USL over (targets, total tps); None with fewer than three steps."""
-    fit = fit_usl(points)
-    if fit is None:
-        return None
-    # Strongly superlinear steps (sigma < 0) can put a pole of the curve before its "peak": no peak then.
-    peak = fit.peak_tps is not None and fit.peak_tps > 0
-    return UslSummary(
-        lambda_tps=fit.lambda_tps,
-        sigma=fit.sigma,
-        kappa=fit.kappa,
-        peak_targets=fit.peak_clients if peak else None,
-        peak_tps=fit.peak_tps if peak else None,
-        max_error=fit.max_error,
-        points=fit.points,
-    )
-
-
 def consolidation_table(workload: str, clients: int | None, steps: Sequence[StepTotals], threshold: float) -> ConsolidationTable:
     """Measured vs ideal per step; ideal scales the first complete step's throughput per target."""
     complete = [(len(s.per_target_tps), tps) for s in steps if s.complete and (tps := s.measured_tps) is not None]
     per_target = complete[0][1] / complete[0][0] if complete else None
-    usl = usl_summary(complete)
+    usl = fit_usl(complete)
     rows = []
     for s in steps:
         n = len(s.per_target_tps)
@@ -79,7 +61,7 @@ def consolidation_table(workload: str, clients: int | None, steps: Sequence[Step
                 ratio=s.measured_tps / ideal if s.complete and ideal and s.measured_tps is not None else None,
                 per_target_tps=s.per_target_tps,
                 complete=s.complete,
-                usl_tps=_usl_at(usl, n),
+                usl_tps=usl.predict(n) if usl is not None else None,
                 note="; ".join(notes) or None,
             )
         )
@@ -87,12 +69,6 @@ def consolidation_table(workload: str, clients: int | None, steps: Sequence[Step
     return ConsolidationTable(
         workload=workload, clients=clients, threshold=threshold, steps=rows, below_threshold_at=below, usl=usl
     )
-
-
-def _usl_at(usl: UslSummary | None, targets: int) -> float | None:
-    if usl is None:
-        return None
-    return usl.lambda_tps * targets / (1 + usl.sigma * (targets - 1) + usl.kappa * targets * (targets - 1))
 
 
 def _point_tps(target: TargetResult, phase: int, workload: str, clients: int | None) -> tuple[float | None, bool]:
@@ -128,4 +104,4 @@ def consolidation_tables(
     return tables
 
 
-__all__ = ["StepTotals", "consolidation_table", "consolidation_tables", "usl_summary"]
+__all__ = ["StepTotals", "consolidation_table", "consolidation_tables"]

@@ -3,7 +3,7 @@
 A point's figure (tps, p95, p99) is measured once per repetition; its 95% confidence interval is
 Student's t-interval: mean +- t(0.975, n - 1) x stddev / sqrt(n), stddev the sample standard
 deviation (n - 1). It assumes the repetitions are independent draws around the point's true value,
-which interleaving the targets' repetitions (pgarena.planning.plan) makes closer to true: drift over
+which interleaving the targets' repetitions (pgarena.planning.planner) makes closer to true: drift over
 the campaign spreads over every target instead of biasing the one that ran last.
 With one repetition there is no interval: nothing measured the run-to-run noise.
 """

@@ -5,28 +5,13 @@ from __future__ import annotations
 
 import math
 
-from pydantic import BaseModel
-
 from pgarena.analysis.latency import decode, new_histogram, percentiles_of
-from pgarena.model.results import Latency, ProgressSample
-from pgarena.model.series import ShardSeries
+from pgarena.model.results import ProgressSample
+from pgarena.model.series import MergedRun, ShardSeries
 
 
 class NoCommonWindow(ValueError):
     pass
-
-
-class MergedRun(BaseModel):
-    start_skew_s: float
-    window_start_epoch: float
-    window_end_epoch: float
-    window_s: int
-    tps: float
-    transactions: int
-    failed_transactions: int
-    latency: Latency
-    progress: list[ProgressSample]
-    shard_tps: list[float]
 
 
 def common_seconds(series: list[ShardSeries]) -> list[int]:

@@ -12,23 +12,23 @@ import math
 from collections import defaultdict
 from collections.abc import Sequence
 from statistics import fmean, median, pstdev, stdev
-from typing import Literal, TypedDict, TypeVar
-
-from pydantic import BaseModel, Field
+from typing import TypedDict, TypeVar
 
 from pgarena.analysis.intervals import METHOD, SINGLE_RUN_NOTE, interval
 from pgarena.analysis.rate import RATE_NOT_SUSTAINED
 from pgarena.model import layout
+from pgarena.model.metrics import Finding, PointMetrics, Scaling, ScalingPoint, Stability, TargetMetrics
 from pgarena.model.monitor import Incident
 from pgarena.model.results import (
     CampaignResults,
     Interval,
     Latency,
-    PointStats,
     ProgressSample,
     Statistics,
     TargetResult,
+    UslFit,
     WorkloadResult,
+    usl,
 )
 
 N = TypeVar("N", int, float)
@@ -42,8 +42,6 @@ STALL_ZERO_S = 5.0
 STALL_FRACTION = 0.10
 # The USL has three parameters (lambda, sigma, kappa): fewer points than that cannot pin them.
 USL_MIN_POINTS = 3
-# A fit whose worst point is off by more than this describes the data poorly (e.g. a collapse).
-USL_GOOD_FIT_ERROR = 0.25
 # A scaling curve needs at least two client counts.
 SCALING_MIN_POINTS = 2
 
@@ -56,136 +54,6 @@ FAR_RTT_MS = 2.0
 RETRY_COUNTS = ("retried", "ignored_errors")
 
 
-class Stability(BaseModel):
-    """How steady the per-interval tps was during one run (or the worst of a point's runs)."""
-
-    intervals: int
-    cv: float | None = Field(None, description="coefficient of variation of the per-interval tps (pstdev / mean)")
-    median_tps: float | None = None
-    worst_tps: float | None = None
-    worst_vs_median: float | None = Field(None, description="worst interval tps / median interval tps")
-    incidents: list[Incident] = Field(default_factory=list)
-    stalled: bool = Field(False, description="the run stalled (see STALL_ZERO_S, STALL_FRACTION): not ranked")
-
-    @property
-    def collapsed(self) -> bool:
-        return any(i.kind == "tps_collapse" for i in self.incidents)
-
-
-class PointMetrics(BaseModel):
-    """One target x workload x client count, over its repetitions."""
-
-    target: str
-    workload: str
-    clients: int | None = Field(description="client count the matrix asked for")
-    ran_clients: list[int] = Field(default_factory=list, description="client counts that actually ran")
-    clamped: bool = Field(False, description="a repetition ran with fewer clients than asked (budget clamp)")
-    runs: int = Field(0, description="succeeded repetitions")
-    failed_runs: int = 0
-    error_kinds: list[str] = Field(default_factory=list, description="error kind of each failed repetition")
-    tps: float | None = Field(None, description="mean over succeeded repetitions")
-    tps_stddev: float | None = Field(None, description="sample stddev over repetitions; None with one")
-    tps_runs: list[float] = Field(default_factory=list)
-    tps_interval: Interval | None = Field(None, description="mean, stddev, n, 95% t-interval of tps over repetitions")
-    p95_interval: Interval | None = Field(None, description="the same for p95 latency (ms), where every run has it")
-    p99_interval: Interval | None = Field(None, description="the same for p99 latency (ms), where every run has it")
-    qps: float | None = Field(None, description="queries per second (tools that count queries), mean over repetitions")
-    latency_ms: Latency = Latency()
-    error_rate: float | None = Field(None, description="failed / (processed + failed) transactions")
-    retry_rate: float | None = Field(None, description="retried / processed transactions, where the tool reports it")
-    stability: Stability = Stability(intervals=0)
-    tps_per_usd_hour: float | None = Field(None, description="tps per dollar-hour of the target")
-    sustainable_tps: float | None = Field(
-        None, description="transactions / (run + replicas' catch-up), mean over runs; None unless every run caught up"
-    )
-    catch_up_s: float | None = Field(None, description="the slowest replica's catch-up, mean over runs")
-    replicated: bool = Field(False, description="the target has replicas whose catch-up was timed")
-    peak_lag_bytes: int | None = Field(None, description="the largest replica lag sampled during the runs")
-    rate_not_sustained: bool = Field(False, description="a run fell short of its --rate: latency is not ranked here")
-    stalled: bool = Field(False, description="a run stalled (no transactions, or under 10% of its median): not ranked")
-    warmup_s: int | None = Field(None, description="the runs' first seconds, left out of every figure")
-    slo: str | None = Field(None, description="the latency objective searched, e.g. 'p99 <= 50 ms'")
-    slo_tps: float | None = Field(
-        None, description="tps at the SLO (pgarena.analysis.slo), mean over runs; None unless every run's search finished"
-    )
-    slo_tps_interval: Interval | None = Field(None, description="mean, stddev, n, 95% t-interval of tps at SLO")
-
-    @property
-    def key(self) -> tuple[str, int | None]:
-        return (self.workload, self.clients)
-
-    @property
-    def tps_cv(self) -> float:
-        """Run-to-run relative noise of tps; 0 when there is a single repetition."""
-        if self.tps_stddev is None or not self.tps:
-            return 0.0
-        return self.tps_stddev / self.tps
-
-    @property
-    def stats(self) -> PointStats:
-        return PointStats(
-            workload=self.workload,
-            clients=self.clients,
-            n=self.runs,
-            tps=self.tps_interval,
-            p95_ms=self.p95_interval,
-            p99_ms=self.p99_interval,
-        )
-
-    @property
-    def complete(self) -> bool:
-        """Comparable with other targets: every repetition succeeded, none was clamped or stalled."""
-        return self.tps is not None and self.failed_runs == 0 and not self.clamped and not self.stalled
-
-
-class ScalingPoint(BaseModel):
-    clients: int
-    tps: float
-    ideal_tps: float = Field(description="first point's tps x clients / first point's clients")
-    efficiency: float = Field(description="measured / ideal")
-    usl_tps: float | None = Field(None, description="what the USL fit predicts at this client count")
-
-
-class UslFit(BaseModel):
-    """X(N) = lambda N / (1 + sigma (N - 1) + kappa N (N - 1)) (Gunther's Universal Scalability Law)."""
-
-    lambda_tps: float = Field(description="throughput of one client without contention")
-    sigma: float = Field(description="contention (serial fraction); negative means superlinear")
-    kappa: float = Field(description="coherency (crosstalk) cost; > 0 means throughput peaks then falls")
-    peak_clients: float | None = Field(None, description="sqrt((1 - sigma) / kappa); None when kappa = 0")
-    peak_tps: float | None = None
-    max_error: float = Field(description="largest relative error of the fit over the measured points")
-    points: int = Field(description="client counts fitted; with three, three parameters fit them exactly")
-
-    @property
-    def good(self) -> bool:
-        return self.max_error <= USL_GOOD_FIT_ERROR
-
-    def predict(self, clients: float) -> float:
-        return usl(clients, self.lambda_tps, self.sigma, self.kappa)
-
-
-class Scaling(BaseModel):
-    target: str
-    workload: str
-    points: list[ScalingPoint]
-    usl: UslFit | None = None
-
-
-class Finding(BaseModel):
-    """Something that went wrong, with where it happened and the files that show it."""
-
-    target: str
-    source: Literal["target", "load", "run", "stability", "connections"]
-    kind: str
-    message: str
-    workload: str | None = None
-    clients: int | None = None
-    repetition: int | None = None
-    at_s: float | None = None
-    raw: list[str] = Field(default_factory=list, description="paths relative to the campaign folder")
-
-
 class _Where(TypedDict):
     """Where a run's finding happened."""
 
@@ -193,17 +61,6 @@ class _Where(TypedDict):
     workload: str
     clients: int | None
     repetition: int
-
-
-class TargetMetrics(BaseModel):
-    target: str
-    provider: str
-    status: str
-    hourly_cost_usd: float | None = None
-    load_s: dict[str, float] = Field(default_factory=dict, description="workload -> init (load) seconds")
-    points: list[PointMetrics] = Field(default_factory=list)
-    scaling: list[Scaling] = Field(default_factory=list)
-    findings: list[Finding] = Field(default_factory=list)
 
 
 # --- stability ---------------------------------------------------------------------------------
@@ -453,10 +310,6 @@ def nominal_clients(run: WorkloadResult) -> int | None:
 # --- scaling -----------------------------------------------------------------------------------
 
 
-def usl(clients: float, lambda_tps: float, sigma: float, kappa: float) -> float:
-    return lambda_tps * clients / (1 + sigma * (clients - 1) + kappa * clients * (clients - 1))
-
-
 def _solve(matrix: list[list[float]], rhs: list[float]) -> list[float] | None:
     """Gaussian elimination with partial pivoting; None when the system is singular."""
     n = len(rhs)
@@ -481,7 +334,7 @@ def _least_squares(columns: list[list[float]], y: list[float]) -> list[float] | 
 
 
 def fit_usl(points: list[tuple[int, float]]) -> UslFit | None:
-    """Least-squares USL fit over (clients, tps) points; None with fewer than three client counts.
+    """Least-squares USL fit over (N, tps) points (N: clients, or targets at once); None with fewer than three N.
 
     The USL is linear in its parameters once inverted: N / X(N) = a + b (N - 1) + c N (N - 1), with
     lambda = 1 / a, sigma = b / a, kappa = c / a. Each row is divided by its measured N / X so the
@@ -506,14 +359,18 @@ def fit_usl(points: list[tuple[int, float]]) -> UslFit | None:
         return None
     a, b, c = solution
     lambda_tps, sigma, kappa = 1 / a, b / a, c / a
-    peak_clients = math.sqrt((1 - sigma) / kappa) if kappa > 0 and sigma < 1 else None
+    peak_n = math.sqrt((1 - sigma) / kappa) if kappa > 0 and sigma < 1 else None
+    peak_tps = usl(peak_n, lambda_tps, sigma, kappa) if peak_n is not None else None
+    if peak_tps is not None and peak_tps <= 0:
+        # Strongly superlinear points (sigma < 0) can put a pole of the curve before its "peak": no peak then.
+        peak_n = peak_tps = None
     max_error = max(abs(usl(n, lambda_tps, sigma, kappa) - x) / x for n, x in points)
     return UslFit(
         lambda_tps=lambda_tps,
         sigma=sigma,
         kappa=kappa,
-        peak_clients=peak_clients,
-        peak_tps=usl(peak_clients, lambda_tps, sigma, kappa) if peak_clients is not None else None,
+        peak_n=peak_n,
+        peak_tps=peak_tps,
         max_error=max_error,
         points=len(points),
     )
@@ -550,7 +407,7 @@ def relative_raw(campaign_id: str, raw: str | None) -> list[str]:
     return [layout.relative(campaign_id, raw)]
 
 
-def findings(target: TargetResult, campaign_id: str = "") -> list[Finding]:
+def findings(target: TargetResult, campaign_id: str = "") -> list[Finding]:  # noqa: C901  # one check per kind of finding, in a row
     """Every classified failure and incident of a target, each with its evidence."""
     found: list[Finding] = []
     errors = [*(w.error for w in target.workloads), *(lo.error for lo in target.loads)]

@@ -34,8 +34,9 @@ from collections.abc import Callable, Sequence
 from statistics import fmean
 
 from pgarena.analysis.intervals import SINGLE_RUN_NOTE, relative_half_width
-from pgarena.analysis.metrics import PointMetrics, target_metrics
+from pgarena.analysis.metrics import target_metrics
 from pgarena.model.matrix import RankingConfig, RankingMetric
+from pgarena.model.metrics import PointMetrics
 from pgarena.model.results import RankEntry, TargetResult
 
 METRICS: tuple[RankingMetric, ...] = ("throughput", "latency", "stability", "cost", "sustainable", "slo_tps")
@@ -174,7 +175,7 @@ def competition_ranks(scores: dict[str, float], noise: dict[str, float], toleran
     return ranks
 
 
-def _describe(
+def _describe(  # noqa: PLR0913  # each figure the description prints
     weights: dict[RankingMetric, float],
     used: list[RankingMetric],
     points: int,

@@ -23,7 +23,7 @@ RATE_DIGITS = 1
 MIN_RATE_TPS = 0.1
 
 
-def probe_result(
+def probe_result(  # noqa: PLR0913  # a probe's measurements, each a field of the result
     slo: Slo,
     rate_tps: float | None,
     tps: float | None,

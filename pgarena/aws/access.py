@@ -69,10 +69,7 @@ LEDGER_TOTAL_SK = "total"
 # The ASL's placeholder for the results table in its DynamoDB PutItem tasks (the stack and the local
 # runtime substitute it, as they do the ...FunctionArn ones).
 RESULTS_TABLE_PLACEHOLDER = "ResultsTableName"
-OUTCOME_TARGET_SK_PREFIX = "target#"
-OUTCOME_SHARD_SK_PREFIX = "shard#"
-# The failure a Catch recorded ({Error, Cause}, as JSON); absent on a target that finished.
-OUTCOME_FAILURE_ATTRIBUTE = "failure"
+# The outcome items' sort keys and failure attribute: pgarena.model.layout (the campaign reads them).
 
 
 def _key(pk: str, sk: str) -> dict[str, AttributeValueTypeDef]:
@@ -90,14 +87,6 @@ def lease_item_key(server: str) -> dict[str, AttributeValueTypeDef]:
 
 def barrier_key(campaign_id: str, group_id: str) -> dict[str, AttributeValueTypeDef]:
     return _key(BARRIERS.pk(campaign_id), group_id)
-
-
-def outcome_target_sk(phase: int | str, target: int | str) -> str:
-    return f"{OUTCOME_TARGET_SK_PREFIX}{phase}#{target}"
-
-
-def outcome_shard_sk(phase: int | str, target: int | str, step: int | str, shard: int | str) -> str:
-    return f"{OUTCOME_SHARD_SK_PREFIX}{phase}#{target}#{step}#{shard}"
 
 
 def ledger_campaign_key(month: str, campaign_id: str) -> dict[str, AttributeValueTypeDef]:

@@ -62,3 +62,16 @@ def wait_at_barrier(
     if start_at > clock():
         sleep(start_at - clock())
     return start_at, True
+
+
+class DynamoBarrier:
+    """The pgarena.campaign.ports.Barrier port on the results table."""
+
+    def __init__(self, dynamodb: DynamoDBClient, table: str):
+        self.dynamodb = dynamodb
+        self.table = table
+
+    def wait(
+        self, campaign_id: str, group_id: str, shard: int, shards: int, timeout_s: float = BARRIER_TIMEOUT_S
+    ) -> tuple[float, bool]:
+        return wait_at_barrier(self.dynamodb, self.table, campaign_id, group_id, shard, shards, timeout_s=timeout_s)

@@ -1,12 +1,15 @@
-"""The ECS RunTask request that starts a worker for one step. Pure."""
+"""Workers started by ECS RunTask (the pgarena.campaign.ports.Launcher port); the request itself is pure."""
 
 from __future__ import annotations
 
 import hashlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pgarena.aws.settings import LauncherEnv
 from pgarena.model.plan import Step
+
+if TYPE_CHECKING:
+    from mypy_boto3_ecs import ECSClient
 
 
 def client_token(step: Step, task_token: str) -> str:
@@ -49,3 +52,14 @@ def run_task_request(step: Step, task_token: str, env: LauncherEnv) -> dict[str,
             "awsvpcConfiguration": {"subnets": subnets, "securityGroups": groups, "assignPublicIp": env.assign_public_ip}
         }
     return request
+
+
+class EcsLauncher:
+    def __init__(self, ecs: ECSClient, env: LauncherEnv):
+        self.ecs = ecs
+        self.env = env
+
+    def launch(self, step: Step, task_token: str) -> tuple[str | None, list[Any]]:
+        response = self.ecs.run_task(**run_task_request(step, task_token, self.env))
+        tasks = response.get("tasks") or []
+        return (tasks[0]["taskArn"] if tasks else None), list(response.get("failures") or [])

@@ -1,4 +1,4 @@
-"""The cost guard and the monthly ledger: caps checked before any worker starts, spending booked per month.
+"""The monthly ledger in the results table (the pgarena.campaign.ports.Ledger port): spending booked per month.
 
 Ledger items live in the results table under the partition `ledger#<YYYY-MM>`: one item per
 campaign (sk `campaign#<id>`: its estimate, later its actual) and the month's running total
@@ -14,29 +14,17 @@ import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from decimal import Decimal
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 from botocore.exceptions import ClientError
-from pydantic import BaseModel
 
 from pgarena.aws import access
 from pgarena.aws.items import marshal, unmarshal
-from pgarena.model.errors import ErrorInfo, ErrorKind
-from pgarena.model.matrix import CostPolicy
-from pgarena.model.outcomes import TargetOutcome
-from pgarena.model.plan import Plan
-from pgarena.model.results import CampaignCost, StepSummary
-from pgarena.planning import cost
+from pgarena.model.ledger import Booking, LedgerEntry
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
     from mypy_boto3_dynamodb.type_defs import PutTypeDef, UpdateTypeDef
-
-COST_CAP_REFUSED = ErrorKind.COST_CAP_REFUSED
-
-
-def month_of(epoch_s: float) -> str:
-    return datetime.fromtimestamp(epoch_s, UTC).strftime("%Y-%m")
 
 
 def _iso(epoch_s: float) -> str:
@@ -47,24 +35,6 @@ def _usd(usd: float) -> Decimal:
     # DynamoDB numbers are decimals: go through the rounded float's text so binary floats do not leak
     # digits into the total.
     return Decimal(str(round(usd, 6)))
-
-
-class LedgerEntry(BaseModel):
-    campaign_id: str
-    month: str
-    status: Literal["booked", "settled", "refused"]
-    estimated_usd: float
-    actual_usd: float | None = None
-    schedule: str | None = None
-    reason: str | None = None
-    booked_at: str
-    settled_at: str | None = None
-
-
-class Booking(BaseModel):
-    booked: bool
-    committed_before_usd: float
-    entry: LedgerEntry
 
 
 class Ledger:
@@ -217,100 +187,3 @@ class Ledger:
                     raise
                 continue
             return settled
-
-
-class CostDecision(BaseModel):
-    """The cost guard's answer; Aggregate And Rank receives it to list a refusal and settle the ledger."""
-
-    campaign_id: str
-    allowed: bool
-    month: str
-    estimate: cost.CostEstimate
-    cap_usd: float | None = None
-    monthly_cap_usd: float | None = None
-    month_committed_usd: float | None = None
-    booked: bool = False
-    reason: str | None = None
-
-    @property
-    def refusal(self) -> ErrorInfo | None:
-        return None if self.allowed else ErrorInfo(kind=COST_CAP_REFUSED, message=self.reason or "refused")
-
-
-def check_cost(plan: Plan, ledger: Ledger, cpu_units: int, memory_mib: int, default_region: str) -> CostDecision:
-    """Estimate the campaign and decide: over its own cap it is refused; otherwise it is booked in the
-    month's ledger, or refused when that would pass the monthly cap. Priced on-demand (an upper
-    bound when workers run on Spot)."""
-    policy = plan.cost or CostPolicy()
-    vcpu, memory_gb = cost.worker_size(cpu_units, memory_mib)
-    estimate = cost.estimate(plan, vcpu, memory_gb, policy.region or default_region)
-    month = month_of(ledger.clock())
-    decision = CostDecision(
-        campaign_id=plan.campaign_id,
-        allowed=False,
-        month=month,
-        estimate=estimate,
-        cap_usd=policy.cap_usd,
-        monthly_cap_usd=policy.monthly_cap_usd,
-    )
-    if policy.cap_usd is not None and estimate.total_usd > policy.cap_usd:
-        reason = (
-            f"estimated ${estimate.total_usd:.2f} exceeds the campaign cap ${policy.cap_usd:.2f} "
-            f"({estimate.breakdown()}): raise cost.cap_usd or run fewer steps, shorter runs or cheaper targets"
-        )
-        ledger.record_refusal(month, plan.campaign_id, estimate.total_usd, reason, policy.schedule)
-        return decision.model_copy(update={"reason": reason})
-    booking = ledger.book(month, plan.campaign_id, estimate.total_usd, policy.monthly_cap_usd, policy.schedule)
-    return decision.model_copy(
-        update={
-            "allowed": booking.booked,
-            "booked": booking.booked,
-            "month_committed_usd": booking.committed_before_usd,
-            "reason": booking.entry.reason,
-        }
-    )
-
-
-def _seconds_between(started_at: str, finished_at: str) -> float | None:
-    try:
-        return (datetime.fromisoformat(finished_at) - datetime.fromisoformat(started_at)).total_seconds()
-    except ValueError:
-        return None
-
-
-def settle_campaign(
-    decision: CostDecision,
-    plan: Plan,
-    outcomes: list[TargetOutcome],
-    summaries: list[StepSummary],
-    started_at: str,
-    finished_at: str,
-    ledger: Ledger,
-) -> CampaignCost:
-    """Price what ran, record it in the ledger in place of the estimate, and say both for results.json."""
-    estimate = decision.estimate
-    report = CampaignCost(
-        region=estimate.region,
-        estimated_usd=estimate.total_usd,
-        bound_usd=estimate.bound_usd,
-        cap_usd=decision.cap_usd,
-        monthly_cap_usd=decision.monthly_cap_usd,
-        month=decision.month,
-        refused=None if decision.allowed else decision.reason,
-    )
-    if not decision.booked:
-        return report
-    tool_s = {s.step_id: s.wall_s for s in summaries}
-    launched_without_summary = {o.step_id for target in outcomes for o in target.steps} - set(tool_s)
-    wall_s = _seconds_between(started_at, finished_at) or estimate.wall_s
-    spent = cost.actual(
-        plan,
-        cost.measured_workers(plan, tool_s, launched_without_summary),
-        wall_s,
-        estimate.worker_vcpu,
-        estimate.worker_memory_gb,
-        estimate.region,
-        estimate.spot,
-    )
-    ledger.settle(decision.month, decision.campaign_id, spent.total_usd)
-    return report.model_copy(update={"actual_usd": spent.total_usd})

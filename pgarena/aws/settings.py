@@ -28,9 +28,7 @@ def _split(value: str) -> list[str]:
     return [v.strip() for v in value.split(",") if v.strip()]
 
 
-class LauncherEnv(FromEnv):
-    results_bucket: str = Field(alias="RESULTS_BUCKET")
-    results_table: str = Field(alias="RESULTS_TABLE")
+class LauncherEnv(ResultsEnv):
     cluster_arn: str = Field(alias="CLUSTER_ARN")
     task_definition_arn: str = Field(alias="TASK_DEFINITION_ARN")
     container_name: str = Field("worker", alias="WORKER_CONTAINER_NAME")
@@ -58,11 +56,9 @@ class WorkerEnv(FromEnv):
     upload_every_s: float = Field(15.0, alias="PGARENA_UPLOAD_EVERY_S", gt=0, description="raw output chunk cadence")
 
 
-class CostGuardEnv(FromEnv):
+class CostGuardEnv(ResultsEnv):
     """The cost guard: the ledger's table and the worker's size, which prices its Fargate time."""
 
-    results_bucket: str = Field(alias="RESULTS_BUCKET")
-    results_table: str = Field(alias="RESULTS_TABLE")
     worker_cpu_units: int = Field(1024, alias="WORKER_CPU_UNITS", gt=0)
     worker_memory_mib: int = Field(2048, alias="WORKER_MEMORY_MIB", gt=0)
     region: str = Field("us-east-1", alias="AWS_REGION", description="prices used when the matrix names no region")

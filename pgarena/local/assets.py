@@ -138,7 +138,7 @@ def _synthesize(repo_root: Path, outdir: Path) -> str:
     try:  # imported here: the CDK (an optional extra, and a Node.js process) only for --aws-strict
         from aws_cdk import App
 
-        from pgarena_cdk.application import build, cdk_json_context  # type: ignore[import-not-found]  # cdk/ joins sys.path above, at run time
+        from pgarena_cdk.application import build, cdk_json_context
     except ImportError as error:
         raise AssetError(
             f"--aws-strict synthesizes the CDK app: install the cdk extra (`pip install -e '.[cdk]'`): {error}"

@@ -15,13 +15,14 @@ from typing import TYPE_CHECKING, Any
 
 from pgarena.analysis.aggregate import aggregate
 from pgarena.analysis.cancel import stopped_outcomes
-from pgarena.aws.leases import FileLeases, campaign_of
+from pgarena.campaign.leases import campaign_of
+from pgarena.local.leases import FileLeases
 from pgarena.model import layout
 from pgarena.model.errors import DiskFull, ErrorInfo, ErrorKind
-from pgarena.model.matrix import parse_campaign
 from pgarena.model.results import CampaignResults, StepSummary, TargetResult, now_iso
 from pgarena.model.series import ShardSeries
-from pgarena.planning.plan import plan_campaign
+from pgarena.planning.campaign import parse_campaign
+from pgarena.planning.planner import plan_campaign
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client

@@ -9,14 +9,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pgarena.analysis.resume import Rerun, combine, copy_raw, load_original, plan_reruns
-from pgarena.aws.execution import new_campaign_id
-from pgarena.aws.follow import Event
+from pgarena.analysis.rerun import Rerun, combine, copy_raw, load_original, plan_reruns
 from pgarena.local.progress import salvage
 from pgarena.local.runtime import MATRIX_FILE, LocalRuntime
 from pgarena.model.layout import RESULTS_FILE
-from pgarena.model.matrix import Campaign, parse_campaign
+from pgarena.model.matrix import Campaign
 from pgarena.model.results import CampaignResults
+from pgarena.planning.campaign import parse_campaign
+from pgarena.remote.execution import new_campaign_id
+from pgarena.remote.follow import Event
 from pgarena.report import folder_writer, publish_results
 
 

@@ -31,23 +31,24 @@ from typing import TYPE_CHECKING, Any, Literal
 import boto3
 
 from pgarena.aws.access import RESULTS_TABLE_PLACEHOLDER, Component
-from pgarena.aws.campaign_state import CampaignState, Subjects
-from pgarena.aws.execution import new_campaign_id
-from pgarena.aws.finalize import store_writer
-from pgarena.aws.follow import POLL_S, Event, follow, step_event
-from pgarena.aws.leases import default_lease_dir
+from pgarena.aws.campaign_state import CampaignState
 from pgarena.aws.store import ResultStore, create_results_table
+from pgarena.campaign.finalize import store_writer
 from pgarena.local import assets, containers, limits
 from pgarena.local import iam as local_iam
 from pgarena.local.aborts import stops_stand
 from pgarena.local.embedded import PASSWORD_ENV_PREFIX, EmbeddedProcess, EmbeddedStandby, EmbeddedStartError, with_replication
 from pgarena.local.endpoints import ACCOUNT, FUNCTIONS, REGION, EcsEndpoint, LambdaEndpoint, function_arn, load_handlers
+from pgarena.local.leases import default_lease_dir
 from pgarena.local.limits import StrictLimitError
 from pgarena.local.progress import Interrupted, disk_full, download, keep_execution, keep_step, release_leases, write_local
 from pgarena.model import layout
 from pgarena.model.errors import DiskFull, ErrorInfo
 from pgarena.model.matrix import Campaign, Endpoint, Replica, Target
 from pgarena.model.results import CampaignResults, TargetResult, now_iso
+from pgarena.remote.execution import new_campaign_id
+from pgarena.remote.follow import POLL_S, Event, follow, step_event
+from pgarena.remote.subjects import Subjects
 from pgarena.report import publish_results
 
 if TYPE_CHECKING:
@@ -312,7 +313,7 @@ class LocalRuntime:
             "POWERTOOLS_TRACE_DISABLED": "true",
             "POWERTOOLS_METRICS_DISABLED": "true",
             "POWERTOOLS_LOG_LEVEL": os.environ.get("POWERTOOLS_LOG_LEVEL", "WARNING"),
-            # Leases in files every local runtime on this machine shares (pgarena.aws.leases.FileLeases).
+            # Leases in files every local runtime on this machine shares (pgarena.local.leases.FileLeases).
             "PGARENA_LEASE_DIR": os.environ.get("PGARENA_LEASE_DIR") or str(default_lease_dir()),
         }
         try:

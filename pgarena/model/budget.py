@@ -1,4 +1,4 @@
-"""Models split from planning.budget."""
+"""Connection budget records: the server's connection facts, its limits, and the budget a campaign may use."""
 
 from __future__ import annotations
 

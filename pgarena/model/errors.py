@@ -1,9 +1,12 @@
-"""Failure kinds: every failure ends as `error.kind` with a message and, where there is one, raw output."""
+"""Failure kinds: every failure ends as `error.kind` with a message and, where there is one, raw output; `error_info` is
+the one place an exception, a tool's exit, a Catch or a driver's text gets its kind."""
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, ClassVar
 
@@ -22,6 +25,10 @@ class ErrorInfo(BaseModel):
     def _no_secrets(cls, value: str) -> str:
         """Messages quote tools and drivers, which may echo a connection string: never keep its password."""
         return redact(value)
+
+    def cause(self) -> str:
+        """The Cause a worker sends with SendTaskFailure, which `error_info(Caught(...))` reads back."""
+        return json.dumps({"errorType": self.kind, "errorMessage": self.message[:8000], "raw": self.raw})
 
 
 class ErrorKind(StrEnum):
@@ -72,7 +79,7 @@ class PgarenaError(Exception):
         self.raw = raw
 
     def info(self) -> ErrorInfo:
-        return ErrorInfo(kind=self.kind, message=str(self), raw=self.raw)
+        return error_info(self)
 
 
 class ConnectionRefused(PgarenaError):
@@ -142,7 +149,7 @@ RAISED: dict[ErrorKind, type[PgarenaError]] = {cls.kind: cls for cls in PgarenaE
 
 
 def failure(kind: ErrorKind | str, message: str, raw: str | None = None) -> PgarenaError:
-    """The exception of a kind: `classify(...) or ErrorKind.X` picks it from a tool's or driver's text."""
+    """The exception of a kind (`error_info(text, ...).kind` picks one from a tool's or driver's text)."""
     return RAISED[ErrorKind(kind)](message, raw)
 
 
@@ -185,7 +192,7 @@ def with_hint(kind: ErrorKind | str, message: str) -> str:
     return f"{message}; {hint}" if hint and hint not in message else message
 
 
-def classify(text: str) -> ErrorKind | None:
+def _classify(text: str) -> ErrorKind | None:
     """The failure kind named by a tool's or driver's error text, or None when nothing matches."""
     for kind, pattern in _PATTERNS:
         if re.search(pattern, text, flags=re.IGNORECASE):
@@ -203,13 +210,79 @@ _STATES_ERRORS = {
     "States.TaskFailed": ErrorKind.TASK_FAILED,
 }
 
+# A tool the worker killed at the step's timeout exits with this code (SIGKILL).
+KILLED = -9
+# How many of the tool's last error lines go into an error message.
+ERROR_LINES = 3
 
-def from_step_functions(failure: dict[str, Any] | None) -> ErrorInfo | None:
-    """Turn a Catch result ({Error, Cause}) into an ErrorInfo, whichever service raised it."""
-    if not failure:
-        return None
-    name = str(failure.get("Error") or "Error")
-    cause = failure.get("Cause") or ""
+STOPPED_MESSAGE = (
+    "the worker was stopped (SIGTERM: StopTask for a cancelled campaign, a Fargate Spot interruption) while its step ran"
+)
+
+
+class WorkerStopped(BaseException):
+    """SIGTERM arrived in a worker. A BaseException, so that no `except Exception` on the way swallows it;
+    `raw` is the tool's output until then, once uploaded."""
+
+    kind: ClassVar[ErrorKind] = ErrorKind.WORKER_STOPPED
+
+    def __init__(self, raw: str | None = None):
+        super().__init__(STOPPED_MESSAGE)
+        self.raw = raw
+
+
+@dataclass(frozen=True)
+class ToolExit:
+    """How a benchmark tool ended: its exit code, all it printed, and the error lines its parser picked out."""
+
+    tool: str
+    exit_code: int
+    output: str
+    error_lines: Sequence[str] = ()
+    timeout_s: int = 0
+
+
+@dataclass(frozen=True)
+class Caught:
+    """What a state's Catch put in `$.failure` ({"Error", "Cause"}), whichever service raised it.
+    `worker_timeouts_s` (heartbeat timeout, step timeout) is set for a worker's step that wrote no summary."""
+
+    failure: Mapping[str, Any]
+    worker_timeouts_s: tuple[int, int] | None = None
+
+
+Failure = BaseException | ToolExit | Caught | str
+
+
+def error_info(failure: Failure, otherwise: ErrorKind = ErrorKind.WORKER_CRASHED, message: str | None = None) -> ErrorInfo:
+    """The one place a failure gets its kind. `failure` is an exception, a tool's exit, a state machine's Catch,
+    or a driver's error text. `otherwise` is the kind of an exception pgarena did not raise (a crash) or of a
+    text no pattern names; `message`, what to say about a text instead of the text itself."""
+    if isinstance(failure, ToolExit):
+        return _tool_exit(failure)
+    if isinstance(failure, Caught):
+        return _caught(failure)
+    if isinstance(failure, WorkerStopped | PgarenaError):
+        return ErrorInfo(kind=failure.kind, message=str(failure), raw=failure.raw)
+    if isinstance(failure, BaseException):
+        return ErrorInfo(kind=otherwise, message=f"{type(failure).__name__}: {failure}")
+    kind = _classify(failure) or otherwise
+    return ErrorInfo(kind=kind, message=with_hint(kind, message or failure))
+
+
+def _tool_exit(exit: ToolExit) -> ErrorInfo:
+    if exit.exit_code == KILLED:
+        return ErrorInfo(
+            kind=ErrorKind.TIMEOUT, message=f"{exit.tool} ran past the step's {exit.timeout_s} s timeout and was killed"
+        )
+    lines = list(exit.error_lines) or [line for line in exit.output.splitlines() if line.strip()]
+    message = " | ".join(lines[-ERROR_LINES:]) or f"{exit.tool} exited with code {exit.exit_code}"
+    return error_info(exit.output, ErrorKind.TOOL_FAILED, message)
+
+
+def _caught(caught: Caught) -> ErrorInfo:
+    name = str(caught.failure.get("Error") or "Error")
+    cause = caught.failure.get("Cause") or ""
     message, raw = cause, None
     try:
         decoded = json.loads(cause)
@@ -224,4 +297,16 @@ def from_step_functions(failure: dict[str, Any] | None) -> ErrorInfo | None:
         message = message or name
     else:
         kind = _snake(name.split(".")[-1])
+    if caught.worker_timeouts_s is not None and kind in (ErrorKind.TIMEOUT, ErrorKind.WORKER_LOST):
+        # The state machine stopped waiting and the worker never wrote a summary (a live worker writes
+        # one even when its tool times out): the worker was lost. moto reports a missed heartbeat as
+        # States.Timeout, AWS as States.HeartbeatTimeout.
+        heartbeat_s, timeout_s = caught.worker_timeouts_s
+        return ErrorInfo(
+            kind=ErrorKind.WORKER_LOST,
+            message=(
+                f"the worker stopped reporting ({message or name}: no heartbeat for {heartbeat_s} s or "
+                f"past the step's {timeout_s} s) and wrote no summary: killed, out of memory, or its host gone"
+            ),
+        )
     return ErrorInfo(kind=kind, message=message or name, raw=raw)

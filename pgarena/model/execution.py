@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from pgarena.model.errors import InvalidMatrix
-from pgarena.model.matrix import CAMPAIGN_ID_PATTERN, Campaign, MatrixError, Problem, parse_campaign, read_json
+from pgarena.model.matrix import CAMPAIGN_ID_PATTERN
 
 # The one key that tells the wrapped shape from a bare matrix (a matrix has no field of this name).
 MATRIX_KEY = "matrix"
@@ -24,7 +23,7 @@ CAMPAIGN_ID_KEY = "campaign_id"
 @dataclass(frozen=True)
 class ExecutionRequest:
     campaign_id: str
-    matrix: Any  # the matrix as given, validated by parse_campaign
+    matrix: Any  # the matrix as given, validated by pgarena.planning.campaign.parse_campaign
     id_from: str  # "input" | "execution name": what a refusal names as the fix
 
 
@@ -41,21 +40,3 @@ def execution_request(execution_input: Any, execution_name: str) -> ExecutionReq
             "it prefixes the campaign's S3 keys): give another"
         )
     return ExecutionRequest(campaign_id, matrix, id_from)
-
-
-def load_execution_input(path: Path) -> tuple[Campaign, str | None]:
-    """A file as `start-execution --input file://...` takes it, a bare matrix or `{"campaign_id", "matrix"}`:
-    the campaign and the id it gives (None: the execution's name gives it). Problems are a MatrixError
-    whose paths point into the file (`$.matrix.…` in the wrapped shape)."""
-    data = read_json(path)
-    if not (isinstance(data, dict) and MATRIX_KEY in data):
-        return parse_campaign(data), None
-    try:
-        request = execution_request(data, execution_name="execution-name")  # stands in only when no id is given
-    except InvalidMatrix as error:
-        raise MatrixError([Problem(path=f"$.{CAMPAIGN_ID_KEY}", message=str(error))]) from None
-    try:
-        campaign = parse_campaign(request.matrix)
-    except MatrixError as error:
-        raise MatrixError([Problem(path=f"$.{MATRIX_KEY}{p.path[1:]}", message=p.message) for p in error.problems]) from None
-    return campaign, request.campaign_id if request.id_from == "input" else None

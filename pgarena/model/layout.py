@@ -25,6 +25,20 @@ SCHEDULE_MATRIX_PREFIX = "matrices/"
 # raw output sits under a per-campaign prefix.
 RAW_OUTPUT_TAG_KEY = "pgarena-kind"
 RAW_OUTPUT_TAG_VALUE = "raw"
+# The state machine's outcome items in the results table (partition `outcome#<campaign_id>`, see
+# pgarena.aws.access): one per target that finished or failed, one per worker that failed, carrying
+# the Catch's failure ({Error, Cause} as JSON) when there was one.
+OUTCOME_TARGET_SK_PREFIX = "target#"
+OUTCOME_SHARD_SK_PREFIX = "shard#"
+OUTCOME_FAILURE_ATTRIBUTE = "failure"
+
+
+def outcome_target_sk(phase: int | str, target: int | str) -> str:
+    return f"{OUTCOME_TARGET_SK_PREFIX}{phase}#{target}"
+
+
+def outcome_shard_sk(phase: int | str, target: int | str, step: int | str, shard: int | str) -> str:
+    return f"{OUTCOME_SHARD_SK_PREFIX}{phase}#{target}#{step}#{shard}"
 
 
 def campaign_prefix(campaign_id: str) -> str:

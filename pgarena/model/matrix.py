@@ -1,45 +1,30 @@
-"""The provider matrix: what a user writes to describe a campaign (targets x workloads)."""
+"""The provider matrix: what a user writes to describe a campaign (targets x workloads), the schema and its
+field-level validation. pgarena.planning.campaign.parse_campaign reads a matrix into it."""
 
 from __future__ import annotations
 
-import json
-import math
-import re
-from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field, ValidationError, ValidationInfo, field_validator, model_validator
-from pydantic_core import ErrorDetails
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
-# The tools' workload schemas sit beneath the matrix and share its base, names and limits; the two names
-# adapters import from here are re-exported.
-from pgarena.tools.spec import FAN_OUT_REASON, MAX_CLIENTS, Name, Strict
+# The tools' workload schemas sit beneath the matrix and share its base, names and bounds; the names
+# others import from here are re-exported. MAX_STARTED_TOGETHER is the one AWS limit among them, as it
+# bounds fields (workers, consolidation steps); the others are in pgarena.planning.limits, which
+# measures the plan.
+from pgarena.tools.spec import FAN_OUT_REASON as FAN_OUT_REASON
+from pgarena.tools.spec import MAX_CLIENTS, Name, Strict
 from pgarena.tools.spec import MAX_STARTED_TOGETHER as MAX_STARTED_TOGETHER
 from pgarena.tools.spec import NAME_PATTERN as NAME_PATTERN
-from pgarena.tools.workloads import LIMIT_REASONS, TOOL_NAMES, Workload
+from pgarena.tools.workloads import Workload
 
 # A campaign id prefixes S3 keys and DynamoDB keys: <name>-<stamp>-<hex> locally, <schedule>-<execution id>
 # when scheduled. No slash, no leading dot, no space.
 CAMPAIGN_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$"
 ENV_VAR_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*$"
 SECRET_ARN_PATTERN = r"^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:.+$"
-# Limits of the runtime a matrix must fit (each refusal names the limit).
+# Bounds of the schema's fields (each refusal names the bound).
 MAX_SETTINGS = 200
 MAX_SETTING_CHARS = 1_024
-MAX_NESTING = 32  # a valid matrix is 7 levels deep
-# Each worker gets its step in its ECS RunTask container overrides, which hold at most 8,192 characters;
-# the task token (up to 2,048), the other variables and the step's own fields take the reserve.
-RUNTASK_OVERRIDES_LIMIT_CHARS = 8_192
-RUNTASK_RESERVED_CHARS = 3_800
-# A state's input and output in Step Functions: 256 KiB. The state carries refs (pgarena.model.plan: a
-# phase's, a step's, at most these many bytes in JSON, tests/unit/test_matrix_limits.py checks), the
-# rest of the plan is in the bucket; failure messages get the reserve.
-STATE_LIMIT_BYTES = 262_144
-STATE_RESERVED_BYTES = 64_000
-PHASE_REF_BYTES = 64
-STEP_REF_BYTES = 96
-# States.ArrayRange (List Phase Targets) makes at most this many items.
-MAX_MAP_ITEMS = 1_000
 
 EnvVarName = Annotated[str, Field(pattern=ENV_VAR_PATTERN)]
 SecretArn = Annotated[str, Field(pattern=SECRET_ARN_PATTERN)]
@@ -369,273 +354,6 @@ class Campaign(Strict):
         if duplicates:
             raise ValueError(f"names must be unique; repeated: {', '.join(duplicates)}")
         return items
-
-
-class Problem(BaseModel):
-    path: str
-    message: str
-
-    def __str__(self) -> str:
-        return f"{self.path}: {self.message}"
-
-
-class MatrixError(ValueError):
-    def __init__(self, problems: list[Problem]):
-        self.problems = problems
-        super().__init__("; ".join(str(p) for p in problems))
-
-
-_PATTERN_HINTS = {
-    NAME_PATTERN: "use lower-case letters, digits, '-' and '_' (at most 63, starting with a letter or digit)",
-    ENV_VAR_PATTERN: "give the name of an environment variable, e.g. PGARENA_PW_A",
-    SECRET_ARN_PATTERN: "give a Secrets Manager secret ARN (arn:aws:secretsmanager:REGION:ACCOUNT:secret:NAME)",
-}
-
-
-def _json_path(loc: tuple[int | str, ...]) -> str:
-    path = "$"
-    for part in loc:
-        path += f"[{part}]" if isinstance(part, int) else f".{part}"
-    return path
-
-
-# pydantic names the member of a union it tried (`clients.int`, `settings.x.float`): not a field.
-_UNION_TAG = re.compile(r"^(str|int|float|bool|none|(list|dict|tuple)\[.*\])$")
-# Why an upper bound is there, for the refusal's message.
-_LIMIT_REASONS = {
-    "duration_s": "a week at most; longer runs outgrow the worker's timers (split it into repetitions)",
-    "provider": "a label for reports; it travels in every step's state",
-    "transactions": "give duration_s for long runs",
-    **LIMIT_REASONS,
-}
-NON_FINITE_FIX = "Infinity and NaN are not numbers a benchmark can use: give a finite number"
-
-
-def _message(err: ErrorDetails) -> str:
-    message = err["msg"].removeprefix("Value error, ")
-    if isinstance(err.get("input"), bool) and err["type"] in ("int_type", "float_type", "list_type", "string_type"):
-        # JSON true/false are not 1/0 here: `clients: true` must not run one client.
-        return f"{json.dumps(err['input'])} is not a number: give a number"
-    if err["type"] == "finite_number":
-        return NON_FINITE_FIX
-    if err["type"] in ("less_than_equal", "too_long") and err["loc"] and err["loc"][-1] in _LIMIT_REASONS:
-        return f"{message}: {_LIMIT_REASONS[err['loc'][-1]]}"
-    if err["type"] == "string_pattern_mismatch":
-        return _PATTERN_HINTS.get(err["ctx"]["pattern"], message)
-    if err["type"] == "extra_forbidden":
-        return "unknown field: remove it or check its spelling (see `pgarena schema`)"
-    return message
-
-
-def problems_of(error: ValidationError) -> list[Problem]:
-    by_path: dict[str, list[str]] = {}
-    for err in error.errors():
-        # Drop pydantic's union tags from the location: function tags ("function-after[...]"), the type a
-        # union member is named by, and the workload discriminator ("pgbench", "sysbench") after a list index.
-        raw_loc = err["loc"]
-        loc = tuple(
-            p
-            for i, p in enumerate(raw_loc)
-            if isinstance(p, int)
-            or (
-                "[" not in p
-                and not (i > 0 and _UNION_TAG.match(p))
-                and not (p in TOOL_NAMES and i > 0 and isinstance(raw_loc[i - 1], int))
-            )
-        )
-        messages = by_path.setdefault(_json_path(loc), [])
-        message = _message(err)
-        if message not in messages:
-            messages.append(message)
-    # A value no member of a union took gets one problem, listing what each member wanted.
-    return [Problem(path=path, message=" or ".join(messages)) for path, messages in by_path.items()]
-
-
-class _Object(dict[str, Any]):
-    """A decoded JSON object that remembers the keys it was given more than once."""
-
-    duplicates: tuple[str, ...] = ()
-
-
-def _object(pairs: list[tuple[str, Any]]) -> _Object:
-    obj = _Object(pairs)
-    if len(obj) < len(pairs):
-        keys = [key for key, _ in pairs]
-        obj.duplicates = tuple(sorted({key for key in keys if keys.count(key) > 1}))
-    return obj
-
-
-def _shape_problems(data: Any, path: str = "$", depth: int = 0) -> list[Problem]:
-    """What JSON allows but a matrix must not have: keys given twice (json takes the last silently), nesting
-    far deeper than any matrix (the validator's recursion), and non-finite numbers (caught here for every
-    value, including those pydantic would not look at)."""
-    if depth > MAX_NESTING:
-        return [Problem(path=path, message=f"nested deeper than {MAX_NESTING} levels, far beyond any matrix: check the brackets")]
-    problems = []
-    if isinstance(data, dict):
-        for key in getattr(data, "duplicates", ()):
-            problems.append(Problem(path=f"{path}.{key}", message="given more than once in one object: keep one"))
-        for key, value in data.items():
-            problems += _shape_problems(value, f"{path}.{key}", depth + 1)
-    elif isinstance(data, list):
-        for index, item in enumerate(data):
-            problems += _shape_problems(item, f"{path}[{index}]", depth + 1)
-    elif isinstance(data, float) and not math.isfinite(data):
-        problems.append(Problem(path=path, message=NON_FINITE_FIX))
-    return problems
-
-
-def _encoded_chars(value: Any) -> int:
-    """Characters a value takes in a RunTask override: JSON in a JSON string (quotes and newlines escaped)."""
-    return len(json.dumps(json.dumps(value)))
-
-
-def _runtime_problems(campaign: Campaign) -> list[Problem]:
-    """What validates field by field but cannot run: a worker's step outgrowing its RunTask overrides, or the
-    plan outgrowing the execution's Step Functions state."""
-    problems = []
-    for w, workload in enumerate(campaign.workloads):
-        # A fixed worker count is bounded field by field; only a per-worker client cap can make more.
-        widest = max(workload.workers(c) for c in workload.client_counts)
-        if widest > MAX_STARTED_TOGETHER:
-            problems.append(
-                Problem(
-                    path=f"$.workloads[{w}].run.max_clients_per_worker",
-                    message=f"makes {widest} workers for {max(workload.client_counts):,} clients, at most "
-                    f"{MAX_STARTED_TOGETHER}: {FAN_OUT_REASON}; raise it to at least "
-                    f"{-(-max(workload.client_counts) // MAX_STARTED_TOGETHER)}",
-                )
-            )
-    step_budget = RUNTASK_OVERRIDES_LIMIT_CHARS - RUNTASK_RESERVED_CHARS
-    workload_chars = [_encoded_chars(w.model_dump(mode="json")) for w in campaign.workloads]
-    target_chars = [
-        _encoded_chars(t.model_dump(mode="json", include={"endpoint", "embedded", "placement", "replicas"}))
-        for t in campaign.targets
-    ]
-    for w, (workload, chars) in enumerate(zip(campaign.workloads, workload_chars)):
-        for t, target in enumerate(campaign.targets):
-            total = chars + target_chars[t]
-            if total <= step_budget:
-                continue
-            long_field = workload.long_field
-            path = (
-                (f"$.workloads[{w}].{long_field}" if long_field else f"$.workloads[{w}]")
-                if chars >= target_chars[t]
-                else f"$.targets[{t}]"
-            )
-            problems.append(
-                Problem(
-                    path=path,
-                    message=f"workload {workload.name} on target {target.name} needs about {total:,} characters in each "
-                    f"worker's ECS RunTask overrides, which hold {RUNTASK_OVERRIDES_LIMIT_CHARS:,} in all "
-                    f"({step_budget:,} for the matrix's part): shorten it (custom scripts, client counts, replicas, placement)",
-                )
-            )
-            break
-    if problems:
-        return problems
-    return _state_problems(campaign)
-
-
-def _state_problems(campaign: Campaign) -> list[Problem]:
-    """The execution's state carries the plan's refs only (pgarena.model.plan.PlanRef, PreflightRef; the
-    plan lives in the bucket): what grows is the phase list and one target's steps in one phase."""
-    problems = []
-    budget = STATE_LIMIT_BYTES - STATE_RESERVED_BYTES
-    size = len(campaign.model_dump_json(exclude_none=True))
-    if size > STATE_LIMIT_BYTES:
-        problems.append(
-            Problem(
-                path="$",
-                message=f"the matrix is {size:,} bytes and is the execution's input, which Step Functions' StartExecution "
-                f"accepts up to {STATE_LIMIT_BYTES:,} bytes (256 KiB): fewer targets or workloads, shorter custom scripts",
-            )
-        )
-    sweep = campaign.scenario.consolidation if campaign.scenario else None
-    phases = len(sweep.steps) if sweep else (len(campaign.workloads) * campaign.repetitions if campaign.repetitions > 1 else 1)
-    if phases * PHASE_REF_BYTES > budget:
-        problems.append(
-            Problem(
-                path="$.repetitions",
-                message=f"{phases:,} phases (one per workload and repetition) make Validate And Plan's answer about "
-                f"{phases * PHASE_REF_BYTES // 1024:,} KB, and a state in Step Functions holds {STATE_LIMIT_BYTES // 1024} KB "
-                f"({STATE_RESERVED_BYTES // 1000} KB kept for failure messages): fewer repetitions or workloads, or split the campaign",
-            )
-        )
-    # One target's steps in one phase: every workload's and repetition's in a single phase or a sweep's
-    # step, else (interleaved repetitions) one workload's one repetition.
-    whole = phases == 1 or sweep is not None
-    per_phase = [_steps_per_target(w, campaign.repetitions if whole else 1) for w in campaign.workloads]
-    steps = sum(per_phase) if whole else max(per_phase)
-    if steps * STEP_REF_BYTES > budget:
-        problems.append(
-            Problem(
-                path="$.workloads",
-                message=f"{steps:,} steps of one target in one phase make Preflight Target's answer about "
-                f"{steps * STEP_REF_BYTES // 1024:,} KB, and a state in Step Functions holds {STATE_LIMIT_BYTES // 1024} KB "
-                f"({STATE_RESERVED_BYTES // 1000} KB kept for failure messages): fewer client counts or workloads, "
-                "repetitions > 1 (one phase per workload and repetition), or split the campaign",
-            )
-        )
-    if len(campaign.targets) > MAX_MAP_ITEMS:
-        problems.append(
-            Problem(
-                path="$.targets",
-                message=f"{len(campaign.targets):,} targets: a phase's targets are listed by States.ArrayRange, which makes "
-                f"at most {MAX_MAP_ITEMS:,} items; split the campaign",
-            )
-        )
-    return problems
-
-
-def _steps_per_target(workload: Workload, repetitions: int) -> int:
-    """Worker steps one target runs for a workload (as pgarena.planning plans them), shards not counted
-    (a step's shards are indices made in the state machine, never listed in its state)."""
-    return 1 + repetitions * len(workload.client_counts) + (1 if workload.cleans_up else 0)
-
-
-def parse_campaign(data: Any) -> Campaign:
-    """Validate a decoded matrix; raise MatrixError listing every problem with its JSON path."""
-    problems = _shape_problems(data)
-    if problems:
-        raise MatrixError(problems)
-    try:
-        campaign = Campaign.model_validate(data)
-    except ValidationError as error:
-        raise MatrixError(problems_of(error)) from None
-    problems = _runtime_problems(campaign)
-    if problems:
-        raise MatrixError(problems)
-    return campaign
-
-
-def load_campaign(path: Path) -> Campaign:
-    """Read and validate a matrix file. A missing file raises FileNotFoundError; anything else unusable
-    about the file (a directory, unreadable, not JSON) is a MatrixError with the fix."""
-    return parse_campaign(read_json(path))
-
-
-def read_json(path: Path) -> Any:
-    """A matrix (or execution input) file decoded; FileNotFoundError, or a MatrixError with the fix."""
-    try:
-        text = path.read_text()
-    except IsADirectoryError:
-        raise MatrixError([Problem(path="$", message=f"{path} is a directory: give the matrix's JSON file")]) from None
-    except FileNotFoundError:
-        raise
-    except OSError as error:
-        raise MatrixError([Problem(path="$", message=f"cannot read {path}: {error.strerror}")]) from None
-    except UnicodeDecodeError as error:
-        raise MatrixError([Problem(path="$", message=f"not UTF-8 text: {error}")]) from None
-    try:
-        data = json.loads(text, object_pairs_hook=_object)
-    except json.JSONDecodeError as error:
-        raise MatrixError([Problem(path="$", message=f"not valid JSON: {error}")]) from None
-    except RecursionError:
-        raise MatrixError(
-            [Problem(path="$", message=f"nested deeper than {MAX_NESTING} levels, far beyond any matrix: check the brackets")]
-        ) from None
-    return data
 
 
 def json_schema() -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""Models split from target.monitor."""
+"""What the connection monitor records during a run: activity samples, lock waits, incidents and its report."""
 
 from __future__ import annotations
 

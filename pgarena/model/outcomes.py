@@ -1,4 +1,4 @@
-"""Models split from analysis.aggregate."""
+"""What the state machine hands Aggregate And Rank: each target's and step's outcome (status, Catch failure)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Models split from planning.plan."""
+"""The plan's records: the steps, targets and phases the state machine runs, and the small refs passed between states."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from pgarena.model.matrix import (
     Replica,
     Scenario,
 )
-from pgarena.model.results import RunOrder
+from pgarena.model.results import RunOrder, ServerInfo
 from pgarena.tools.spec import StepKind
 from pgarena.tools.workloads import ToolStep
 
@@ -198,7 +198,7 @@ class Plan(Boundary):
 # What the execution's state carries instead of the plan (which lives in the bucket, layout.plan_key):
 # a campaign id and indices, each Map iterating over small items. Its size grows with the phases
 # (workloads x repetitions, or a sweep's steps) and a target's steps in one phase, never with
-# targets x steps x shards: pgarena.model.matrix refuses a campaign whose refs would not fit.
+# targets x steps x shards: pgarena.planning.limits refuses a campaign whose refs would not fit.
 
 
 class PhaseRef(Boundary):
@@ -240,6 +240,49 @@ class PreflightRef(Boundary):
     steps: list[StepRef]
 
 
+class StepGroup(BaseModel):
+    """One logical step as the state machine runs it: its shards run at the same time."""
+
+    step_id: str
+    kind: str
+    shards: list[Step] = Field(min_length=1)
+
+
+class PreflightResult(BaseModel):
+    """What preflight found and what the target runs: kept in the bucket (layout.preflight_key), never in
+    the execution's state, which carries its `ref` only."""
+
+    server: ServerInfo
+    steps: list[StepGroup] = Field(description="the steps to run, in order, each split into its shards")
+
+    def step_refs(self) -> list[StepRef]:
+        """The items of Run Steps In Order: indices and the two timers its Task state reads from the state."""
+        return [
+            StepRef(
+                index=i,
+                last_shard=len(group.shards) - 1,
+                timeout_s=group.shards[0].timeout_s,
+                heartbeat_timeout_s=group.shards[0].heartbeat_timeout_s,
+            )
+            for i, group in enumerate(self.steps)
+        ]
+
+
 def planned_target(plan: Plan, phase: int, target: int) -> PlannedTarget:
     """The target a Map item names by phase number and index in the phase."""
     return plan.phases[phase - 1].targets[target]
+
+
+class TargetRef(Boundary):
+    """A target by the indices a Map item carries: the campaign, the phase's number, its index there."""
+
+    campaign_id: str
+    phase: int
+    target: int
+
+
+class ShardRef(TargetRef):
+    """One shard of one of the target's steps (preflight's answer holds the step itself)."""
+
+    step: int  # the step's index in the target's steps
+    shard: int

@@ -1,4 +1,4 @@
-"""Models split from target.replication."""
+"""Replication records: replica lag sampled during a run, each replica's catch-up after it, and their result."""
 
 from __future__ import annotations
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from pgarena.model.budget import Budget, ConnectionFacts
 from pgarena.model.errors import ErrorInfo
@@ -300,16 +300,38 @@ class CampaignCost(BaseModel):
     refused: str | None = Field(None, description="why the cost guard refused the campaign")
 
 
-class UslSummary(BaseModel):
-    """A Universal Scalability Law fit over a consolidation sweep: N = targets running at once."""
+# A fit whose worst point is off by more than this describes the data poorly (e.g. a collapse).
+USL_GOOD_FIT_ERROR = 0.25
 
-    lambda_tps: float = Field(description="throughput of one target without contention")
-    sigma: float = Field(description="contention")
-    kappa: float = Field(description="coherency cost; > 0 means the total peaks, then falls")
-    peak_targets: float | None = Field(None, description="sqrt((1 - sigma) / kappa); None when kappa = 0")
+
+def usl(n: float, lambda_tps: float, sigma: float, kappa: float) -> float:
+    """X(N) = lambda N / (1 + sigma (N - 1) + kappa N (N - 1)) (Gunther's Universal Scalability Law)."""
+    return lambda_tps * n / (1 + sigma * (n - 1) + kappa * n * (n - 1))
+
+
+class UslFit(BaseModel):
+    """A Universal Scalability Law fit. N is the clients of a client sweep (the report's scaling curves) or
+    the targets running at once in a consolidation sweep (results.json's consolidation tables)."""
+
+    # results.json named the peak for the consolidation tables, the only fits it carries: the key stays.
+    model_config = ConfigDict(serialize_by_alias=True, validate_by_name=True, validate_by_alias=True)
+
+    lambda_tps: float = Field(description="throughput at N = 1 without contention")
+    sigma: float = Field(description="contention (serial fraction); negative means superlinear")
+    kappa: float = Field(description="coherency (crosstalk) cost; > 0 means throughput peaks then falls")
+    peak_n: float | None = Field(
+        None, alias="peak_targets", description="sqrt((1 - sigma) / kappa); None when kappa = 0 or the curve has no peak"
+    )
     peak_tps: float | None = None
-    max_error: float = Field(description="largest relative error of the fit over the steps")
-    points: int
+    max_error: float = Field(description="largest relative error of the fit over the measured points")
+    points: int = Field(description="N values fitted; with three, three parameters fit them exactly")
+
+    @property
+    def good(self) -> bool:
+        return self.max_error <= USL_GOOD_FIT_ERROR
+
+    def predict(self, n: float) -> float:
+        return usl(n, self.lambda_tps, self.sigma, self.kappa)
 
 
 class ConsolidationStep(BaseModel):
@@ -337,7 +359,7 @@ class ConsolidationTable(BaseModel):
     below_threshold_at: int | None = Field(
         None, description="targets at the first complete step whose measured / ideal fell below the threshold"
     )
-    usl: UslSummary | None = Field(None, description="fitted over the complete steps (three at least)")
+    usl: UslFit | None = Field(None, description="fitted over the complete steps (three at least)")
 
 
 class ReplicationPoint(BaseModel):

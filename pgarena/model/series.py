@@ -1,8 +1,10 @@
-"""Models split from analysis.latency."""
+"""A sharded run's per-second latency histograms, as one shard writes them for the merge."""
 
 from __future__ import annotations
 
 from pydantic import BaseModel, Field
+
+from pgarena.model.results import Latency, ProgressSample
 
 
 class SecondBucket(BaseModel):
@@ -20,3 +22,18 @@ class ShardSeries(BaseModel):
     start_epoch: float = Field(description="when its first logged transaction began")
     end_epoch: float = Field(description="when its last logged transaction completed")
     seconds: list[SecondBucket]
+
+
+class MergedRun(BaseModel):
+    """What the shards of a run measured together, over the window all of them ran (analysis.merge)."""
+
+    start_skew_s: float
+    window_start_epoch: float
+    window_end_epoch: float
+    window_s: int
+    tps: float
+    transactions: int
+    failed_transactions: int
+    latency: Latency
+    progress: list[ProgressSample]
+    shard_tps: list[float]

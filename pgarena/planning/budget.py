@@ -1,6 +1,6 @@
 """Connection budgets: how many benchmark connections a target can take, and what to do when a plan needs more.
 
-Pure functions over facts read live at preflight (see pgarena/server/preflight.py).
+Pure functions over facts read live at preflight (see pgarena/server/facts.py).
 
     limit per kind   server:   max_connections
                                 - superuser_reserved_connections   (unless the role is a superuser)

@@ -2,38 +2,8 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
-
-from pgarena.model.plan import Step, StepRef
-from pgarena.model.results import ServerInfo
-
-
-class StepGroup(BaseModel):
-    """One logical step as the state machine runs it: its shards run at the same time."""
-
-    step_id: str
-    kind: str
-    shards: list[Step] = Field(min_length=1)
-
-
-class PreflightResult(BaseModel):
-    """What preflight found and what the target runs: kept in the bucket (layout.preflight_key), never in
-    the execution's state, which carries its `ref` only."""
-
-    server: ServerInfo
-    steps: list[StepGroup] = Field(description="the steps to run, in order, each split into its shards")
-
-    def step_refs(self) -> list[StepRef]:
-        """The items of Run Steps In Order: indices and the two timers its Task state reads from the state."""
-        return [
-            StepRef(
-                index=i,
-                last_shard=len(group.shards) - 1,
-                timeout_s=group.shards[0].timeout_s,
-                heartbeat_timeout_s=group.shards[0].heartbeat_timeout_s,
-            )
-            for i, group in enumerate(self.steps)
-        ]
+from pgarena.model.plan import Step, StepGroup
+from pgarena.tools.workloads import Workload
 
 
 def split_clients(clients: int, workers: int) -> list[int]:
@@ -45,8 +15,14 @@ def split_clients(clients: int, workers: int) -> list[int]:
     return [base + 1 if i < extra else base for i in range(workers)]
 
 
+def run_workers(workload: Workload, clients: int) -> int:
+    """Workers asked for in the matrix for a run of `clients`, as the workload's tool counts them: a fixed
+    count, or enough for a per-worker client cap."""
+    return workload.workers(clients)
+
+
 def workers_for(step: Step) -> int:
-    """Workers asked for in the matrix (by the step's tool): a fixed count, or enough for a per-worker client cap."""
+    """Workers asked for in the matrix for the step, from its run record: one for a load or a cleanup."""
     if step.kind != "run":
         return 1
     assert step.clients is not None

@@ -12,9 +12,9 @@ from pathlib import Path
 
 from pgarena.model.layout import RESULTS_FILE
 from pgarena.model.results import CampaignResults
-from pgarena.report.model import Report, build_report
 from pgarena.report.render import render_html, render_markdown
 from pgarena.report.tables import TABLES, to_csv
+from pgarena.report.view import Report, build_report
 
 JSON = "application/json"
 CSV = "text/csv; charset=utf-8"

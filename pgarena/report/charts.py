@@ -95,7 +95,7 @@ def _scale_y(value: float, top: float, height: int = HEIGHT) -> float:
     return MARGIN_TOP + plot_h * (1 - value / top)
 
 
-def bar_chart(
+def bar_chart(  # noqa: PLR0913  # a chart's labels and styling, mostly defaulted
     chart_id: str, title: str, categories: list[str], series: list[Bars], y_label: str, unit: str = "", css: str = "bars"
 ) -> Markup:
     """Grouped vertical bars: a group per category, a bar per series; hover titles give exact values."""
@@ -158,7 +158,7 @@ def bar_chart(
     return Markup("\n".join(out))
 
 
-def line_chart(
+def line_chart(  # noqa: PLR0913  # a chart's labels and styling, mostly defaulted
     chart_id: str,
     title: str,
     lines: list[Line],

@@ -10,18 +10,11 @@ from pathlib import Path
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 from markupsafe import Markup
 
-from pgarena.analysis.metrics import (
-    FAR_RTT_MS,
-    TPS_COLLAPSE_FRACTION,
-    USL_GOOD_FIT_ERROR,
-    PointMetrics,
-    latest_phase,
-    nominal_clients,
-    usl,
-)
+from pgarena.analysis.metrics import FAR_RTT_MS, TPS_COLLAPSE_FRACTION, latest_phase, nominal_clients
+from pgarena.model.metrics import PointMetrics
 from pgarena.model.results import Interval
 from pgarena.report.charts import Bars, Line, bar_chart, colour, line_chart
-from pgarena.report.model import Key, Report, point_label
+from pgarena.report.view import Key, Report, point_label
 
 TEMPLATES = Path(__file__).parent / "templates"
 PROGRESS_HEIGHT = 220  # time series are many and read as shapes: shorter than the other charts
@@ -176,7 +169,7 @@ def scaling_charts(report: Report) -> list[Chart]:
             if s.usl is not None and s.usl.good:
                 measured = max(p.clients for p in s.points)
                 # Drawn up to the predicted peak, within three times the largest measured client count.
-                top = max(measured, min(s.usl.peak_clients or 0, 3 * measured))
+                top = max(measured, min(s.usl.peak_n or 0, 3 * measured))
                 xs = sorted({*(p.clients for p in s.points), *(1 + (top - 1) * i / 40 for i in range(41))})
                 lines.append(
                     Line(f"{s.target} USL fit", c, [(x, s.usl.predict(x)) for x in xs], dash="2 3", dots=False, css="series usl")
@@ -291,7 +284,7 @@ def consolidation_charts(report: Report) -> list[Chart]:
             ),
         ]
         legend = [("measured total", c, "solid"), ("ideal: first step per target × targets", c, "dashed")]
-        if table.usl is not None and table.usl.max_error <= USL_GOOD_FIT_ERROR:
+        if table.usl is not None and table.usl.good:
             top = steps[-1].targets
             xs = [1 + (top - 1) * i / 40 for i in range(41)]
             fit = table.usl
@@ -299,7 +292,7 @@ def consolidation_charts(report: Report) -> list[Chart]:
                 Line(
                     "USL fit",
                     colour(1),
-                    [(x, usl(x, fit.lambda_tps, fit.sigma, fit.kappa)) for x in xs],
+                    [(x, fit.predict(x)) for x in xs],
                     dash="2 3",
                     dots=False,
                     css="series usl",

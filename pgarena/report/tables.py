@@ -7,9 +7,10 @@ import csv
 import io
 from typing import Any
 
-from pgarena.analysis.metrics import ScalingPoint, is_clamped, nominal_clients, stability
+from pgarena.analysis.metrics import is_clamped, nominal_clients, stability
 from pgarena.analysis.ranking import METRICS
-from pgarena.report.model import Report
+from pgarena.model.metrics import ScalingPoint
+from pgarena.report.view import Report
 
 Table = tuple[list[str], list[list[Any]]]
 

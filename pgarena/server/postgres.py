@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pg8000.dbapi
 
-from pgarena.model.errors import ErrorKind, classify, failure, with_hint
+from pgarena.model.errors import ErrorKind, error_info, failure
 from pgarena.model.matrix import Endpoint
 from pgarena.server.credentials import resolve_password
 
@@ -71,19 +71,17 @@ def connect(endpoint: Endpoint, application_name: str = "pgarena") -> Iterator[p
         # pg8000 wraps socket errors; their cause says what went wrong (refused, DNS, ...).
         detail = f"{describe(error)} {error.__cause__ or ''}".strip()
         message = f"could not connect to {endpoint.host}:{endpoint.port} as {endpoint.user}: {detail}"
-        kind = classify(detail) or ErrorKind.CONNECTION_FAILED
-        if password is None and (kind == ErrorKind.AUTHENTICATION or isinstance(error, AttributeError)):
+        info = error_info(detail, ErrorKind.CONNECTION_FAILED, message)
+        if password is None and (info.kind == ErrorKind.AUTHENTICATION or isinstance(error, AttributeError)):
             # pg8000 answers a SCRAM request without a password with an AttributeError on None.
             raise failure(
                 ErrorKind.AUTHENTICATION,
                 f"{endpoint.host}:{endpoint.port} asks {endpoint.user} for a password but the endpoint gives none: "
                 "set password_env (local runs) or password_secret_arn (AWS)",
             ) from None
-        if kind == ErrorKind.AUTHENTICATION:
-            message = f"{message}; check {credential_of(endpoint)} (the password of {endpoint.user})"
-        else:
-            message = with_hint(kind, message)
-        raise failure(kind, message) from None
+        if info.kind == ErrorKind.AUTHENTICATION:  # this endpoint's own credential, not the generic hint
+            raise failure(info.kind, f"{message}; check {credential_of(endpoint)} (the password of {endpoint.user})") from None
+        raise failure(info.kind, info.message) from None
     # Autocommit: inside one transaction pg_stat_activity would keep returning its first snapshot.
     conn.autocommit = True
     try:

@@ -31,7 +31,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Literal
 
-from pgarena.analysis.replication import lsn_to_int, peaks
+from pgarena.analysis.catch_up import lsn_to_int, peaks
 from pgarena.model.matrix import Endpoint, Replica
 from pgarena.model.replication import LagSample, Method, ReplicaCatchUp
 from pgarena.server.postgres import connect

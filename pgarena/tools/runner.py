@@ -1,4 +1,4 @@
-"""What every tool's worker side shares: the tool's environment, what a run measured, how a failure reads.
+"""What every tool's worker side shares: the tool's environment and what a run measured.
 
 Every figure comes from the tool's own output (parsed by pgarena.tools) or, for percentiles,
 from an HdrHistogram of the per-transaction log the tool wrote; both are uploaded as raw output.
@@ -10,14 +10,9 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from pgarena.model.errors import ErrorInfo, ErrorKind, classify, with_hint
+from pgarena.model.errors import ErrorInfo
 from pgarena.model.results import Barrier, Latency, ProgressSample
 from pgarena.model.series import ShardSeries
-
-# How many of the tool's last error lines go into an error message.
-ERROR_LINES = 3
-KILLED = -9
-
 
 # What a tool inherits from the worker's environment: where programs and messages are, and the operator's
 # TLS trust store. Nothing else: the worker's own environment holds the task token and AWS credentials.
@@ -47,12 +42,3 @@ class Measured:
     barrier: Barrier | None = None
     extra: dict[str, float | int | None] = field(default_factory=dict)
     error: ErrorInfo | None = None
-
-
-def failure_of(text: str, errors: list[str], exit_code: int, tool: str, timeout_s: int) -> ErrorInfo:
-    if exit_code == KILLED:
-        return ErrorInfo(kind=ErrorKind.TIMEOUT, message=f"{tool} ran past the step's {timeout_s} s timeout and was killed")
-    lines = errors or [line for line in text.splitlines() if line.strip()]
-    message = " | ".join(lines[-ERROR_LINES:]) or f"{tool} exited with code {exit_code}"
-    kind = classify(text) or ErrorKind.TOOL_FAILED
-    return ErrorInfo(kind=kind, message=with_hint(kind, message))

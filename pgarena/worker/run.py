@@ -25,12 +25,14 @@ import boto3
 from aws_lambda_powertools import Logger
 from botocore.exceptions import ClientError
 
-from pgarena.analysis.replication import replication_result, run_seconds
+from pgarena.analysis.catch_up import replication_result, run_seconds
 from pgarena.analysis.slo import probe_result, search
-from pgarena.aws.barrier import wait_at_barrier
+from pgarena.aws.barrier import BARRIER_TIMEOUT_S, DynamoBarrier
 from pgarena.aws.settings import WorkerEnv
 from pgarena.aws.store import ResultStore
-from pgarena.model.errors import ErrorInfo, ErrorKind, PgarenaError
+from pgarena.campaign.ports import Barrier as StartBarrier
+from pgarena.campaign.ports import Store
+from pgarena.model.errors import KILLED, ErrorInfo, ErrorKind, WorkerStopped, error_info
 from pgarena.model.monitor import ConnectionReport
 from pgarena.model.plan import PHASE_BARRIER_TIMEOUT_S, WORKER_HARD_STOP_GRACE_S, Step
 from pgarena.model.redact import Redactor
@@ -41,9 +43,9 @@ from pgarena.server.monitor import Monitor
 from pgarena.server.replication import LAG_SERIES, ReplicationMonitor
 from pgarena.server.restarts import RESTART_SUSPECTS, RESTART_WAIT_S, read_postmaster_start, restart_evidence
 from pgarena.tools.registry import tool_for
-from pgarena.tools.runner import KILLED, Measured, tool_environment
-from pgarena.worker.cost import CostMeter
+from pgarena.tools.runner import Measured, tool_environment
 from pgarena.worker.facts import worker_facts
+from pgarena.worker.harness import CostMeter
 
 if TYPE_CHECKING:
     from mypy_boto3_stepfunctions import SFNClient
@@ -69,7 +71,7 @@ def tool_version(binary: str) -> str | None:
         return None
 
 
-def run_tool(
+def run_tool(  # noqa: PLR0913  # the tool's process and how its output is streamed
     argv: list[str],
     env: dict[str, str],
     raw_path: Path,
@@ -118,7 +120,7 @@ def _upload_chunk(on_chunk: Callable[[], object]) -> None:
         logger.warning("raw output chunk not uploaded", error=str(error))
 
 
-def summarize(
+def summarize(  # noqa: PLR0913  # each field of a step's summary
     step: Step,
     measured: Measured,
     exit_code: int | None,
@@ -184,7 +186,9 @@ def _gzip(path: Path) -> Path:
     return target
 
 
-def run_step(step: Step, store: ResultStore, workdir: Path, upload_every_s: float = UPLOAD_EVERY_S) -> StepSummary:
+def run_step(  # noqa: PLR0915  # a step's whole life: start, stream, probes, upload
+    step: Step, store: Store, barriers: StartBarrier, workdir: Path, upload_every_s: float = UPLOAD_EVERY_S
+) -> StepSummary:
     meter = CostMeter()
     tool = tool_for(step.tool)
     password = resolve_password(step.endpoint)
@@ -200,7 +204,7 @@ def run_step(step: Step, store: ResultStore, workdir: Path, upload_every_s: floa
     postmaster_before = read_postmaster_start(step.endpoint) or step.postmaster_started_at
     version = tool_version(argv[0])
     facts = worker_facts(step.endpoint, {step.tool: version})  # before the barrier too: 20 round trips
-    barrier = _barrier(step, store)
+    barrier = _barrier(step, barriers)
     started_at, t0 = now_iso(), time.monotonic()
     try:
         with _replication(step, workdir) as lag:
@@ -217,8 +221,8 @@ def run_step(step: Step, store: ResultStore, workdir: Path, upload_every_s: floa
             # Timed from the moment the tool exits, after the activity monitor stopped (its last sample
             # would otherwise see the clients gone and call it a drop).
             catch_ups = lag.catch_up() if lag is not None else None
-    except Stopped:  # stopped while the tool ran: what it printed until then is the evidence
-        raise Stopped(raw=store.put_file(raw_key, raw_path)) from None
+    except WorkerStopped:  # stopped while the tool ran: what it printed until then is the evidence
+        raise WorkerStopped(raw=store.put_file(raw_key, raw_path)) from None
     wall_s, finished_at = time.monotonic() - t0, now_iso()
     raw = [store.put_file(raw_key, raw_path)]  # upload before parsing: the raw output is the evidence
     for artifact in tool.artifacts(workdir):
@@ -285,11 +289,11 @@ def _slo_search(step: Step, ceiling: StepSummary, run_probe: Callable[[float, in
     return ceiling.model_copy(update={"slo": found, "raw": [*ceiling.raw, *(k for p in found.curve[1:] for k in p.raw)]})
 
 
-def _probe(
+def _probe(  # noqa: PLR0913  # run_step's context, passed down to one probe
     step: Step,
     rate_tps: float,
     index: int,
-    store: ResultStore,
+    store: Store,
     workdir: Path,
     password: str | None,
     upload_every_s: float,
@@ -317,8 +321,8 @@ def _probe(
             redactor=Redactor([password]),
             upload_every_s=upload_every_s,
         )
-    except Stopped:
-        raise Stopped(raw=store.put_file(raw_key, raw_path)) from None
+    except WorkerStopped:
+        raise WorkerStopped(raw=store.put_file(raw_key, raw_path)) from None
     raw = [store.put_file(raw_key, raw_path)]
     for artifact in tool.artifacts(probe_dir):
         raw.append(store.put_file(f"{prefix}/{artifact.name}.gz", _gzip(artifact), "application/gzip"))
@@ -327,23 +331,15 @@ def _probe(
     return probe_result(slo, rate_tps, measured.tps, measured.latency, measured.progress, raw, measured.error)
 
 
-def _barrier(step: Step, store: ResultStore) -> Barrier | None:
+def _barrier(step: Step, barriers: StartBarrier) -> Barrier | None:
     """Shards of one step start their measured run together; so do the targets of a consolidation step."""
     if step.shards > 1:
         assert step.group_id is not None  # sharding sets it
-        start_at, complete = wait_at_barrier(
-            store.dynamodb, store.table, step.campaign_id, step.group_id, step.shard, step.shards
-        )
+        start_at, complete = barriers.wait(step.campaign_id, step.group_id, step.shard, step.shards, BARRIER_TIMEOUT_S)
     elif step.phase_barrier is not None:
         together = step.phase_barrier
-        start_at, complete = wait_at_barrier(
-            store.dynamodb,
-            store.table,
-            step.campaign_id,
-            together.group,
-            together.index,
-            together.size,
-            timeout_s=PHASE_BARRIER_TIMEOUT_S,
+        start_at, complete = barriers.wait(
+            step.campaign_id, together.group, together.index, together.size, PHASE_BARRIER_TIMEOUT_S
         )
     else:
         return None
@@ -433,11 +429,7 @@ def hard_stop(after_s: float, on_expiry: Callable[[], None] = _exit_now) -> Iter
         timer.cancel()
 
 
-def _cause(error: ErrorInfo) -> str:
-    return json.dumps({"errorType": error.kind, "errorMessage": error.message[:8000], "raw": error.raw})
-
-
-def _record_failure(step: Step, store: ResultStore, error: ErrorInfo) -> None:
+def _record_failure(step: Step, store: Store, error: ErrorInfo) -> None:
     """A failure before the tool produced a summary is still written down, with its kind and message:
     the summary, not the task token's cause, is what results.json is built from (moto also drops the
     cause of SendTaskFailure: moto/stepfunctions/responses.py passes only `error`)."""
@@ -448,20 +440,6 @@ def _record_failure(step: Step, store: ResultStore, error: ErrorInfo) -> None:
         logger.exception("could not record the failure", step_id=step.step_id)
 
 
-STOPPED_KIND = ErrorKind.WORKER_STOPPED
-STOPPED_MESSAGE = (
-    "the worker was stopped (SIGTERM: StopTask for a cancelled campaign, a Fargate Spot interruption) while its step ran"
-)
-
-
-class Stopped(BaseException):
-    """SIGTERM arrived. A BaseException, so that no `except Exception` on the way swallows it."""
-
-    def __init__(self, raw: str | None = None):
-        super().__init__(STOPPED_MESSAGE)
-        self.raw = raw
-
-
 def _stop_on_sigterm() -> None:
     """ECS StopTask (and the local runtime's) sends SIGTERM, then SIGKILL 30 s later: turn the first into a
     recorded failure (the tool killed, its output kept), told to the state machine at once rather than
@@ -469,7 +447,7 @@ def _stop_on_sigterm() -> None:
 
     def stop(signum: int, frame: FrameType | None) -> None:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        raise Stopped()
+        raise WorkerStopped()
 
     signal.signal(signal.SIGTERM, stop)
 
@@ -490,15 +468,12 @@ def main() -> int:
         with heartbeat(sfn, env.task_token, beat_s), tempfile.TemporaryDirectory(prefix="pgarena-") as tmp:
             summary = None
             try:
-                summary = run_step(step, store, Path(tmp), env.upload_every_s)
+                summary = run_step(step, store, DynamoBarrier(store.dynamodb, store.table), Path(tmp), env.upload_every_s)
                 error = summary.error
-            except Stopped as stopped:
-                error = ErrorInfo(kind=STOPPED_KIND, message=STOPPED_MESSAGE, raw=stopped.raw)
-            except PgarenaError as failure:
-                error = failure.info()
-            except Exception as crash:  # report any crash to the state machine rather than leave it waiting
-                logger.exception("worker crashed", step_id=step.step_id)
-                error = ErrorInfo(kind=ErrorKind.WORKER_CRASHED, message=f"{type(crash).__name__}: {crash}")
+            except (WorkerStopped, Exception) as failure:  # told to the state machine rather than leave it waiting
+                error = error_info(failure)
+                if error.kind == ErrorKind.WORKER_CRASHED:
+                    logger.exception("worker crashed", step_id=step.step_id)
             if summary is None:
                 assert error is not None  # every way out without a summary set it
                 _record_failure(step, store, error)
@@ -506,7 +481,7 @@ def main() -> int:
             if error is None:
                 sfn.send_task_success(taskToken=env.task_token, output=json.dumps({"step_id": step.step_id}))
                 return 0
-            sfn.send_task_failure(taskToken=env.task_token, error=error.kind, cause=_cause(error))
+            sfn.send_task_failure(taskToken=env.task_token, error=error.kind, cause=error.cause())
         except Exception as unsent:  # the execution was stopped or timed out: the summary is what counts
             logger.warning("state machine not told", step_id=step.step_id, error=str(unsent))
         return 1

@@ -4,7 +4,7 @@ import pytest
 
 from pgarena.local import containers
 from pgarena.local.runtime import LocalRun, run_local
-from pgarena.model.matrix import parse_campaign
+from pgarena.planning.campaign import parse_campaign
 from tests.ports import refused_port
 
 REPO_ROOT = containers.REPO_ROOT

@@ -13,7 +13,7 @@ import pytest
 from pgarena.local import assets, limits
 from pgarena.local.endpoints import function_arn
 from pgarena.local.runtime import Execution, LocalRuntime, new_campaign_id
-from pgarena.model.matrix import parse_campaign
+from pgarena.planning.campaign import parse_campaign
 from tests.ports import refused_port
 
 pytestmark = pytest.mark.integration

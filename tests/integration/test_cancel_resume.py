@@ -7,17 +7,20 @@ import json
 import os
 import threading
 import time
+from pathlib import Path
 
 import pg8000.dbapi
 import pytest
 from typer.testing import CliRunner
 
-from pgarena.aws.leases import lease_key, lease_store
+from pgarena.campaign.leases import lease_key
 from pgarena.cli import app
 from pgarena.local.embedded import EmbeddedProcess
+from pgarena.local.leases import FileLeases
 from pgarena.local.resume import resume_local
-from pgarena.local.runtime import MATRIX_FILE, TABLE, LocalRuntime, run_local
-from pgarena.model.matrix import Endpoint, parse_campaign
+from pgarena.local.runtime import MATRIX_FILE, LocalRuntime, run_local
+from pgarena.model.matrix import Endpoint
+from pgarena.planning.campaign import parse_campaign
 
 pytestmark = pytest.mark.integration
 
@@ -96,7 +99,7 @@ def cancelled(servers, tmp_path_factory):
         # When the user presses Ctrl-C while the first target's run is measuring
         run = runtime.run(campaign, interrupt_during_the_run)
         workers = list(runtime.workers.processes.values())
-        leases = lease_store(runtime.dynamodb, TABLE, os.environ["PGARENA_LEASE_DIR"])  # the file store local runs share
+        leases = FileLeases(Path(os.environ["PGARENA_LEASE_DIR"]))  # the file store local runs share
         holders, _ = leases.read(lease_key(Endpoint(**endpoint_of(servers[measured[0]]))))
         sessions = benchmark_sessions(servers[measured[0]])
     return run, workers, holders, sessions, measured[0]

@@ -7,7 +7,7 @@ import pytest
 
 from pgarena.local.embedded import EmbeddedProcess
 from pgarena.local.runtime import LocalRuntime
-from pgarena.model.matrix import parse_campaign
+from pgarena.planning.campaign import parse_campaign
 
 pytestmark = pytest.mark.integration
 
@@ -97,7 +97,7 @@ def runtime(tmp_path_factory):
         yield rt
 
 
-def matrix(endpoint, name, clients, policy, database="bench1", pooler=None, lease_wait_s=0):
+def matrix(endpoint, name, clients, policy, database="bench1", pooler=None, lease_wait_s=0):  # noqa: PLR0913  # a matrix's knobs, as keywords with defaults
     target = {
         "name": "shared",
         "provider": "self-hosted",

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from pgarena.local.runtime import run_local
-from pgarena.model.matrix import parse_campaign
+from pgarena.planning.campaign import parse_campaign
 
 pytestmark = pytest.mark.integration
 

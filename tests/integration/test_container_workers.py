@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from pgarena.cli import app
 from pgarena.local import containers
 from pgarena.local.runtime import LocalRuntime, run_local
-from pgarena.model.matrix import parse_campaign
+from pgarena.planning.campaign import parse_campaign
 
 pytestmark = pytest.mark.integration
 

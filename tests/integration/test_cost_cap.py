@@ -6,11 +6,12 @@ import time
 import pytest
 
 from functions.start_campaign.handler import handler as start_campaign
-from pgarena.aws.ledger import Ledger, month_of
+from pgarena.aws.ledger import Ledger
+from pgarena.campaign.cost_guard import month_of
 from pgarena.local.embedded import EmbeddedProcess
 from pgarena.local.endpoints import LambdaContext
 from pgarena.local.runtime import BUCKET, TABLE, Execution, LocalRuntime
-from pgarena.model.matrix import parse_campaign
+from pgarena.planning.campaign import parse_campaign
 from tests.ports import refused_port
 
 pytestmark = pytest.mark.integration

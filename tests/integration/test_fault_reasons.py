@@ -17,7 +17,8 @@ from pgarena.analysis.ranking import unranked_reasons
 from pgarena.local.embedded import EmbeddedProcess
 from pgarena.local.runtime import LocalRuntime
 from pgarena.model.errors import Authentication
-from pgarena.model.matrix import Endpoint, parse_campaign
+from pgarena.model.matrix import Endpoint
+from pgarena.planning.campaign import parse_campaign
 from pgarena.server.monitor import Monitor
 from pgarena.server.postgres import connect
 

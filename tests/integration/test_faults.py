@@ -22,7 +22,7 @@ import pytest
 
 from pgarena.local.embedded import EmbeddedProcess
 from pgarena.local.runtime import LocalRuntime
-from pgarena.model.matrix import parse_campaign
+from pgarena.planning.campaign import parse_campaign
 
 pytestmark = pytest.mark.integration
 
@@ -159,7 +159,7 @@ def wait_for_preflight(runtime, campaign_id, name):
     wait_for_key(runtime, f"{campaign_id}/raw/{name}/preflight/preflight.json")
 
 
-def squeeze_after_preflight(server, runtime, campaign_id, name, stop, held):
+def squeeze_after_preflight(server, runtime, campaign_id, name, stop, held):  # noqa: PLR0913  # the fault's server, runtime and campaign
     """Once preflight has taken the budget, other sessions take the slots left (a provider's agents, another
     application): the load's one connection still finds a slot, the run's two are refused."""
     wait_for_preflight(runtime, campaign_id, name)

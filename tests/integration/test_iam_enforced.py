@@ -21,8 +21,8 @@ from pgarena.local import iam
 from pgarena.local.endpoints import ACCOUNT, REGION
 from pgarena.local.runtime import BUCKET, STATE_MACHINE, TABLE, run_local
 from pgarena.model import layout
-from pgarena.model.matrix import parse_campaign
 from pgarena.model.results import StepSummary
+from pgarena.planning.campaign import parse_campaign
 from tests.infrastructure.conftest import synthesize  # before pgarena_cdk: it puts the CDK app (cdk/) on sys.path
 from tests.infrastructure.test_schedules import SCHEDULES
 from tests.integration.test_sharded_run import MATRIX as SHARDED

@@ -11,7 +11,7 @@ from pgarena.local.progress import Interrupted
 from pgarena.local.resume import resume_local
 from pgarena.local.runtime import LocalRuntime
 from pgarena.model.errors import DiskFull
-from pgarena.model.matrix import parse_campaign
+from pgarena.planning.campaign import parse_campaign
 
 pytestmark = pytest.mark.integration
 

@@ -4,7 +4,7 @@ import pytest
 
 from pgarena.analysis.rate import RATE_NOT_SUSTAINED
 from pgarena.local.runtime import run_local
-from pgarena.model.matrix import parse_campaign
+from pgarena.planning.campaign import parse_campaign
 
 # No laptop server runs a million TPC-B transactions a second: the schedule falls behind at once.
 IMPOSSIBLE_RATE_TPS = 1_000_000

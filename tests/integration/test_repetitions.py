@@ -6,7 +6,7 @@ import pytest
 
 from pgarena.analysis.compare import compare_campaigns
 from pgarena.local.runtime import run_local
-from pgarena.model.matrix import parse_campaign
+from pgarena.planning.campaign import parse_campaign
 from pgarena.report import write_to_folder
 
 pytestmark = pytest.mark.integration

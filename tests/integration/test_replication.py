@@ -5,10 +5,10 @@ import json
 
 import pytest
 
-from pgarena.analysis.replication import lsn_to_int
+from pgarena.analysis.catch_up import lsn_to_int
 from pgarena.local.runtime import run_local
-from pgarena.model.matrix import parse_campaign
 from pgarena.model.replication import LagSample
+from pgarena.planning.campaign import parse_campaign
 
 pytestmark = pytest.mark.integration
 

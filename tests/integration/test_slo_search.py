@@ -8,7 +8,7 @@ import pytest
 
 from pgarena.analysis.latency import new_histogram, percentiles_of
 from pgarena.local.runtime import run_local
-from pgarena.model.matrix import parse_campaign
+from pgarena.planning.campaign import parse_campaign
 
 PROBES = 4
 MATRIX = {

@@ -32,7 +32,7 @@ def _name(common_name: str) -> x509.Name:
     return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
 
 
-def _certificate(subject: str, key, issuer: str, issuer_key, ca: bool, dns: str | None = None) -> x509.Certificate:
+def _certificate(subject: str, key, issuer: str, issuer_key, ca: bool, dns: str | None = None) -> x509.Certificate:  # noqa: PLR0913  # a certificate's subject, issuer, keys and kind
     builder = (
         x509.CertificateBuilder()
         .subject_name(_name(subject))

@@ -22,17 +22,18 @@ from pgarena.aws import access
 from pgarena.aws.access import ACCESS, BUCKET_ACTIONS, Action, BucketGrant, Component, TableGrant, allows
 from pgarena.aws.barrier import wait_at_barrier
 from pgarena.aws.campaign_state import CampaignState
-from pgarena.aws.finalize import finalize_stopped
 from pgarena.aws.items import marshal
-from pgarena.aws.leases import LeaseStore, holder_id, lease_key
+from pgarena.aws.leases import LeaseStore
 from pgarena.aws.ledger import Ledger
 from pgarena.aws.store import ResultStore, create_results_table
+from pgarena.campaign.finalize import finalize_stopped
+from pgarena.campaign.leases import holder_id, lease_key
 from pgarena.local.endpoints import LambdaContext
 from pgarena.model import layout
 from pgarena.model.errors import PgarenaError
-from pgarena.model.matrix import parse_campaign
 from pgarena.model.results import StepSummary
-from pgarena.planning.plan import plan_campaign
+from pgarena.planning.campaign import parse_campaign
+from pgarena.planning.planner import plan_campaign
 from pgarena.report import REPORT_FILES
 from tests.conftest import FIXTURES
 from tests.unit.test_campaign_state import preflight_result
@@ -142,7 +143,7 @@ def _handler(name: str):
     return lambda event: module.handler(event, LambdaContext(f"pgarena-{name}"))
 
 
-def _record(aws: Recorder, component: Component, plan) -> list[Call]:
+def _record(aws: Recorder, component: Component, plan) -> list[Call]:  # noqa: C901, PLR0912, PLR0915  # one branch per component's calls, listed in full
     """Run `component`'s code as it runs in AWS and return its table and bucket calls (its setup, what
     the states before it kept, is not recorded)."""
     store = ResultStore(BUCKET, TABLE, s3=boto3.client("s3"), dynamodb=boto3.client("dynamodb"))
@@ -157,7 +158,7 @@ def _record(aws: Recorder, component: Component, plan) -> list[Call]:
         _handler("cost_guard")({"campaign_id": plan.campaign_id})
         state.put_preflight(plan.campaign_id, 1, 0, preflight_result(target))
         store.dynamodb.put_item(
-            TableName=TABLE, Item=marshal({"pk": access.OUTCOMES.pk(plan.campaign_id), "sk": access.outcome_target_sk(1, 0)})
+            TableName=TABLE, Item=marshal({"pk": access.OUTCOMES.pk(plan.campaign_id), "sk": layout.outcome_target_sk(1, 0)})
         )
         # A sharded step's per-second series, which aggregate reads back to merge the shards.
         series = store.put_json(f"{run.raw_prefix}/series.json", {"start_epoch": 0.0, "end_epoch": 1.0, "seconds": []})
@@ -213,11 +214,22 @@ def _record(aws: Recorder, component: Component, plan) -> list[Call]:
         leases = LeaseStore(store.dynamodb, TABLE)
         # stopped before Validate answered: is the id another campaign's?
         started = {"executionStartedEventDetails": {"input": json.dumps(matrix)}}
-        finalize_stopped([started], started_at, store, ledger=None, leases=leases, ending="failed", execution_name="c9")
+        finalize_stopped(
+            [started], started_at, store, CampaignState(store), ledger=None, leases=leases, ending="failed", execution_name="c9"
+        )
         # stopped after: what its states kept, read back
         started = {"executionStartedEventDetails": {"input": json.dumps({"campaign_id": plan.campaign_id, "matrix": matrix})}}
         ledger = Ledger(store.dynamodb, TABLE)
-        finalize_stopped([started], started_at, store, ledger=ledger, leases=leases, ending="cancelled", execution_name="e1")
+        finalize_stopped(
+            [started],
+            started_at,
+            store,
+            CampaignState(store),
+            ledger=ledger,
+            leases=leases,
+            ending="cancelled",
+            execution_name="e1",
+        )
     elif component is Component.START_CAMPAIGN:
         sfn = boto3.client("stepfunctions")
         role = "arn:aws:iam::123456789012:role/sfn"
@@ -294,11 +306,11 @@ def test_the_state_machines_own_writes_are_the_outcome_items_the_map_grants_it()
     }
     assert formats == {
         access.OUTCOMES.pk("{}"),
-        access.outcome_target_sk("{}", "{}"),
-        access.outcome_shard_sk("{}", "{}", "{}", "{}"),
+        layout.outcome_target_sk("{}", "{}"),
+        layout.outcome_shard_sk("{}", "{}", "{}", "{}"),
     }
     assert allows(Component.STATE_MACHINE, Action.PUT_ITEM, access.OUTCOMES.pk("c1"))
-    failures = {t["Parameters"]["Item"].get(access.OUTCOME_FAILURE_ATTRIBUTE, {}).get("S.$") for t in tasks}
+    failures = {t["Parameters"]["Item"].get(layout.OUTCOME_FAILURE_ATTRIBUTE, {}).get("S.$") for t in tasks}
     assert failures == {None, "States.JsonToString($.failure)"}
 
 

@@ -1,10 +1,10 @@
 import json
 
 from pgarena.analysis.aggregate import aggregate
-from pgarena.model.matrix import parse_campaign
 from pgarena.model.outcomes import TargetOutcome
 from pgarena.model.results import StepSummary
-from pgarena.planning.plan import plan_campaign
+from pgarena.planning.campaign import parse_campaign
+from pgarena.planning.planner import plan_campaign
 from tests.conftest import FIXTURES
 
 

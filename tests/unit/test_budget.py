@@ -4,11 +4,12 @@ import pytest
 
 from pgarena.model.budget import COORDINATOR_CONNECTIONS, ConnectionFacts, Sessions
 from pgarena.model.errors import BudgetRefused
-from pgarena.model.matrix import ConnectionPolicy, Pooler, parse_campaign
+from pgarena.model.matrix import ConnectionPolicy, Pooler
 from pgarena.model.plan import campaign_tag
 from pgarena.planning.budget import apply_budget, compute_budget, held_by_other_campaigns
-from pgarena.planning.plan import plan_campaign
-from pgarena.server.preflight import sessions_of
+from pgarena.planning.campaign import parse_campaign
+from pgarena.planning.planner import plan_campaign
+from pgarena.server.facts import sessions_of
 from tests.conftest import FIXTURES
 
 

@@ -8,17 +8,21 @@ import pytest
 from moto import mock_aws
 
 from pgarena.aws import access
-from pgarena.aws.campaign_state import CampaignState, target_outcomes
+from pgarena.aws.campaign_state import CampaignState
 from pgarena.aws.items import marshal
 from pgarena.aws.store import ResultStore, create_results_table
+from pgarena.campaign.claim import claim
+from pgarena.campaign.outcomes import target_outcomes
+from pgarena.model import layout
 from pgarena.model.budget import ConnectionFacts
 from pgarena.model.errors import CampaignExists
-from pgarena.model.matrix import ConnectionPolicy, parse_campaign
-from pgarena.model.plan import PlannedTarget
+from pgarena.model.matrix import ConnectionPolicy
+from pgarena.model.plan import PlannedTarget, PreflightResult
 from pgarena.model.results import ServerInfo
 from pgarena.planning.budget import compute_budget
-from pgarena.planning.plan import plan_campaign
-from pgarena.planning.shards import PreflightResult, shard
+from pgarena.planning.campaign import parse_campaign
+from pgarena.planning.planner import plan_campaign
+from pgarena.planning.shards import shard
 from tests.conftest import FIXTURES
 
 
@@ -58,10 +62,10 @@ def test_outcomes_are_rebuilt_from_preflight_and_the_recorded_items():
     index = {t.name: i for i, t in enumerate(phase.targets)}
     preflights = {(1, index[n]): preflight_result(phase.targets[index[n]]) for n in ("a", "c")}
     items = {
-        access.outcome_target_sk(1, index["a"]): {},
-        access.outcome_shard_sk(1, index["a"], 1, 1): {"failure": failure("WorkerCrashed")},
-        access.outcome_target_sk(1, index["b"]): {"failure": failure("BudgetRefused")},
-        access.outcome_shard_sk(1, index["c"], 1, 0): {"failure": failure("States.HeartbeatTimeout")},
+        layout.outcome_target_sk(1, index["a"]): {},
+        layout.outcome_shard_sk(1, index["a"], 1, 1): {"failure": failure("WorkerCrashed")},
+        layout.outcome_target_sk(1, index["b"]): {"failure": failure("BudgetRefused")},
+        layout.outcome_shard_sk(1, index["c"], 1, 0): {"failure": failure("States.HeartbeatTimeout")},
     }
 
     # When the outcomes are rebuilt
@@ -98,13 +102,13 @@ def state(aws_credentials):
 def test_the_plan_is_claimed_by_its_execution_and_read_back(state):
     # Given a campaign planned by execution e1
     plan = sharded_plan()
-    state.claim("cid", "e1", "fix")
+    claim(state.store, state, "cid", "e1", "fix")
     state.put_plan(plan, "e1")
 
     # When e1's Validate is retried, and when e2 asks for the same id
-    state.claim("cid", "e1", "fix")
+    claim(state.store, state, "cid", "e1", "fix")
     with pytest.raises(CampaignExists, match=r"campaign id 'cid' is already used \(s3://results/cid/state/plan.json\): fix"):
-        state.claim("cid", "e2", "fix")
+        claim(state.store, state, "cid", "e2", "fix")
 
     # Then the plan reads back whole, by its owner
     assert state.plan("cid") == plan and state.plan_owner("cid") == "e1"
@@ -113,7 +117,7 @@ def test_the_plan_is_claimed_by_its_execution_and_read_back(state):
 def test_an_outcome_item_makes_the_id_in_use(state):
     state.store.dynamodb.put_item(TableName="t", Item=marshal({"pk": access.OUTCOMES.pk("cid"), "sk": "x"}))
     with pytest.raises(CampaignExists, match="target and worker outcomes"):
-        state.claim("cid", "e1", "fix")
+        claim(state.store, state, "cid", "e1", "fix")
 
 
 def test_what_the_states_kept_is_read_back_for_aggregate(state):
@@ -122,7 +126,7 @@ def test_what_the_states_kept_is_read_back_for_aggregate(state):
     state.put_plan(plan, "e1")
     state.put_preflight("cid", 1, 0, preflight_result(plan.phases[0].targets[0]))
     state.store.dynamodb.put_item(
-        TableName="t", Item=marshal({"pk": access.OUTCOMES.pk("cid"), "sk": access.outcome_target_sk(1, 0)})
+        TableName="t", Item=marshal({"pk": access.OUTCOMES.pk("cid"), "sk": layout.outcome_target_sk(1, 0)})
     )
 
     # When read back

@@ -11,7 +11,7 @@ from tests.conftest import FIXTURES
 WEEK1, WEEK2 = FIXTURES / "results" / "week1", FIXTURES / "results" / "week2"
 
 
-def point(*tps, latency=None, status="succeeded", requested=None, progress=(), slo_tps=(), slo_p=99):
+def point(*tps, latency=None, status="succeeded", requested=None, progress=(), slo_tps=(), slo_p=99):  # noqa: PLR0913  # a point's fields, as keywords with defaults
     runs = [
         WorkloadResult(
             name="tpcb",

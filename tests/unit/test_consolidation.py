@@ -9,11 +9,12 @@ from pydantic import TypeAdapter
 
 from pgarena.analysis.aggregate import aggregate
 from pgarena.analysis.consolidation import StepTotals, consolidation_table
-from pgarena.model.matrix import MatrixError, load_campaign, parse_campaign
+from pgarena.model.matrix_errors import MatrixError
 from pgarena.model.outcomes import Outcomes, TargetOutcome
 from pgarena.model.plan import PHASE_BARRIER_TIMEOUT_S, RUN_TIMEOUT_MARGIN_S, Plan
 from pgarena.model.results import StepSummary
-from pgarena.planning.plan import plan_campaign
+from pgarena.planning.campaign import load_campaign, parse_campaign
+from pgarena.planning.planner import plan_campaign
 from pgarena.report import build_reports
 
 ROOT = Path(__file__).parents[2]
@@ -54,9 +55,17 @@ def test_usl_fit_of_the_study_explains_the_fall_off():
     # Slightly superlinear at first (sigma <= 0), then a coherency cost that peaks near 61 databases
     assert usl.points == 5 and usl.max_error < 0.02
     assert usl.sigma == pytest.approx(-0.0066, abs=1e-3) and usl.kappa == pytest.approx(2.7e-4, rel=0.05)
-    assert usl.peak_targets == pytest.approx(61, abs=1) and usl.peak_tps == pytest.approx(2460, rel=0.01)
+    assert usl.peak_n == pytest.approx(61, abs=1) and usl.peak_tps == pytest.approx(2460, rel=0.01)
     for step, (_, measured) in zip(table.steps, STUDY):
         assert step.usl_tps == pytest.approx(measured, rel=0.02)
+
+
+def test_results_json_keeps_naming_the_consolidation_peak_peak_targets():
+    # The client sweeps' fits and the consolidation tables' share one model; results.json's key stays
+    table = consolidation_table("simple", 4, study_steps(), 0.95)
+    written = json.loads(table.model_dump_json())["usl"]
+    assert "peak_n" not in written and written["peak_targets"] == pytest.approx(table.usl.peak_n)
+    assert type(table).model_validate_json(table.model_dump_json()) == table
 
 
 def test_no_usl_fit_with_fewer_than_three_steps():

@@ -4,16 +4,16 @@ import json
 
 import pytest
 
-from pgarena.model.matrix import parse_campaign
 from pgarena.model.plan import RUN_TIMEOUT_MARGIN_S, WORKER_HARD_STOP_GRACE_S
 from pgarena.planning import cost
-from pgarena.planning.plan import plan_campaign
+from pgarena.planning.campaign import parse_campaign
+from pgarena.planning.planner import plan_campaign
 from tests.conftest import FIXTURES, ROOT
 
 ASL = ROOT / "statemachines" / "campaign.asl.json"
 
 
-def plan(targets=1, hourly=None, concurrency=1, clients=4, duration_s=60, repetitions=1, scale=1, **cost_policy):
+def plan(targets=1, hourly=None, concurrency=1, clients=4, duration_s=60, repetitions=1, scale=1, **cost_policy):  # noqa: PLR0913  # a plan's knobs, as keywords with defaults
     data = json.loads((FIXTURES / "matrices" / "minimal.json").read_text())
     endpoint = data["targets"][0]["endpoint"]
     data["targets"] = [

@@ -6,9 +6,9 @@ import pytest
 from typer.testing import CliRunner
 
 from pgarena.cli import app
-from pgarena.model.matrix import load_campaign
+from pgarena.planning.campaign import load_campaign
 from pgarena.planning.cost import estimate_campaign
-from pgarena.planning.plan import plan_campaign
+from pgarena.planning.planner import plan_campaign
 from tests.conftest import ROOT
 
 EXAMPLE = ROOT / "examples" / "four-provider-aws.json"

@@ -13,8 +13,8 @@ from pgarena.aws.store import ResultStore, create_results_table
 from pgarena.local.endpoints import LambdaContext
 from pgarena.model import layout
 from pgarena.model.errors import ErrorInfo
-from pgarena.model.matrix import parse_campaign
-from pgarena.planning.plan import plan_campaign
+from pgarena.planning.campaign import parse_campaign
+from pgarena.planning.planner import plan_campaign
 from tests.conftest import FIXTURES
 
 

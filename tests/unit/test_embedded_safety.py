@@ -7,7 +7,8 @@ import json
 import pytest
 
 from pgarena.local.embedded import _conf_value, server_message
-from pgarena.model.matrix import MatrixError, parse_campaign
+from pgarena.model.matrix_errors import MatrixError
+from pgarena.planning.campaign import parse_campaign
 from tests.conftest import FIXTURES
 
 MINIMAL = json.loads((FIXTURES / "matrices" / "minimal.json").read_text())

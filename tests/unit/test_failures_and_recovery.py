@@ -10,12 +10,13 @@ from botocore.exceptions import ClientError
 
 from pgarena.analysis.aggregate import aggregate
 from pgarena.analysis.cancel import stopped_outcomes
-from pgarena.analysis.resume import combine, failed_pairs, plan_reruns
+from pgarena.analysis.rerun import combine, failed_pairs, plan_reruns
 from pgarena.model.errors import ErrorInfo, PgarenaError
-from pgarena.model.matrix import Endpoint, parse_campaign
+from pgarena.model.matrix import Endpoint
 from pgarena.model.outcomes import TargetOutcome
 from pgarena.model.results import StepSummary
-from pgarena.planning.plan import plan_campaign
+from pgarena.planning.campaign import parse_campaign
+from pgarena.planning.planner import plan_campaign
 from pgarena.server.restarts import reachable_address, resolve, restart_evidence
 from pgarena.tools.pgbench.command import libpq_env
 from pgarena.worker.run import heartbeat, heartbeat_every_s

@@ -9,13 +9,15 @@ import pytest
 from moto import mock_aws
 
 from pgarena.aws.campaign_state import CampaignState
-from pgarena.aws.finalize import finalize, finalize_stopped
-from pgarena.aws.leases import LeaseStore, holder_id, lease_key
-from pgarena.aws.ledger import Ledger, check_cost, month_of
+from pgarena.aws.leases import LeaseStore
+from pgarena.aws.ledger import Ledger
 from pgarena.aws.store import ResultStore, create_results_table
-from pgarena.model.matrix import parse_campaign
+from pgarena.campaign.cost_guard import WorkerPricing, check_cost, month_of
+from pgarena.campaign.finalize import finalize, finalize_stopped
+from pgarena.campaign.leases import holder_id, lease_key
 from pgarena.model.results import CampaignResults, now_iso
-from pgarena.planning.plan import plan_campaign
+from pgarena.planning.campaign import parse_campaign
+from pgarena.planning.planner import plan_campaign
 from pgarena.report import REPORT_FILES
 from tests.conftest import FIXTURES
 
@@ -42,7 +44,7 @@ def plan():
 def booked(dynamodb, p):
     """The cost guard's decision for `p`, booked in the month's ledger as Check Cost Cap does."""
     ledger = Ledger(dynamodb, "t", clock=lambda: NOW)
-    decision = check_cost(p, ledger, 1024, 2048, "us-east-1")
+    decision = check_cost(p, ledger, WorkerPricing(cpu_units=1024, memory_mib=2048, default_region="us-east-1"))
     assert decision.booked and ledger.entry(decision.month, p.campaign_id).status == "booked"
     return ledger, decision
 
@@ -62,7 +64,9 @@ def test_a_stopped_campaign_settles_its_estimate_releases_its_leases_and_publish
     data["targets"] = data["targets"][:1]
     history = [{"executionStartedEventDetails": {"input": json.dumps({"campaign_id": "cid", "matrix": data})}}]
 
-    results = finalize_stopped(history, now_iso(), store, ledger=ledger, leases=leases, ending="cancelled", execution_name="e1")
+    results = finalize_stopped(
+        history, now_iso(), store, CampaignState(store), ledger=ledger, leases=leases, ending="cancelled", execution_name="e1"
+    )
 
     # The month carries what ran (the target's hourly cost for the seconds it took), no longer the estimate
     entry = ledger.entry(month_of(NOW), "cid")
@@ -86,7 +90,14 @@ def test_an_execution_refused_for_another_campaigns_id_leaves_that_campaign_alon
     # When e2 fails and is finalized / Then nothing is written under the id
     assert (
         finalize_stopped(
-            history, now_iso(), store, ledger=None, leases=LeaseStore(dynamodb, "t"), ending="failed", execution_name="e2"
+            history,
+            now_iso(),
+            store,
+            CampaignState(store),
+            ledger=None,
+            leases=LeaseStore(dynamodb, "t"),
+            ending="failed",
+            execution_name="e2",
         )
         is None
     )
@@ -98,7 +109,14 @@ def test_a_stopped_execution_without_a_plan_leaves_nothing_to_finalize(aws):
     invalid = {"executionStartedEventDetails": {"input": json.dumps({"campaign_id": "cid", "matrix": {"targets": []}})}}
     assert (
         finalize_stopped(
-            [invalid], "s", store, ledger=None, leases=LeaseStore(dynamodb, "t"), ending="failed", execution_name="x"
+            [invalid],
+            "s",
+            store,
+            CampaignState(store),
+            ledger=None,
+            leases=LeaseStore(dynamodb, "t"),
+            ending="failed",
+            execution_name="x",
         )
         is None
     )
@@ -112,7 +130,14 @@ def test_an_execution_stopped_before_validate_answered_lists_its_targets_from_it
     data["targets"] = data["targets"][:1]
     started = {"executionStartedEventDetails": {"input": json.dumps({"campaign_id": "cid", "matrix": data})}}
     results = finalize_stopped(
-        [started], now_iso(), store, ledger=None, leases=LeaseStore(dynamodb, "t"), ending="failed", execution_name="x"
+        [started],
+        now_iso(),
+        store,
+        CampaignState(store),
+        ledger=None,
+        leases=LeaseStore(dynamodb, "t"),
+        ending="failed",
+        execution_name="x",
     )
     assert results.status == "failed" and [t.name for t in results.targets] == [t.name for t in p.targets]
     assert CampaignResults.model_validate(store.get_json("cid/results.json")).status == "failed"
@@ -127,7 +152,14 @@ def test_a_bare_matrix_execution_stopped_before_validate_is_finalized_under_its_
 
     # When finalize_stopped ends it
     results = finalize_stopped(
-        [started], now_iso(), store, ledger=None, leases=LeaseStore(dynamodb, "t"), ending="cancelled", execution_name="run-7"
+        [started],
+        now_iso(),
+        store,
+        CampaignState(store),
+        ledger=None,
+        leases=LeaseStore(dynamodb, "t"),
+        ending="cancelled",
+        execution_name="run-7",
     )
 
     # Then its campaign is the execution's name
@@ -148,7 +180,14 @@ def test_an_execution_whose_campaign_id_is_in_use_never_touches_that_campaigns_r
 
     # When finalize_stopped sees it fail
     results = finalize_stopped(
-        history, now_iso(), store, ledger=None, leases=LeaseStore(dynamodb, "t"), ending="failed", execution_name="x"
+        history,
+        now_iso(),
+        store,
+        CampaignState(store),
+        ledger=None,
+        leases=LeaseStore(dynamodb, "t"),
+        ending="failed",
+        execution_name="x",
     )
 
     # Then nothing is finalized and the other campaign's results stay as they were

@@ -10,8 +10,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pgarena.model.errors import InvalidMatrix
-from pgarena.model.matrix import Campaign, MatrixError, load_campaign, parse_campaign
-from pgarena.planning.plan import plan_campaign
+from pgarena.model.matrix import Campaign
+from pgarena.model.matrix_errors import MatrixError
+from pgarena.planning.campaign import load_campaign, parse_campaign
+from pgarena.planning.planner import plan_campaign
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "matrices"
 VALID = json.loads((FIXTURES / "minimal.json").read_text())

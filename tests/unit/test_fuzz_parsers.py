@@ -25,7 +25,7 @@ TOKEN_CHARS = "0123456789.,:=()[]|*-/ \nnaNinf%s"
 
 
 @st.composite
-def damaged(draw, files):
+def damaged(draw, files):  # noqa: C901, PLR0912  # one branch per kind of damage
     """A real output file, then lines dropped, duplicated, cut, garbled or with their numbers replaced, then
     characters dropped, replaced or duplicated, and perhaps the end cut off."""
     lines = draw(st.sampled_from(files)).read_text().splitlines()

@@ -10,7 +10,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pgarena.local.embedded import _conf_value
-from pgarena.model.matrix import EmbeddedServer, MatrixError, parse_campaign
+from pgarena.model.matrix import EmbeddedServer
+from pgarena.model.matrix_errors import MatrixError
+from pgarena.planning.campaign import parse_campaign
 
 PACKAGE = Path(__file__).parents[2] / "pgarena"
 SOURCES = sorted(p for p in PACKAGE.rglob("*.py") if "execute(" in p.read_text())

@@ -59,7 +59,7 @@ BAD = st.one_of(
     window_s=st.sampled_from([2, 64]),
     files=st.sampled_from([1, 1, 3]),
 )
-def test_any_log_is_counted_as_its_lines_say(tmp_path_factory, monkeypatch, lines, cut_last, window_s, files):
+def test_any_log_is_counted_as_its_lines_say(tmp_path_factory, monkeypatch, lines, cut_last, window_s, files):  # noqa: PLR0913  # pytest fixtures and hypothesis strategies
     monkeypatch.setattr(txlog, "BLOCK_BYTES", 512)
     monkeypatch.setattr(txlog, "WINDOW_S", window_s)
     text = "".join(lines)

@@ -2,9 +2,9 @@ import json
 
 from pgarena.aws.launch import client_token, run_task_request
 from pgarena.aws.settings import LauncherEnv
-from pgarena.model.matrix import parse_campaign
 from pgarena.model.plan import Step
-from pgarena.planning.plan import plan_campaign
+from pgarena.planning.campaign import parse_campaign
+from pgarena.planning.planner import plan_campaign
 from tests.conftest import FIXTURES
 
 ENV = LauncherEnv(

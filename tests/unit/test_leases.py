@@ -5,8 +5,11 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from pgarena.aws.leases import FileLeases, LeaseStore, lease_store
+from functions.dependencies import Dependencies
+from pgarena.aws.leases import LeaseStore
+from pgarena.aws.settings import ResultsEnv
 from pgarena.aws.store import create_results_table
+from pgarena.local.leases import FileLeases
 
 
 @pytest.fixture
@@ -105,6 +108,9 @@ def test_two_processes_racing_for_the_last_slots_cannot_both_win(tmp_path):
 
 
 def test_the_local_runtime_uses_the_file_store_and_aws_the_table(tmp_path, store):
-    table, _ = store
-    assert isinstance(lease_store(table.dynamodb, "t", str(tmp_path)), FileLeases)
-    assert isinstance(lease_store(table.dynamodb, "t", None), LeaseStore)
+    # Given a handler's environment with and without the local runtime's lease directory
+    local = ResultsEnv(RESULTS_BUCKET="b", RESULTS_TABLE="t", PGARENA_LEASE_DIR=str(tmp_path))
+    aws = ResultsEnv(RESULTS_BUCKET="b", RESULTS_TABLE="t")
+    # Then its dependencies lease in files, or in the table
+    assert isinstance(Dependencies(local).leases, FileLeases)
+    assert isinstance(Dependencies(aws).leases, LeaseStore)

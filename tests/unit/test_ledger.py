@@ -8,12 +8,13 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from pgarena.aws.ledger import COST_CAP_REFUSED, Ledger, check_cost, month_of, settle_campaign
+from pgarena.aws.ledger import Ledger
 from pgarena.aws.store import create_results_table
-from pgarena.model.matrix import parse_campaign
+from pgarena.campaign.cost_guard import COST_CAP_REFUSED, WorkerPricing, check_cost, month_of, settle_campaign
 from pgarena.model.outcomes import StepOutcome, TargetOutcome
 from pgarena.model.results import StepSummary
-from pgarena.planning.plan import plan_campaign
+from pgarena.planning.campaign import parse_campaign
+from pgarena.planning.planner import plan_campaign
 from tests.conftest import FIXTURES
 
 NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC).timestamp()
@@ -162,7 +163,7 @@ def test_guard_refuses_a_campaign_over_its_cap_with_the_estimate(ledger):
     p = plan(hourly=100.0, cap_usd=0.5)
 
     # When checked
-    decision = check_cost(p, ledger, 1024, 2048, "us-east-1")
+    decision = check_cost(p, ledger, WorkerPricing(cpu_units=1024, memory_mib=2048, default_region="us-east-1"))
 
     # Then it is refused, the reason names the estimate and the cap, and nothing is booked
     assert not decision.allowed and not decision.booked
@@ -177,7 +178,7 @@ def test_guard_books_a_campaign_under_its_caps(ledger):
     p = plan(hourly=1.0, cap_usd=5.0, monthly_cap_usd=100.0, schedule="nightly")
 
     # When checked / Then it is allowed and its estimate is booked under its schedule's name
-    decision = check_cost(p, ledger, 1024, 2048, "us-east-1")
+    decision = check_cost(p, ledger, WorkerPricing(cpu_units=1024, memory_mib=2048, default_region="us-east-1"))
     assert decision.allowed and decision.booked and decision.refusal is None
     assert decision.month == MONTH and decision.month_committed_usd == 0.0
     entry = ledger.entry(MONTH, "c1")
@@ -189,7 +190,11 @@ def test_guard_refuses_when_the_month_is_spent(ledger):
     ledger.book(MONTH, "earlier", 99.99, monthly_cap_usd=100.0)
 
     # When a scheduled campaign under its own cap is checked
-    decision = check_cost(plan("c2", cap_usd=5.0, monthly_cap_usd=100.0, schedule="nightly"), ledger, 1024, 2048, "us-east-1")
+    decision = check_cost(
+        plan("c2", cap_usd=5.0, monthly_cap_usd=100.0, schedule="nightly"),
+        ledger,
+        WorkerPricing(cpu_units=1024, memory_mib=2048, default_region="us-east-1"),
+    )
 
     # Then the monthly cap refuses it
     assert not decision.allowed and decision.month_committed_usd == pytest.approx(99.99)
@@ -197,13 +202,15 @@ def test_guard_refuses_when_the_month_is_spent(ledger):
 
 
 def test_guard_without_caps_still_books(ledger):
-    decision = check_cost(plan(), ledger, 1024, 2048, "us-east-1")
+    decision = check_cost(plan(), ledger, WorkerPricing(cpu_units=1024, memory_mib=2048, default_region="us-east-1"))
     assert decision.allowed and ledger.total(MONTH) == pytest.approx(decision.estimate.total_usd)
 
 
 def test_guard_prices_the_deployed_worker_size_and_the_matrix_region(ledger):
-    small = check_cost(plan("a", region="eu-central-1"), ledger, 512, 1024, "us-east-1")
-    large = check_cost(plan("b"), ledger, 2048, 4096, "us-east-1")
+    small = check_cost(
+        plan("a", region="eu-central-1"), ledger, WorkerPricing(cpu_units=512, memory_mib=1024, default_region="us-east-1")
+    )
+    large = check_cost(plan("b"), ledger, WorkerPricing(cpu_units=2048, memory_mib=4096, default_region="us-east-1"))
     assert (small.estimate.region, small.estimate.worker_vcpu, small.estimate.worker_memory_gb) == ("eu-central-1", 0.5, 1.0)
     assert (large.estimate.region, large.estimate.worker_vcpu) == ("us-east-1", 2.0)
 
@@ -211,7 +218,7 @@ def test_guard_prices_the_deployed_worker_size_and_the_matrix_region(ledger):
 def test_settle_campaign_records_what_ran(ledger):
     # Given a booked campaign whose load ran 2 s and whose run was launched but wrote nothing
     p = plan(hourly=3.6, monthly_cap_usd=100.0)
-    decision = check_cost(p, ledger, 1024, 2048, "us-east-1")
+    decision = check_cost(p, ledger, WorkerPricing(cpu_units=1024, memory_mib=2048, default_region="us-east-1"))
     load, run = p.targets[0].steps
     summary = StepSummary(
         campaign_id="c1",
@@ -244,7 +251,9 @@ def test_settle_campaign_records_what_ran(ledger):
 
 
 def test_settle_campaign_reports_a_refusal_without_touching_the_ledger(ledger):
-    decision = check_cost(plan(hourly=100.0, cap_usd=0.5), ledger, 1024, 2048, "us-east-1")
+    decision = check_cost(
+        plan(hourly=100.0, cap_usd=0.5), ledger, WorkerPricing(cpu_units=1024, memory_mib=2048, default_region="us-east-1")
+    )
     report = settle_campaign(decision, plan(), [], [], "a", "b", ledger)
     assert report.refused == decision.reason and report.actual_usd is None
     assert ledger.total(MONTH) == 0.0

@@ -3,7 +3,9 @@ from pathlib import Path
 
 import pytest
 
-from pgarena.model.matrix import MatrixError, json_schema, load_campaign, parse_campaign
+from pgarena.model.matrix import json_schema
+from pgarena.model.matrix_errors import MatrixError
+from pgarena.planning.campaign import load_campaign, parse_campaign
 from tests.conftest import FIXTURES, ROOT
 
 

@@ -9,19 +9,18 @@ from typer.testing import CliRunner
 from pgarena.aws.launch import run_task_request
 from pgarena.aws.settings import LauncherEnv
 from pgarena.cli import app
-from pgarena.model.matrix import (
+from pgarena.model.matrix_errors import MatrixError
+from pgarena.model.plan import PhaseRef, PlanRef, StepRef
+from pgarena.planning.campaign import load_campaign, parse_campaign
+from pgarena.planning.limits import (
     MAX_MAP_ITEMS,
     PHASE_REF_BYTES,
     RUNTASK_OVERRIDES_LIMIT_CHARS,
     STATE_LIMIT_BYTES,
     STATE_RESERVED_BYTES,
     STEP_REF_BYTES,
-    MatrixError,
-    load_campaign,
-    parse_campaign,
 )
-from pgarena.model.plan import PhaseRef, PlanRef, StepRef
-from pgarena.planning.plan import plan_campaign
+from pgarena.planning.planner import plan_campaign
 from pgarena.planning.shards import shard
 from pgarena.tools.spec import MAX_DURATION_S
 from tests.conftest import FIXTURES

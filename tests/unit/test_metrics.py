@@ -183,7 +183,7 @@ def test_usl_fit_reproduces_the_consolidation_table():
         assert fit.predict(clients) == pytest.approx(measured, rel=0.03)
     assert fit.max_error < 0.03 and fit.good
     # and the coherency term predicts a peak beyond the measured range
-    assert fit.kappa > 0 and fit.peak_clients > 40 and fit.peak_tps > 2194
+    assert fit.kappa > 0 and fit.peak_n > 40 and fit.peak_tps > 2194
 
 
 def test_usl_fit_recovers_known_parameters():
@@ -191,14 +191,14 @@ def test_usl_fit_recovers_known_parameters():
     points = [(n, 1000 * n / (1 + 0.05 * (n - 1) + 0.001 * n * (n - 1))) for n in (1, 2, 4, 8, 16, 32)]
     fit = fit_usl(points)
     assert fit.sigma == pytest.approx(0.05, rel=1e-6) and fit.kappa == pytest.approx(0.001, rel=1e-6)
-    assert fit.peak_clients == pytest.approx(((1 - 0.05) / 0.001) ** 0.5)
+    assert fit.peak_n == pytest.approx(((1 - 0.05) / 0.001) ** 0.5)
 
 
 def test_usl_fit_without_retrograde_data_falls_back_to_amdahl():
     # Given throughput that keeps rising ever more slowly (Amdahl, sigma 0.1)
     points = [(n, 500 * n / (1 + 0.1 * (n - 1))) for n in (1, 2, 4, 8)]
     fit = fit_usl(points)
-    assert fit.kappa == 0 and fit.peak_clients is None
+    assert fit.kappa == 0 and fit.peak_n is None
     assert fit.sigma == pytest.approx(0.1, rel=1e-6)
 
 

@@ -5,7 +5,8 @@ import json
 
 import pytest
 
-from pgarena.model.matrix import MatrixError, parse_campaign
+from pgarena.model.matrix_errors import MatrixError
+from pgarena.planning.campaign import parse_campaign
 from pgarena.tools.runner import tool_environment
 from tests.conftest import FIXTURES
 

@@ -3,9 +3,9 @@ import json
 import pytest
 
 from pgarena.model.errors import InvalidMatrix
-from pgarena.model.matrix import parse_campaign
 from pgarena.model.plan import RUN_TIMEOUT_MARGIN_S
-from pgarena.planning.plan import plan_campaign
+from pgarena.planning.campaign import parse_campaign
+from pgarena.planning.planner import plan_campaign
 from tests.conftest import FIXTURES
 
 

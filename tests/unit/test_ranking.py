@@ -5,10 +5,12 @@ import pytest
 from pgarena.analysis.aggregate import aggregate
 from pgarena.analysis.ranking import rank_targets, unranked_reasons
 from pgarena.model.errors import ErrorInfo
-from pgarena.model.matrix import MatrixError, RankingConfig, parse_campaign
+from pgarena.model.matrix import RankingConfig
+from pgarena.model.matrix_errors import MatrixError
 from pgarena.model.outcomes import TargetOutcome
 from pgarena.model.results import Latency, ProgressSample, StepSummary, TargetResult, WorkloadResult
-from pgarena.planning.plan import plan_campaign
+from pgarena.planning.campaign import parse_campaign
+from pgarena.planning.planner import plan_campaign
 from tests.conftest import FIXTURES
 
 THROUGHPUT_ONLY = RankingConfig(weights={"throughput": 1.0}, tie_tolerance=0.0)
@@ -23,7 +25,7 @@ def target(name, *tps, status="succeeded", cost=None):
     return TargetResult(name=name, provider="p", status=status, error=error, workloads=workloads, hourly_cost_usd=cost)
 
 
-def run(tps, clients=4, repetition=1, latency=None, progress=(), requested=None):
+def run(tps, clients=4, repetition=1, latency=None, progress=(), requested=None):  # noqa: PLR0913  # a run's fields, as keywords with defaults
     return WorkloadResult(
         name="tpcb",
         tool="pgbench",

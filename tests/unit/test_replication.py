@@ -5,13 +5,14 @@ from pathlib import Path
 
 import pytest
 
+from pgarena.analysis.catch_up import lsn_to_int, peaks, replication_result, run_seconds, sustainable_tps
 from pgarena.analysis.ranking import rank_targets
-from pgarena.analysis.replication import lsn_to_int, peaks, replication_result, run_seconds, sustainable_tps
-from pgarena.model.matrix import RankingConfig, Replica, load_campaign, parse_campaign
+from pgarena.model.matrix import RankingConfig, Replica
 from pgarena.model.plan import RUN_TIMEOUT_MARGIN_S
 from pgarena.model.replication import LagSample, ReplicaCatchUp
 from pgarena.model.results import TargetResult, WorkloadResult
-from pgarena.planning.plan import plan_campaign
+from pgarena.planning.campaign import load_campaign, parse_campaign
+from pgarena.planning.planner import plan_campaign
 from pgarena.server.replication import (
     CatchUpClock,
     Position,

@@ -10,7 +10,10 @@ import pytest
 from moto import mock_aws
 from typer.testing import CliRunner
 
-from pgarena.aws.execution import (
+from pgarena.cli import app
+from pgarena.model import layout
+from pgarena.planning.campaign import parse_campaign
+from pgarena.remote.execution import (
     AwsRunError,
     aws_problems,
     campaign_tasks,
@@ -19,9 +22,6 @@ from pgarena.aws.execution import (
     stack_outputs,
     wait_for_results,
 )
-from pgarena.cli import app
-from pgarena.model import layout
-from pgarena.model.matrix import parse_campaign
 from pgarena.report import REPORT_FILES
 from tests.conftest import FIXTURES
 

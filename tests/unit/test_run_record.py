@@ -2,11 +2,11 @@
 from it flows forward unchanged to aggregation (issue 22)."""
 
 from pgarena.analysis.aggregate import aggregate
-from pgarena.model.matrix import parse_campaign
 from pgarena.model.outcomes import TargetOutcome
 from pgarena.model.plan import Plan, Step
 from pgarena.model.results import StepSummary
-from pgarena.planning.plan import plan_campaign
+from pgarena.planning.campaign import parse_campaign
+from pgarena.planning.planner import plan_campaign
 from pgarena.tools.registry import TOOLS
 from pgarena.tools.workloads import TOOL_NAMES
 

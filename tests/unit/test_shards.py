@@ -3,9 +3,11 @@ import json
 import pytest
 
 from pgarena.model.budget import ConnectionFacts
-from pgarena.model.matrix import ConnectionPolicy, MatrixError, parse_campaign
+from pgarena.model.matrix import ConnectionPolicy
+from pgarena.model.matrix_errors import MatrixError
 from pgarena.planning.budget import apply_budget, compute_budget
-from pgarena.planning.plan import plan_campaign
+from pgarena.planning.campaign import parse_campaign
+from pgarena.planning.planner import plan_campaign
 from pgarena.planning.shards import shard, split_clients
 from tests.conftest import FIXTURES
 

@@ -4,14 +4,15 @@ import pytest
 
 from pgarena.analysis.ranking import rank_targets
 from pgarena.analysis.slo import midpoint, outcome, probe_result, search
-from pgarena.aws.follow import Event
 from pgarena.cli import ranking_table, show_event
-from pgarena.model.matrix import MatrixError, parse_campaign
+from pgarena.model.matrix_errors import MatrixError
 from pgarena.model.plan import RUN_TIMEOUT_MARGIN_S
 from pgarena.model.results import CampaignResults, Latency, ProgressSample, StepSummary, TargetResult, WorkloadResult
 from pgarena.model.slo import SloProbe, SloSearch
+from pgarena.planning.campaign import parse_campaign
 from pgarena.planning.cost import S3_PUTS_PER_STEP, estimate, expected_work_s
-from pgarena.planning.plan import plan_campaign
+from pgarena.planning.planner import plan_campaign
+from pgarena.remote.follow import Event
 from pgarena.report import build_reports
 from pgarena.tools.spec import Slo
 

@@ -6,7 +6,8 @@ import pytest
 
 from pgarena.local import limits
 from pgarena.local.runtime import ASL_PATH
-from pgarena.model.matrix import MatrixError, parse_campaign
+from pgarena.model.matrix_errors import MatrixError
+from pgarena.planning.campaign import parse_campaign
 
 
 def sharded(workers: int) -> dict:

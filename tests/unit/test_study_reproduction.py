@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from pgarena.model.matrix import load_campaign
+from pgarena.planning.campaign import load_campaign
 from pgarena.tools.pgbench.command import init_args, run_args
 from pgarena.tools.sysbench import command as sysbench
 from tests.conftest import ROOT

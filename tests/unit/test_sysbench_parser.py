@@ -34,7 +34,7 @@ def sb10(**printed: object) -> dict[str, object]:
     return summary(**({"sysbench_version": "1.0.20", "threads": 4, "report_interval_s": 1.0, "percentile": 95.0} | printed))
 
 
-def stats(
+def stats(  # noqa: PLR0913  # one parameter per figure of sysbench's report
     read: int, write: int, other: int, total: int, transactions: int, tps: float, qps: float, ignored: int, ignored_per_s: float
 ) -> dict[str, object]:
     # The "SQL statistics:" block; every 1.0 capture here printed "reconnects: 0 (0.00 per sec.)".
@@ -54,7 +54,7 @@ def stats(
     }
 
 
-def general(
+def general(  # noqa: PLR0913  # one parameter per figure of sysbench's report
     time_s: float,
     events: int,
     lat_min: float,
@@ -83,7 +83,7 @@ def general(
     }
 
 
-def i10(
+def i10(  # noqa: PLR0913  # one parameter per figure of sysbench's report
     elapsed: float,
     tps: float,
     qps: float,

@@ -14,7 +14,7 @@ from pgarena.tools.pgbench.txlog import encode_counts, histogram_of_counts, read
 START = 1_700_000_000
 
 
-def log_lines(rng, seconds, per_second, clients=8, extra_fields=0, not_done=0.01):
+def log_lines(rng, seconds, per_second, clients=8, extra_fields=0, not_done=0.01):  # noqa: PLR0913  # a generated log's knobs, as keywords with defaults
     """pgbench --log lines in end-time order; `extra_fields` appends schedule lag / retries columns."""
     lines, numbers = [], [0] * clients
     for t in range(START, START + seconds):

@@ -6,8 +6,9 @@ import pytest
 
 from pgarena.analysis.latency import encode, new_histogram
 from pgarena.analysis.warmup import measured_progress, window_tps
-from pgarena.model.matrix import MatrixError, parse_campaign
+from pgarena.model.matrix_errors import MatrixError
 from pgarena.model.results import ProgressSample
+from pgarena.planning.campaign import parse_campaign
 from pgarena.tools.pgbench.txlog import first_start_epoch, read_txlog
 from tests.unit.test_txlog import START, log_lines, write
 

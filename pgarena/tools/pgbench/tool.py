@@ -6,14 +6,14 @@ from pathlib import Path
 
 from pgarena.analysis.latency import encode, percentiles_of
 from pgarena.analysis.warmup import measured_progress, window_tps
-from pgarena.model.errors import ErrorInfo, ErrorKind
+from pgarena.model.errors import ErrorInfo, ErrorKind, ToolExit, error_info
 from pgarena.model.plan import Step
 from pgarena.model.results import Latency, ProgressSample
 from pgarena.tools.pgbench.command import TRANSACTION_LOG_PREFIX, init_args, libpq_env, pgbench_binary, run_args
 from pgarena.tools.pgbench.parser import PgbenchReport, parse_pgbench
 from pgarena.tools.pgbench.spec import PgbenchStep
 from pgarena.tools.pgbench.txlog import TransactionLog, first_start_epoch, read_txlog
-from pgarena.tools.runner import Measured, failure_of
+from pgarena.tools.runner import Measured
 
 
 class Pgbench:
@@ -72,13 +72,13 @@ class Pgbench:
             if since is not None and txlog.end_epoch is not None:
                 self._window(measured, spec, histogram.get_total_count(), not_done, since, txlog)
         if exit_code != 0 or report.aborted:
-            measured.error = failure_of(text, report.errors, exit_code, "pgbench", step.timeout_s)
+            measured.error = error_info(ToolExit(self.name, exit_code, text, report.errors, step.timeout_s))
         elif step.kind == "run" and measured.tps is None and measured.error is None:
             measured.error = ErrorInfo(kind=ErrorKind.TOOL_FAILED, message="pgbench exited 0 but printed no tps")
         return measured
 
     @staticmethod
-    def _window(measured: Measured, spec: PgbenchStep, done: int, not_done: int, since: float, txlog: TransactionLog) -> None:
+    def _window(measured: Measured, spec: PgbenchStep, done: int, not_done: int, since: float, txlog: TransactionLog) -> None:  # noqa: PLR0913  # the window's counts and times, each a field of Measured
         """Every figure over the window after the warm-up; pgbench's own whole-run figures kept in extra."""
         assert txlog.end_epoch is not None and spec.run is not None and spec.warmup_s is not None
         warmup_s = spec.warmup_s

@@ -296,7 +296,7 @@ def _scan(
     return list(_txlog.scan(block, _LAYOUT, since_us, base, window_s, window, meta, total, stats, other, other_stats))
 
 
-def _read(files: list[_File], per_second: bool, since_epoch: float | None) -> TransactionLog:
+def _read(files: list[_File], per_second: bool, since_epoch: float | None) -> TransactionLog:  # noqa: C901  # the reader's modes (per second or not, since a time) in one pass
     all_files, files = files, list(files)
     for log in files:  # only the ring bounds a block's time span
         log.block = max(BLOCK_BYTES // len(files), min(BLOCK_BYTES, MIN_BLOCK_BYTES)) if per_second else BLOCK_BYTES

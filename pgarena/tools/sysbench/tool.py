@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pgarena.model.errors import ErrorInfo, ErrorKind
+from pgarena.model.errors import ErrorInfo, ErrorKind, ToolExit, error_info
 from pgarena.model.plan import Step
 from pgarena.model.results import Latency, ProgressSample
-from pgarena.tools.runner import Measured, failure_of
+from pgarena.tools.runner import Measured
 from pgarena.tools.sysbench import command as sysbench
 from pgarena.tools.sysbench.parser import SysbenchReport, parse_sysbench
 from pgarena.tools.sysbench.spec import SysbenchStep
@@ -68,7 +68,7 @@ class Sysbench:
             else {},
         )
         if exit_code != 0 or (step.kind == "run" and not report.finished):
-            measured.error = failure_of(text, report.errors, exit_code, "sysbench", step.timeout_s)
+            measured.error = error_info(ToolExit(self.name, exit_code, text, report.errors, step.timeout_s))
         elif step.kind == "run" and measured.tps is None:
             measured.error = ErrorInfo(kind=ErrorKind.TOOL_FAILED, message="sysbench exited 0 but printed no tps")
         return measured

@@ -7,8 +7,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from pgarena.analysis.intervals import METHOD, SINGLE_RUN_NOTE
-from pgarena.analysis.metrics import Finding, PointMetrics, Scaling, TargetMetrics, campaign_metrics, nominal_clients
+from pgarena.analysis.metrics import campaign_metrics, nominal_clients
 from pgarena.analysis.ranking import METRICS, unranked_reasons
+from pgarena.model.metrics import Finding, PointMetrics, Scaling, TargetMetrics
 from pgarena.model.results import CampaignResults, ConsolidationTable, ReplicationPoint
 from pgarena.model.slo import SloSearch
 from pgarena.report.charts import colour

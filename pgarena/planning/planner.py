@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import random
-from collections.abc import Sequence
-from typing import TypedDict
+from collections.abc import Iterator
+from typing import NamedTuple, TypedDict
 
 from pgarena.model.errors import InvalidMatrix
 from pgarena.model.matrix import Campaign, Endpoint, Placement, Target
@@ -21,6 +21,7 @@ from pgarena.model.plan import (
     Step,
 )
 from pgarena.model.results import RunOrder, RunPass
+from pgarena.tools.spec import StepKind
 from pgarena.tools.workloads import Workload
 
 
@@ -48,20 +49,59 @@ class _StepCommon(TypedDict):
     phase: int | None
 
 
-def _steps(
+class Pass(NamedTuple):
+    """What one target runs in one phase: one workload's one repetition of an interleaved plan, or (None)
+    every workload and every repetition."""
+
+    workload: int | None = None  # an index into campaign.workloads
+    repetition: int | None = None
+
+
+def passes(campaign: Campaign) -> list[Pass]:
+    """One per phase of the plan: a consolidation sweep's every step runs everything; an interleaved plan
+    has one pass per workload and repetition, or a single pass with one repetition."""
+    sweep = campaign.scenario.consolidation if campaign.scenario else None
+    if sweep is not None:
+        return [Pass()] * len(sweep.steps)
+    if campaign.repetitions > 1:
+        return [Pass(w, r) for w in range(len(campaign.workloads)) for r in range(1, campaign.repetitions + 1)]
+    return [Pass()]
+
+
+class StepShape(NamedTuple):
+    """A step before it has a target: what _steps makes a Step of, and what pgarena.planning.limits counts."""
+
+    workload: Workload
+    kind: StepKind
+    clients: int | None = None
+    repetition: int = 1
+
+
+def step_shapes(campaign: Campaign, selected: Pass) -> Iterator[StepShape]:
+    """The steps one target runs in a pass, in order: each workload's load (with the first repetition), its
+    runs, its cleanup (with the last repetition)."""
+    workloads = campaign.workloads if selected.workload is None else [campaign.workloads[selected.workload]]
+    repetitions = range(1, campaign.repetitions + 1) if selected.repetition is None else [selected.repetition]
+    for workload in workloads:
+        if 1 in repetitions:
+            yield StepShape(workload, "init")
+        for repetition in repetitions:
+            for clients in workload.client_counts:
+                yield StepShape(workload, "run", clients, repetition)
+        if workload.cleans_up and campaign.repetitions in repetitions:
+            yield StepShape(workload, "cleanup")
+
+
+def _steps(  # noqa: PLR0913  # optional narrowings of the steps (phase, group, workloads, repetitions)
     campaign_id: str,
     target: Target,
     campaign: Campaign,
+    selected: Pass,
     phase: int | None = None,
     together: tuple[int, int] | None = None,
-    workloads: Sequence[Workload] | None = None,
-    repetitions: Sequence[int] | None = None,
 ) -> list[Step]:
     """`phase`: the consolidation step (ids get a p<phase>/ prefix); `together`: (this target's index, targets
-    in the phase) when the phase's runs start at one barrier. `workloads` and `repetitions` (default: all)
-    select one pass of an interleaved plan: the load comes with the first repetition, the cleanup with the last."""
-    workloads = campaign.workloads if workloads is None else workloads
-    repetitions = range(1, campaign.repetitions + 1) if repetitions is None else repetitions
+    in the phase) when the phase's runs start at one barrier."""
     assert target.endpoint is not None
     policy = target.connections or campaign.connections
     common = _StepCommon(
@@ -77,9 +117,10 @@ def _steps(
     catch_up_s = max((r.catch_up_timeout_s for r in target.replicas), default=0)
     barrier_s = PHASE_BARRIER_TIMEOUT_S if together else 0
     steps: list[Step] = []
-    for workload in workloads:
+    for shape in step_shapes(campaign, selected):
+        workload = shape.workload
         prefix = f"{target.name}/{workload.name}" if phase is None else f"p{phase}/{target.name}/{workload.name}"
-        if 1 in repetitions:
+        if shape.kind == "init":
             steps.append(
                 Step(
                     step_id=f"{prefix}/init",
@@ -90,29 +131,28 @@ def _steps(
                     **common,
                 )
             )
-        run_spec, run_s = workload.step_spec("run"), _run_timeout_s(workload)
-        for repetition in repetitions:
-            for clients in workload.client_counts:
-                barrier = (
-                    PhaseBarrier(group=f"p{phase}/{workload.name}/c{clients}-r{repetition}", index=together[0], size=together[1])
-                    if together
-                    else None
+        elif shape.kind == "run":
+            clients, repetition = shape.clients, shape.repetition
+            barrier = (
+                PhaseBarrier(group=f"p{phase}/{workload.name}/c{clients}-r{repetition}", index=together[0], size=together[1])
+                if together
+                else None
+            )
+            steps.append(
+                Step(
+                    step_id=f"{prefix}/c{clients}-r{repetition}",
+                    workload=workload.name,
+                    kind="run",
+                    spec=workload.step_spec("run"),
+                    clients=clients,
+                    repetition=repetition,
+                    replicas=target.replicas,
+                    phase_barrier=barrier,
+                    timeout_s=_run_timeout_s(workload) + catch_up_s + barrier_s,
+                    **common,
                 )
-                steps.append(
-                    Step(
-                        step_id=f"{prefix}/c{clients}-r{repetition}",
-                        workload=workload.name,
-                        kind="run",
-                        spec=run_spec,
-                        clients=clients,
-                        repetition=repetition,
-                        replicas=target.replicas,
-                        phase_barrier=barrier,
-                        timeout_s=run_s + catch_up_s + barrier_s,
-                        **common,
-                    )
-                )
-        if workload.cleans_up and campaign.repetitions in repetitions:
+            )
+        else:
             steps.append(
                 Step(
                     step_id=f"{prefix}/cleanup",
@@ -142,10 +182,10 @@ def plan_campaign(campaign: Campaign, campaign_id: str) -> Plan:
         # Step k runs the first n targets at once, all of them every step: ideal scaling is the first
         # step's throughput per target x n.
         phases = []
-        for phase, n in enumerate(sweep.steps, start=1):
+        for phase, (n, selected) in enumerate(zip(sweep.steps, passes(campaign)), start=1):
             together = [(i, n) if n > 1 else None for i in range(n)]
             targets = [
-                _planned(t, _steps(campaign_id, t, campaign, phase, together[i]), campaign)
+                _planned(t, _steps(campaign_id, t, campaign, selected, phase, together[i]), campaign)
                 for i, t in enumerate(campaign.targets[:n])
             ]
             phases.append(PlanPhase(phase=phase, concurrency=n, targets=targets))
@@ -175,35 +215,17 @@ def _interleaved(campaign: Campaign, campaign_id: str) -> tuple[list[PlanPhase],
     With one repetition there is one pass, its order shuffled alike."""
     seed = campaign.order_seed if campaign.order_seed is not None else order_seed(campaign_id)
     shuffle = random.Random(seed).shuffle
-    passes: list[tuple[Workload | None, int | None]] = (
-        [(w, r) for w in campaign.workloads for r in range(1, campaign.repetitions + 1)]
-        if campaign.repetitions > 1
-        else [(None, None)]
-    )
     phases, recorded = [], []
-    for number, (workload, repetition) in enumerate(passes, start=1):
+    for number, selected in enumerate(passes(campaign), start=1):
         order = list(campaign.targets)
         shuffle(order)
-        targets = [
-            _planned(
-                t,
-                _steps(
-                    campaign_id,
-                    t,
-                    campaign,
-                    workloads=None if workload is None else [workload],
-                    repetitions=None if repetition is None else [repetition],
-                ),
-                campaign,
-            )
-            for t in order
-        ]
+        targets = [_planned(t, _steps(campaign_id, t, campaign, selected), campaign) for t in order]
         phases.append(PlanPhase(phase=number, concurrency=campaign.target_concurrency, targets=targets))
         recorded.append(
             RunPass(
                 phase=number,
-                workload=workload.name if workload else None,
-                repetition=repetition,
+                workload=None if selected.workload is None else campaign.workloads[selected.workload].name,
+                repetition=selected.repetition,
                 targets=[t.name for t in order],
             )
         )

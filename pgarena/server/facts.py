@@ -1,9 +1,9 @@
-"""Preflight: read the target's live facts and take a connection budget before any benchmark connection opens."""
+"""A target's live facts, read at preflight before any benchmark connection opens: connection limits and
+sessions, the settings that differ from the defaults, extensions, the database's size."""
 
 from __future__ import annotations
 
 import re
-import time
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -11,21 +11,14 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
 
-from pgarena.aws.leases import Leases, holder_id, lease_key
-from pgarena.model.budget import COORDINATOR_CONNECTIONS, ConnectionFacts, Sessions
-from pgarena.model.errors import ErrorKind, PgarenaError, classify, failure
-from pgarena.model.plan import CAMPAIGN_TAG_RE, PlannedTarget, Step, campaign_tag
+from pgarena.model.budget import ConnectionFacts, Sessions
+from pgarena.model.plan import CAMPAIGN_TAG_RE
 from pgarena.model.redact import redact
-from pgarena.model.results import ServerInfo, ServerSetting
-from pgarena.planning.budget import apply_budget, compute_budget, held_by_other_campaigns
-from pgarena.planning.shards import PreflightResult, shard
-from pgarena.server.postgres import CLIENT_SESSIONS, connect, describe
-from pgarena.server.restarts import postmaster_started_at, reachable_address, resolve
+from pgarena.model.results import ServerSetting
+from pgarena.server.postgres import CLIENT_SESSIONS, describe
 
 if TYPE_CHECKING:
     from pg8000.dbapi import Cursor
-
-LEASE_POLL_S = 2.0
 
 SETTINGS_SQL = """
 select version(),
@@ -145,76 +138,3 @@ def disclose(cursor: Cursor) -> Disclosure:
         database_size_bytes=size,
         unreadable=unreadable,
     )
-
-
-def _lease_ttl_s(steps: list[Step]) -> float:
-    return float(sum(step.timeout_s for step in steps))
-
-
-def preflight(target: PlannedTarget, campaign_id: str, leases: Leases | None = None) -> PreflightResult:
-    """Refuse or clamp the plan to the live budget, then lease the slots it will use. Slots other
-    pgarena campaigns hold (leased, or open sessions of theirs) are waited for, up to lease_wait_s."""
-    endpoint = target.endpoint
-    # Resolved once, here; workers reuse the address when the endpoint asks (use_resolved_address).
-    addresses = resolve(endpoint.host, endpoint.port)
-    address = reachable_address(addresses, endpoint.port) if endpoint.use_resolved_address else next(iter(addresses), None)
-    own = campaign_tag(campaign_id)
-    key, holder = lease_key(target.endpoint), holder_id(campaign_id, target.name)
-    with connect(endpoint, application_name=f"{own}/preflight") as conn:
-        try:
-            version, version_num, facts = read_facts(conn.cursor(), own)
-            started_at = postmaster_started_at(conn.cursor())
-            disclosed = disclose(conn.cursor())
-            budget = compute_budget(facts, target.connections, target.pooler)
-            deadline = time.monotonic() + target.connections.lease_wait_s
-            while True:
-                held = leases.holders(key) if leases else {}
-                others = held_by_other_campaigns(held, holder, facts.sessions.by_campaign)
-                short = target.connections_needed > budget.capacity - others
-                if others and short and time.monotonic() < deadline:
-                    time.sleep(LEASE_POLL_S)  # another campaign holds slots we need: wait for it to finish
-                    sessions = read_sessions(conn.cursor(), facts.role, facts.database, own)
-                    facts = facts.model_copy(
-                        update={
-                            "sessions": facts.sessions.model_copy(
-                                update={"pgarena": sessions.pgarena, "by_campaign": sessions.by_campaign}
-                            )
-                        }
-                    )
-                    continue
-                steps = apply_budget(target, budget, others)
-                slots = max(step.connections for step in steps) + COORDINATOR_CONNECTIONS
-                if leases is None or leases.acquire(
-                    key, holder, slots, budget.capacity + COORDINATOR_CONNECTIONS, _lease_ttl_s(steps)
-                ):
-                    break
-        except PgarenaError:
-            raise
-        except Exception as error:  # a statement timeout, a permission, a server going down under us
-            message = describe(error)
-            raise failure(
-                classify(message) or ErrorKind.PREFLIGHT_FAILED, f"reading {target.name}'s settings failed: {message}"
-            ) from None
-    server = ServerInfo(
-        version=version,
-        version_num=version_num,
-        max_connections=facts.max_connections,
-        facts=facts,
-        budget=budget,
-        leased_by_others=others,
-        allowed=budget.capacity - others,
-        connections_needed=target.connections_needed,
-        clamped=any(step.requested_clients for step in steps),
-        postmaster_started_at=started_at,
-        address=address,
-        **disclosed.model_dump(),
-    )
-    facts_for_workers = {"postmaster_started_at": started_at}
-    if endpoint.use_resolved_address and address:
-        facts_for_workers["hostaddr"] = address
-    steps = [step.model_copy(update=facts_for_workers) for step in steps]
-    return PreflightResult(server=server, steps=[shard(step) for step in steps])
-
-
-def release(target: PlannedTarget, campaign_id: str, leases: Leases) -> None:
-    leases.release(lease_key(target.endpoint), holder_id(campaign_id, target.name))

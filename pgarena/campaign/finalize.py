@@ -14,32 +14,32 @@ from typing import Any, Literal
 
 from pgarena.analysis.aggregate import aggregate
 from pgarena.analysis.cancel import stopped_outcomes
-from pgarena.aws.campaign_state import CampaignState
-from pgarena.aws.leases import Leases, holder_id, lease_key
-from pgarena.aws.ledger import CostDecision, Ledger, settle_campaign
-from pgarena.aws.store import ResultStore
+from pgarena.campaign.cost_guard import CostDecision, settle_campaign
+from pgarena.campaign.leases import Leases, holder_id, lease_key
+from pgarena.campaign.ports import Ledger, Records, Store
 from pgarena.model import layout
 from pgarena.model.errors import PgarenaError
 from pgarena.model.execution import ExecutionRequest, execution_request
-from pgarena.model.matrix import MatrixError, parse_campaign
+from pgarena.model.matrix_errors import MatrixError
 from pgarena.model.outcomes import TargetOutcome
 from pgarena.model.plan import Plan
 from pgarena.model.results import CampaignResults, now_iso
 from pgarena.model.series import ShardSeries
-from pgarena.planning.plan import plan_campaign
+from pgarena.planning.campaign import parse_campaign
+from pgarena.planning.planner import plan_campaign
 from pgarena.report import Writer, publish_results
 
 Ending = Literal["completed", "cancelled", "failed"]
 
 
-def store_writer(store: ResultStore, campaign_id: str) -> Writer:
+def store_writer(store: Store, campaign_id: str) -> Writer:
     return lambda name, data, content_type: store.put_bytes(layout.report_key(campaign_id, name), data, content_type)
 
 
 def finalize(
     plan: Plan,
     outcomes: Iterable[TargetOutcome],
-    store: ResultStore,
+    store: Store,
     started_at: str,
     *,
     cost: CostDecision | None = None,
@@ -103,7 +103,8 @@ def _planned_from_input(request: ExecutionRequest, history: list[dict[str, Any]]
 def finalize_stopped(
     history: list[dict[str, Any]],
     started_at: str,
-    store: ResultStore,
+    store: Store,
+    records: Records,
     *,
     ledger: Ledger | None,
     leases: Leases,
@@ -111,17 +112,16 @@ def finalize_stopped(
     execution_name: str,
 ) -> CampaignResults | None:
     """An execution that never reached Aggregate And Rank (stopped, failed, timed out): read back what its
-    states kept (pgarena.aws.campaign_state) and finalize. None when it had no valid plan of its own
+    states kept (the Records port) and finalize. None when it had no valid plan of its own
     (nothing was leased or run), or its campaign id is another execution's."""
     request = _execution_input(history, execution_name)
     if request is None:
         return None
-    state = CampaignState(store)
-    plan, cost, preflights = state.recorded(request.campaign_id)
+    plan, cost, preflights = records.recorded(request.campaign_id)
     if plan is not None:
-        if state.plan_owner(request.campaign_id) != execution_name:  # refused at Validate: another campaign's id
+        if records.plan_owner(request.campaign_id) != execution_name:  # refused at Validate: another campaign's id
             return None
-        outcomes = state.outcomes(plan, preflights)
+        outcomes = records.outcomes(plan, preflights)
     else:
         plan, outcomes = _planned_from_input(request, history), []
         # Validate had not answered: an id that already has files is another campaign's, never overwritten.
@@ -129,3 +129,14 @@ def finalize_stopped(
             return None
     results, _, _ = finalize(plan, outcomes, store, started_at, cost=cost, ledger=ledger, leases=leases, ending=ending)
     return results
+
+
+def aggregate_and_rank(
+    campaign_id: str, started_at: str, store: Store, records: Records, ledger: Ledger
+) -> tuple[CampaignResults, str, list[str]]:
+    """Aggregate And Rank, the state machine's last state: the plan, the cost decision and the outcomes
+    read back from where the states kept them, then finalize."""
+    plan, cost, preflights = records.recorded(campaign_id)
+    if plan is None:
+        raise RuntimeError(f"campaign {campaign_id} has no plan in the results bucket: Validate And Plan keeps it")
+    return finalize(plan, records.outcomes(plan, preflights), store, started_at, cost=cost, ledger=ledger)

@@ -1,5 +1,5 @@
 """A campaign run in the deployed stack (`pgarena run --aws`): find the stack's resources, start an
-execution of the state machine, follow it (pgarena.aws.follow), stop it and its workers on Ctrl-C,
+execution of the state machine, follow it (pgarena.remote.follow), stop it and its workers on Ctrl-C,
 and copy results.json and the reports from the results bucket.
 """
 
@@ -18,14 +18,15 @@ import boto3
 from botocore.exceptions import NoRegionError
 from pydantic import BaseModel
 
-from pgarena.aws.campaign_state import CampaignState, Subjects
-from pgarena.aws.follow import Event, follow, no_subject, step_event
+from pgarena.aws.campaign_state import CampaignState
 from pgarena.aws.schedule import EXECUTION_NAME_MAX
 from pgarena.aws.store import ResultStore
 from pgarena.model import layout
 from pgarena.model.execution import CAMPAIGN_ID_KEY, MATRIX_KEY
 from pgarena.model.matrix import Campaign
 from pgarena.model.results import CampaignResults
+from pgarena.remote.follow import Event, follow, no_subject, step_event
+from pgarena.remote.subjects import Subjects
 from pgarena.report import REPORT_FILES
 
 if TYPE_CHECKING:

@@ -1,0 +1,42 @@
+"""Validate And Plan: check the matrix and the campaign id before anything touches a database, then
+plan the steps and keep the plan (the execution's state carries the campaign id and indices only)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pgarena.campaign.ports import Records, Store
+from pgarena.model import layout
+from pgarena.model.errors import CampaignExists, InvalidMatrix
+from pgarena.model.execution import execution_request
+from pgarena.model.matrix_errors import MatrixError
+from pgarena.model.plan import Plan
+from pgarena.planning.campaign import parse_campaign
+from pgarena.planning.planner import plan_campaign
+
+
+def claim(store: Store, records: Records, campaign_id: str, execution: str, fix: str) -> None:
+    """Refuse a campaign id that already has files or items, unless all it has is the plan this very
+    execution wrote (its Validate And Plan retried)."""
+    traces = store.campaign_traces(campaign_id)
+    if not traces:
+        return
+    if traces == [store.url(layout.plan_key(campaign_id))] and records.plan_owner(campaign_id) == execution:
+        return
+    # Every worker's write-once summary would conflict and results.json would be overwritten.
+    raise CampaignExists(f"campaign id {campaign_id!r} is already used ({traces[0]}): {fix}")
+
+
+def claim_and_plan(execution_input: Any, execution_name: str, store: Store, records: Records) -> Plan:
+    """The execution's input (a bare matrix, or {"campaign_id", "matrix"}) parsed, its campaign id
+    claimed, its steps planned and the plan kept."""
+    request = execution_request(execution_input, execution_name)
+    try:
+        campaign = parse_campaign(request.matrix)
+    except MatrixError as error:
+        raise InvalidMatrix(str(error)) from None
+    fix = "give another campaign_id" if request.id_from == "input" else "start the execution under another name"
+    claim(store, records, request.campaign_id, execution_name, fix)
+    plan = plan_campaign(campaign, request.campaign_id)
+    records.put_plan(plan, execution_name)
+    return plan

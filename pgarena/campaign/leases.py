@@ -1,0 +1,88 @@
+"""Connection leases: campaigns sharing a server never take more slots together than its budget allows.
+
+One record per server (host:port) lists the holders and their slots; every change is a conditional
+write on the record's version, so two campaigns racing for the last slots cannot both win. This is
+the port and its rule; the records live in DynamoDB (pgarena.aws.leases.LeaseStore) or, for local
+campaigns each with its own in-memory moto, in files shared by every local runtime
+(pgarena.local.leases.FileLeases): two `pgarena run --local` processes see each other's leases as
+two executions in one AWS account do.
+"""
+
+from __future__ import annotations
+
+import time
+from abc import ABC, abstractmethod
+
+from pydantic import BaseModel, TypeAdapter
+
+from pgarena.model.matrix import Endpoint
+
+
+class Holder(BaseModel):
+    holder: str
+    slots: int
+    expires_at: float
+
+
+HOLDERS = TypeAdapter(list[Holder])
+
+
+def lease_key(endpoint: Endpoint) -> str:
+    return f"{endpoint.host}:{endpoint.port}"
+
+
+def holder_id(campaign_id: str, target: str) -> str:
+    return f"{campaign_id}/{target}"
+
+
+def campaign_of(holder: str) -> str:
+    """The campaign id a holder id starts with (campaign ids hold no '/')."""
+    return holder.split("/", 1)[0]
+
+
+class Leases(ABC):
+    """One interface, two stores: `read` a server's live holders with the record's version, and
+    `_write` them back only if the version is still the one read."""
+
+    clock = staticmethod(time.time)
+
+    @abstractmethod
+    def _read_all(self, key: str) -> tuple[list[Holder], int]:
+        """Every holder recorded (expired ones too) and the record's version (0 when there is none)."""
+
+    @abstractmethod
+    def _write(self, key: str, holders: list[Holder], version: int) -> bool:
+        """Replace the holders if the record is still at `version`; False if another writer was first."""
+
+    def read(self, key: str) -> tuple[list[Holder], int]:
+        """Live holders (expired ones dropped) and the record's version (0 when there is no record)."""
+        holders, version = self._read_all(key)
+        now = self.clock()
+        return [h for h in holders if h.expires_at > now], version
+
+    def holders(self, key: str) -> dict[str, int]:
+        """Live holder id -> slots."""
+        holders, _ = self.read(key)
+        return {h.holder: h.slots for h in holders}
+
+    def held_by_others(self, key: str, holder: str) -> int:
+        return sum(slots for name, slots in self.holders(key).items() if name != holder)
+
+    def acquire(self, key: str, holder: str, slots: int, capacity: int, ttl_s: float) -> bool:
+        """Take `slots` if, with the other holders, they fit in `capacity`; False if they do not (yet)."""
+        while True:
+            holders, version = self.read(key)
+            others = [h for h in holders if h.holder != holder]
+            if sum(h.slots for h in others) + slots > capacity:
+                return False
+            mine = Holder(holder=holder, slots=slots, expires_at=self.clock() + ttl_s)
+            if self._write(key, [*others, mine], version):
+                return True
+
+    def release(self, key: str, holder: str) -> None:
+        while True:
+            holders, version = self.read(key)
+            if version == 0 or not any(h.holder == holder for h in holders):
+                return
+            if self._write(key, [h for h in holders if h.holder != holder], version):
+                return

@@ -1,0 +1,81 @@
+"""The ports the use cases work through: what they need of the results store, the campaign's records,
+the ledger, the start barrier and the worker launcher. pgarena.aws implements them on S3, DynamoDB and
+ECS (the local runtime runs the same adapters against moto and its own ECS endpoint); the connection
+leases' port carries its rule and lives in pgarena.campaign.leases.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from pgarena.campaign.cost_guard import CostDecision
+    from pgarena.model.ledger import Booking, LedgerEntry
+    from pgarena.model.outcomes import TargetOutcome
+    from pgarena.model.plan import Plan, PreflightResult, Step
+    from pgarena.model.results import StepSummary
+
+
+class Store(Protocol):
+    """Raw output and documents by key (the results bucket), step summaries (the results table)."""
+
+    def put_file(self, key: str, path: Path, content_type: str = "text/plain") -> str: ...
+    def put_bytes(self, key: str, data: bytes, content_type: str) -> str: ...
+    def put_json(self, key: str, data: dict[str, Any]) -> str: ...
+    def get_json(self, key: str) -> dict[str, Any]: ...
+    def keys(self, prefix: str) -> list[str]: ...
+    def url(self, key: str) -> str: ...
+    def put_summary(self, summary: StepSummary) -> None: ...
+    def summaries(self, campaign_id: str) -> list[StepSummary]: ...
+    def campaign_traces(self, campaign_id: str) -> list[str]: ...
+
+
+class Records(Protocol):
+    """What a campaign's states keep so that the execution's state carries only ids and indices: the
+    plan and its owner, the cost decision, each preflight's answer, the state machine's outcomes."""
+
+    def plan_owner(self, campaign_id: str) -> str | None: ...
+    def put_plan(self, plan: Plan, execution: str) -> None: ...
+    def plan(self, campaign_id: str) -> Plan: ...
+    def put_cost(self, decision: CostDecision) -> None: ...
+    def put_preflight(self, campaign_id: str, phase: int, target: int, result: PreflightResult) -> None: ...
+    def preflight(self, campaign_id: str, phase: int, target: int) -> PreflightResult: ...
+    def recorded(self, campaign_id: str) -> tuple[Plan | None, CostDecision | None, dict[tuple[int, int], PreflightResult]]: ...
+    def outcomes(self, plan: Plan, preflights: dict[tuple[int, int], PreflightResult]) -> list[TargetOutcome]: ...
+
+
+class Ledger(Protocol):
+    """The month's cost bookings: booked before a campaign starts, settled with what ran."""
+
+    clock: Callable[[], float]
+
+    def record_refusal(
+        self, month: str, campaign_id: str, estimated_usd: float, reason: str, schedule: str | None = None
+    ) -> LedgerEntry: ...
+    def book(
+        self,
+        month: str,
+        campaign_id: str,
+        estimated_usd: float,
+        monthly_cap_usd: float | None = None,
+        schedule: str | None = None,
+    ) -> Booking: ...
+    def settle(self, month: str, campaign_id: str, actual_usd: float) -> LedgerEntry | None: ...
+
+
+class Barrier(Protocol):
+    """Shards (or a phase's targets) that start their measured run together."""
+
+    def wait(self, campaign_id: str, group_id: str, shard: int, shards: int, timeout_s: float) -> tuple[float, bool]:
+        """Block until the agreed start; (start epoch, whether every member arrived in time)."""
+        ...
+
+
+class Launcher(Protocol):
+    """Starts one worker for one step; it answers the state machine's task token itself."""
+
+    def launch(self, step: Step, task_token: str) -> tuple[str | None, list[Any]]:
+        """(the started worker's id, or None; the platform's failures)."""
+        ...

@@ -1,0 +1,126 @@
+"""Preflight Target: the target's live facts and connection budget, the slots it will use leased,
+before any benchmark connection opens; and the lease given back when the target is done."""
+
+from __future__ import annotations
+
+import time
+
+from pgarena.campaign.leases import Leases, holder_id, lease_key
+from pgarena.campaign.ports import Records, Store
+from pgarena.model.budget import COORDINATOR_CONNECTIONS
+from pgarena.model.errors import ErrorKind, PgarenaError, error_info, failure
+from pgarena.model.layout import evidence_key
+from pgarena.model.plan import PlannedTarget, PreflightRef, PreflightResult, Step, TargetRef, campaign_tag, planned_target
+from pgarena.model.redact import redact
+from pgarena.model.results import ServerInfo
+from pgarena.planning.budget import apply_budget, compute_budget, held_by_other_campaigns
+from pgarena.planning.shards import shard
+from pgarena.server.facts import disclose, read_facts, read_sessions
+from pgarena.server.postgres import connect, describe
+from pgarena.server.restarts import postmaster_started_at, reachable_address, resolve
+
+LEASE_POLL_S = 2.0
+
+
+def preflight(ref: TargetRef, store: Store, records: Records, leases: Leases) -> tuple[PreflightRef, ServerInfo]:
+    """One target of one phase: budget and lease, its evidence beside its raw output (a failure's too:
+    results.json points at it), its clamped and sharded steps kept for the launches."""
+    campaign_id = ref.campaign_id
+    target = planned_target(records.plan(campaign_id), ref.phase, ref.target)
+    key = evidence_key(campaign_id, target.name)
+    try:
+        result = lease_budget(target, campaign_id, leases)
+    except PgarenaError as error:
+        store.put_json(
+            key,
+            {
+                "target": target.name,
+                "host": target.endpoint.host,
+                "port": target.endpoint.port,
+                "error": redact(error.info().model_dump()),
+            },
+        )
+        raise
+    store.put_json(key, {"target": target.name, "server": result.server.model_dump(mode="json")})
+    # The steps (clamped, sharded) stay in the bucket; the state gets their indices and timers.
+    records.put_preflight(campaign_id, ref.phase, ref.target, result)
+    return PreflightRef(name=target.name, steps=result.step_refs()), result.server
+
+
+def _lease_ttl_s(steps: list[Step]) -> float:
+    return float(sum(step.timeout_s for step in steps))
+
+
+def lease_budget(target: PlannedTarget, campaign_id: str, leases: Leases | None = None) -> PreflightResult:
+    """Refuse or clamp the plan to the live budget, then lease the slots it will use. Slots other
+    pgarena campaigns hold (leased, or open sessions of theirs) are waited for, up to lease_wait_s."""
+    endpoint = target.endpoint
+    # Resolved once, here; workers reuse the address when the endpoint asks (use_resolved_address).
+    addresses = resolve(endpoint.host, endpoint.port)
+    address = reachable_address(addresses, endpoint.port) if endpoint.use_resolved_address else next(iter(addresses), None)
+    own = campaign_tag(campaign_id)
+    key, holder = lease_key(target.endpoint), holder_id(campaign_id, target.name)
+    with connect(endpoint, application_name=f"{own}/preflight") as conn:
+        try:
+            version, version_num, facts = read_facts(conn.cursor(), own)
+            started_at = postmaster_started_at(conn.cursor())
+            disclosed = disclose(conn.cursor())
+            budget = compute_budget(facts, target.connections, target.pooler)
+            deadline = time.monotonic() + target.connections.lease_wait_s
+            while True:
+                held = leases.holders(key) if leases else {}
+                others = held_by_other_campaigns(held, holder, facts.sessions.by_campaign)
+                short = target.connections_needed > budget.capacity - others
+                if others and short and time.monotonic() < deadline:
+                    time.sleep(LEASE_POLL_S)  # another campaign holds slots we need: wait for it to finish
+                    sessions = read_sessions(conn.cursor(), facts.role, facts.database, own)
+                    facts = facts.model_copy(
+                        update={
+                            "sessions": facts.sessions.model_copy(
+                                update={"pgarena": sessions.pgarena, "by_campaign": sessions.by_campaign}
+                            )
+                        }
+                    )
+                    continue
+                steps = apply_budget(target, budget, others)
+                slots = max(step.connections for step in steps) + COORDINATOR_CONNECTIONS
+                if leases is None or leases.acquire(
+                    key, holder, slots, budget.capacity + COORDINATOR_CONNECTIONS, _lease_ttl_s(steps)
+                ):
+                    break
+        except PgarenaError:
+            raise
+        except Exception as error:  # a statement timeout, a permission, a server going down under us
+            message = describe(error)
+            info = error_info(message, ErrorKind.PREFLIGHT_FAILED, f"reading {target.name}'s settings failed: {message}")
+            raise failure(info.kind, info.message) from None
+    server = ServerInfo(
+        version=version,
+        version_num=version_num,
+        max_connections=facts.max_connections,
+        facts=facts,
+        budget=budget,
+        leased_by_others=others,
+        allowed=budget.capacity - others,
+        connections_needed=target.connections_needed,
+        clamped=any(step.requested_clients for step in steps),
+        postmaster_started_at=started_at,
+        address=address,
+        **disclosed.model_dump(),
+    )
+    facts_for_workers = {"postmaster_started_at": started_at}
+    if endpoint.use_resolved_address and address:
+        facts_for_workers["hostaddr"] = address
+    steps = [step.model_copy(update=facts_for_workers) for step in steps]
+    return PreflightResult(server=server, steps=[shard(step) for step in steps])
+
+
+def release(target: PlannedTarget, campaign_id: str, leases: Leases) -> None:
+    leases.release(lease_key(target.endpoint), holder_id(campaign_id, target.name))
+
+
+def release_target(ref: TargetRef, records: Records, leases: Leases) -> PlannedTarget:
+    """Release Connection Lease: after the target's steps, or after its failure."""
+    target = planned_target(records.plan(ref.campaign_id), ref.phase, ref.target)
+    release(target, ref.campaign_id, leases)
+    return target

@@ -1,0 +1,57 @@
+"""Two campaigns compared: what changed per target, workload and client count, and which settings differ."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+Verdict = Literal[
+    "regression", "improvement", "unchanged", "within_noise", "failed", "recovered", "new", "gone", "not_comparable"
+]
+
+
+class Change(BaseModel):
+    target: str
+    workload: str
+    clients: int | None
+    verdict: Verdict
+    tps_a: float | None = None
+    tps_b: float | None = None
+    tps_change: float | None = Field(None, description="(b - a) / a")
+    latency_field: str | None = Field(None, description="p95 when both campaigns have it, else avg")
+    latency_a: float | None = None
+    latency_b: float | None = None
+    latency_change: float | None = None
+    slo: str | None = Field(None, description="the latency objective both campaigns searched, e.g. 'p99 <= 50 ms'")
+    slo_tps_a: float | None = None
+    slo_tps_b: float | None = None
+    slo_tps_change: float | None = Field(None, description="(b - a) / a of tps at SLO, when both searched the same SLO")
+    reasons: list[str] = Field(default_factory=list)
+
+    @property
+    def worse(self) -> bool:
+        return self.verdict in ("regression", "failed")
+
+
+class SettingChange(BaseModel):
+    """A server setting of one target that differs between the two campaigns (None: at its default)."""
+
+    target: str
+    name: str
+    a: str | None = None
+    b: str | None = None
+
+
+class Comparison(BaseModel):
+    a: str
+    b: str
+    threshold: float
+    changes: list[Change]
+    settings: list[SettingChange] = Field(
+        default_factory=list, description="non-default settings that differ, per target both campaigns ran"
+    )
+
+    @property
+    def regressions(self) -> list[Change]:
+        return [c for c in self.changes if c.worse]

@@ -1,0 +1,150 @@
+"""What AWS lets a campaign's plan carry, measured on the plan as pgarena.planning makes it. Pure functions.
+
+Each refusal names the limit; pgarena.planning.campaign.parse_campaign applies them right after the
+schema, so every entry point refuses a campaign AWS would not run before anything touches a database.
+What the strict local runtime enforces on an execution is in pgarena.local.limits.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from pgarena.model.matrix import FAN_OUT_REASON, MAX_STARTED_TOGETHER, Campaign
+from pgarena.model.matrix_errors import Problem
+from pgarena.planning.planner import Pass, passes, step_shapes
+from pgarena.planning.shards import run_workers, split_clients
+
+# Each worker gets its step in its ECS RunTask container overrides, which hold at most 8,192 characters;
+# the task token (up to 2,048), the other variables and the step's own fields take the reserve.
+RUNTASK_OVERRIDES_LIMIT_CHARS = 8_192
+RUNTASK_RESERVED_CHARS = 3_800
+# A state's input and output in Step Functions: 256 KiB. The state carries refs (pgarena.model.plan: a
+# phase's, a step's, at most these many bytes in JSON, tests/unit/test_matrix_limits.py checks), the
+# rest of the plan is in the bucket; failure messages get the reserve.
+STATE_LIMIT_BYTES = 262_144
+STATE_RESERVED_BYTES = 64_000
+PHASE_REF_BYTES = 64
+STEP_REF_BYTES = 96
+# States.ArrayRange (List Phase Targets) makes at most this many items.
+MAX_MAP_ITEMS = 1_000
+
+
+def limit_problems(campaign: Campaign) -> list[Problem]:
+    """What validates field by field but cannot run: a step's workers outgrowing an inline Map, a worker's
+    step outgrowing its RunTask overrides, or the plan outgrowing the execution's Step Functions state."""
+    problems = _fan_out_problems(campaign) + _overrides_problems(campaign)
+    if problems:
+        return problems
+    return _state_problems(campaign)
+
+
+def _fan_out_problems(campaign: Campaign) -> list[Problem]:
+    problems = []
+    for w in range(len(campaign.workloads)):
+        # (workers, clients) of each run: a load or a cleanup has no clients and runs on one worker.
+        runs = [(s.workload, s.clients) for s in step_shapes(campaign, Pass(w, 1)) if s.clients is not None]
+        workers, clients = max((len(split_clients(c, run_workers(workload, c))), c) for workload, c in runs)
+        if workers > MAX_STARTED_TOGETHER:
+            # Only a per-worker cap can ask for that many: `workers` itself is bounded by the schema.
+            problems.append(
+                Problem(
+                    path=f"$.workloads[{w}].run.max_clients_per_worker",
+                    message=f"makes {workers} workers for {clients:,} clients, at most "
+                    f"{MAX_STARTED_TOGETHER}: {FAN_OUT_REASON}; raise it to at least "
+                    f"{-(-clients // MAX_STARTED_TOGETHER)}",
+                )
+            )
+    return problems
+
+
+def _encoded_chars(value: Any) -> int:
+    """Characters a value takes in a RunTask override: JSON in a JSON string (quotes and newlines escaped)."""
+    return len(json.dumps(json.dumps(value)))
+
+
+def _overrides_problems(campaign: Campaign) -> list[Problem]:
+    problems = []
+    step_budget = RUNTASK_OVERRIDES_LIMIT_CHARS - RUNTASK_RESERVED_CHARS
+    workload_chars = [_encoded_chars(w.model_dump(mode="json")) for w in campaign.workloads]
+    target_chars = [
+        _encoded_chars(t.model_dump(mode="json", include={"endpoint", "embedded", "placement", "replicas"}))
+        for t in campaign.targets
+    ]
+    for w, (workload, chars) in enumerate(zip(campaign.workloads, workload_chars)):
+        for t, target in enumerate(campaign.targets):
+            total = chars + target_chars[t]
+            if total <= step_budget:
+                continue
+            long_field = workload.long_field  # what makes the workload long, as its tool names it
+            path = (
+                (f"$.workloads[{w}].{long_field}" if long_field else f"$.workloads[{w}]")
+                if chars >= target_chars[t]
+                else f"$.targets[{t}]"
+            )
+            problems.append(
+                Problem(
+                    path=path,
+                    message=f"workload {workload.name} on target {target.name} needs about {total:,} characters in each "
+                    f"worker's ECS RunTask overrides, which hold {RUNTASK_OVERRIDES_LIMIT_CHARS:,} in all "
+                    f"({step_budget:,} for the matrix's part): shorten it (custom scripts, client counts, replicas, placement)",
+                )
+            )
+            break
+    return problems
+
+
+def _state_problems(campaign: Campaign) -> list[Problem]:
+    """The execution's state carries the plan's refs only (pgarena.model.plan.PlanRef, PreflightRef; the
+    plan lives in the bucket): what grows is the phase list and one target's steps in one phase."""
+    problems = []
+    budget = STATE_LIMIT_BYTES - STATE_RESERVED_BYTES
+    size = len(campaign.model_dump_json(exclude_none=True))
+    if size > STATE_LIMIT_BYTES:
+        problems.append(
+            Problem(
+                path="$",
+                message=f"the matrix is {size:,} bytes and is the execution's input, which Step Functions' StartExecution "
+                f"accepts up to {STATE_LIMIT_BYTES:,} bytes (256 KiB): fewer targets or workloads, shorter custom scripts",
+            )
+        )
+    else:
+        # Measured only on a matrix that can start: counting the steps of a larger one costs time without bound.
+        problems += _plan_problems(campaign, budget)
+    if len(campaign.targets) > MAX_MAP_ITEMS:
+        problems.append(
+            Problem(
+                path="$.targets",
+                message=f"{len(campaign.targets):,} targets: a phase's targets are listed by States.ArrayRange, which makes "
+                f"at most {MAX_MAP_ITEMS:,} items; split the campaign",
+            )
+        )
+    return problems
+
+
+def _plan_problems(campaign: Campaign, budget: int) -> list[Problem]:
+    problems = []
+    phases = passes(campaign)
+    if len(phases) * PHASE_REF_BYTES > budget:
+        problems.append(
+            Problem(
+                path="$.repetitions",
+                message=f"{len(phases):,} phases (one per workload and repetition) make Validate And Plan's answer about "
+                f"{len(phases) * PHASE_REF_BYTES // 1024:,} KB, and a state in Step Functions holds {STATE_LIMIT_BYTES // 1024} KB "
+                f"({STATE_RESERVED_BYTES // 1000} KB kept for failure messages): fewer repetitions or workloads, or split the campaign",
+            )
+        )
+    # Every target of a phase runs the same steps; a step's shards are indices made in the state machine,
+    # never listed in its state, so steps are counted before sharding.
+    steps = max(sum(1 for _ in step_shapes(campaign, selected)) for selected in set(phases))
+    if steps * STEP_REF_BYTES > budget:
+        problems.append(
+            Problem(
+                path="$.workloads",
+                message=f"{steps:,} steps of one target in one phase make Preflight Target's answer about "
+                f"{steps * STEP_REF_BYTES // 1024:,} KB, and a state in Step Functions holds {STATE_LIMIT_BYTES // 1024} KB "
+                f"({STATE_RESERVED_BYTES // 1000} KB kept for failure messages): fewer client counts or workloads, "
+                "repetitions > 1 (one phase per workload and repetition), or split the campaign",
+            )
+        )
+    return problems
