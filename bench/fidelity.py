@@ -45,13 +45,14 @@ from moto import mock_aws
 from pgarena.aws.barrier import DynamoBarrier
 from pgarena.aws.store import ResultStore, create_results_table
 from pgarena.local.embedded import EmbeddedProcess
-from pgarena.model.matrix import Endpoint, PgbenchRun, PgbenchWorkload
+from pgarena.model.matrix import Endpoint
 from pgarena.model.plan import Step
 from pgarena.planning.campaign import parse_campaign
 from pgarena.planning.planner import plan_campaign
 from pgarena.server.postgres import connect
 from pgarena.tools.pgbench.command import init_args, libpq_env, pgbench_binary, run_args
 from pgarena.tools.pgbench.parser import parse_pgbench
+from pgarena.tools.pgbench.spec import PgbenchRun, PgbenchStep
 from pgarena.worker.run import run_step
 
 SERVER_CORE, CLIENT_CORE = 0, 1
@@ -92,7 +93,7 @@ def children_cpu_s() -> float:
 
 
 def pgbench_run(endpoint: Endpoint, run: PgbenchRun, clients: int, workdir: Path, extra: list[str]) -> Measured:
-    args = [*run_args(run, clients, workdir), *extra]
+    args = [*run_args(run, clients, workdir, rate_tps=None), *extra]
     cpu0 = children_cpu_s()
     out = subprocess.run(
         ["taskset", "-c", str(CLIENT_CORE), pgbench_binary(), *args],
@@ -197,7 +198,7 @@ def main() -> None:  # noqa: PLR0915  # the benchmark's one script: server, roun
             }
         )
         init, step = plan_campaign(campaign, "fidelity").targets[0].steps
-        assert isinstance(init.spec, PgbenchWorkload)  # the campaign above
+        assert isinstance(init.spec, PgbenchStep) and init.spec.init is not None  # the campaign above
         subprocess.run(
             [pgbench_binary(), *init_args(init.spec.init)],
             env={**os.environ, **libpq_env(endpoint, None)},

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -21,6 +20,7 @@ from pgarena.model.results import CampaignResults
 from pgarena.planning.campaign import load_execution_input
 from pgarena.remote.execution import RESULTS_WAIT_S, STACK_NAME
 from pgarena.report import write_to_folder
+from pgarena.tools.workloads import TOOL_NAMES
 
 if TYPE_CHECKING:
     from pgarena.remote.execution import AwsRun
@@ -485,16 +485,19 @@ def compare(
     console.print(summary, style="red" if regressions else "green", highlight=False)
 
 
-class ParseTool(StrEnum):
-    pgbench = "pgbench"
-    sysbench = "sysbench"
+def _tool_name(name: str) -> str:
+    if name not in TOOL_NAMES:
+        raise typer.BadParameter(f"{name!r} is not one of {', '.join(TOOL_NAMES)}")
+    return name
 
 
 @app.command()
-def parse(tool: ParseTool, file: Annotated[Path, typer.Argument(help="raw tool output; - for stdin")]) -> None:
+def parse(
+    tool: Annotated[str, typer.Argument(callback=_tool_name, help=f"one of {', '.join(TOOL_NAMES)}")],
+    file: Annotated[Path, typer.Argument(help="raw tool output; - for stdin")],
+) -> None:
     """Parse a benchmark tool's raw output (pgbench 9.6-18, sysbench 0.5 and 1.0) and print JSON."""
-    from pgarena.tools.pgbench.parser import parse_pgbench
-    from pgarena.tools.sysbench.parser import parse_sysbench
+    from pgarena.tools.registry import tool_for
 
     try:
         text = sys.stdin.read() if str(file) == "-" else file.read_text(errors="replace")
@@ -504,7 +507,7 @@ def parse(tool: ParseTool, file: Annotated[Path, typer.Argument(help="raw tool o
     except OSError as error:  # a directory, no permission
         _fail(f"{file}: cannot read it: {error.strerror or error}")
         raise typer.Exit(2) from None
-    parsed = parse_pgbench(text) if tool is ParseTool.pgbench else parse_sysbench(text)
+    parsed = tool_for(tool).parse(text)
     print(parsed.model_dump_json(indent=2))
 
 

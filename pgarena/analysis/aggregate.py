@@ -14,10 +14,8 @@ from pgarena.analysis.merge import NoCommonWindow, merge
 from pgarena.analysis.metrics import campaign_statistics, target_metrics, with_points
 from pgarena.analysis.ranking import rank_targets
 from pgarena.analysis.rate import rate_incident
-from pgarena.analysis.warmup import warmup_of
 from pgarena.model import layout
 from pgarena.model.errors import Caught, ErrorInfo, ErrorKind, error_info
-from pgarena.model.matrix import PgbenchWorkload
 from pgarena.model.metrics import PointMetrics
 from pgarena.model.monitor import ConnectionReport, Incident
 from pgarena.model.outcomes import StepOutcome, TargetOutcome
@@ -189,7 +187,7 @@ def _sharded_result(  # noqa: PLR0913  # a step's planned shards, their outcomes
         transactions=merged.transactions,
         failed_transactions=merged.failed_transactions,
         progress=merged.progress,
-        warmup_s=warmup_of(step.spec),
+        warmup_s=ran[0][0].warmup_s,  # as the workers recorded it
         start_skew_s=merged.start_skew_s,
         window_s=merged.window_s,
         degraded=bool(failed),
@@ -220,12 +218,8 @@ def median_rtt_ms(workers: list[WorkerFacts | None]) -> float | None:
     return round(median(rtts), 3) if rtts else None
 
 
-def _rate_tps(step: Step) -> float | None:
-    return step.spec.run.rate_tps if isinstance(step.spec, PgbenchWorkload) else None
-
-
 def _rate_incidents(step: Step, summary: StepSummary | None) -> list[Incident]:
-    incident = rate_incident(_rate_tps(step), summary.tps, summary.progress) if summary else None
+    incident = rate_incident(step.spec.rate_tps, summary.tps, summary.progress) if summary else None
     return [incident] if incident else []
 
 
@@ -287,13 +281,14 @@ def _target_result(  # noqa: PLR0913  # a target's plan, outcome, summaries, ser
                 transactions=summary.transactions if summary else None,
                 failed_transactions=summary.failed_transactions if summary else None,
                 progress=summary.progress if summary else [],
-                warmup_s=warmup_of(step.spec) if step.kind == "run" else None,
+                # As the worker recorded it; a step that left no summary has its record's.
+                warmup_s=summary.warmup_s if summary else step.spec.warmup_s,
                 extra=summary.extra if summary else {},
                 connections=_connections(campaign_id, summary),
                 replication=_replication(campaign_id, summary),
                 phase=step.phase,
                 barrier=summary.barrier if summary else None,
-                rate_tps=_rate_tps(step),
+                rate_tps=step.spec.rate_tps,
                 incidents=_rate_incidents(step, summary) if status == "succeeded" else [],
                 worker=summary.worker if summary else None,
                 harness=summary.harness if summary else None,

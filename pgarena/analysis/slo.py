@@ -14,9 +14,9 @@ from collections.abc import Callable
 
 from pgarena.analysis.rate import lag_grows, rate_incident
 from pgarena.model.errors import ErrorInfo
-from pgarena.model.matrix import Slo
 from pgarena.model.results import Latency, ProgressSample
 from pgarena.model.slo import SloProbe, SloSearch
+from pgarena.tools.spec import Slo
 
 # pgbench --rate takes fractions; a tenth of a transaction per second is finer than any probe needs.
 RATE_DIGITS = 1

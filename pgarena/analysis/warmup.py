@@ -9,16 +9,10 @@ and sharded runs alike.
 
 from __future__ import annotations
 
-from pgarena.model.matrix import PgbenchWorkload, Workload
 from pgarena.model.results import ProgressSample
 
 # pgbench prints progress times to 0.1 s: an interval ending exactly at the warm-up's end is kept.
 _PRINTED_S = 0.05
-
-
-def warmup_of(spec: Workload) -> int | None:
-    """The workload's warm-up in seconds, None when it has none (sysbench, or 0)."""
-    return spec.run.warmup_s or None if isinstance(spec, PgbenchWorkload) else None
 
 
 def measured_progress(progress: list[ProgressSample], warmup_s: float, interval_s: float) -> list[ProgressSample]:

@@ -3,37 +3,29 @@ field-level validation. pgarena.planning.campaign.parse_campaign reads a matrix 
 
 from __future__ import annotations
 
-import re
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
-from pgarena.model.sysbench import MAX_DURATION_S, SysbenchPrepare, SysbenchRun
+# The tools' workload schemas sit beneath the matrix and share its base, names and bounds; the names
+# others import from here are re-exported. MAX_STARTED_TOGETHER is the one AWS limit among them, as it
+# bounds fields (workers, consolidation steps); the others are in pgarena.planning.limits, which
+# measures the plan.
+from pgarena.tools.spec import FAN_OUT_REASON as FAN_OUT_REASON
+from pgarena.tools.spec import MAX_CLIENTS, Name, Strict
+from pgarena.tools.spec import MAX_STARTED_TOGETHER as MAX_STARTED_TOGETHER
+from pgarena.tools.spec import NAME_PATTERN as NAME_PATTERN
+from pgarena.tools.workloads import Workload
 
-# Names end up in S3 keys, DynamoDB keys and file names: keep them boring.
-NAME_PATTERN = r"^[a-z0-9][a-z0-9_-]{0,62}$"
 # A campaign id prefixes S3 keys and DynamoDB keys: <name>-<stamp>-<hex> locally, <schedule>-<execution id>
 # when scheduled. No slash, no leading dot, no space.
 CAMPAIGN_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$"
 ENV_VAR_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*$"
 SECRET_ARN_PATTERN = r"^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:.+$"
 # Bounds of the schema's fields (each refusal names the bound).
-MAX_SCALE = 100_000  # pgbench scale 100,000 is ~1.5 TB; its load timeout is already 35 days
-MAX_CLIENTS = 10_000
 MAX_SETTINGS = 200
-MAX_SWEEP = 64
 MAX_SETTING_CHARS = 1_024
-# AWS Step Functions' inline Map runs at most 40 iterations at once: a step's workers (and a consolidation
-# phase's targets) start together only up to that; the others would start after the start barrier gave up.
-# The one AWS limit here, as it bounds fields (workers, consolidation steps); the others are in
-# pgarena.planning.limits, which measures the plan.
-MAX_STARTED_TOGETHER = 40
-FAN_OUT_REASON = (
-    f"AWS Step Functions starts at most {MAX_STARTED_TOGETHER} iterations of an inline Map at once, so only "
-    f"{MAX_STARTED_TOGETHER} workers can meet at the start barrier"
-)
 
-Name = Annotated[str, Field(pattern=NAME_PATTERN, description="lower-case letters, digits, - and _")]
 EnvVarName = Annotated[str, Field(pattern=ENV_VAR_PATTERN)]
 SecretArn = Annotated[str, Field(pattern=SECRET_ARN_PATTERN)]
 
@@ -42,11 +34,6 @@ INLINE_PASSWORD_FIX = (
     "of an environment variable that holds it (local runs) or 'password_secret_arn' to a Secrets Manager "
     "secret (AWS runs)"
 )
-
-
-class Strict(BaseModel):
-    # strict: `true` is not a client count, "5" not a port; allow_inf_nan: Infinity is not a rate.
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
 
 
 class Endpoint(Strict):
@@ -248,224 +235,6 @@ class Target(Strict):
         return self
 
 
-class PgbenchInit(Strict):
-    """pgbench --initialize: timed, its phases recorded; load time is a result of its own."""
-
-    scale: int = Field(1, ge=1, le=MAX_SCALE, description=f"pgbench -s, at most {MAX_SCALE:,}")
-    fillfactor: int = Field(100, ge=10, le=100)
-    partitions: int | None = Field(None, ge=1, le=100_000, description="partition pgbench_accounts")
-    partition_method: Literal["range", "hash"] | None = None
-    foreign_keys: bool = False
-    unlogged_tables: bool = False
-    data_generation: Literal["client", "server"] = Field("client", description="client-side (g) or server-side (G)")
-    init_steps: str | None = Field(
-        None, pattern=r"^[dtgGvpf]+$", description="pgbench -I steps, e.g. dtGvp; overrides data_generation"
-    )
-
-    @model_validator(mode="after")
-    def _partitioning(self) -> PgbenchInit:
-        if self.partition_method and not self.partitions:
-            raise ValueError("partition_method needs partitions")
-        return self
-
-
-# pgbench's \shell and \setshell run a program on the worker; pgbench reads a backslash anywhere outside
-# quotes as a meta-command, in any case, so the whole text is searched (a false alarm costs a rewording).
-SHELL_META_COMMAND = re.compile(r"\\\s*(set)?shell", re.IGNORECASE)
-SHELL_FIX = (
-    "pgbench's \\shell and \\setshell start a program on the worker, next to its credentials: pgarena refuses "
-    "them in custom scripts; compute values with \\set or in SQL instead"
-)
-
-
-class PgbenchScript(Strict):
-    """A script in a weighted mix: a builtin one, or custom SQL shipped in the matrix."""
-
-    builtin: Literal["tpcb-like", "simple-update", "select-only"] | None = None
-    sql: str | None = Field(
-        None, min_length=1, description="pgbench script text (meta-commands allowed, except \\shell and \\setshell)"
-    )
-    weight: int = Field(1, ge=1, le=1_000_000)
-
-    @field_validator("sql")
-    @classmethod
-    def _no_shell(cls, value: str | None) -> str | None:
-        if value is not None and SHELL_META_COMMAND.search(value):
-            raise ValueError(SHELL_FIX)
-        return value
-
-    @model_validator(mode="after")
-    def _one_kind(self) -> PgbenchScript:
-        if (self.builtin is None) == (self.sql is None):
-            raise ValueError("set exactly one of 'builtin' or 'sql'")
-        return self
-
-
-# Open-loop probes an SLO search runs after its closed-loop ceiling run (README, "Throughput at a latency SLO").
-DEFAULT_SLO_PROBES = 5
-MAX_SLO_PROBES = 12
-
-
-class Slo(Strict):
-    """A latency objective: pgarena finds the highest --rate at which it holds (pgarena.analysis.slo)."""
-
-    p95_ms: float | None = Field(None, gt=0, le=3_600_000, description="the p95 latency must stay at or under this")
-    p99_ms: float | None = Field(None, gt=0, le=3_600_000, description="or: the p99 latency must stay at or under this")
-    probes: int = Field(
-        DEFAULT_SLO_PROBES,
-        ge=1,
-        le=MAX_SLO_PROBES,
-        description="open-loop runs of the bisection on the rate, after one closed-loop run for the ceiling",
-    )
-
-    @model_validator(mode="after")
-    def _one_objective(self) -> Slo:
-        if (self.p95_ms is None) == (self.p99_ms is None):
-            raise ValueError("set exactly one of 'p95_ms' or 'p99_ms'")
-        return self
-
-    @property
-    def percentile(self) -> Literal[95, 99]:
-        return 95 if self.p95_ms is not None else 99
-
-    @property
-    def limit_ms(self) -> float:
-        limit = self.p95_ms if self.p95_ms is not None else self.p99_ms
-        assert limit is not None  # _one_objective
-        return limit
-
-
-class PgbenchRun(Strict):
-    clients: int | list[int] = Field(1, description="one client count, or a list for a sweep")
-    jobs: int = Field(1, ge=1, le=MAX_CLIENTS, description="pgbench threads; at most the clients")
-    duration_s: int | None = Field(
-        None, ge=1, le=MAX_DURATION_S, description=f"run for this long (-T), at most {MAX_DURATION_S:,} s (a week)"
-    )
-    transactions: int | None = Field(None, ge=1, le=1_000_000_000, description="or run this many transactions per client (-t)")
-    protocol: Literal["simple", "extended", "prepared"] = "simple"
-    progress_s: int = Field(5, ge=1, le=3600)
-    builtin: Literal["tpcb-like", "simple-update", "select-only"] = "tpcb-like"
-    scripts: list[PgbenchScript] | None = Field(None, min_length=1, description="a weighted mix; replaces builtin")
-    rate_tps: float | None = Field(None, gt=0, le=1e9, description="throttle to this rate (--rate); schedule lag is reported")
-    latency_limit_ms: float | None = Field(None, gt=0, le=3_600_000, description="count transactions slower than this as late")
-    max_tries: int | None = Field(None, ge=1, le=1_000_000, description="retry serialization/deadlock failures (pgbench 15+)")
-    percentiles: bool = Field(True, description="log every transaction's latency for exact p50/p95/p99")
-    no_vacuum: bool = Field(False, description="skip pgbench's vacuum of its tables before the run (-n)")
-    warmup_s: int = Field(
-        0,
-        ge=0,
-        le=MAX_DURATION_S,
-        description="leave the run's first seconds out of every figure (tps, percentiles, progress, stability); "
-        "counted within duration_s",
-    )
-    slo: Slo | None = Field(
-        None,
-        description="find the highest open-loop rate at which this latency objective holds: a closed-loop run for the "
-        "ceiling, then `probes` runs bisecting on --rate, all in the run's one worker step",
-    )
-    workers: int = Field(
-        1, ge=1, description=f"split the clients across this many workers started together (at most {MAX_STARTED_TOGETHER})"
-    )
-    max_clients_per_worker: int | None = Field(
-        None, ge=1, le=MAX_CLIENTS, description="or: as many workers as it takes to keep each at or under this many clients"
-    )
-
-    @field_validator("clients")
-    @classmethod
-    def _positive_clients(cls, value: int | list[int]) -> int | list[int]:
-        counts = value if isinstance(value, list) else [value]
-        if not counts:
-            raise ValueError("give at least one client count")
-        if len(counts) > MAX_SWEEP:
-            raise ValueError(f"a sweep has at most {MAX_SWEEP} client counts")
-        if any(c < 1 or c > MAX_CLIENTS for c in counts):
-            raise ValueError(f"client counts must be between 1 and {MAX_CLIENTS:,}")
-        if len(set(counts)) != len(counts):
-            raise ValueError("client counts in a sweep must be distinct")
-        return value
-
-    @field_validator("workers")
-    @classmethod
-    def _started_together(cls, value: int) -> int:
-        if value > MAX_STARTED_TOGETHER:
-            raise ValueError(
-                f"at most {MAX_STARTED_TOGETHER} workers: {FAN_OUT_REASON}; lower workers to {MAX_STARTED_TOGETHER} or fewer"
-            )
-        return value
-
-    @model_validator(mode="after")
-    def _duration_or_transactions(self) -> PgbenchRun:
-        if (self.duration_s is None) == (self.transactions is None):
-            raise ValueError("set exactly one of 'duration_s' (-T) or 'transactions' (-t)")
-        if (self.workers > 1 or self.max_clients_per_worker) and not (self.percentiles and self.duration_s):
-            # Shards are merged over their common window from per-transaction logs.
-            raise ValueError("several workers need 'percentiles': true and 'duration_s' (their logs are merged)")
-        if self.warmup_s:
-            if self.duration_s is None:
-                raise ValueError(
-                    "warmup_s needs 'duration_s' (-T): a 'transactions' (-t) run has no seconds to leave out; "
-                    "give duration_s instead of transactions, or remove warmup_s"
-                )
-            if self.warmup_s >= self.duration_s:
-                raise ValueError(
-                    f"warmup_s ({self.warmup_s}) must be shorter than duration_s ({self.duration_s}): the warm-up is "
-                    "the start of the run, left out of the figures; lower warmup_s or raise duration_s"
-                )
-            if not self.percentiles:
-                raise ValueError("warmup_s needs 'percentiles': true: the window is cut from the per-transaction log")
-        if self.slo is not None:
-            self._slo_runnable()
-        return self
-
-    def _slo_runnable(self) -> None:
-        if self.rate_tps is not None:
-            raise ValueError("slo searches the rate itself: remove 'rate_tps' (or the slo)")
-        if self.latency_limit_ms is not None:
-            # Under --rate, --latency-limit skips transactions already late: they would leave the probe's percentiles.
-            raise ValueError(
-                "slo with latency_limit_ms: under --rate pgbench skips the transactions already later than the limit, "
-                "and a skipped transaction has no latency, so a probe's percentile would leave out its slowest; "
-                "remove 'latency_limit_ms' (the slo's limit is the latency objective)"
-            )
-        if self.workers > 1 or self.max_clients_per_worker:
-            # A rate split across shards and merged percentiles per probe is not built: refuse rather than guess.
-            raise ValueError(
-                "slo runs on one worker: remove 'workers' / 'max_clients_per_worker' (or the slo); "
-                "an SLO search across sharded workers is not supported"
-            )
-        if not (self.percentiles and self.duration_s):
-            raise ValueError("slo needs 'percentiles': true and 'duration_s': each probe's percentiles come from its log")
-
-    @property
-    def tool_runs(self) -> int:
-        """pgbench runs one step makes: the SLO search's ceiling run and probes, else one."""
-        return 1 + self.slo.probes if self.slo is not None else 1
-
-    @property
-    def client_counts(self) -> list[int]:
-        return list(self.clients) if isinstance(self.clients, list) else [self.clients]
-
-
-class PgbenchWorkload(Strict):
-    name: Name
-    tool: Literal["pgbench"]
-    init: PgbenchInit = PgbenchInit()
-    run: PgbenchRun
-
-
-class SysbenchWorkload(Strict):
-    """sysbench's bundled OLTP scripts: prepare, run, then cleanup."""
-
-    name: Name
-    tool: Literal["sysbench"]
-    prepare: SysbenchPrepare = SysbenchPrepare()
-    run: SysbenchRun
-    cleanup: bool = Field(True, description="drop the sbtest tables after the runs")
-
-
-Workload = Annotated[PgbenchWorkload | SysbenchWorkload, Field(discriminator="tool")]
-TOOL_NAMES = ("pgbench", "sysbench")
-
 RankingMetric = Literal["throughput", "latency", "stability", "cost", "sustainable", "slo_tps"]
 # The composite score's default weights (README.md, "Reports and ranking"). slo_tps counts only in
 # campaigns whose workloads declare an slo: a metric no target has gives its weight up.
@@ -562,7 +331,7 @@ class Campaign(Strict):
     @model_validator(mode="after")
     def _consolidation_uses_every_target(self) -> Campaign:
         sweep = self.scenario.consolidation if self.scenario else None
-        searched = [w.name for w in self.workloads if isinstance(w, PgbenchWorkload) and w.run.slo is not None]
+        searched = [w.name for w in self.workloads if w.slo is not None]
         if sweep and searched:
             # A sweep's targets start together; an SLO search's probes would drift apart and load each other.
             raise ValueError(

@@ -8,7 +8,8 @@ import re
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
-from pgarena.model.matrix import ENV_VAR_PATTERN, NAME_PATTERN, SECRET_ARN_PATTERN, TOOL_NAMES
+from pgarena.model.matrix import ENV_VAR_PATTERN, NAME_PATTERN, SECRET_ARN_PATTERN
+from pgarena.tools.workloads import LIMIT_REASONS, TOOL_NAMES
 
 
 class Problem(BaseModel):
@@ -44,10 +45,9 @@ _UNION_TAG = re.compile(r"^(str|int|float|bool|none|(list|dict|tuple)\[.*\])$")
 # Why an upper bound is there, for the refusal's message.
 _LIMIT_REASONS = {
     "duration_s": "a week at most; longer runs outgrow the worker's timers (split it into repetitions)",
-    "scale": "pgbench scale 100,000 is about 1.5 TB; its load would outlast every timeout",
-    "table_size": "tables x table_size is bounded like pgbench's scale",
     "provider": "a label for reports; it travels in every step's state",
     "transactions": "give duration_s for long runs",
+    **LIMIT_REASONS,
 }
 NON_FINITE_FIX = "Infinity and NaN are not numbers a benchmark can use: give a finite number"
 

@@ -43,7 +43,7 @@ class PointMetrics(BaseModel):
     tps_interval: Interval | None = Field(None, description="mean, stddev, n, 95% t-interval of tps over repetitions")
     p95_interval: Interval | None = Field(None, description="the same for p95 latency (ms), where every run has it")
     p99_interval: Interval | None = Field(None, description="the same for p99 latency (ms), where every run has it")
-    qps: float | None = Field(None, description="queries per second (sysbench), mean over repetitions")
+    qps: float | None = Field(None, description="queries per second (tools that count queries), mean over repetitions")
     latency_ms: Latency = Latency()
     error_rate: float | None = Field(None, description="failed / (processed + failed) transactions")
     retry_rate: float | None = Field(None, description="retried / processed transactions, where the tool reports it")

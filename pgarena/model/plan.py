@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import hashlib
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -12,18 +12,15 @@ from pgarena.model.matrix import (
     ConnectionPolicy,
     CostPolicy,
     Endpoint,
-    PgbenchWorkload,
     Placement,
     Pooler,
     RankingConfig,
     Replica,
     Scenario,
-    SysbenchWorkload,
-    Workload,
 )
 from pgarena.model.results import RunOrder, ServerInfo
-from pgarena.model.sysbench import SysbenchCommand
-from pgarena.model.sysbench import connections_used as sysbench_connections
+from pgarena.tools.spec import StepKind
+from pgarena.tools.workloads import ToolStep
 
 # A run gets its duration plus this before Step Functions gives up on it.
 RUN_TIMEOUT_MARGIN_S = 300
@@ -74,11 +71,11 @@ class Step(Boundary):
     campaign_id: str
     target: str
     workload: str
-    kind: Literal["init", "run", "cleanup"]
-    spec: Workload = Field(description="the workload as the matrix gives it")
+    kind: StepKind
+    spec: ToolStep = Field(description="the step's run record, resolved at planning for its tool and kind")
     endpoint: Endpoint
     placement: Placement | None = None
-    clients: int | None = Field(None, description="pgbench clients or sysbench threads this run opens")
+    clients: int | None = Field(None, description="the clients (or threads) this run opens")
     requested_clients: int | None = Field(None, description="set when the budget clamped the client count")
     repetition: int = 1
     timeout_s: int
@@ -104,7 +101,7 @@ class Step(Boundary):
     @property
     def tool_runs(self) -> int:
         """Tool runs the step makes in sequence: an SLO search's ceiling run and probes, else one."""
-        return self.spec.run.tool_runs if self.kind == "run" and isinstance(self.spec, PgbenchWorkload) else 1
+        return self.spec.tool_runs
 
     @property
     def tool_timeout_s(self) -> int:
@@ -112,26 +109,13 @@ class Step(Boundary):
         duration plus the margin), so that one stuck probe cannot use up the others' time."""
         if self.tool_runs == 1:
             return self.timeout_s
-        assert isinstance(self.spec, PgbenchWorkload) and self.spec.run.duration_s is not None  # slo validation
-        return self.spec.run.duration_s + RUN_TIMEOUT_MARGIN_S
+        assert self.spec.duration_s is not None  # an slo needs duration_s
+        return self.spec.duration_s + RUN_TIMEOUT_MARGIN_S
 
     @property
     def connections(self) -> int:
-        """Connections this step opens at its peak (measured server-side, see README "Connection budgets").
-
-        pgbench: -i uses one; a run one per client (its setup connection closes before the clients
-        connect). sysbench: a run one per thread; prepare one per thread plus one per table being
-        loaded; cleanup one.
-        """
-        if isinstance(self.spec, SysbenchWorkload):
-            command: SysbenchCommand = "prepare" if self.kind == "init" else self.kind
-            threads = self.clients if self.kind == "run" else self.spec.prepare.threads
-            assert threads is not None
-            return sysbench_connections(command, threads, self.spec.prepare.tables)
-        if self.kind == "run":
-            assert self.clients is not None
-            return self.clients
-        return 1
+        """Connections this step opens at its peak, as its tool counts them."""
+        return self.spec.connections(self.kind, self.clients)
 
     @property
     def application_name(self) -> str:

@@ -64,7 +64,7 @@ class ProgressSample(BaseModel):
     elapsed_s: float
     tps: float
     latency_avg_ms: float | None = None
-    lag_ms: float | None = Field(None, description="schedule lag of the interval (pgbench --rate)")
+    lag_ms: float | None = Field(None, description="schedule lag of the interval (a run under --rate)")
 
 
 class Barrier(BaseModel):
@@ -154,7 +154,9 @@ class StepSummary(BaseModel):
     latency_histogram: str | None = Field(None, description="HdrHistogram of every transaction's latency (us), encoded")
     series: str | None = Field(None, description="S3 key of the shard's per-second histograms (sharded runs)")
     barrier: Barrier | None = None
-    extra: dict[str, float | int | None] = Field(default_factory=dict, description="tool-specific figures, e.g. sysbench qps")
+    extra: dict[str, float | int | None] = Field(
+        default_factory=dict, description="tool-specific figures, e.g. queries per second (qps)"
+    )
     connections: ConnectionReport | None = None
     replication: ReplicationResult | None = Field(None, description="replicas' lag and catch-up after the run")
     worker: WorkerFacts | None = Field(None, description="the load generator's machine and its round trip to the database")
@@ -194,7 +196,7 @@ class ShardResult(BaseModel):
     step_id: str
     clients: int | None
     status: Status
-    tps: float | None = Field(None, description="as this shard's pgbench printed it, over its own run")
+    tps: float | None = Field(None, description="as this shard's tool printed it, over its own run")
     transactions: int | None = None
     barrier: Barrier | None = None
     raw: list[str] = Field(default_factory=list)
@@ -216,7 +218,9 @@ class WorkloadResult(BaseModel):
     warmup_s: int | None = Field(
         None, description="the run's first seconds, left out of tps, transactions, percentiles, progress and stability"
     )
-    extra: dict[str, float | int | None] = Field(default_factory=dict, description="tool-specific figures, e.g. sysbench qps")
+    extra: dict[str, float | int | None] = Field(
+        default_factory=dict, description="tool-specific figures, e.g. queries per second (qps)"
+    )
     connections: ConnectionReport | None = None
     shards: list[ShardResult] = Field(default_factory=list, description="set when several workers ran the step")
     start_skew_s: float | None = Field(None, description="latest shard start minus earliest")
@@ -227,7 +231,7 @@ class WorkloadResult(BaseModel):
     )
     phase: int | None = Field(None, description="the consolidation step the run belongs to (multi-phase campaigns)")
     barrier: Barrier | None = Field(None, description="the start barrier the phase's targets met at (consolidation)")
-    rate_tps: float | None = Field(None, description="the rate the run was throttled to (pgbench --rate)")
+    rate_tps: float | None = Field(None, description="the rate the run was throttled to (--rate)")
     incidents: list[Incident] = Field(
         default_factory=list, description="e.g. rate_not_sustained: the asked rate was not delivered"
     )

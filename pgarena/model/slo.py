@@ -19,7 +19,7 @@ class SloProbe(BaseModel):
     lag_growing: bool | None = Field(None, description="the schedule lag grew over the run (None: no lag series)")
     sustained: bool = Field(False, description="open loop: >= 95% of the rate delivered and the lag did not grow")
     met: bool = Field(False, description="sustained, and the objective's percentile at or under its limit")
-    raw: list[str] = Field(default_factory=list, description="the probe's pgbench output and transaction log")
+    raw: list[str] = Field(default_factory=list, description="the probe's tool output and transaction log")
     error: ErrorInfo | None = None
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from pgarena.model.matrix import FAN_OUT_REASON, MAX_STARTED_TOGETHER, Campaign, PgbenchWorkload
+from pgarena.model.matrix import FAN_OUT_REASON, MAX_STARTED_TOGETHER, Campaign
 from pgarena.model.matrix_errors import Problem
 from pgarena.planning.planner import Pass, passes, step_shapes
 from pgarena.planning.shards import run_workers, split_clients
@@ -76,9 +76,9 @@ def _overrides_problems(campaign: Campaign) -> list[Problem]:
             total = chars + target_chars[t]
             if total <= step_budget:
                 continue
-            scripts = isinstance(workload, PgbenchWorkload) and workload.run.scripts
+            long_field = workload.long_field  # what makes the workload long, as its tool names it
             path = (
-                (f"$.workloads[{w}].run.scripts" if scripts else f"$.workloads[{w}]")
+                (f"$.workloads[{w}].{long_field}" if long_field else f"$.workloads[{w}]")
                 if chars >= target_chars[t]
                 else f"$.targets[{t}]"
             )

@@ -5,10 +5,10 @@ from __future__ import annotations
 import hashlib
 import random
 from collections.abc import Iterator
-from typing import Literal, NamedTuple, TypedDict
+from typing import NamedTuple, TypedDict
 
 from pgarena.model.errors import InvalidMatrix
-from pgarena.model.matrix import Campaign, Endpoint, Placement, Target, Workload
+from pgarena.model.matrix import Campaign, Endpoint, Placement, Target
 from pgarena.model.plan import (
     INIT_TIMEOUT_BASE_S,
     INIT_TIMEOUT_PER_SCALE_S,
@@ -21,21 +21,20 @@ from pgarena.model.plan import (
     Step,
 )
 from pgarena.model.results import RunOrder, RunPass
+from pgarena.tools.spec import StepKind
+from pgarena.tools.workloads import Workload
 
 
 def _init_timeout_s(workload: Workload) -> int:
-    size = workload.init.scale if workload.tool == "pgbench" else workload.prepare.tables * workload.prepare.table_size // 100_000
-    return INIT_TIMEOUT_BASE_S + INIT_TIMEOUT_PER_SCALE_S * max(size, 1)
+    return INIT_TIMEOUT_BASE_S + INIT_TIMEOUT_PER_SCALE_S * max(workload.load_size, 1)
 
 
-def _run_shape(workload: Workload) -> tuple[list[int], int]:
-    """Client counts of the sweep and the run's time bound in seconds, its margin included."""
-    if workload.tool == "pgbench":
-        # -t runs have no duration: give them the init-sized floor. An SLO search runs pgbench
-        # tool_runs times in sequence, each with its own margin.
-        run = workload.run
-        return run.client_counts, run.tool_runs * ((run.duration_s or INIT_TIMEOUT_BASE_S) + RUN_TIMEOUT_MARGIN_S)
-    return [workload.run.threads], workload.run.duration_s + (workload.run.forced_shutdown_s or 0) + RUN_TIMEOUT_MARGIN_S
+def _run_timeout_s(workload: Workload) -> int:
+    """A run step's time bound in seconds, its margin included. Runs of a transaction count have no
+    duration: they get the init-sized floor. An SLO search runs the tool tool_runs times in sequence,
+    each with its own margin."""
+    tool_runs = workload.step_spec("run").tool_runs
+    return tool_runs * ((workload.run_s or INIT_TIMEOUT_BASE_S) + RUN_TIMEOUT_MARGIN_S)
 
 
 class _StepCommon(TypedDict):
@@ -73,7 +72,7 @@ class StepShape(NamedTuple):
     """A step before it has a target: what _steps makes a Step of, and what pgarena.planning.limits counts."""
 
     workload: Workload
-    kind: Literal["init", "run", "cleanup"]
+    kind: StepKind
     clients: int | None = None
     repetition: int = 1
 
@@ -86,11 +85,10 @@ def step_shapes(campaign: Campaign, selected: Pass) -> Iterator[StepShape]:
     for workload in workloads:
         if 1 in repetitions:
             yield StepShape(workload, "init")
-        counts, _ = _run_shape(workload)
         for repetition in repetitions:
-            for clients in counts:
+            for clients in workload.client_counts:
                 yield StepShape(workload, "run", clients, repetition)
-        if workload.tool == "sysbench" and workload.cleanup and campaign.repetitions in repetitions:
+        if workload.cleans_up and campaign.repetitions in repetitions:
             yield StepShape(workload, "cleanup")
 
 
@@ -128,7 +126,7 @@ def _steps(  # noqa: PLR0913  # optional narrowings of the steps (phase, group, 
                     step_id=f"{prefix}/init",
                     workload=workload.name,
                     kind="init",
-                    spec=workload,
+                    spec=workload.step_spec("init"),
                     timeout_s=_init_timeout_s(workload),
                     **common,
                 )
@@ -145,12 +143,12 @@ def _steps(  # noqa: PLR0913  # optional narrowings of the steps (phase, group, 
                     step_id=f"{prefix}/c{clients}-r{repetition}",
                     workload=workload.name,
                     kind="run",
-                    spec=workload,
+                    spec=workload.step_spec("run"),
                     clients=clients,
                     repetition=repetition,
                     replicas=target.replicas,
                     phase_barrier=barrier,
-                    timeout_s=_run_shape(workload)[1] + catch_up_s + barrier_s,
+                    timeout_s=_run_timeout_s(workload) + catch_up_s + barrier_s,
                     **common,
                 )
             )
@@ -160,7 +158,7 @@ def _steps(  # noqa: PLR0913  # optional narrowings of the steps (phase, group, 
                     step_id=f"{prefix}/cleanup",
                     workload=workload.name,
                     kind="cleanup",
-                    spec=workload,
+                    spec=workload.step_spec("cleanup"),
                     timeout_s=INIT_TIMEOUT_BASE_S,
                     **common,
                 )

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from pgarena.model.matrix import PgbenchWorkload, Workload
 from pgarena.model.plan import Step, StepGroup
+from pgarena.tools.workloads import Workload
 
 
 def split_clients(clients: int, workers: int) -> list[int]:
@@ -16,21 +16,17 @@ def split_clients(clients: int, workers: int) -> list[int]:
 
 
 def run_workers(workload: Workload, clients: int) -> int:
-    """Workers asked for in the matrix for a run of `clients`: a fixed count, or enough for a per-worker client cap."""
-    if not isinstance(workload, PgbenchWorkload):
-        return 1
-    run = workload.run
-    if run.max_clients_per_worker:
-        return max(run.workers, -(-clients // run.max_clients_per_worker))
-    return run.workers
+    """Workers asked for in the matrix for a run of `clients`, as the workload's tool counts them: a fixed
+    count, or enough for a per-worker client cap."""
+    return workload.workers(clients)
 
 
 def workers_for(step: Step) -> int:
-    """Workers asked for in the matrix for the step: one for a load or a cleanup."""
+    """Workers asked for in the matrix for the step, from its run record: one for a load or a cleanup."""
     if step.kind != "run":
         return 1
     assert step.clients is not None
-    return run_workers(step.spec, step.clients)
+    return step.spec.workers(step.clients)
 
 
 def shard(step: Step) -> StepGroup:

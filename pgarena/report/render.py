@@ -235,9 +235,7 @@ def slo_charts(report: Report) -> list[Chart]:
         label = labels.get(key) or point_label(key, single_workload=False)
         chart_id = f"chart-slo-{slug(label)}"
         title = f"Offered rate vs p{search.percentile} latency: {label}"
-        svg = line_chart(
-            chart_id, title, lines, "offered rate (tps, pgbench --rate)", f"p{search.percentile} (ms)", css="lines slo"
-        )
+        svg = line_chart(chart_id, title, lines, "offered rate (tps, --rate)", f"p{search.percentile} (ms)", css="lines slo")
         charts.append(Chart(chart_id, title, svg, legend))
     return charts
 

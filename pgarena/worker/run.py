@@ -27,14 +27,12 @@ from botocore.exceptions import ClientError
 
 from pgarena.analysis.catch_up import replication_result, run_seconds
 from pgarena.analysis.slo import probe_result, search
-from pgarena.analysis.warmup import warmup_of
 from pgarena.aws.barrier import BARRIER_TIMEOUT_S, DynamoBarrier
 from pgarena.aws.settings import WorkerEnv
 from pgarena.aws.store import ResultStore
 from pgarena.campaign.ports import Barrier as StartBarrier
 from pgarena.campaign.ports import Store
 from pgarena.model.errors import KILLED, ErrorInfo, ErrorKind, WorkerStopped, error_info
-from pgarena.model.matrix import PgbenchWorkload
 from pgarena.model.monitor import ConnectionReport
 from pgarena.model.plan import PHASE_BARRIER_TIMEOUT_S, WORKER_HARD_STOP_GRACE_S, Step
 from pgarena.model.redact import Redactor
@@ -44,7 +42,8 @@ from pgarena.server.credentials import resolve_password
 from pgarena.server.monitor import Monitor
 from pgarena.server.replication import LAG_SERIES, ReplicationMonitor
 from pgarena.server.restarts import RESTART_SUSPECTS, RESTART_WAIT_S, read_postmaster_start, restart_evidence
-from pgarena.tools.runner import TOOL_RUNNERS, Measured, tool_environment
+from pgarena.tools.registry import tool_for
+from pgarena.tools.runner import Measured, tool_environment
 from pgarena.worker.facts import worker_facts
 from pgarena.worker.harness import CostMeter
 
@@ -158,7 +157,7 @@ def summarize(  # noqa: PLR0913  # each field of a step's summary
         transactions=measured.transactions,
         failed_transactions=measured.failed_transactions,
         progress=measured.progress,
-        warmup_s=warmup_of(step.spec) if step.kind == "run" else None,
+        warmup_s=step.spec.warmup_s,
         load_s=measured.load_s,
         load_phases_s=measured.load_phases_s,
         latency_histogram=measured.histogram,
@@ -191,7 +190,7 @@ def run_step(  # noqa: PLR0915  # a step's whole life: start, stream, probes, up
     step: Step, store: Store, barriers: StartBarrier, workdir: Path, upload_every_s: float = UPLOAD_EVERY_S
 ) -> StepSummary:
     meter = CostMeter()
-    tool = TOOL_RUNNERS[step.tool]
+    tool = tool_for(step.tool)
     password = resolve_password(step.endpoint)
     redactor = Redactor([password])
     argv, tool_env = tool.command(step, password, workdir)
@@ -260,7 +259,7 @@ def run_step(  # noqa: PLR0915  # a step's whole life: start, stream, probes, up
     if catch_ups is not None and lag is not None:
         lag_key = store.put_file(f"{step.raw_prefix}/{LAG_SERIES}", lag.series_path, "application/x-ndjson")
         window_s = measured.extra.get("window_s")  # a warm-up left out: the transactions are the window's
-        run_s = float(window_s) if window_s else run_seconds(step.spec.run.duration_s, measured.transactions, measured.tps)
+        run_s = float(window_s) if window_s else run_seconds(step.spec.duration_s, measured.transactions, measured.tps)
         summary = summary.model_copy(
             update={
                 "replication": replication_result(catch_ups, measured.transactions, run_s, lag_key),
@@ -281,8 +280,8 @@ def run_step(  # noqa: PLR0915  # a step's whole life: start, stream, probes, up
 def _slo_search(step: Step, ceiling: StepSummary, run_probe: Callable[[float, int], SloProbe]) -> StepSummary:
     """The step's SLO search (pgarena.analysis.slo): the step's own run is its closed-loop ceiling, then
     the probes run one after the other in this worker (heartbeats go on), each kept under probe-<n>/."""
-    assert isinstance(step.spec, PgbenchWorkload) and step.spec.run.slo is not None  # tool_runs > 1
-    slo = step.spec.run.slo
+    slo = step.spec.slo
+    assert slo is not None  # tool_runs > 1
     ceiling_point = probe_result(slo, None, ceiling.tps, ceiling.latency_ms, ceiling.progress, ceiling.raw, ceiling.error)
     count = iter(range(1, slo.probes + 1))
     found = search(slo, ceiling_point, lambda rate: run_probe(rate, next(count)))
@@ -300,13 +299,12 @@ def _probe(  # noqa: PLR0913  # run_step's context, passed down to one probe
     upload_every_s: float,
     meter: CostMeter,
 ) -> SloProbe:
-    """One open-loop run of an SLO search at rate_tps: pgbench --rate, its output and log under probe-<index>/."""
-    spec = step.spec
-    assert isinstance(spec, PgbenchWorkload) and spec.run.slo is not None
-    probe_step = step.model_copy(
-        update={"spec": spec.model_copy(update={"run": spec.run.model_copy(update={"rate_tps": rate_tps, "slo": None})})}
-    )
-    tool = TOOL_RUNNERS[step.tool]
+    """One open-loop run of an SLO search at rate_tps (--rate): its output and log under probe-<index>/."""
+    slo = step.spec.slo
+    assert slo is not None  # tool_runs > 1
+    # The step's record with the probe's rate: the tool builds its command from the record.
+    probe_step = step.model_copy(update={"spec": step.spec.model_copy(update={"rate_tps": rate_tps, "slo": None})})
+    tool = tool_for(step.tool)
     probe_dir = workdir / f"probe-{index}"
     probe_dir.mkdir(exist_ok=True)
     prefix = f"{step.raw_prefix}/probe-{index}"
@@ -330,7 +328,7 @@ def _probe(  # noqa: PLR0913  # run_step's context, passed down to one probe
         raw.append(store.put_file(f"{prefix}/{artifact.name}.gz", _gzip(artifact), "application/gzip"))
     with meter.log_processing():
         measured = tool.measure(probe_step, raw_path.read_text(errors="replace"), exit_code, probe_dir)
-    return probe_result(spec.run.slo, rate_tps, measured.tps, measured.latency, measured.progress, raw, measured.error)
+    return probe_result(slo, rate_tps, measured.tps, measured.latency, measured.progress, raw, measured.error)
 
 
 def _barrier(step: Step, barriers: StartBarrier) -> Barrier | None:

@@ -48,15 +48,15 @@ CONSOLIDATION = {
         }
     ],
 }
-# A plan past 256 KiB, quick to run: 5 targets x (a load + 12 client counts of one transaction), each step
-# carrying a custom script as long as a worker's RunTask overrides allow. The old state machine carried
+# A plan past 256 KiB, quick to run: 6 targets x (a load + 12 client counts of one transaction), each run
+# step carrying a custom script as long as a worker's RunTask overrides allow. The old state machine carried
 # the whole plan in its state (Validate And Plan's output): it would have failed with States.DataLimitExceeded
-# before any target ran. One target is an embedded server that runs every step; four are endpoints nobody
+# before any target ran. One target is an embedded server that runs every step; five are endpoints nobody
 # listens on, refused at preflight (their steps are planned, never run), which keeps the test short.
 LONG_SCRIPT = "\n".join(
     f"-- a script as long as RunTask overrides allow, copied into every step of the plan {i}" for i in range(36)
 )
-UNREACHABLE = ("u1", "u2", "u3", "u4")
+UNREACHABLE = ("u1", "u2", "u3", "u4", "u5")
 
 
 def wide() -> dict:

@@ -11,7 +11,6 @@ from pgarena.aws.settings import LauncherEnv
 from pgarena.cli import app
 from pgarena.model.matrix_errors import MatrixError
 from pgarena.model.plan import PhaseRef, PlanRef, StepRef
-from pgarena.model.sysbench import MAX_DURATION_S
 from pgarena.planning.campaign import load_campaign, parse_campaign
 from pgarena.planning.limits import (
     MAX_MAP_ITEMS,
@@ -23,6 +22,7 @@ from pgarena.planning.limits import (
 )
 from pgarena.planning.planner import plan_campaign
 from pgarena.planning.shards import shard
+from pgarena.tools.spec import MAX_DURATION_S
 from tests.conftest import FIXTURES
 
 MINIMAL = json.loads((FIXTURES / "matrices" / "minimal.json").read_text())

@@ -5,7 +5,6 @@ import pytest
 from pgarena.analysis.ranking import rank_targets
 from pgarena.analysis.slo import midpoint, outcome, probe_result, search
 from pgarena.cli import ranking_table, show_event
-from pgarena.model.matrix import Slo
 from pgarena.model.matrix_errors import MatrixError
 from pgarena.model.plan import RUN_TIMEOUT_MARGIN_S
 from pgarena.model.results import CampaignResults, Latency, ProgressSample, StepSummary, TargetResult, WorkloadResult
@@ -15,6 +14,7 @@ from pgarena.planning.cost import S3_PUTS_PER_STEP, estimate, expected_work_s
 from pgarena.planning.planner import plan_campaign
 from pgarena.remote.follow import Event
 from pgarena.report import build_reports
+from pgarena.tools.spec import Slo
 
 P99_50 = Slo(p99_ms=50.0, probes=5)
 

@@ -18,7 +18,7 @@ def test_pgbench_load_is_scale_10000_fillfactor_90():
 
 def test_pgbench_run_is_prepared_1000_clients_600_s_with_60_s_progress(tmp_path: Path):
     # pgbench --protocol=prepared -P 60 --time=600 --client=1000 --jobs=2048 (pgbench caps jobs at clients)
-    args = run_args(PGBENCH.run, 1000, tmp_path)
+    args = run_args(PGBENCH.run, 1000, tmp_path, PGBENCH.run.rate_tps)
     for flag in ["--builtin=tpcb-like", "--client=1000", "--jobs=1000", "--time=600", "--protocol=prepared", "--progress=60"]:
         assert flag in args
 

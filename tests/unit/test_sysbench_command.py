@@ -3,8 +3,8 @@
 import pytest
 from pydantic import ValidationError
 
-from pgarena.model.sysbench import SysbenchPrepare, SysbenchRun, connections_used
 from pgarena.tools.sysbench.command import cleanup_args, connection_args, prepare_args, run_args, sysbench_binary, sysbench_env
+from pgarena.tools.sysbench.spec import SysbenchPrepare, SysbenchRun, connections_used
 
 # The workload shape the matrix will carry (issue 4).
 MATRIX_PREPARE = {"tables": 2, "table_size": 1000}

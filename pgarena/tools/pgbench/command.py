@@ -6,8 +6,9 @@ import os
 import shutil
 from pathlib import Path
 
-from pgarena.model.matrix import Endpoint, PgbenchInit, PgbenchRun
+from pgarena.model.matrix import Endpoint
 from pgarena.tools.binaries import embedded_bin_dir
+from pgarena.tools.pgbench.spec import PgbenchInit, PgbenchRun
 
 # pgbench --log writes <prefix>.<pid> and <prefix>.<pid>.<thread>: one line per transaction.
 TRANSACTION_LOG_PREFIX = "transactions"
@@ -81,7 +82,8 @@ def script_args(run: PgbenchRun, workdir: Path) -> list[str]:
     return args
 
 
-def run_args(run: PgbenchRun, clients: int, workdir: Path) -> list[str]:
+def run_args(run: PgbenchRun, clients: int, workdir: Path, rate_tps: float | None) -> list[str]:
+    """`rate_tps`: the step's resolved rate (an SLO probe's own), never the run section's."""
     jobs = min(run.jobs, clients)  # pgbench refuses more threads than clients
     return [
         *script_args(run, workdir),
@@ -90,7 +92,7 @@ def run_args(run: PgbenchRun, clients: int, workdir: Path) -> list[str]:
         *([f"--time={run.duration_s}"] if run.duration_s else [f"--transactions={run.transactions}"]),
         f"--protocol={run.protocol}",
         f"--progress={run.progress_s}",
-        *([f"--rate={run.rate_tps}"] if run.rate_tps else []),
+        *([f"--rate={rate_tps}"] if rate_tps else []),
         *([f"--latency-limit={run.latency_limit_ms}"] if run.latency_limit_ms else []),
         *([f"--max-tries={run.max_tries}"] if run.max_tries else []),
         *(["--no-vacuum"] if run.no_vacuum else []),

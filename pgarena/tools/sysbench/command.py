@@ -25,7 +25,7 @@ from __future__ import annotations
 import os
 import shutil
 
-from pgarena.model.sysbench import SysbenchPrepare, SysbenchRun
+from pgarena.tools.sysbench.spec import SysbenchPrepare, SysbenchRun
 
 
 def sysbench_binary() -> str:

@@ -1,10 +1,13 @@
-"""The sysbench workload as a matrix declares it: prepare and run options, checked against what pgarena owns."""
+"""sysbench's schemas: the matrix's sysbench workload and the run record a sysbench step carries. Pure:
+pydantic and pgarena.tools.spec only (the matrix is built on it)."""
 
 from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
+
+from pgarena.tools.spec import MAX_DURATION_S, Name, Slo, StepKind, StepSpec, Strict
 
 # The OLTP scripts Debian's sysbench 1.0 ships in /usr/share/sysbench (bulk_insert is left out:
 # it has no prepare step and does not use the sbtest tables).
@@ -59,9 +62,9 @@ _OWNED_OPTIONS = frozenset(
 
 _OWNED_PREFIXES = ("--pgsql-", "--mysql-")
 
-# The same bounds as the matrix's pgbench fields (pgarena.model.matrix imports this module).
-MAX_DURATION_S = 7 * 24 * 3600
 MAX_ROWS = 10_000_000_000  # pgbench scale 100,000
+# Why an upper bound is there, for the matrix's refusal (pgarena.model.matrix).
+LIMIT_REASONS = {"table_size": "tables x table_size is bounded like pgbench's scale"}
 
 # What extra_args may add: sysbench 1.0.20's general options and its OLTP scripts' options that no field
 # owns (`sysbench --help`, `sysbench oltp_read_write help`). A list of what is allowed, not of what is
@@ -96,10 +99,6 @@ _ALLOWED_OPTIONS = frozenset(
 _SINGLE_TABLE_SCRIPTS = frozenset({"select_random_points", "select_random_ranges"})
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
-
-
 def _check_extra_args(args: tuple[str, ...]) -> tuple[str, ...]:
     for arg in args:
         name = arg.split("=", 1)[0]
@@ -112,7 +111,7 @@ def _check_extra_args(args: tuple[str, ...]) -> tuple[str, ...]:
     return args
 
 
-class SysbenchPrepare(_Strict):
+class SysbenchPrepare(Strict):
     """The data set: `sysbench <script> prepare` creates tables sbtest1..N of table_size rows."""
 
     # Every OLTP script creates the same sbtest tables, so one prepare serves all of them.
@@ -139,7 +138,7 @@ class SysbenchPrepare(_Strict):
         return self
 
 
-class SysbenchRun(_Strict):
+class SysbenchRun(Strict):
     """One `sysbench <script> run`. A None count leaves the script's own default."""
 
     script: SysbenchScript = "oltp_read_write"
@@ -195,3 +194,60 @@ def connections_used(command: SysbenchCommand, threads: int, tables: int = 1) ->
     if command == "prepare":
         return threads + min(threads, tables)
     return 1
+
+
+class SysbenchWorkload(Strict):
+    """sysbench's bundled OLTP scripts: prepare, run, then cleanup."""
+
+    name: Name
+    tool: Literal["sysbench"]
+    prepare: SysbenchPrepare = SysbenchPrepare()
+    run: SysbenchRun
+    cleanup: bool = Field(True, description="drop the sbtest tables after the runs")
+
+    @property
+    def client_counts(self) -> list[int]:
+        return [self.run.threads]
+
+    @property
+    def slo(self) -> Slo | None:
+        return None
+
+    @property
+    def load_size(self) -> int:
+        return self.prepare.tables * self.prepare.table_size // 100_000
+
+    @property
+    def run_s(self) -> int | None:
+        return self.run.duration_s + (self.run.forced_shutdown_s or 0)
+
+    @property
+    def cleans_up(self) -> bool:
+        return self.cleanup
+
+    @property
+    def long_field(self) -> str | None:
+        return None
+
+    def workers(self, clients: int) -> int:
+        return 1
+
+    def step_spec(self, kind: StepKind) -> SysbenchStep:
+        if kind != "run":
+            return SysbenchStep(prepare=self.prepare)
+        return SysbenchStep(prepare=self.prepare, run=self.run, duration_s=self.run.duration_s)
+
+
+class SysbenchStep(StepSpec):
+    """A sysbench step's record: the data set every command names, and the run's parameters for a run."""
+
+    tool: Literal["sysbench"] = "sysbench"
+    prepare: SysbenchPrepare
+    run: SysbenchRun | None = None
+
+    def connections(self, kind: StepKind, clients: int | None) -> int:
+        """sysbench: a run one per thread; prepare one per thread plus one per table being loaded;
+        cleanup one (connections_used)."""
+        if kind == "run":
+            return super().connections(kind, clients)
+        return connections_used("prepare" if kind == "init" else "cleanup", self.prepare.threads, self.prepare.tables)

@@ -1,0 +1,110 @@
+"""pgbench as the worker runs it: its command lines, and what its output and per-transaction log measured."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pgarena.analysis.latency import encode, percentiles_of
+from pgarena.analysis.warmup import measured_progress, window_tps
+from pgarena.model.errors import ErrorInfo, ErrorKind, ToolExit, error_info
+from pgarena.model.plan import Step
+from pgarena.model.results import Latency, ProgressSample
+from pgarena.tools.pgbench.command import TRANSACTION_LOG_PREFIX, init_args, libpq_env, pgbench_binary, run_args
+from pgarena.tools.pgbench.parser import PgbenchReport, parse_pgbench
+from pgarena.tools.pgbench.spec import PgbenchStep
+from pgarena.tools.pgbench.txlog import TransactionLog, first_start_epoch, read_txlog
+from pgarena.tools.runner import Measured
+
+
+class Pgbench:
+    name = "pgbench"
+
+    def binary(self) -> str:
+        return pgbench_binary()
+
+    def command(self, step: Step, password: str | None, workdir: Path) -> tuple[list[str], dict[str, str]]:
+        spec = step.spec
+        assert isinstance(spec, PgbenchStep)
+        if spec.init is not None:
+            args = init_args(spec.init)
+        else:
+            assert spec.run is not None and step.clients is not None  # the plan gives every run its clients
+            args = run_args(spec.run, step.clients, workdir, spec.rate_tps)
+        return [self.binary(), *args], libpq_env(step.endpoint, password, step.application_name, step.hostaddr)
+
+    def artifacts(self, workdir: Path) -> list[Path]:
+        return sorted(workdir.glob(f"{TRANSACTION_LOG_PREFIX}.*"))
+
+    def measure(self, step: Step, text: str, exit_code: int, workdir: Path) -> Measured:
+        spec = step.spec
+        assert isinstance(spec, PgbenchStep)
+        report = parse_pgbench(text)
+        s = report.summary
+        measured = Measured(
+            tps=s.tps if s else None,
+            tps_including_connections=s.tps_including_connections if s else None,
+            latency=Latency(avg=s.latency_avg_ms, stddev=s.latency_stddev_ms) if s else Latency(),
+            transactions=s.transactions if s else None,
+            failed_transactions=s.failed_transactions if s else None,
+            progress=[
+                ProgressSample(elapsed_s=p.elapsed_s, tps=p.tps, latency_avg_ms=p.latency_avg_ms, lag_ms=p.lag_ms)
+                for p in report.progress
+            ],
+            load_s=report.init.total_s if report.init else None,
+            load_phases_s=report.init.phases_s if report.init else {},
+            extra={"lag_ms": report.progress[-1].lag_ms} if report.progress and report.progress[-1].lag_ms is not None else {},
+        )
+        logs = self.artifacts(workdir)
+        warmup_s = spec.warmup_s
+        if logs:
+            start = first_start_epoch(logs) if warmup_s else None
+            since = start + warmup_s if start is not None and warmup_s else None
+            # One pass over the log gives the run's histogram and, for a shard, its per-second series.
+            txlog = read_txlog(logs, per_second=step.shards > 1, since_epoch=since)
+            histogram, not_done, measured.per_second = txlog.histogram, txlog.not_done, txlog.series
+            percentiles = percentiles_of(histogram)
+            measured.latency = measured.latency.model_copy(
+                update={k: v for k, v in percentiles.model_dump().items() if k in ("p50", "p95", "p99", "max")}
+            )
+            measured.histogram = encode(histogram)
+            measured.extra["logged_transactions"] = histogram.get_total_count()
+            measured.extra["logged_not_done"] = not_done
+            if since is not None and txlog.end_epoch is not None:
+                self._window(measured, spec, histogram.get_total_count(), not_done, since, txlog)
+        if exit_code != 0 or report.aborted:
+            measured.error = error_info(ToolExit(self.name, exit_code, text, report.errors, step.timeout_s))
+        elif step.kind == "run" and measured.tps is None and measured.error is None:
+            measured.error = ErrorInfo(kind=ErrorKind.TOOL_FAILED, message="pgbench exited 0 but printed no tps")
+        return measured
+
+    @staticmethod
+    def _window(measured: Measured, spec: PgbenchStep, done: int, not_done: int, since: float, txlog: TransactionLog) -> None:  # noqa: PLR0913  # the window's counts and times, each a field of Measured
+        """Every figure over the window after the warm-up; pgbench's own whole-run figures kept in extra."""
+        assert txlog.end_epoch is not None and spec.run is not None and spec.warmup_s is not None
+        warmup_s = spec.warmup_s
+        measured.extra.update(
+            {
+                "run_tps": measured.tps,
+                "run_transactions": measured.transactions,
+                "warmup_transactions": txlog.warmup_transactions,
+                "window_start_epoch": round(since, 6),
+                "window_s": round(txlog.end_epoch - since, 6),
+            }
+        )
+        measured.tps = window_tps(done, since, txlog.end_epoch)
+        measured.tps_including_connections = None
+        measured.transactions = done
+        measured.failed_transactions = not_done
+        if done:
+            histogram = txlog.histogram
+            measured.latency = measured.latency.model_copy(
+                update={"avg": round(histogram.get_mean_value() / 1000, 3), "stddev": round(histogram.get_stddev() / 1000, 3)}
+            )
+        measured.progress = measured_progress(measured.progress, warmup_s, spec.run.progress_s)
+        if measured.tps is None:
+            measured.error = ErrorInfo(
+                kind=ErrorKind.TOOL_FAILED, message=f"no transaction completed after the {warmup_s} s warm-up (warmup_s)"
+            )
+
+    def parse(self, text: str) -> PgbenchReport:
+        return parse_pgbench(text)

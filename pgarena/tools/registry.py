@@ -1,0 +1,16 @@
+"""The tools by name. With pgarena.tools.workloads, the one module outside a tool's package that
+names the tools: everything else asks for `tool_for(step.tool)`."""
+
+from __future__ import annotations
+
+from pgarena.tools.pgbench.tool import Pgbench
+from pgarena.tools.sysbench.tool import Sysbench
+from pgarena.tools.tool import Tool
+from pgarena.tools.workloads import TOOL_NAMES
+
+TOOLS: dict[str, Tool] = {tool.name: tool for tool in (Pgbench(), Sysbench())}
+assert tuple(TOOLS) == TOOL_NAMES  # the schemas' names and the tools' are one list
+
+
+def tool_for(name: str) -> Tool:
+    return TOOLS[name]

@@ -1,0 +1,40 @@
+"""The Tool protocol: what the worker and the CLI ask of a benchmark tool, one implementation per tool
+package (pgarena.tools.<tool>.tool), found by name in pgarena.tools.registry.
+
+What the matrix and the planner ask of a tool (sizing, the steps a workload makes, connections, runs,
+sharding, the run record's warm-up, rate and SLO) is its schemas' part (pgarena.tools.spec): the
+matrix and the Lambda functions reach it without the worker's dependencies.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Protocol
+
+from pydantic import BaseModel
+
+from pgarena.model.plan import Step
+from pgarena.tools.runner import Measured
+
+
+class Tool(Protocol):
+    @property
+    def name(self) -> str: ...
+
+    def binary(self) -> str: ...
+
+    def command(self, step: Step, password: str | None, workdir: Path) -> tuple[list[str], dict[str, str]]:
+        """The step's command line and the environment it adds (the password goes there, never in argv)."""
+        ...
+
+    def measure(self, step: Step, text: str, exit_code: int, workdir: Path) -> Measured:
+        """What the step measured, from the tool's output `text` and the artifacts it left in workdir."""
+        ...
+
+    def artifacts(self, workdir: Path) -> list[Path]:
+        """Files the tool wrote besides its output (per-transaction logs), uploaded as raw output."""
+        ...
+
+    def parse(self, text: str) -> BaseModel:
+        """The tool's raw output parsed (`pgarena parse`)."""
+        ...
