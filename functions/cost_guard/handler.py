@@ -10,7 +10,8 @@ from pydantic import BaseModel
 from functions.dependencies import Dependencies
 from functions.observability import logger, metrics, tracer
 from pgarena.aws.settings import CostGuardEnv
-from pgarena.campaign.cost_guard import WorkerPricing, guard_cost
+from pgarena.campaign.cost_guard import guard_cost
+from pgarena.model.ledger import WorkerPricing
 
 
 class CostGuardEvent(BaseModel):

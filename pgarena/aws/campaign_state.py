@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING, Any
 
 from pgarena.aws import access
 from pgarena.aws.items import marshal, unmarshal
-from pgarena.campaign.cost_guard import CostDecision
 from pgarena.campaign.outcomes import target_outcomes
 from pgarena.model import layout
+from pgarena.model.ledger import CostDecision
 from pgarena.model.outcomes import TargetOutcome
 from pgarena.model.plan import Plan, PreflightResult
 

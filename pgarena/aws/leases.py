@@ -11,7 +11,8 @@ from botocore.exceptions import ClientError
 
 from pgarena.aws import access
 from pgarena.aws.items import marshal, unmarshal
-from pgarena.campaign.leases import HOLDERS, Holder, Leases
+from pgarena.campaign.leases import Leases
+from pgarena.model.lease import HOLDERS, Holder
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient

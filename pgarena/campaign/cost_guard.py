@@ -5,48 +5,17 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from pydantic import BaseModel
-
 from pgarena.campaign.ports import Ledger, Records
-from pgarena.model.cost import CostEstimate
-from pgarena.model.errors import ErrorInfo, ErrorKind
+from pgarena.model.ledger import CostDecision, WorkerPricing
 from pgarena.model.matrix import CostPolicy
 from pgarena.model.outcomes import TargetOutcome
 from pgarena.model.plan import Plan
 from pgarena.model.results import CampaignCost, StepSummary
 from pgarena.planning import cost
 
-COST_CAP_REFUSED = ErrorKind.COST_CAP_REFUSED
-
 
 def month_of(epoch_s: float) -> str:
     return datetime.fromtimestamp(epoch_s, UTC).strftime("%Y-%m")
-
-
-class CostDecision(BaseModel):
-    """The cost guard's answer; Aggregate And Rank receives it to list a refusal and settle the ledger."""
-
-    campaign_id: str
-    allowed: bool
-    month: str
-    estimate: CostEstimate
-    cap_usd: float | None = None
-    monthly_cap_usd: float | None = None
-    month_committed_usd: float | None = None
-    booked: bool = False
-    reason: str | None = None
-
-    @property
-    def refusal(self) -> ErrorInfo | None:
-        return None if self.allowed else ErrorInfo(kind=COST_CAP_REFUSED, message=self.reason or "refused")
-
-
-class WorkerPricing(BaseModel):
-    """What prices a campaign's Fargate time: the worker's size, and the region when the matrix names none."""
-
-    cpu_units: int
-    memory_mib: int
-    default_region: str
 
 
 def check_cost(plan: Plan, ledger: Ledger, pricing: WorkerPricing) -> CostDecision:

@@ -14,12 +14,13 @@ from typing import Any, Literal
 
 from pgarena.analysis.aggregate import aggregate
 from pgarena.analysis.cancel import stopped_outcomes
-from pgarena.campaign.cost_guard import CostDecision, settle_campaign
+from pgarena.campaign.cost_guard import settle_campaign
 from pgarena.campaign.leases import Leases, holder_id, lease_key
 from pgarena.campaign.ports import Ledger, Records, Store
 from pgarena.model import layout
 from pgarena.model.errors import PgarenaError
 from pgarena.model.execution import ExecutionRequest, execution_request
+from pgarena.model.ledger import CostDecision
 from pgarena.model.matrix_errors import MatrixError
 from pgarena.model.outcomes import TargetOutcome
 from pgarena.model.plan import Plan

@@ -13,18 +13,8 @@ from __future__ import annotations
 import time
 from abc import ABC, abstractmethod
 
-from pydantic import BaseModel, TypeAdapter
-
+from pgarena.model.lease import Holder
 from pgarena.model.matrix import Endpoint
-
-
-class Holder(BaseModel):
-    holder: str
-    slots: int
-    expires_at: float
-
-
-HOLDERS = TypeAdapter(list[Holder])
 
 
 def lease_key(endpoint: Endpoint) -> str:

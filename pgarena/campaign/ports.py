@@ -11,8 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from pgarena.campaign.cost_guard import CostDecision
-    from pgarena.model.ledger import Booking, LedgerEntry
+    from pgarena.model.ledger import Booking, CostDecision, LedgerEntry
     from pgarena.model.outcomes import TargetOutcome
     from pgarena.model.plan import Plan, PreflightResult, Step
     from pgarena.model.results import StepSummary

@@ -13,7 +13,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from pgarena.campaign.leases import HOLDERS, Holder, Leases
+from pgarena.campaign.leases import Leases
+from pgarena.model.lease import HOLDERS, Holder
 
 
 class FileLeases(Leases):

@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 
 from pgarena.campaign.claim import claim_and_plan
-from pgarena.campaign.cost_guard import CostDecision
 from pgarena.campaign.launch import launch
 from pgarena.campaign.outcomes import target_outcomes
 from pgarena.model import layout
 from pgarena.model.errors import CampaignExists, ErrorKind, InvalidMatrix, PgarenaError
+from pgarena.model.ledger import CostDecision
 from pgarena.model.outcomes import TargetOutcome
 from pgarena.model.plan import Plan, PreflightResult, ShardRef, Step
 from pgarena.model.results import StepSummary

@@ -12,9 +12,10 @@ from pgarena.aws.campaign_state import CampaignState
 from pgarena.aws.leases import LeaseStore
 from pgarena.aws.ledger import Ledger
 from pgarena.aws.store import ResultStore, create_results_table
-from pgarena.campaign.cost_guard import WorkerPricing, check_cost, month_of
+from pgarena.campaign.cost_guard import check_cost, month_of
 from pgarena.campaign.finalize import finalize, finalize_stopped
 from pgarena.campaign.leases import holder_id, lease_key
+from pgarena.model.ledger import WorkerPricing
 from pgarena.model.results import CampaignResults, now_iso
 from pgarena.planning.campaign import parse_campaign
 from pgarena.planning.planner import plan_campaign

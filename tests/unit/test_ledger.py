@@ -10,7 +10,8 @@ from moto import mock_aws
 
 from pgarena.aws.ledger import Ledger
 from pgarena.aws.store import create_results_table
-from pgarena.campaign.cost_guard import COST_CAP_REFUSED, WorkerPricing, check_cost, month_of, settle_campaign
+from pgarena.campaign.cost_guard import check_cost, month_of, settle_campaign
+from pgarena.model.ledger import COST_CAP_REFUSED, WorkerPricing
 from pgarena.model.outcomes import StepOutcome, TargetOutcome
 from pgarena.model.results import StepSummary
 from pgarena.planning.campaign import parse_campaign
