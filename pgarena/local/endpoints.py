@@ -22,6 +22,8 @@ from pathlib import Path
 from typing import IO, Any, Protocol, Self
 from urllib.parse import unquote
 
+from pgarena.planning.limits import RUNTASK_OVERRIDES_LIMIT_CHARS
+
 Handler = Callable[[dict[str, Any], Any], Any]  # (event, context) -> a JSON-serializable result
 
 ACCOUNT = "123456789012"
@@ -140,8 +142,9 @@ class LambdaEndpoint(_Server):
         super().__init__(Invoke)
 
 
-# ECS RunTask: "the total character count of container overrides (JSON) cannot exceed 8192 characters".
-MAX_OVERRIDES_CHARS = 8192
+# ECS RunTask: "the total character count of container overrides (JSON) cannot exceed 8192 characters"
+# (validation plans within the same limit).
+MAX_OVERRIDES_CHARS = RUNTASK_OVERRIDES_LIMIT_CHARS
 
 
 class InvalidParameter(Exception):

@@ -4,7 +4,7 @@
   past it the execution fails with States.DataLimitExceeded, which no Catch can handle.
 - An inline Map runs at most 40 iterations at once: MaxConcurrency 0 (unlimited) or above 40 behaves
   as 40. moto runs them all: the strict runtime caps the definition. What must start together beyond
-  it (a step's workers, a consolidation phase's targets) is refused by validation (pgarena.model.matrix).
+  it (a step's workers, a consolidation phase's targets) is refused by validation (pgarena.planning.limits).
 - RunTask container overrides at most 8,192 characters: pgarena.local.endpoints.EcsEndpoint refuses more.
 """
 
@@ -16,9 +16,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from pgarena.model.matrix import MAX_STARTED_TOGETHER
+from pgarena.planning.limits import STATE_LIMIT_BYTES
 
-# https://docs.aws.amazon.com/step-functions/latest/dg/service-quotas.html (Maximum input or output size)
-MAX_PAYLOAD_BYTES = 262_144
+# https://docs.aws.amazon.com/step-functions/latest/dg/service-quotas.html (Maximum input or output size):
+# the limit validation plans within, enforced here on what moto's interpreter really passes.
+MAX_PAYLOAD_BYTES = STATE_LIMIT_BYTES
 DATA_LIMIT_ERROR = "States.DataLimitExceeded"
 # https://docs.aws.amazon.com/step-functions/latest/dg/state-map-inline.html (concurrency limit)
 MAX_INLINE_MAP_CONCURRENCY = MAX_STARTED_TOGETHER
