@@ -81,7 +81,7 @@ def summary_key(campaign_id: str, step_id: str) -> dict[str, AttributeValueTypeD
 
 
 def lease_item_key(server: str) -> dict[str, AttributeValueTypeDef]:
-    """The lease item of one server (`host:port`, pgarena.aws.leases.lease_key)."""
+    """The lease item of one server (`host:port`, pgarena.campaign.leases.lease_key)."""
     return _key(LEASES.pk(server), LEASE_SK)
 
 
