@@ -38,6 +38,7 @@ def test_transactions_ending_before_the_window_are_counted_apart_not_measured(tm
             expected.record_value(max(1, int(line.split()[2])))
     assert encode(log.histogram) == encode(expected)
     assert log.not_done == sum(1 for line in kept if not line.split()[2].isdigit())
+    assert 0 < log.skipped == sum(1 for line in kept if line.split()[2] == "skipped") < log.not_done
     assert log.warmup_transactions == len(lines) - len(kept) > 0
     assert log.series is not None and log.series.start_epoch == pytest.approx(since)
     assert min(b.t for b in log.series.seconds) >= int(since)

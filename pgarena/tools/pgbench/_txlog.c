@@ -19,7 +19,7 @@ in microseconds or "failed" / "skipped", time_epoch/time_us when the transaction
 #include <zlib.h>
 
 /* stats[] slots, shared with txlog.py (STAT_*). */
-enum { WARMUP, NOT_DONE, MIN_START_US, MAX_END_US, MAX_SECOND, BAD_LINES, N_STATS };
+enum { WARMUP, NOT_DONE, MIN_START_US, MAX_END_US, MAX_SECOND, BAD_LINES, SKIPPED, N_STATS };
 
 typedef struct {
     int64_t unit_magnitude, sub_bucket_half_count_magnitude, sub_bucket_half_count, sub_bucket_mask;
@@ -36,8 +36,11 @@ static inline int64_t counts_index(const Layout *h, int64_t value) {
     return ((bucket + 1) << h->sub_bucket_half_count_magnitude) + (sub_bucket - h->sub_bucket_half_count);
 }
 
+/* A not-done line's latency: skipped ones (--rate with --latency-limit) are counted apart from failed. */
+enum { FAILED_LINE = -1, SKIPPED_LINE = -2 };
+
 typedef struct {
-    int64_t latency;  /* -1: "failed" or "skipped" */
+    int64_t latency;  /* FAILED_LINE or SKIPPED_LINE when not done */
     int64_t second, micro;
 } Line;
 
@@ -122,6 +125,7 @@ static inline int add_line(const Sink *k, Tally *t, const Line *line) {
     }
     if (line->latency < 0) {
         st[NOT_DONE]++;
+        st[SKIPPED] += line->latency == SKIPPED_LINE;
         t->row[LINES]++, t->row[FAILED]++;
         return 1;
     }
@@ -185,7 +189,10 @@ static inline int parse_line(const char *start, const char *const *sep, int nsep
     /* an end time past year 33658 or a microsecond field past 9 digits is not pgbench's (and would overflow) */
     if (sep[4] - epoch > MAX_SECOND_DIGITS || micro_end - micro > MAX_MICRO_DIGITS) return 0;
     line->latency = number(latency, sep[2] - latency, end);
-    if (line->latency < 0 && (sep[2] == latency || (*latency != 'f' && *latency != 's'))) return 0;
+    if (line->latency < 0) {
+        if (sep[2] == latency || (*latency != 'f' && *latency != 's')) return 0;
+        line->latency = *latency == 's' ? SKIPPED_LINE : FAILED_LINE;
+    }
     if (sep[0] == start || sep[1] == sep[0] + 1 || sep[3] == sep[2] + 1) return 0;  /* empty fields */
     if (cache->text && sep[4] - epoch == 10 && memcmp(epoch, cache->text, 10) == 0) {
         line->second = cache->second;
@@ -311,7 +318,7 @@ static void add_sink(Sink *into, const Sink *from, int with_stats) {
     if (!with_stats) return;
     int64_t *st = into->stats;
     const int64_t *ot = from->stats;
-    st[WARMUP] += ot[WARMUP], st[NOT_DONE] += ot[NOT_DONE], st[BAD_LINES] += ot[BAD_LINES];
+    st[WARMUP] += ot[WARMUP], st[NOT_DONE] += ot[NOT_DONE], st[BAD_LINES] += ot[BAD_LINES], st[SKIPPED] += ot[SKIPPED];
     if (ot[MIN_START_US] < st[MIN_START_US]) st[MIN_START_US] = ot[MIN_START_US];
     if (ot[MAX_END_US] > st[MAX_END_US]) st[MAX_END_US] = ot[MAX_END_US];
     if (ot[MAX_SECOND] > st[MAX_SECOND]) st[MAX_SECOND] = ot[MAX_SECOND];

@@ -10,7 +10,7 @@ from pgarena.model.errors import ErrorInfo, ErrorKind, ToolExit, error_info
 from pgarena.model.plan import Step
 from pgarena.model.results import Latency, ProgressSample
 from pgarena.tools.pgbench.command import TRANSACTION_LOG_PREFIX, init_args, libpq_env, pgbench_binary, run_args
-from pgarena.tools.pgbench.parser import PgbenchReport, parse_pgbench
+from pgarena.tools.pgbench.parser import PgbenchReport, PgbenchSummary, parse_pgbench
 from pgarena.tools.pgbench.spec import PgbenchStep
 from pgarena.tools.pgbench.txlog import TransactionLog, first_start_epoch, read_txlog
 from pgarena.tools.runner import Measured
@@ -52,7 +52,7 @@ class Pgbench:
             ],
             load_s=report.init.total_s if report.init else None,
             load_phases_s=report.init.phases_s if report.init else {},
-            extra={"lag_ms": report.progress[-1].lag_ms} if report.progress and report.progress[-1].lag_ms is not None else {},
+            extra=summary_extra(s),
         )
         logs = self.artifacts(workdir)
         warmup_s = spec.warmup_s
@@ -61,16 +61,17 @@ class Pgbench:
             since = start + warmup_s if start is not None and warmup_s else None
             # One pass over the log gives the run's histogram and, for a shard, its per-second series.
             txlog = read_txlog(logs, per_second=step.shards > 1, since_epoch=since)
-            histogram, not_done, measured.per_second = txlog.histogram, txlog.not_done, txlog.series
+            histogram, failed, measured.per_second = txlog.histogram, txlog.not_done - txlog.skipped, txlog.series
             percentiles = percentiles_of(histogram)
             measured.latency = measured.latency.model_copy(
                 update={k: v for k, v in percentiles.model_dump().items() if k in ("p50", "p95", "p99", "max")}
             )
             measured.histogram = encode(histogram)
             measured.extra["logged_transactions"] = histogram.get_total_count()
-            measured.extra["logged_not_done"] = not_done
+            measured.extra["logged_failed"] = failed
+            measured.extra["logged_skipped"] = txlog.skipped
             if since is not None and txlog.end_epoch is not None:
-                self._window(measured, spec, histogram.get_total_count(), not_done, since, txlog)
+                self._window(measured, spec, histogram.get_total_count(), failed, since, txlog)
         if exit_code != 0 or report.aborted:
             measured.error = error_info(ToolExit(self.name, exit_code, text, report.errors, step.timeout_s))
         elif step.kind == "run" and measured.tps is None and measured.error is None:
@@ -78,7 +79,7 @@ class Pgbench:
         return measured
 
     @staticmethod
-    def _window(measured: Measured, spec: PgbenchStep, done: int, not_done: int, since: float, txlog: TransactionLog) -> None:  # noqa: PLR0913  # the window's counts and times, each a field of Measured
+    def _window(measured: Measured, spec: PgbenchStep, done: int, failed: int, since: float, txlog: TransactionLog) -> None:  # noqa: PLR0913  # the window's counts and times, each a field of Measured
         """Every figure over the window after the warm-up; pgbench's own whole-run figures kept in extra."""
         assert txlog.end_epoch is not None and spec.run is not None and spec.warmup_s is not None
         warmup_s = spec.warmup_s
@@ -94,7 +95,10 @@ class Pgbench:
         measured.tps = window_tps(done, since, txlog.end_epoch)
         measured.tps_including_connections = None
         measured.transactions = done
-        measured.failed_transactions = not_done
+        measured.failed_transactions = failed
+        skipped = measured.extra.get("skipped_transactions")
+        if skipped is not None:  # the window's count, as failed's; pgbench's whole-run one kept beside it
+            measured.extra.update(run_skipped_transactions=skipped, skipped_transactions=txlog.skipped)
         if done:
             histogram = txlog.histogram
             measured.latency = measured.latency.model_copy(
@@ -108,3 +112,19 @@ class Pgbench:
 
     def parse(self, text: str) -> PgbenchReport:
         return parse_pgbench(text)
+
+
+def summary_extra(summary: PgbenchSummary | None) -> dict[str, float | int | None]:
+    """pgbench's own whole-run figures for a rate, a latency limit or retries, as its summary printed them
+    (the progress lines' are per interval); a figure pgbench did not print is left out."""
+    if summary is None:
+        return {}
+    figures: dict[str, float | int | None] = {
+        "lag_avg_ms": summary.schedule_lag_avg_ms,
+        "lag_max_ms": summary.schedule_lag_max_ms,
+        "skipped_transactions": summary.transactions_skipped,
+        "above_latency_limit": summary.transactions_above_latency_limit,
+        "retried": summary.transactions_retried,
+        "retries": summary.total_retries,
+    }
+    return {name: value for name, value in figures.items() if value is not None}

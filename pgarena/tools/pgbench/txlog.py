@@ -59,11 +59,11 @@ _LAYOUT = (
 _COUNTS_BYTES = 8 * _TEMPLATE.counts_len
 _NO_WARMUP = -(2**62)
 # The scanner's stats slots (_txlog.c).
-WARMUP, NOT_DONE, MIN_START_US, MAX_END_US, MAX_SECOND, BAD_LINES = range(6)
+WARMUP, NOT_DONE, MIN_START_US, MAX_END_US, MAX_SECOND, BAD_LINES, SKIPPED = range(7)
 
 
 def _new_stats() -> array[int]:
-    return array("q", [0, 0, 2**62, -1, -1, 0])
+    return array("q", [0, 0, 2**62, -1, -1, 0, 0])
 
 
 def _counts() -> memoryview:
@@ -76,6 +76,7 @@ class TransactionLog:
     histogram: HdrHistogram  # every completed transaction's latency (us), in the measured window
     not_done: int  # failed or skipped transactions, in the measured window
     series: ShardSeries | None  # per-second buckets, when asked for and anything was logged
+    skipped: int = 0  # of not_done, skipped (--rate with --latency-limit: late before they started)
     warmup_transactions: int = 0  # lines (done or not) that ended before the measured window
     end_epoch: float | None = None  # when the last logged transaction ended
 
@@ -342,6 +343,7 @@ def _read(files: list[_File], per_second: bool, since_epoch: float | None) -> Tr
     return TransactionLog(
         histogram=histogram_of_counts(total),
         not_done=sum(s[NOT_DONE] for s in stats),
+        skipped=sum(s[SKIPPED] for s in stats),
         series=series,
         warmup_transactions=sum(s[WARMUP] for s in stats),
         end_epoch=end_us / 1_000_000 if end_us >= 0 else None,

@@ -1,0 +1,87 @@
+"""The pgbench Tool's measurement: what of pgbench's output and per-transaction log reaches results.json."""
+
+import json
+
+import pytest
+
+from pgarena.model.plan import Step
+from pgarena.planning.campaign import parse_campaign
+from pgarena.planning.planner import plan_campaign
+from pgarena.tools.pgbench.tool import Pgbench
+from tests.conftest import FIXTURES
+from tests.unit.test_txlog import START
+
+PGBENCH = FIXTURES / "pgbench"
+
+
+def run_step() -> Step:
+    data = json.loads((FIXTURES / "matrices" / "minimal.json").read_text())
+    data["targets"] = data["targets"][:1]
+    return plan_campaign(parse_campaign(data), "cid").targets[0].steps[1]
+
+
+# Each rate fixture's summary, as pgbench printed it: "rate limit schedule lag: avg A (max M) ms",
+# "number of transactions skipped: S", "... above the 20.0 ms latency limit: L", and from 15
+# "number of transactions retried: R", "total number of retries: N".
+RATE_SUMMARIES = {
+    "pg10_run_tpcb_rate_R400_L20_c4_j2_T3_P1.txt": {
+        "lag_avg_ms": 0.146,
+        "lag_max_ms": 2.617,
+        "skipped_transactions": 1,
+        "above_latency_limit": 1,
+    },
+    "pg12_run_tpcb_rate_R400_L20_c4_j2_T3_P1.txt": {
+        "lag_avg_ms": 0.143,
+        "lag_max_ms": 2.550,
+        "skipped_transactions": 1,
+        "above_latency_limit": 1,
+    },
+    "pg15_run_tpcb_rate_R400_L20_maxtries3_c4_j2_T3_P1.txt": {
+        "lag_avg_ms": 0.143,
+        "lag_max_ms": 2.550,
+        "skipped_transactions": 0,
+        "above_latency_limit": 0,
+        "retried": 0,
+        "retries": 0,
+    },
+    "pg18_run_tpcb_rate_R400_L20_maxtries3_c4_j2_T3_P1.txt": {
+        "lag_avg_ms": 0.149,
+        "lag_max_ms": 3.433,
+        "skipped_transactions": 0,
+        "above_latency_limit": 0,
+        "retried": 0,
+        "retries": 0,
+    },
+}
+
+
+@pytest.mark.parametrize("name", sorted(RATE_SUMMARIES))
+def test_lag_and_skipped_are_pgbenchs_own_summary_not_the_last_interval(name, tmp_path):
+    # Given a rate and latency-limit run's output (pg10-pg18), its last progress interval's lag differing
+    text = (PGBENCH / name).read_text()
+    # When the tool measures it
+    measured = Pgbench().measure(run_step(), text, 0, tmp_path)
+    # Then its extra holds pgbench's printed summary figures, exactly, and no per-interval lag
+    assert measured.extra == RATE_SUMMARIES[name]
+    assert measured.failed_transactions == (0 if "maxtries" in name else None)
+
+
+def test_a_closed_loop_run_adds_no_rate_figures(tmp_path):
+    text = (PGBENCH / "pg18_run_tpcb_c4_j2_T5_P1.txt").read_text()
+    assert Pgbench().measure(run_step(), text, 0, tmp_path).extra == {}
+
+
+def test_the_log_counts_failed_and_skipped_transactions_apart(tmp_path):
+    # Given a per-transaction log with 3 done, 2 failed and 1 skipped transactions
+    latencies = ["1000", "failed", "2000", "skipped", "failed", "3000"]
+    lines = "".join(f"0 {i} {latency} 0 {START} {i * 1000}\n" for i, latency in enumerate(latencies))
+    (tmp_path / "transactions.1").write_text(lines)
+    text = (PGBENCH / "pg10_run_tpcb_rate_R400_L20_c4_j2_T3_P1.txt").read_text()
+    # When the tool measures the run
+    measured = Pgbench().measure(run_step(), text, 0, tmp_path)
+    # Then each count is its own
+    assert (measured.extra["logged_transactions"], measured.extra["logged_failed"], measured.extra["logged_skipped"]) == (
+        3,
+        2,
+        1,
+    )
