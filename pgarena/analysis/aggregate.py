@@ -13,7 +13,7 @@ from pgarena.analysis.consolidation import consolidation_tables
 from pgarena.analysis.merge import NoCommonWindow, merge
 from pgarena.analysis.metrics import campaign_statistics, target_metrics, with_points
 from pgarena.analysis.ranking import rank_targets
-from pgarena.analysis.rate import rate_incident
+from pgarena.analysis.rate import rate_incident, skipped_incident
 from pgarena.model import layout
 from pgarena.model.errors import Caught, ErrorInfo, ErrorKind, error_info
 from pgarena.model.metrics import PointMetrics
@@ -219,8 +219,16 @@ def median_rtt_ms(workers: list[WorkerFacts | None]) -> float | None:
 
 
 def _rate_incidents(step: Step, summary: StepSummary | None) -> list[Incident]:
-    incident = rate_incident(step.spec.rate_tps, summary.tps, summary.progress) if summary else None
-    return [incident] if incident else []
+    if summary is None:
+        return []
+    skipped = summary.extra.get("skipped_transactions")
+    skipped = int(skipped) if skipped is not None else None
+    at_s = summary.progress[-1].elapsed_s if summary.progress else 0.0
+    incidents = [
+        rate_incident(step.spec.rate_tps, summary.tps, summary.progress, summary.transactions, skipped),
+        skipped_incident(summary.transactions, skipped, at_s),
+    ]
+    return [i for i in incidents if i is not None]
 
 
 def _target_result(  # noqa: PLR0913  # a target's plan, outcome, summaries, series and raw keys

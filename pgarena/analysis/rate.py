@@ -2,7 +2,9 @@
 
 A run that falls behind its schedule measures a queue, not the server: its latencies include the
 time transactions waited to start. Such a run is flagged `rate_not_sustained` and its latency is
-not ranked (analysis.ranking).
+not ranked (analysis.ranking). A run with --latency-limit keeps its schedule by skipping the
+transactions already late when their turn came: those are not a shortfall of the rate but a
+`transactions_skipped` incident of their own.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from pgarena.model.monitor import Incident
 from pgarena.model.results import ProgressSample
 
 RATE_NOT_SUSTAINED = "rate_not_sustained"
+TRANSACTIONS_SKIPPED = "transactions_skipped"
 # Delivered below this fraction of the asked rate: the rate was not met.
 SUSTAINED_FRACTION = 0.95
 # Schedule lag "grows" when the last third of the run's intervals lags the first third by more than
@@ -42,14 +45,31 @@ def lag_grows(progress: list[ProgressSample]) -> bool | None:
     return last - first > LAG_GROWTH_MS and last > LAG_GROWTH_RATIO * first
 
 
-def rate_incident(rate_tps: float | None, tps: float | None, progress: list[ProgressSample]) -> Incident | None:
-    """A `rate_not_sustained` incident when a run with a rate delivered under 95% of it or fell
-    further and further behind its schedule; None for a met rate, or a run without one."""
+def scheduled_tps(tps: float, transactions: int | None, skipped: int | None) -> float:
+    """The rate the run kept its schedule at: the transactions it delivered and those it skipped, over
+    the same time (pgbench skips a transaction at its scheduled start, so the schedule reached it)."""
+    if not skipped or not transactions:
+        return tps
+    return tps * (transactions + skipped) / transactions
+
+
+def rate_incident(
+    rate_tps: float | None,
+    tps: float | None,
+    progress: list[ProgressSample],
+    transactions: int | None = None,
+    skipped: int | None = None,
+) -> Incident | None:
+    """A `rate_not_sustained` incident when a run with a rate did not keep its schedule: its delivered
+    and skipped transactions came under 95% of the rate, or it fell further and further behind; None
+    for a kept schedule, or a run without a rate."""
     if rate_tps is None or tps is None:
         return None
     reasons = []
-    if tps < SUSTAINED_FRACTION * rate_tps:
-        reasons.append(f"delivered {tps:,.1f} tps, {tps / rate_tps:.0%} of the {rate_tps:,.0f} tps asked")
+    kept = scheduled_tps(tps, transactions, skipped)
+    if kept < SUSTAINED_FRACTION * rate_tps:
+        with_skipped = f" ({kept:,.1f} with the {skipped:,} skipped)" if kept != tps else ""
+        reasons.append(f"delivered {tps:,.1f} tps{with_skipped}, {kept / rate_tps:.0%} of the {rate_tps:,.0f} tps asked")
     trend = lag_trend(progress)
     if trend is not None and lag_grows(progress):
         first, last = trend
@@ -61,4 +81,18 @@ def rate_incident(rate_tps: float | None, tps: float | None, progress: list[Prog
         kind=RATE_NOT_SUSTAINED,
         at_s=at_s,
         message=f"rate {rate_tps:,.0f} tps not sustained: {'; '.join(reasons)}; latency not ranked",
+    )
+
+
+def skipped_incident(transactions: int | None, skipped: int | None, at_s: float) -> Incident | None:
+    """A `transactions_skipped` incident when --latency-limit skipped transactions: their count and share
+    of the scheduled ones; None when none was skipped (or the counts are unknown)."""
+    if not skipped or transactions is None:
+        return None
+    share = skipped / (transactions + skipped)
+    return Incident(
+        kind=TRANSACTIONS_SKIPPED,
+        at_s=at_s,
+        message=f"{skipped:,} transactions skipped ({share:.1%} of the {transactions + skipped:,} scheduled): "
+        "already later than the latency limit when their turn came, never run; tps counts only those run",
     )

@@ -2,7 +2,7 @@ import json
 
 from pgarena.analysis.aggregate import aggregate
 from pgarena.model.outcomes import TargetOutcome
-from pgarena.model.results import StepSummary
+from pgarena.model.results import ProgressSample, StepSummary
 from pgarena.planning.campaign import parse_campaign
 from pgarena.planning.planner import plan_campaign
 from tests.conftest import FIXTURES
@@ -132,3 +132,30 @@ def test_a_failed_shard_degrades_the_merged_result_and_says_which():
     assert w.degraded and (w.clients, w.requested_clients) == (2, 4)
     assert "a/tpcb/c4-r1/s1: server_closed_connection" in w.error.message
     assert [s.status for s in w.shards] == ["succeeded", "failed"]
+
+
+def test_a_rate_run_that_skipped_to_keep_its_schedule_is_sustained_with_its_skipped_flagged():
+    # Given a run at 1000 tps with a latency limit: 870 tps delivered, 13% skipped, the lag steady at 0.7 ms
+    data = json.loads((FIXTURES / "matrices" / "minimal.json").read_text())
+    data["targets"] = data["targets"][:1]
+    data["workloads"][0]["run"].update(rate_tps=1000, latency_limit_ms=20)
+    plan = plan_campaign(parse_campaign(data), "cid")
+    outcomes = [
+        TargetOutcome(
+            name="a",
+            steps=[{"step_id": "a/tpcb/init", "status": "succeeded"}, {"step_id": "a/tpcb/c4-r1", "status": "succeeded"}],
+        )
+    ]
+    run = summary("a/tpcb/c4-r1", "a", tps=870.0).model_copy(
+        update={
+            "transactions": 8_700,
+            "extra": {"lag_avg_ms": 0.7, "skipped_transactions": 1_300},
+            "progress": [ProgressSample(elapsed_s=float(t), tps=870.0, lag_ms=0.7) for t in range(1, 11)],
+        }
+    )
+    # When aggregated
+    results = aggregate(plan, outcomes, [summary("a/tpcb/init", "a", kind="init"), run], "s", "f")
+    # Then the rate is not flagged as not sustained: the skipped transactions are flagged instead
+    (w,) = results.targets[0].workloads
+    assert [i.kind for i in w.incidents] == ["transactions_skipped"]
+    assert w.incidents[0].message.startswith("1,300 transactions skipped (13.0% of the 10,000 scheduled)")

@@ -2,7 +2,7 @@
 
 from pgarena.analysis.metrics import target_metrics
 from pgarena.analysis.ranking import rank_targets
-from pgarena.analysis.rate import RATE_NOT_SUSTAINED, lag_trend, rate_incident
+from pgarena.analysis.rate import RATE_NOT_SUSTAINED, TRANSACTIONS_SKIPPED, lag_trend, rate_incident, skipped_incident
 from pgarena.model.matrix import RankingConfig
 from pgarena.model.results import CampaignResults, Latency, ProgressSample, TargetResult, WorkloadResult
 from pgarena.report import build_reports
@@ -54,6 +54,31 @@ def test_small_lag_growth_is_jitter():
     assert rate_incident(400.0, 400.0, lagged(1.0, 1.0, 2.0, 2.0, 3.0, 3.0)) is None
 
 
+def test_skipped_transactions_under_a_kept_schedule_are_not_a_shortfall():
+    # Given 1000 tps asked with a latency limit, 87% delivered, the other 13% skipped, the lag at 0.7 ms
+    progress = lagged(0.7, 0.7, 0.8, 0.7, 0.6, 0.7, tps=870.0)
+    # When checked
+    # Then the rate was sustained: the schedule was kept
+    assert rate_incident(1000.0, 870.0, progress, transactions=52_200, skipped=7_800) is None
+    # And the skipped transactions are an incident of their own, with their count and share
+    skipped = skipped_incident(52_200, 7_800, 6.0)
+    assert skipped is not None and skipped.kind == TRANSACTIONS_SKIPPED and skipped.at_s == 6.0
+    assert skipped.message.startswith("7,800 transactions skipped (13.0% of the 60,000 scheduled)")
+
+
+def test_delivered_and_skipped_under_95_percent_is_still_a_shortfall():
+    # Given 1000 tps asked, 800 delivered and 50 skipped per second
+    incident = rate_incident(1000.0, 800.0, [], transactions=48_000, skipped=3_000)
+    # Then the schedule was not kept, and the message counts the skipped in
+    assert incident is not None and incident.kind == RATE_NOT_SUSTAINED
+    assert "delivered 800.0 tps (850.0 with the 3,000 skipped), 85% of the 1,000 tps asked" in incident.message
+
+
+def test_no_skipped_transaction_is_no_incident():
+    assert skipped_incident(52_200, 0, 6.0) is None
+    assert skipped_incident(None, 10, 6.0) is None
+
+
 def test_lag_trend_needs_three_samples():
     # Given two lag samples
     # When the trend is asked for
@@ -100,6 +125,18 @@ def test_flagged_point_is_marked_and_found():
     # Then the point is marked and the incident is a finding of the run
     assert metrics.points[0].rate_not_sustained is True
     assert [(f.source, f.kind) for f in metrics.findings] == [("run", RATE_NOT_SUSTAINED)]
+
+
+def test_skipped_transactions_are_found_but_the_point_is_sustained():
+    # Given a run that kept its schedule and skipped transactions
+    skipped = skipped_incident(52_200, 7_800, 6.0)
+    assert skipped is not None
+    target = TargetResult(name="a", provider="p", status="succeeded", workloads=[run(870.0, 20.0, [skipped])])
+    # When its metrics are computed
+    metrics = target_metrics(target)
+    # Then the skipped transactions are a finding of the run, and the rate counts as sustained
+    assert metrics.points[0].rate_not_sustained is False
+    assert [(f.source, f.kind) for f in metrics.findings] == [("run", TRANSACTIONS_SKIPPED)]
 
 
 def test_flagged_point_is_not_ranked_on_latency():
