@@ -33,8 +33,8 @@ from pgarena.model.results import (
 
 N = TypeVar("N", int, float)
 
-# An interval below this fraction of the run's earlier peak tps is a drop. A drop the run never
-# climbs back from is a collapse (the Azure study's 457 -> 15 tps); one it recovers from, a stall.
+# An interval below this fraction of the median of the run's earlier intervals is a drop. A drop the run
+# never climbs back from is a collapse (the Azure study's 457 -> 15 tps); one it recovers from, a stall.
 TPS_COLLAPSE_FRACTION = 0.25
 # A stall: no transaction for this long, or an interval under this fraction of the run's median tps
 # (a frozen server, a lock held): the run measured an outage, so its point is not ranked as healthy.
@@ -68,20 +68,25 @@ class _Where(TypedDict):
 
 def _drops(series: list[ProgressSample]) -> list[Incident]:
     incidents: list[Incident] = []
-    peak = series[0].tps
+    # The baseline is the median of the run's earlier healthy intervals, not their peak: a one-interval
+    # spike (1229.7 tps among 250-350) would otherwise make an ordinary interval look like a collapse.
+    # Earlier ones only, so a collapse that fills most of the run still stands out from what came before.
+    healthy = [series[0].tps]
     i = 1
     while i < len(series):
-        sample = series[i]
-        if peak > 0 and sample.tps < TPS_COLLAPSE_FRACTION * peak:
-            recovered = next((j for j in range(i + 1, len(series)) if series[j].tps >= TPS_COLLAPSE_FRACTION * peak), None)
+        sample, baseline = series[i], median(healthy)
+        floor = TPS_COLLAPSE_FRACTION * baseline
+        if baseline > 0 and sample.tps < floor:
+            recovered = next((j for j in range(i + 1, len(series)) if series[j].tps >= floor), None)
             after = [s.tps for s in series[i:recovered]]
             if recovered is None:
                 incidents.append(
                     Incident(
                         kind="tps_collapse",
                         at_s=sample.elapsed_s,
-                        message=f"tps fell from {peak:,.1f} to {sample.tps:,.1f} at {sample.elapsed_s:g} s and never "
-                        f"recovered (median {median(after):,.1f} tps over the last {len(after)} intervals)",
+                        message=f"tps fell from {baseline:,.1f} to {sample.tps:,.1f} at {sample.elapsed_s:g} s and never "
+                        f"recovered (median {median(after):,.1f} tps over the last {len(after)} intervals; "
+                        f"{baseline:,.1f} was the median of the {len(healthy)} interval(s) before)",
                     )
                 )
                 break
@@ -89,13 +94,13 @@ def _drops(series: list[ProgressSample]) -> list[Incident]:
                 Incident(
                     kind="tps_stall",
                     at_s=sample.elapsed_s,
-                    message=f"tps fell from {peak:,.1f} to {min(after):,.1f} at {sample.elapsed_s:g} s for "
+                    message=f"tps fell from {baseline:,.1f} to {min(after):,.1f} at {sample.elapsed_s:g} s for "
                     f"{len(after)} interval(s), then recovered",
                 )
             )
             i = recovered
             continue
-        peak = max(peak, sample.tps)
+        healthy.append(sample.tps)
         i += 1
     return incidents
 

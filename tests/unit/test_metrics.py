@@ -54,6 +54,22 @@ def test_dip_the_run_recovers_from_is_a_stall_not_a_collapse():
     assert not s.collapsed
 
 
+def test_an_ordinary_interval_after_a_one_interval_spike_is_no_collapse():
+    # Given 250-350 tps with one interval's spike to 1229.7, the run ending at 250.2 (under 25% of the spike)
+    s = stability(progress(348.8, 258.8, 337.0, 1229.7, 250.2))
+    # Then nothing fell: the baseline is the median of the earlier intervals (342.9), not the spike
+    assert s.incidents == [] and not s.collapsed and not s.stalled
+
+
+def test_a_collapse_is_measured_from_the_median_before_it_not_a_spike():
+    # Given a steady 1000 tps with one spike to 5000, then 100 tps to the end
+    s = stability(progress(1000, 1010, 5000, 990, 100, 90, 110))
+    # Then the collapse is named against the earlier intervals' median
+    (incident,) = s.incidents
+    assert incident.kind == "tps_collapse" and incident.at_s == 300.0
+    assert incident.message.startswith("tps fell from 1,005.0 to 100.0 at 300 s and never recovered")
+
+
 def seconds(*tps):
     return [ProgressSample(elapsed_s=float(i + 1), tps=v) for i, v in enumerate(tps)]
 

@@ -169,6 +169,15 @@ def test_collapse_scores_zero_stability():
     assert ranking["b"].rank == 2
 
 
+def test_a_spike_then_an_ordinary_interval_does_not_zero_stability():
+    # Given b's progress with a one-interval spike, its last interval under 25% of it (no collapse)
+    a = with_runs("a", run(300.0, progress=(300, 310, 290, 300, 300)))
+    b = with_runs("b", run(300.0, progress=(348.8, 258.8, 337.0, 1229.7, 250.2)))
+    ranking = by_target(rank_targets([a, b], RankingConfig(weights={"stability": 1.0})))
+    # Then b is scored on its variation, not zeroed as collapsed
+    assert 0.0 < ranking["b"].metrics["stability"] < 1.0
+
+
 def test_default_weights_describe_the_composite():
     ranking = rank_targets([target("a", 1.0)])
     assert "weights throughput 0.5" in ranking[0].basis and "ties within 2%" in ranking[0].basis
