@@ -13,10 +13,11 @@ from rich.console import Console
 from rich.table import Table
 
 from pgarena.analysis.compare import DEFAULT_THRESHOLD, compare_campaigns, load_results
+from pgarena.analysis.metrics import target_metrics
 from pgarena.model.comparison import Comparison
 from pgarena.model.matrix import Campaign, json_schema
 from pgarena.model.matrix_errors import MatrixError
-from pgarena.model.results import CampaignResults
+from pgarena.model.results import CampaignResults, TargetResult
 from pgarena.planning.campaign import load_execution_input
 from pgarena.remote.execution import RESULTS_WAIT_S, STACK_NAME
 from pgarena.report import write_to_folder
@@ -102,37 +103,53 @@ def schema() -> None:
     print(json.dumps(json_schema(), indent=2))
 
 
+def best_by_workload(target: TargetResult) -> tuple[dict[str, float], dict[str, float]]:
+    """Per workload, the target's best point (workload x client count): its tps and its tps at SLO, each
+    a mean over the point's repetitions. Never a figure across workloads: their tps do not add up."""
+    tps: dict[str, float] = {}
+    at_slo: dict[str, float] = {}
+    for point in target_metrics(target).points:
+        if point.tps is not None:
+            tps[point.workload] = max(tps.get(point.workload, point.tps), point.tps)
+        if point.slo_tps is not None:
+            at_slo[point.workload] = max(at_slo.get(point.workload, point.slo_tps), point.slo_tps)
+    return tps, at_slo
+
+
 def ranking_table(results: CampaignResults) -> Table:
     table = Table(title=f"pgarena ranking: {results.campaign_id}")
-    searched = any(w.slo is not None for t in results.targets for w in t.workloads)
-    columns = ("rank", "target", "provider", "status", "score", "tps (mean)", *(("tps at SLO",) if searched else ()), "error")
-    for column in columns:
+    workloads = list(dict.fromkeys(w.name for t in results.targets for w in t.workloads))
+    searched = list(dict.fromkeys(w.name for t in results.targets for w in t.workloads if w.slo is not None))
+    figures = [f"{name} tps" for name in workloads] + [f"{name} tps at SLO" for name in searched]
+    for column in ("rank", "target", "provider", "status", "score", *figures, "error"):
         table.add_column(column)
     providers = {t.name: t for t in results.targets}
     for entry in results.ranking:
         target = providers[entry.target]
-        tps = [w.tps for w in target.workloads if w.tps is not None]
-        at_slo = [w.slo.slo_tps for w in target.workloads if w.slo is not None and w.slo.slo_tps is not None]
+        tps, at_slo = best_by_workload(target)
         table.add_row(
             f"{entry.rank}{'=' if entry.tied_with else ''}",
             entry.target,
             target.provider,
             target.status,
             f"{entry.score:.3f}",
-            f"{sum(tps) / len(tps):,.1f}" if tps else "-",
-            *((f"{sum(at_slo) / len(at_slo):,.1f}" if at_slo else "-",) if searched else ()),
+            *(f"{tps[name]:,.1f}" if name in tps else "-" for name in workloads),
+            *(f"{at_slo[name]:,.1f}" if name in at_slo else "-" for name in searched),
             "",
         )
     ranked = {r.target for r in results.ranking}
     for target in results.targets:
         if target.name not in ranked:
             error = f"{target.error.kind}: {target.error.message}" if target.error else ""
-            table.add_row("-", target.name, target.provider, target.status, "-", "-", *(("-",) if searched else ()), error)
+            table.add_row("-", target.name, target.provider, target.status, "-", *("-" for _ in figures), error)
     stats = results.statistics
+    per_workload = "tps: each workload's best point (mean over its runs)"
     if stats is not None and stats.note:
-        table.caption = f"{stats.note}; '=' marks a tie within the tie tolerance"
+        table.caption = f"{per_workload}; {stats.note}; '=' marks a tie within the tie tolerance"
     elif stats is not None:
-        table.caption = f"{stats.repetitions} runs per point; '=' marks a tie: 95% confidence intervals overlap"
+        table.caption = f"{per_workload}; {stats.repetitions} runs per point; '=' marks a tie: 95% confidence intervals overlap"
+    else:
+        table.caption = per_workload
     return table
 
 

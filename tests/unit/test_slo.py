@@ -214,9 +214,9 @@ def test_the_cli_ranking_table_shows_tps_at_slo_when_a_workload_searched_it():
         targets=(targets := [slo_target("a", 1000.0, 300.0), slo_target("b", 1000.0, 600.0)]),
         ranking=rank_targets(targets),
     )
-    # When the CLI's table is built / Then it has a tps at SLO column with each target's figure
+    # When the CLI's table is built / Then it has a tps at SLO column, the workload's, with each target's figure
     table = ranking_table(results)
-    column = next(c for c in table.columns if c.header == "tps at SLO")
+    column = next(c for c in table.columns if c.header == "tpcb tps at SLO")
     assert list(column.cells) == ["600.0", "300.0"]
 
 

@@ -1,0 +1,49 @@
+"""The CLI's ranking table: per-workload figures, never one averaged across unlike workloads."""
+
+from pgarena.analysis.ranking import rank_targets
+from pgarena.cli import ranking_table
+from pgarena.model.results import CampaignResults, TargetResult, WorkloadResult
+
+
+def run(name: str, tool: str, tps: float, **fields) -> WorkloadResult:
+    fields = {"clients": 4, "repetition": 1, **fields}
+    return WorkloadResult(name=name, tool=tool, status="succeeded", tps=tps, **fields)
+
+
+def results(*targets: TargetResult) -> CampaignResults:
+    return CampaignResults(
+        campaign_id="c", campaign="c", started_at="", finished_at="", targets=list(targets), ranking=rank_targets(list(targets))
+    )
+
+
+def test_the_ranking_table_gives_each_workload_its_own_tps_never_their_mean():
+    # Given sysbench at 436 tps, a rate-limited pgbench run at 101 tps and a pgbench sweep of four runs
+    a = TargetResult(
+        name="a",
+        provider="p",
+        status="succeeded",
+        workloads=[
+            run("oltp", "sysbench", 436.0),
+            run("throttled", "pgbench", 101.0, rate_tps=100.0),
+            run("tpcb", "pgbench", 900.0, clients=4),
+            run("tpcb", "pgbench", 1100.0, clients=4, repetition=2),
+            run("tpcb", "pgbench", 1500.0, clients=8),
+            run("tpcb", "pgbench", 1700.0, clients=8, repetition=2),
+        ],
+    )
+    # When the CLI's table is built
+    table = ranking_table(results(a))
+    cells = {c.header: list(c.cells) for c in table.columns}
+    # Then there is one tps column per workload, each the best point's mean over its repetitions
+    assert "tps (mean)" not in cells
+    assert (cells["oltp tps"], cells["throttled tps"], cells["tpcb tps"]) == (["436.0"], ["101.0"], ["1,600.0"])
+    assert "each workload's best point" in str(table.caption)
+
+
+def test_an_unranked_target_has_a_dash_in_every_workload_column():
+    ok = TargetResult(name="a", provider="p", status="succeeded", workloads=[run("tpcb", "pgbench", 500.0)])
+    failed = TargetResult(
+        name="b", provider="p", status="failed", workloads=[run("tpcb", "pgbench", 1.0).model_copy(update={"status": "failed"})]
+    )
+    cells = {c.header: list(c.cells) for c in ranking_table(results(ok, failed)).columns}
+    assert cells["tpcb tps"] == ["500.0", "-"]
