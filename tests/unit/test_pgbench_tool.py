@@ -14,9 +14,10 @@ from tests.unit.test_txlog import START
 PGBENCH = FIXTURES / "pgbench"
 
 
-def run_step() -> Step:
+def run_step(**run) -> Step:
     data = json.loads((FIXTURES / "matrices" / "minimal.json").read_text())
     data["targets"] = data["targets"][:1]
+    data["workloads"][0]["run"].update(run)
     return plan_campaign(parse_campaign(data), "cid").targets[0].steps[1]
 
 
@@ -85,3 +86,19 @@ def test_the_log_counts_failed_and_skipped_transactions_apart(tmp_path):
         2,
         1,
     )
+
+
+def test_after_a_warmup_failed_and_skipped_are_the_windows_each_apart(tmp_path):
+    # Given a rate run with a 1 s warm-up: a failed and a skipped transaction in it, then in the window
+    # 3 done, 2 failed and 2 skipped (each line ending at second START + t)
+    timed = [(0, "1000"), (0, "failed"), (0, "skipped")]
+    timed += [(2, "1000"), (2, "failed"), (2, "skipped"), (3, "2000"), (3, "failed"), (3, "skipped"), (3, "3000")]
+    lines = "".join(f"0 {i} {latency} 0 {START + t} {i * 1000}\n" for i, (t, latency) in enumerate(timed))
+    (tmp_path / "transactions.1").write_text(lines)
+    text = (PGBENCH / "pg10_run_tpcb_rate_R400_L20_c4_j2_T3_P1.txt").read_text()
+    # When the tool measures the run
+    measured = Pgbench().measure(run_step(warmup_s=1), text, 0, tmp_path)
+    # Then the window's failed and skipped counts are each their own; pgbench's whole-run skipped is kept beside
+    assert (measured.transactions, measured.failed_transactions) == (3, 2)
+    assert (measured.extra["skipped_transactions"], measured.extra["run_skipped_transactions"]) == (2, 1)
+    assert measured.extra["warmup_transactions"] == 3
