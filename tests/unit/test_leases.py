@@ -1,4 +1,5 @@
 import multiprocessing
+import socket
 from pathlib import Path
 
 import boto3
@@ -9,7 +10,9 @@ from functions.dependencies import Dependencies
 from pgarena.aws.leases import LeaseStore
 from pgarena.aws.settings import ResultsEnv
 from pgarena.aws.store import create_results_table
+from pgarena.campaign.leases import lease_key
 from pgarena.local.leases import FileLeases
+from pgarena.model.matrix import Endpoint
 
 
 @pytest.fixture
@@ -114,3 +117,35 @@ def test_the_local_runtime_uses_the_file_store_and_aws_the_table(tmp_path, store
     # Then its dependencies lease in files, or in the table
     assert isinstance(Dependencies(local).leases, FileLeases)
     assert isinstance(Dependencies(aws).leases, LeaseStore)
+
+
+def _endpoint(host: str) -> Endpoint:
+    return Endpoint(host=host, port=5432, user="bench")
+
+
+def test_one_server_has_one_lease_however_its_host_is_written(tmp_path):
+    # Given one server written as localhost by one campaign and as 127.0.0.1 by another
+    leases = FileLeases(tmp_path)
+    by_name, by_address = lease_key(_endpoint("localhost")), lease_key(_endpoint("127.0.0.1"))
+    # When the first takes most of the budget
+    assert leases.acquire(by_name, "c1/a", slots=12, capacity=20, ttl_s=60)
+    # Then the second sees it: one budget, not two
+    assert by_name == by_address == lease_key(_endpoint("LOCALHOST"))
+    assert not leases.acquire(by_address, "c2/a", slots=12, capacity=20, ttl_s=60)
+    # And the release, keyed from the endpoint as the acquire was, frees it
+    leases.release(lease_key(_endpoint("localhost")), "c1/a")
+    assert leases.acquire(by_address, "c2/a", slots=12, capacity=20, ttl_s=60)
+
+
+def test_a_host_that_does_not_resolve_is_keyed_by_its_lower_cased_name(monkeypatch):
+    # Given a resolver that cannot translate the name
+    def no_dns(*args, **kwargs):
+        raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+
+    monkeypatch.setattr(socket, "getaddrinfo", no_dns)
+    # When its lease key is made, then it is the name, lower-cased, and nothing raises
+    assert lease_key(_endpoint("DB.Example")) == "db.example:5432"
+
+
+def test_an_ipv6_address_is_bracketed_in_its_key():
+    assert lease_key(_endpoint("::1")) == "[::1]:5432"
