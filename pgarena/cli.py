@@ -253,6 +253,7 @@ def run(
         return
     from pgarena.local.assets import AssetError
     from pgarena.local.containers import DockerError
+    from pgarena.local.leases import LeaseDirError
     from pgarena.local.limits import StrictLimitError
     from pgarena.local.progress import Interrupted
     from pgarena.local.runtime import run_local
@@ -265,7 +266,7 @@ def run(
             result = run_local(
                 campaign, out, on_event=show_event, aws_strict=aws_strict, container_workers=container_workers or aws_strict
             )
-    except (AssetError, StrictLimitError, DockerError) as error:
+    except (AssetError, StrictLimitError, DockerError, LeaseDirError) as error:
         _fail(str(error))
         raise typer.Exit(1) from None
     except Interrupted as stop:
@@ -398,6 +399,7 @@ def resume(
         )
         raise typer.Exit(2)
     override = _load_or_exit(matrix) if matrix else None
+    from pgarena.local.leases import LeaseDirError
     from pgarena.local.resume import NothingToResume, resume_local
 
     try:
@@ -409,6 +411,9 @@ def resume(
     except FileNotFoundError as missing:
         _fail(f"{missing}")
         raise typer.Exit(2) from None
+    except LeaseDirError as error:
+        _fail(str(error))
+        raise typer.Exit(1) from None
     console.print(
         _text(f"re-ran {', '.join(resumed.reruns) or 'nothing'}; kept the successes of {campaign.name}"), highlight=False
     )
