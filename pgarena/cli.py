@@ -401,6 +401,7 @@ def resume(
     override = _load_or_exit(matrix) if matrix else None
     from pgarena.local.leases import LeaseDirError
     from pgarena.local.resume import NothingToResume, resume_local
+    from pgarena.model.layout import UnsafePath
 
     try:
         with console.status(_text(f"re-running what failed in {campaign.name} (Ctrl-C cancels)")):
@@ -411,7 +412,7 @@ def resume(
     except FileNotFoundError as missing:
         _fail(f"{missing}")
         raise typer.Exit(2) from None
-    except LeaseDirError as error:
+    except (LeaseDirError, UnsafePath) as error:
         _fail(str(error))
         raise typer.Exit(1) from None
     console.print(

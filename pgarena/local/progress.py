@@ -112,7 +112,11 @@ def salvage(folder: Path, matrix: dict[str, Any]) -> CampaignResults:
     plan = plan_campaign(parse_campaign(execution["matrix"]), execution["campaign_id"])
     outcomes, summaries = stopped_outcomes(plan, [], kept_steps(folder))
     root = folder.parent
-    series = {s.step_id: ShardSeries.model_validate_json((root / s.series).read_text()) for s in summaries if s.series}
+    series = {
+        s.step_id: ShardSeries.model_validate_json(layout.inside(folder, root / s.series).read_text())
+        for s in summaries
+        if s.series
+    }
     raw_keys = [str(p.relative_to(root)) for p in folder.glob(f"{layout.RAW_DIR}/**/*") if p.is_file()]
     results = aggregate(plan, outcomes, summaries, execution["started_at"], now, None, series, raw_keys)
     interrupted = any(step.failure for outcome in outcomes for step in outcome.steps)
