@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from pgarena.analysis.compare import DEFAULT_THRESHOLD, compare_campaigns, load_results
+from pgarena.analysis.compare import DEFAULT_THRESHOLD, ResultsError, compare_campaigns, load_results
 from pgarena.model.comparison import Comparison
 from pgarena.model.matrix import Campaign, json_schema
 from pgarena.model.matrix_errors import MatrixError
@@ -412,7 +412,7 @@ def resume(
     except FileNotFoundError as missing:
         _fail(f"{missing}")
         raise typer.Exit(2) from None
-    except (LeaseDirError, UnsafePath) as error:
+    except (LeaseDirError, UnsafePath, ResultsError) as error:
         _fail(str(error))
         raise typer.Exit(1) from None
     console.print(
@@ -427,8 +427,8 @@ def _results_or_exit(path: Path) -> CampaignResults:
     except FileNotFoundError:
         _fail(f"{path}: no results.json there")
         raise typer.Exit(2) from None
-    except ValueError as error:
-        _fail(f"{path}: not a pgarena results.json: {error}")
+    except ResultsError as error:
+        _fail(str(error))
         raise typer.Exit(1) from None
     except OSError as error:
         _fail(f"{path}: cannot read it: {error.strerror}")

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pgarena.analysis.compare import load_results
 from pgarena.analysis.metrics import campaign_statistics, with_points
 from pgarena.analysis.ranking import rank_targets
 from pgarena.model.layout import RAW_DIR, inside
@@ -164,7 +165,7 @@ def copy_raw(original_dir: Path, reruns: list[tuple[Rerun, Path]], out_dir: Path
 
 def load_original(folder: Path) -> tuple[CampaignResults, dict[str, Any] | None]:
     """The campaign's results.json and the matrix it ran (kept beside it as matrix.json)."""
-    results = CampaignResults.model_validate_json((folder / "results.json").read_text())
+    results = load_results(folder)
     matrix_path = folder / "matrix.json"
     matrix: dict[str, Any] | None = json.loads(matrix_path.read_text()) if matrix_path.exists() else None
     return results, matrix
