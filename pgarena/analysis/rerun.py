@@ -18,7 +18,7 @@ from typing import Any
 from pgarena.analysis.compare import load_results
 from pgarena.analysis.metrics import campaign_statistics, with_points
 from pgarena.analysis.ranking import rank_targets
-from pgarena.model.layout import RAW_DIR, inside
+from pgarena.model.layout import RAW_DIR, RESULTS_FILE, inside
 from pgarena.model.matrix import Campaign
 from pgarena.model.results import CampaignResults, LoadResult, TargetResult, WorkloadResult
 
@@ -165,7 +165,7 @@ def copy_raw(original_dir: Path, reruns: list[tuple[Rerun, Path]], out_dir: Path
 
 def load_original(folder: Path) -> tuple[CampaignResults, dict[str, Any] | None]:
     """The campaign's results.json and the matrix it ran (kept beside it as matrix.json)."""
-    results = load_results(folder)
+    results = load_results(inside(folder, folder / RESULTS_FILE))
     matrix_path = folder / "matrix.json"
-    matrix: dict[str, Any] | None = json.loads(matrix_path.read_text()) if matrix_path.exists() else None
+    matrix: dict[str, Any] | None = json.loads(inside(folder, matrix_path).read_text()) if matrix_path.exists() else None
     return results, matrix

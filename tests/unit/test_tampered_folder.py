@@ -7,7 +7,8 @@ from typer.testing import CliRunner
 
 from pgarena.analysis.rerun import copy_raw
 from pgarena.cli import app
-from pgarena.local.progress import EXECUTION_FILE, SUMMARY_FILE, salvage
+from pgarena.local.progress import EXECUTION_FILE, SUMMARY_FILE, kept_steps, salvage
+from pgarena.local.resume import load_folder
 from pgarena.model.layout import UnsafePath
 from pgarena.model.results import CampaignResults, StepSummary, TargetResult, WorkloadResult
 from tests.conftest import FIXTURES
@@ -52,3 +53,18 @@ def test_a_target_name_leading_outside_the_folder_copies_nothing(tmp_path):
         copy_raw(original_dir, [], out, original)
     # And nothing was copied
     assert not list(tmp_path.rglob("c2/**/key"))
+
+
+@pytest.mark.parametrize("name", ["raw/x/summary.json", "execution.json", "results.json", "matrix.json"])
+def test_a_folder_file_that_links_outside_is_refused(tmp_path, name):
+    # Given a campaign folder where one of the files resume reads is a symlink to a file outside it
+    outside = tmp_path / "outside.json"
+    outside.write_text("{}")
+    folder = tmp_path / "results" / "c1"
+    (folder / name).parent.mkdir(parents=True)
+    (folder / name).symlink_to(outside)
+    if name != "matrix.json":
+        (folder / "matrix.json").write_text("{}")
+    # When resume reads the folder (its kept steps, for a summary), then it refuses before reading the file
+    with pytest.raises(UnsafePath, match="outside"):
+        kept_steps(folder) if name.endswith(SUMMARY_FILE) else load_folder(folder)
