@@ -1,11 +1,11 @@
 """Connection leases: campaigns sharing a server never take more slots together than its budget allows.
 
-One record per server (its resolved address and port) lists the holders and their slots; every change is a conditional
-write on the record's version, so two campaigns racing for the last slots cannot both win. This is
-the port and its rule; the records live in DynamoDB (pgarena.aws.leases.LeaseStore) or, for local
-campaigns each with its own in-memory moto, in files shared by every local runtime
-(pgarena.local.leases.FileLeases): two `pgarena run --local` processes see each other's leases as
-two executions in one AWS account do.
+One record per server (its resolved address and port: lease_key) lists the holders and their slots;
+every change is a conditional write on the record's version, so two campaigns racing for the last
+slots cannot both win. This is the port and its rule; the records live in DynamoDB
+(pgarena.aws.leases.LeaseStore) or, for local campaigns each with its own in-memory moto, in files
+shared by every local runtime (pgarena.local.leases.FileLeases): two `pgarena run --local` processes
+see each other's leases as two executions in one AWS account do.
 """
 
 from __future__ import annotations

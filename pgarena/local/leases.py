@@ -40,7 +40,7 @@ def private_dir(directory: Path) -> Path:
 
 
 class FileLeases(Leases):
-    """Leases shared by every local runtime on this machine: `<directory>/<host>_<port>.json`, each
+    """Leases shared by every local runtime on this machine: `<directory>/<address>_<port>.json`, each
     change made under an exclusive flock of a lock file beside it (the JSON file is replaced whole)."""
 
     def __init__(self, directory: Path, clock: Callable[[], float] = time.time):
