@@ -11,8 +11,9 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
-from pgarena.analysis.compare import DEFAULT_THRESHOLD, compare_campaigns, load_results
+from pgarena.analysis.compare import DEFAULT_THRESHOLD, ResultsError, compare_campaigns, load_results
 from pgarena.analysis.metrics import target_metrics
 from pgarena.model.comparison import Comparison
 from pgarena.model.matrix import Campaign, json_schema
@@ -35,6 +36,11 @@ errors = Console(stderr=True, soft_wrap=True)
 def _fail(text: str) -> None:
     """An error line in red, printed as given: paths and messages may hold [brackets] rich would eat."""
     errors.print(text, style="red", markup=False, highlight=False)
+
+
+def _text(value: object, style: str = "") -> Text:
+    """Data (names, messages, settings, paths) as plain text: never read as rich markup or emoji codes."""
+    return Text(str(value), style=style)
 
 
 def _load_or_exit(path: Path) -> Campaign:
@@ -61,7 +67,7 @@ def validate(matrix: Annotated[Path, typer.Argument(help="provider matrix JSON")
     """Check a provider matrix (or an execution input holding one); print every problem with its JSON path."""
     campaign = _load_or_exit(matrix)
     targets, workloads = len(campaign.targets), len(campaign.workloads)
-    console.print(f"{matrix}: ok ({targets} target{'s' * (targets != 1)} x {workloads} workload{'s' * (workloads != 1)})")
+    console.print(_text(f"{matrix}: ok ({targets} target{'s' * (targets != 1)} x {workloads} workload{'s' * (workloads != 1)})"))
 
 
 @app.command()
@@ -117,20 +123,20 @@ def best_by_workload(target: TargetResult) -> tuple[dict[str, float], dict[str, 
 
 
 def ranking_table(results: CampaignResults) -> Table:
-    table = Table(title=f"pgarena ranking: {results.campaign_id}")
+    table = Table(title=_text(f"pgarena ranking: {results.campaign_id}"))
     workloads = list(dict.fromkeys(w.name for t in results.targets for w in t.workloads))
     searched = list(dict.fromkeys(w.name for t in results.targets for w in t.workloads if w.slo is not None))
     figures = [f"{name} tps" for name in workloads] + [f"{name} tps at SLO" for name in searched]
     for column in ("rank", "target", "provider", "status", "score", *figures, "error"):
-        table.add_column(column)
+        table.add_column(_text(column))  # a results.json read back may name anything
     providers = {t.name: t for t in results.targets}
     for entry in results.ranking:
         target = providers[entry.target]
         tps, at_slo = best_by_workload(target)
         table.add_row(
             f"{entry.rank}{'=' if entry.tied_with else ''}",
-            entry.target,
-            target.provider,
+            _text(entry.target),
+            _text(target.provider),
             target.status,
             f"{entry.score:.3f}",
             *(f"{tps[name]:,.1f}" if name in tps else "-" for name in workloads),
@@ -141,11 +147,19 @@ def ranking_table(results: CampaignResults) -> Table:
     for target in results.targets:
         if target.name not in ranked:
             error = f"{target.error.kind}: {target.error.message}" if target.error else ""
-            table.add_row("-", target.name, target.provider, target.status, "-", *("-" for _ in figures), error)
+            table.add_row(
+                "-",
+                _text(target.name),
+                _text(target.provider),
+                target.status,
+                "-",
+                *("-" for _ in figures),
+                _text(error),
+            )
     stats = results.statistics
     per_workload = "tps: each workload's best point (mean over its runs)"
     if stats is not None and stats.note:
-        table.caption = f"{per_workload}; {stats.note}; '=' marks a tie within the tie tolerance"
+        table.caption = _text(f"{per_workload}; {stats.note}; '=' marks a tie within the tie tolerance")
     elif stats is not None:
         table.caption = f"{per_workload}; {stats.repetitions} runs per point; '=' marks a tie: 95% confidence intervals overlap"
     else:
@@ -158,7 +172,7 @@ def scenario_tables(results: CampaignResults) -> list[Table]:
     tables = []
     for sweep in results.scenarios.consolidation if results.scenarios else []:
         table = Table(
-            title=f"consolidation: {sweep.workload}, {sweep.clients} clients per target (threshold {sweep.threshold:.0%})"
+            title=_text(f"consolidation: {sweep.workload}, {sweep.clients} clients per target (threshold {sweep.threshold:.0%})")
         )
         for column in ("targets", "measured tps", "ideal tps", "measured / ideal", ""):
             table.add_column(column)
@@ -168,7 +182,7 @@ def scenario_tables(results: CampaignResults) -> list[Table]:
                 f"{step.measured_tps or 0:,.1f}",
                 f"{step.ideal_tps or 0:,.1f}",
                 f"{step.ratio:.1%}" if step.ratio is not None else "-",
-                "below threshold" if sweep.below_threshold_at == step.targets else (step.note or ""),
+                _text("below threshold" if sweep.below_threshold_at == step.targets else (step.note or "")),
             )
         tables.append(table)
     if results.scenarios and results.scenarios.replication:
@@ -177,8 +191,8 @@ def scenario_tables(results: CampaignResults) -> list[Table]:
             table.add_column(column)
         for point in results.scenarios.replication:
             table.add_row(
-                point.target,
-                point.workload,
+                _text(point.target),
+                _text(point.workload),
                 str(point.clients),
                 f"{point.tps or 0:,.1f}",
                 f"{point.catch_up_s:.2f} s" if point.caught_up else "not caught up",
@@ -255,6 +269,7 @@ def run(
         return
     from pgarena.local.assets import AssetError
     from pgarena.local.containers import DockerError
+    from pgarena.local.leases import LeaseDirError
     from pgarena.local.limits import StrictLimitError
     from pgarena.local.progress import Interrupted
     from pgarena.local.runtime import run_local
@@ -263,11 +278,11 @@ def run(
     # Ctrl-C stops the campaign (workers, leases) and still writes a results.json marked cancelled.
     mode = "locally, as AWS would run it" if aws_strict else "locally"
     try:
-        with console.status(f"running {campaign.campaign} {mode} (Ctrl-C cancels, keeping what finished)"):
+        with console.status(_text(f"running {campaign.campaign} {mode} (Ctrl-C cancels, keeping what finished)")):
             result = run_local(
                 campaign, out, on_event=show_event, aws_strict=aws_strict, container_workers=container_workers or aws_strict
             )
-    except (AssetError, StrictLimitError, DockerError) as error:
+    except (AssetError, StrictLimitError, DockerError, LeaseDirError) as error:
         _fail(str(error))
         raise typer.Exit(1) from None
     except Interrupted as stop:
@@ -285,7 +300,7 @@ def run(
         raise typer.Exit(1)
     if result.status == "FAILED":  # an error no Catch handles (--aws-strict's limits): what finished is kept
         _fail(f"campaign {result.campaign_id} FAILED: {result.error}")
-        console.print(f"results: {result.results_dir / 'results.json'}")
+        console.print(_text(f"results: {result.results_dir / 'results.json'}"))
         raise typer.Exit(1)
     _print_outcome(result.results, result.results_dir, result.wall_s)
 
@@ -315,7 +330,7 @@ def _run_aws(
         clients = aws_clients(region)
         outputs = stack_outputs(clients.cloudformation, stack_name, given)
         runner = AwsCampaign(clients, outputs, out, results_wait_s)
-        with console.status(f"running {campaign.campaign} in AWS (Ctrl-C stops the execution and its workers)"):
+        with console.status(_text(f"running {campaign.campaign} in AWS (Ctrl-C stops the execution and its workers)")):
             return runner.run(campaign, on_event=show_event)
     except AwsRunError as error:
         _fail(str(error))
@@ -344,7 +359,7 @@ def _finish_aws(result: AwsRun) -> None:
         raise typer.Exit(1)
     if result.status in ("FAILED", "TIMED_OUT"):  # finalize_stopped aggregated what finished
         _fail(f"campaign {result.campaign_id} {result.status} ({where}): {result.error}")
-        console.print(f"results: {result.results_dir / 'results.json'}")
+        console.print(_text(f"results: {result.results_dir / 'results.json'}"))
         raise typer.Exit(1)
     _print_outcome(result.results, result.results_dir, result.wall_s)
 
@@ -358,11 +373,12 @@ def show_event(event: Event) -> None:
             figure += f", {s.slo.slo_tps:,.1f} tps at p{s.slo.percentile} <= {s.slo.limit_ms:g} ms"
         colour = "green" if s.status == "succeeded" else "red"
         detail = f" {s.error.kind}: {s.error.message}" if s.error else ""
-        console.print(
-            f"[dim]{event.elapsed_s:6.1f}s[/dim] [{colour}]{s.status:9}[/{colour}] {s.step_id} {figure}{detail}", highlight=False
+        line = Text.assemble(
+            (f"{event.elapsed_s:6.1f}s", "dim"), " ", (f"{s.status:9}", colour), f" {s.step_id} {figure}{detail}"
         )
+        console.print(line, highlight=False)
     else:
-        console.print(f"[dim]{event.elapsed_s:6.1f}s {event.text}[/dim]", highlight=False)
+        console.print(_text(f"{event.elapsed_s:6.1f}s {event.text}", style="dim"), highlight=False)
 
 
 # Exit codes: 0 every target succeeded, 3 some failed, 130 cancelled (as a shell reports Ctrl-C).
@@ -374,14 +390,14 @@ def _print_outcome(results: CampaignResults, folder: Path, wall_s: float) -> Non
     console.print(ranking_table(results))
     for table in scenario_tables(results):
         console.print(table)
-    console.print(f"results: {folder / 'results.json'}  ({wall_s:.1f} s)")
+    console.print(_text(f"results: {folder / 'results.json'}  ({wall_s:.1f} s)"))
     if (folder / "report.html").exists():
-        console.print(f"report:  {folder / 'report.html'}")
+        console.print(_text(f"report:  {folder / 'report.html'}"))
     if results.status == "cancelled":
-        errors.print(f"cancelled: what finished is kept; `pgarena resume {folder}` re-runs the rest", highlight=False)
+        errors.print(_text(f"cancelled: what finished is kept; `pgarena resume {folder}` re-runs the rest"), highlight=False)
         raise typer.Exit(EXIT_CANCELLED)
     if any(t.status == "failed" for t in results.targets):
-        console.print(f"`pgarena resume {folder}` re-runs what failed", highlight=False)
+        console.print(_text(f"`pgarena resume {folder}` re-runs what failed"), highlight=False)
         raise typer.Exit(EXIT_FAILED_TARGETS)
 
 
@@ -399,18 +415,25 @@ def resume(
         )
         raise typer.Exit(2)
     override = _load_or_exit(matrix) if matrix else None
+    from pgarena.local.leases import LeaseDirError
     from pgarena.local.resume import NothingToResume, resume_local
+    from pgarena.model.layout import UnsafePath
 
     try:
-        with console.status(f"re-running what failed in {campaign.name} (Ctrl-C cancels)"):
+        with console.status(_text(f"re-running what failed in {campaign.name} (Ctrl-C cancels)")):
             resumed = resume_local(campaign, out, override, on_event=show_event)
     except NothingToResume as nothing:
-        console.print(str(nothing), highlight=False)
+        console.print(_text(nothing), highlight=False)
         return
     except FileNotFoundError as missing:
         _fail(f"{missing}")
         raise typer.Exit(2) from None
-    console.print(f"re-ran {', '.join(resumed.reruns) or 'nothing'}; kept the successes of {campaign.name}", highlight=False)
+    except (LeaseDirError, UnsafePath, ResultsError) as error:
+        _fail(str(error))
+        raise typer.Exit(1) from None
+    console.print(
+        _text(f"re-ran {', '.join(resumed.reruns) or 'nothing'}; kept the successes of {campaign.name}"), highlight=False
+    )
     _print_outcome(resumed.results, resumed.results_dir, resumed.wall_s)
 
 
@@ -420,8 +443,8 @@ def _results_or_exit(path: Path) -> CampaignResults:
     except FileNotFoundError:
         _fail(f"{path}: no results.json there")
         raise typer.Exit(2) from None
-    except ValueError as error:
-        _fail(f"{path}: not a pgarena results.json: {error}")
+    except ResultsError as error:
+        _fail(str(error))
         raise typer.Exit(1) from None
     except OSError as error:
         _fail(f"{path}: cannot read it: {error.strerror}")
@@ -434,11 +457,11 @@ def report(folder: Annotated[Path, typer.Argument(help="campaign folder holding 
     results = _results_or_exit(folder)
     out = folder if folder.is_dir() else folder.parent
     for path in write_to_folder(results, out):
-        console.print(str(path), highlight=False)
+        console.print(_text(path), highlight=False)
 
 
 def comparison_table(comparison: Comparison) -> Table:
-    table = Table(title=f"{comparison.a} -> {comparison.b} (changes beyond {comparison.threshold:.0%})")
+    table = Table(title=_text(f"{comparison.a} -> {comparison.b} (changes beyond {comparison.threshold:.0%})"))
     # tps at SLO only where a campaign searched one: other comparisons keep their width
     slo = any(c.slo_tps_a is not None or c.slo_tps_b is not None for c in comparison.changes)
     columns = ["target", "workload", "clients", "tps A", "tps B", "Δ tps", "Δ latency"]
@@ -449,9 +472,9 @@ def comparison_table(comparison: Comparison) -> Table:
     for c in comparison.changes:
         colour = colours.get(c.verdict, "default")
         why = "; ".join(r for r in c.reasons if not r.startswith(("tps ", "latency ")))
-        cells = [
-            c.target,
-            c.workload,
+        cells: list[str | Text] = [
+            _text(c.target),
+            _text(c.workload),
             str(c.clients if c.clients is not None else "-"),
             _figure(c.tps_a),
             _figure(c.tps_b),
@@ -464,7 +487,7 @@ def comparison_table(comparison: Comparison) -> Table:
                 _figure(c.slo_tps_b),
                 f"{c.slo_tps_change:+.1%}" if c.slo_tps_change is not None else "-",
             ]
-        table.add_row(*cells, f"[{colour}]{c.verdict}[/{colour}]" + (f" ({why})" if why else ""))
+        table.add_row(*cells, Text.assemble((c.verdict, colour), f" ({why})" if why else ""))
     return table
 
 
@@ -478,7 +501,7 @@ def settings_table(comparison: Comparison) -> Table:
     for column in ("target", "setting", "A", "B"):
         table.add_column(column)
     for change in comparison.settings:
-        table.add_row(change.target, change.name, change.a or "–", change.b or "–")
+        table.add_row(_text(change.target), _text(change.name), _text(change.a or "–"), _text(change.b or "–"))
     return table
 
 
@@ -499,7 +522,7 @@ def compare(
     summary = f"{len(regressions)} regression(s)" + (
         ": " + ", ".join(f"{c.target}/{c.workload}/c{c.clients}" for c in regressions) if regressions else ""
     )
-    console.print(summary, style="red" if regressions else "green", highlight=False)
+    console.print(_text(summary), style="red" if regressions else "green", highlight=False)
 
 
 def _tool_name(name: str) -> str:

@@ -5,8 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from pgarena.analysis.metrics import target_metrics
 from pgarena.model.comparison import Change, Comparison, SettingChange
+from pgarena.model.matrix_errors import problems_of
+from pgarena.model.matrix_json import read_text
 from pgarena.model.metrics import PointMetrics
 from pgarena.model.results import CampaignResults, TargetResult
 
@@ -14,10 +18,21 @@ from pgarena.model.results import CampaignResults, TargetResult
 DEFAULT_THRESHOLD = 0.05
 
 
+class ResultsError(ValueError):
+    """A results.json that is not one: its message is one line naming the file and what is wrong."""
+
+
 def load_results(path: Path) -> CampaignResults:
     """A campaign folder (holding results.json) or a results.json file."""
     file = path / "results.json" if path.is_dir() else path
-    return CampaignResults.model_validate_json(file.read_text())
+    try:
+        return CampaignResults.model_validate_json(read_text(file))
+    except ValidationError as error:  # pydantic's own text spans lines and carries a URL: say it the matrix's way
+        problems = [f"{p.path}: {p.message}" for p in problems_of(error)]
+        more = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
+        raise ResultsError(f"{file}: not a pgarena results.json: {'; '.join(problems[:3])}{more}") from None
+    except UnicodeDecodeError as error:
+        raise ResultsError(f"{file}: not a pgarena results.json: not UTF-8 text: {error}") from None
 
 
 def _points(results: CampaignResults) -> dict[tuple[str, str, int | None], PointMetrics]:

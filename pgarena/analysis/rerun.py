@@ -15,8 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pgarena.analysis.compare import load_results
 from pgarena.analysis.metrics import campaign_statistics, with_points
 from pgarena.analysis.ranking import rank_targets
+from pgarena.model.layout import RAW_DIR, RESULTS_FILE, inside
 from pgarena.model.matrix import Campaign
 from pgarena.model.results import CampaignResults, LoadResult, TargetResult, WorkloadResult
 
@@ -133,8 +135,14 @@ def combine(
 
 
 def _copy_tree(source: Path, target: Path) -> None:
+    # symlinks=True: a link in a (tampered) folder is copied as a link, its target never read
     if source.is_dir():
-        shutil.copytree(source, target, dirs_exist_ok=True)
+        shutil.copytree(source, target, symlinks=True, dirs_exist_ok=True)
+
+
+def _copy_raw_of(source: Path, out_dir: Path, *parts: str) -> None:
+    """raw/<target>/<part> from one folder to the other: names come from results.json, so both must stay inside."""
+    _copy_tree(inside(source, source / RAW_DIR / Path(*parts)), inside(out_dir, out_dir / RAW_DIR / Path(*parts)))
 
 
 def copy_raw(original_dir: Path, reruns: list[tuple[Rerun, Path]], out_dir: Path, original: CampaignResults) -> None:
@@ -151,14 +159,13 @@ def copy_raw(original_dir: Path, reruns: list[tuple[Rerun, Path]], out_dir: Path
         names = {l.workload for l in target.loads} | {w.name for w in target.workloads}
         for workload in names | {w for (t, w) in rerun_of if t == target.name}:
             source = rerun_of.get((target.name, workload), original_dir)
-            _copy_tree(source / "raw" / target.name / workload, out_dir / "raw" / target.name / workload)
-        source = preflight_of.get(target.name, original_dir)
-        _copy_tree(source / "raw" / target.name / "preflight", out_dir / "raw" / target.name / "preflight")
+            _copy_raw_of(source, out_dir, target.name, workload)
+        _copy_raw_of(preflight_of.get(target.name, original_dir), out_dir, target.name, "preflight")
 
 
 def load_original(folder: Path) -> tuple[CampaignResults, dict[str, Any] | None]:
     """The campaign's results.json and the matrix it ran (kept beside it as matrix.json)."""
-    results = CampaignResults.model_validate_json((folder / "results.json").read_text())
+    results = load_results(inside(folder, folder / RESULTS_FILE))
     matrix_path = folder / "matrix.json"
-    matrix: dict[str, Any] | None = json.loads(matrix_path.read_text()) if matrix_path.exists() else None
+    matrix: dict[str, Any] | None = json.loads(inside(folder, matrix_path).read_text()) if matrix_path.exists() else None
     return results, matrix

@@ -8,7 +8,7 @@ tests/unit/test_access.py checks that what the code really calls is granted here
 
 Table items (one table, keys `pk`/`sk`, both strings):
     summary  pk campaign#<campaign_id>   sk step#<step_id>             (store: the workers' step summaries)
-    lease    pk lease#<host:port>        sk lease                      (leases: connection slots per server)
+    lease    pk lease#<address:port>      sk lease                      (leases: connection slots per server)
     barrier  pk barrier#<campaign_id>    sk <group id>                 (barrier: shards that start together)
     outcome  pk outcome#<campaign_id>    sk target#<phase>#<index>      (the state machine: a target finished or failed)
                                          sk shard#<phase>#<index>#<step>#<shard>  (the state machine: a worker failed)
@@ -81,7 +81,7 @@ def summary_key(campaign_id: str, step_id: str) -> dict[str, AttributeValueTypeD
 
 
 def lease_item_key(server: str) -> dict[str, AttributeValueTypeDef]:
-    """The lease item of one server (`host:port`, pgarena.campaign.leases.lease_key)."""
+    """The lease item of one server (its address and port, pgarena.campaign.leases.lease_key)."""
     return _key(LEASES.pk(server), LEASE_SK)
 
 

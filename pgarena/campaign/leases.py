@@ -1,24 +1,40 @@
 """Connection leases: campaigns sharing a server never take more slots together than its budget allows.
 
-One record per server (host:port) lists the holders and their slots; every change is a conditional
-write on the record's version, so two campaigns racing for the last slots cannot both win. This is
-the port and its rule; the records live in DynamoDB (pgarena.aws.leases.LeaseStore) or, for local
-campaigns each with its own in-memory moto, in files shared by every local runtime
-(pgarena.local.leases.FileLeases): two `pgarena run --local` processes see each other's leases as
-two executions in one AWS account do.
+One record per server (its resolved address and port: lease_key) lists the holders and their slots;
+every change is a conditional write on the record's version, so two campaigns racing for the last
+slots cannot both win. This is the port and its rule; the records live in DynamoDB
+(pgarena.aws.leases.LeaseStore) or, for local campaigns each with its own in-memory moto, in files
+shared by every local runtime (pgarena.local.leases.FileLeases): two `pgarena run --local` processes
+see each other's leases as two executions in one AWS account do.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import time
 from abc import ABC, abstractmethod
 
+from pgarena.model.errors import PgarenaError
 from pgarena.model.lease import Holder
 from pgarena.model.matrix import Endpoint
+from pgarena.server.restarts import resolve
 
 
-def lease_key(endpoint: Endpoint) -> str:
-    return f"{endpoint.host}:{endpoint.port}"
+def lease_key(endpoint: Endpoint, addresses: list[str] | None = None) -> str:
+    """One server, one key however its host is written (localhost, 127.0.0.1, LOCALHOST): its canonical
+    resolved address and port. Acquire and release both make it here from the endpoint; `addresses`
+    spares preflight a second lookup. A name that does not resolve is keyed by itself, lower-cased."""
+    if addresses is None:
+        try:
+            addresses = resolve(endpoint.host, endpoint.port)
+        except PgarenaError:  # a dns_failure: still one key per name, and nothing to fail a release over
+            addresses = []
+    if not addresses:  # a Unix socket directory (a path, case kept) or a name that did not resolve
+        host = endpoint.host if endpoint.host.startswith("/") else endpoint.host.lower()
+        return f"{host}:{endpoint.port}"
+    # IPv4 first, then the lowest: stable whichever order the resolver answers in
+    address = str(min((ipaddress.ip_address(a) for a in addresses), key=lambda ip: (ip.version, ip)))
+    return f"[{address}]:{endpoint.port}" if ":" in address else f"{address}:{endpoint.port}"
 
 
 def holder_id(campaign_id: str, target: str) -> str:

@@ -59,7 +59,7 @@ def lease_budget(target: PlannedTarget, campaign_id: str, leases: Leases | None 
     addresses = resolve(endpoint.host, endpoint.port)
     address = reachable_address(addresses, endpoint.port) if endpoint.use_resolved_address else next(iter(addresses), None)
     own = campaign_tag(campaign_id)
-    key, holder = lease_key(target.endpoint), holder_id(campaign_id, target.name)
+    key, holder = lease_key(endpoint, addresses), holder_id(campaign_id, target.name)
     with connect(endpoint, application_name=f"{own}/preflight") as conn:
         try:
             version, version_num, facts = read_facts(conn.cursor(), own)

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import fcntl
 import json
+import logging
 import os
 import re
+import stat
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -16,15 +18,35 @@ from pathlib import Path
 from pgarena.campaign.leases import Leases
 from pgarena.model.lease import HOLDERS, Holder
 
+log = logging.getLogger(__name__)
+
+
+class LeaseDirError(Exception):
+    """The lease folder is not safe to share: another user could forge or remove leases in it."""
+
+
+def private_dir(directory: Path) -> Path:
+    """The lease folder, created 0700; refused when it is not a folder of this user's that only they may write."""
+    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+    info = os.lstat(directory)  # lstat: a symlink planted in its place is refused, not followed
+    fix = "remove it, or set PGARENA_LEASE_DIR to a folder of yours (mode 700)"
+    if not stat.S_ISDIR(info.st_mode):
+        raise LeaseDirError(f"lease folder {directory} is not a folder: {fix}")
+    if info.st_uid != os.getuid():
+        raise LeaseDirError(f"lease folder {directory} is owned by uid {info.st_uid}, not by you: {fix}")
+    if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        raise LeaseDirError(f"lease folder {directory} is group or world writable: chmod 700 {directory}, or {fix}")
+    return directory
+
 
 class FileLeases(Leases):
-    """Leases shared by every local runtime on this machine: `<directory>/<host>_<port>.json`, each
+    """Leases shared by every local runtime on this machine: `<directory>/<address>_<port>.json`, each
     change made under an exclusive flock of a lock file beside it (the JSON file is replaced whole)."""
 
     def __init__(self, directory: Path, clock: Callable[[], float] = time.time):
         self.directory = directory
         self.clock = clock
-        directory.mkdir(parents=True, exist_ok=True)
+        private_dir(directory)
 
     def _path(self, key: str) -> Path:
         return self.directory / (re.sub(r"[^A-Za-z0-9_.-]", "_", key) + ".json")
@@ -32,19 +54,28 @@ class FileLeases(Leases):
     @contextmanager
     def _locked(self, key: str, mode: int) -> Iterator[Path]:
         path = self._path(key)
-        with open(path.with_suffix(".lock"), "a") as lock:
-            fcntl.flock(lock, mode)
+        # O_NOFOLLOW: a lock file replaced by a symlink fails (ELOOP) rather than create or lock its target
+        fd = os.open(path.with_suffix(".lock"), os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o600)
+        try:
+            fcntl.flock(fd, mode)
             try:
                 yield path
             finally:
-                fcntl.flock(lock, fcntl.LOCK_UN)
+                fcntl.flock(fd, fcntl.LOCK_UN)
+        finally:
+            os.close(fd)
 
     @staticmethod
     def _load(path: Path) -> tuple[list[Holder], int]:
         if not path.exists():
             return [], 0
-        record = json.loads(path.read_text())
-        return HOLDERS.validate_python(record["holders"]), int(record["version"])
+        try:
+            record = json.loads(path.read_text())
+            return HOLDERS.validate_python(record["holders"]), int(record["version"])
+        except (ValueError, TypeError, KeyError) as error:  # ValueError: bad JSON, bad UTF-8, a ValidationError
+            # One server's damaged record must not stop every local campaign: it holds nothing, the next write replaces it.
+            log.warning("lease file %s is corrupt, counted as no holders: %s", path, error)
+            return [], 0
 
     def _read_all(self, key: str) -> tuple[list[Holder], int]:
         with self._locked(key, fcntl.LOCK_SH) as path:

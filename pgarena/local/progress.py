@@ -83,7 +83,8 @@ def keep_execution(folder: Path, campaign_id: str, matrix: dict[str, Any], start
 
 
 def kept_steps(folder: Path) -> list[StepSummary]:
-    return [StepSummary.model_validate_json(p.read_text()) for p in sorted((folder / layout.RAW_DIR).glob(f"**/{SUMMARY_FILE}"))]
+    paths = sorted((folder / layout.RAW_DIR).glob(f"**/{SUMMARY_FILE}"))
+    return [StepSummary.model_validate_json(layout.inside(folder, p).read_text()) for p in paths]
 
 
 def disk_full(error: DiskFull, folder: Path) -> DiskFull:
@@ -108,11 +109,15 @@ def salvage(folder: Path, matrix: dict[str, Any]) -> CampaignResults:
         return CampaignResults(
             campaign_id=campaign_id, campaign=campaign.campaign, started_at=now, finished_at=now, targets=targets, ranking=[]
         ).model_copy(update={"status": "cancelled"})
-    execution = json.loads(execution_path.read_text())
+    execution = json.loads(layout.inside(folder, execution_path).read_text())
     plan = plan_campaign(parse_campaign(execution["matrix"]), execution["campaign_id"])
     outcomes, summaries = stopped_outcomes(plan, [], kept_steps(folder))
     root = folder.parent
-    series = {s.step_id: ShardSeries.model_validate_json((root / s.series).read_text()) for s in summaries if s.series}
+    series = {
+        s.step_id: ShardSeries.model_validate_json(layout.inside(folder, root / s.series).read_text())
+        for s in summaries
+        if s.series
+    }
     raw_keys = [str(p.relative_to(root)) for p in folder.glob(f"{layout.RAW_DIR}/**/*") if p.is_file()]
     results = aggregate(plan, outcomes, summaries, execution["started_at"], now, None, series, raw_keys)
     interrupted = any(step.failure for outcome in outcomes for step in outcome.steps)

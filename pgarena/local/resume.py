@@ -12,7 +12,7 @@ from typing import Any
 from pgarena.analysis.rerun import Rerun, combine, copy_raw, load_original, plan_reruns
 from pgarena.local.progress import salvage
 from pgarena.local.runtime import MATRIX_FILE, LocalRuntime
-from pgarena.model.layout import RESULTS_FILE
+from pgarena.model.layout import RESULTS_FILE, inside
 from pgarena.model.matrix import Campaign
 from pgarena.model.results import CampaignResults
 from pgarena.planning.campaign import parse_campaign
@@ -43,7 +43,7 @@ def load_folder(folder: Path) -> tuple[CampaignResults, dict[str, Any] | None]:
     matrix_path = folder / MATRIX_FILE
     if not matrix_path.exists():
         raise FileNotFoundError(f"{folder}: neither results.json nor {MATRIX_FILE} there: not a local campaign's folder")
-    matrix = json.loads(matrix_path.read_text())
+    matrix = json.loads(inside(folder, matrix_path).read_text())
     return salvage(folder, matrix), matrix
 
 

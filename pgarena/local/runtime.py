@@ -39,7 +39,7 @@ from pgarena.local import iam as local_iam
 from pgarena.local.aborts import stops_stand
 from pgarena.local.embedded import PASSWORD_ENV_PREFIX, EmbeddedProcess, EmbeddedStandby, EmbeddedStartError, with_replication
 from pgarena.local.endpoints import ACCOUNT, FUNCTIONS, REGION, EcsEndpoint, LambdaEndpoint, function_arn, load_handlers
-from pgarena.local.leases import default_lease_dir
+from pgarena.local.leases import default_lease_dir, private_dir
 from pgarena.local.limits import StrictLimitError
 from pgarena.local.progress import Interrupted, disk_full, download, keep_execution, keep_step, release_leases, write_local
 from pgarena.model import layout
@@ -314,7 +314,8 @@ class LocalRuntime:
             "POWERTOOLS_METRICS_DISABLED": "true",
             "POWERTOOLS_LOG_LEVEL": os.environ.get("POWERTOOLS_LOG_LEVEL", "WARNING"),
             # Leases in files every local runtime on this machine shares (pgarena.local.leases.FileLeases).
-            "PGARENA_LEASE_DIR": os.environ.get("PGARENA_LEASE_DIR") or str(default_lease_dir()),
+            # Checked here, before anything starts: an unsafe folder is refused with its fix, not in a handler.
+            "PGARENA_LEASE_DIR": str(private_dir(Path(os.environ.get("PGARENA_LEASE_DIR") or default_lease_dir()))),
         }
         try:
             stack.enter_context(patched_environ(aws_env))

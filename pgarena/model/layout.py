@@ -8,6 +8,8 @@ name these keys too, and they may not import `aws`.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 RAW_DIR = "raw"
 # What the state machine's states share without carrying it in the execution's state (256 KiB): the
 # plan, the cost guard's decision, each preflight's steps. The state carries the campaign id and indices.
@@ -100,3 +102,16 @@ def matrix_key(name: str) -> str:
 def relative(campaign_id: str, key: str) -> str:
     """A key as a path relative to the campaign's folder."""
     return key.removeprefix(campaign_prefix(campaign_id))
+
+
+class UnsafePath(ValueError):
+    """A path a results folder's files name leads outside the folder (a tampered folder)."""
+
+
+def inside(folder: Path, path: Path) -> Path:
+    """`path`, resolved (symlinks too), if it stays within `folder`; UnsafePath otherwise. Every path a
+    results folder's own files name (series, target and workload names) is read through here."""
+    resolved, root = path.resolve(), folder.resolve()
+    if not resolved.is_relative_to(root):
+        raise UnsafePath(f"{path}: leads outside the results folder {folder}; refusing to read it (a tampered folder?)")
+    return resolved

@@ -3,6 +3,7 @@ absurd nesting, non-finite numbers) found before the schema looks at it."""
 
 from __future__ import annotations
 
+import errno
 import json
 import math
 from pathlib import Path
@@ -48,10 +49,18 @@ def shape_problems(data: Any, path: str = "$", depth: int = 0) -> list[Problem]:
     return problems
 
 
+def read_text(path: Path) -> str:
+    """A file's text; anything but a regular file or a folder (a FIFO, a socket, a device) is refused
+    before it is opened, as an OSError: opening a FIFO nothing writes to would wait for ever."""
+    if path.exists() and not path.is_file() and not path.is_dir():
+        raise OSError(errno.EINVAL, "not a regular file (a FIFO, a socket or a device): give a file", str(path))
+    return path.read_text()
+
+
 def read_json(path: Path) -> Any:
     """A matrix (or execution input) file decoded; FileNotFoundError, or a MatrixError with the fix."""
     try:
-        text = path.read_text()
+        text = read_text(path)
     except IsADirectoryError:
         raise MatrixError([Problem(path="$", message=f"{path} is a directory: give the matrix's JSON file")]) from None
     except FileNotFoundError:

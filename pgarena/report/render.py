@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import re
 from dataclasses import dataclass
 from functools import cache
@@ -44,8 +45,8 @@ def _pct(value: float | None, digits: int = 1) -> str:
 
 
 def _md(value: object) -> str:
-    """A Markdown table cell: pipes escaped, one line."""
-    return str(value).replace("|", "\\|").replace("\n", " ")
+    """Data in Markdown: HTML escaped (Markdown renders inline HTML), pipes escaped, one line."""
+    return html.escape(str(value), quote=False).replace("|", "\\|").replace("\n", " ")
 
 
 def _labels(report: Report) -> dict[Key, str]:

@@ -13,6 +13,23 @@ from pgarena.model.metrics import ScalingPoint
 from pgarena.report.view import Report
 
 Table = tuple[list[str], list[list[Any]]]
+# A text cell starting with one of these is a formula to a spreadsheet (OWASP's CSV injection rule).
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _inert(value: Any) -> Any:
+    """A text cell a spreadsheet would run, prefixed with a quote; numbers (-1.5) are left numbers."""
+    if isinstance(value, str) and value.startswith(FORMULA_STARTS) and not _is_number(value):
+        return "'" + value
+    return value
 
 
 def _cell(value: Any) -> Any:
@@ -31,9 +48,13 @@ def to_csv(table: Table) -> bytes:
     header, rows = table
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
+    # Python 3.11 quotes a field for the characters of the line terminator only: a row holding a bare
+    # carriage return is written fully quoted, or readers would take it for a line end.
+    quoted = csv.writer(buffer, lineterminator="\n", quoting=csv.QUOTE_ALL)
     writer.writerow(header)
     for row in rows:
-        writer.writerow([_cell(v) for v in row])
+        cells = [_inert(_cell(v)) for v in row]
+        (quoted if any(isinstance(c, str) and "\r" in c for c in cells) else writer).writerow(cells)
     return buffer.getvalue().encode()
 
 

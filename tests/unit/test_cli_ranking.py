@@ -33,7 +33,7 @@ def test_the_ranking_table_gives_each_workload_its_own_tps_never_their_mean():
     )
     # When the CLI's table is built
     table = ranking_table(results(a))
-    cells = {c.header: list(c.cells) for c in table.columns}
+    cells = {str(c.header): list(c.cells) for c in table.columns}
     # Then there is one tps column per workload, each the best point's mean over its repetitions
     assert "tps (mean)" not in cells
     assert (cells["oltp tps"], cells["throttled tps"], cells["tpcb tps"]) == (["436.0"], ["101.0"], ["1,600.0"])
@@ -45,5 +45,5 @@ def test_an_unranked_target_has_a_dash_in_every_workload_column():
     failed = TargetResult(
         name="b", provider="p", status="failed", workloads=[run("tpcb", "pgbench", 1.0).model_copy(update={"status": "failed"})]
     )
-    cells = {c.header: list(c.cells) for c in ranking_table(results(ok, failed)).columns}
+    cells = {str(c.header): list(c.cells) for c in ranking_table(results(ok, failed)).columns}
     assert cells["tpcb tps"] == ["500.0", "-"]

@@ -1,4 +1,8 @@
+import logging
 import multiprocessing
+import os
+import socket
+import stat
 from pathlib import Path
 
 import boto3
@@ -9,7 +13,10 @@ from functions.dependencies import Dependencies
 from pgarena.aws.leases import LeaseStore
 from pgarena.aws.settings import ResultsEnv
 from pgarena.aws.store import create_results_table
-from pgarena.local.leases import FileLeases
+from pgarena.campaign.leases import lease_key
+from pgarena.local.leases import FileLeases, LeaseDirError
+from pgarena.local.progress import release_leases
+from pgarena.model.matrix import Endpoint
 
 
 @pytest.fixture
@@ -114,3 +121,84 @@ def test_the_local_runtime_uses_the_file_store_and_aws_the_table(tmp_path, store
     # Then its dependencies lease in files, or in the table
     assert isinstance(Dependencies(local).leases, FileLeases)
     assert isinstance(Dependencies(aws).leases, LeaseStore)
+
+
+def _endpoint(host: str) -> Endpoint:
+    return Endpoint(host=host, port=5432, user="bench")
+
+
+def test_one_server_has_one_lease_however_its_host_is_written(tmp_path):
+    # Given one server written as localhost by one campaign and as 127.0.0.1 by another
+    leases = FileLeases(tmp_path)
+    by_name, by_address = lease_key(_endpoint("localhost")), lease_key(_endpoint("127.0.0.1"))
+    # When the first takes most of the budget
+    assert leases.acquire(by_name, "c1/a", slots=12, capacity=20, ttl_s=60)
+    # Then the second sees it: one budget, not two
+    assert by_name == by_address == lease_key(_endpoint("LOCALHOST"))
+    assert not leases.acquire(by_address, "c2/a", slots=12, capacity=20, ttl_s=60)
+    # And the release, keyed from the endpoint as the acquire was, frees it
+    leases.release(lease_key(_endpoint("localhost")), "c1/a")
+    assert leases.acquire(by_address, "c2/a", slots=12, capacity=20, ttl_s=60)
+
+
+def test_a_host_that_does_not_resolve_is_keyed_by_its_lower_cased_name(monkeypatch):
+    # Given a resolver that cannot translate the name
+    def no_dns(*args, **kwargs):
+        raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+
+    monkeypatch.setattr(socket, "getaddrinfo", no_dns)
+    # When its lease key is made, then it is the name, lower-cased, and nothing raises
+    assert lease_key(_endpoint("DB.Example")) == "db.example:5432"
+
+
+def test_an_ipv6_address_is_bracketed_in_its_key():
+    assert lease_key(_endpoint("::1")) == "[::1]:5432"
+
+
+def test_a_corrupt_lease_file_is_reported_and_holds_nothing(tmp_path, caplog):
+    # Given a lease folder where one server's file is garbage
+    leases = FileLeases(tmp_path / "leases")
+    corrupt = tmp_path / "leases" / "db_5432.json"
+    corrupt.write_text("{not json")
+    # When a campaign reads and takes that server's lease, and a crashed one's leases are given back
+    with caplog.at_level(logging.WARNING):
+        assert leases.holders("db:5432") == {}
+        assert leases.acquire("db:5432", "c1/a", slots=2, capacity=20, ttl_s=60)
+        release_leases(tmp_path / "leases", "c0")
+    # Then nothing fails: the file counts as no holders, and a warning names it
+    assert leases.holders("db:5432") == {"c1/a": 2}
+    assert str(corrupt) in caplog.text
+
+
+def test_the_lease_folder_is_created_private(tmp_path):
+    FileLeases(tmp_path / "leases")
+    assert stat.S_IMODE((tmp_path / "leases").stat().st_mode) == 0o700
+
+
+def test_a_group_or_world_writable_lease_folder_is_refused(tmp_path):
+    # Given a lease folder anyone may write in
+    (tmp_path / "leases").mkdir()
+    (tmp_path / "leases").chmod(0o777)
+    # When leases are kept there, then the folder is refused with the fix
+    with pytest.raises(LeaseDirError, match=r"leases.*writable.*chmod 700"):
+        FileLeases(tmp_path / "leases")
+
+
+def test_a_lease_folder_owned_by_another_user_is_refused(tmp_path, monkeypatch):
+    # Given a lease folder another user owns
+    (tmp_path / "leases").mkdir(mode=0o700)
+    monkeypatch.setattr(os, "getuid", lambda: (tmp_path / "leases").stat().st_uid + 1)
+    # When leases are kept there, then it is refused, naming the folder and PGARENA_LEASE_DIR
+    with pytest.raises(LeaseDirError, match=r"leases.*owned by.*PGARENA_LEASE_DIR"):
+        FileLeases(tmp_path / "leases")
+
+
+def test_a_lock_file_is_never_followed_through_a_symlink(tmp_path):
+    # Given a lock file that is a symlink to a file elsewhere
+    leases = FileLeases(tmp_path / "leases")
+    elsewhere = tmp_path / "elsewhere"
+    (tmp_path / "leases" / "db_5432.lock").symlink_to(elsewhere)
+    # When the lease is taken, then it fails and the target is never created
+    with pytest.raises(OSError):
+        leases.acquire("db:5432", "c1/a", slots=2, capacity=20, ttl_s=60)
+    assert not elsewhere.exists()

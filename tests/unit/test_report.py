@@ -199,6 +199,49 @@ def test_html_escapes_names_and_messages(results):
     assert "<script>" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
 
 
+def _hostile(results: CampaignResults, provider: str, message: str) -> CampaignResults:
+    hostile = results.model_copy(deep=True)
+    for target in hostile.targets:
+        target.provider = provider
+    hostile.targets[3].error = ErrorInfo(kind="tool_failed", message=message)
+    hostile.targets[3].workloads[-1].error = hostile.targets[3].error
+    return hostile
+
+
+@pytest.mark.parametrize("formula", ['=HYPERLINK("http://x","y")', "+1+1", "-2+3", "@SUM(A1)", "\tcmd", "\rcmd"])
+def test_csv_text_cells_that_a_spreadsheet_would_run_are_quoted(results, formula):
+    # Given a provider and an error message a spreadsheet would read as a formula
+    files = build_reports(_hostile(results, formula, formula))
+    # When targets.csv and ranking.csv are read back
+    targets, ranking = table(files, "targets.csv"), table(files, "ranking.csv")
+    # Then each such cell starts with a single quote (OWASP), its text otherwise kept
+    assert {row["provider"] for row in targets} == {"'" + formula}
+    assert {row["provider"] for row in ranking} == {"'" + formula}
+    assert targets[3]["error_message"] == "'" + formula
+
+
+def test_csv_numbers_stay_numbers(results):
+    # Given a campaign whose figures include a negative one
+    hostile = results.model_copy(deep=True)
+    hostile.targets[0].hourly_cost_usd = -1.5
+    # When targets.csv is written
+    rows = table(build_reports(hostile), "targets.csv")
+    # Then the number is written as a number, not quoted as text
+    assert rows[0]["hourly_cost_usd"] == "-1.5"
+    assert float(rows[0]["score"]) == pytest.approx(float(table(build_reports(results), "targets.csv")[0]["score"]))
+
+
+def test_summary_escapes_html_in_names_and_messages(results):
+    # Given a provider, a target and a failure message holding HTML
+    hostile = _hostile(results, "<img src=x onerror=alert(1)>", "<script>alert(1)</script>")
+    hostile.targets[3].name = "<b>cloudsql</b>"
+    # When the Markdown summary is built (Markdown renders inline HTML)
+    summary = build_reports(hostile)["summary.md"].decode()
+    # Then no tag of theirs survives, the text is still there
+    assert "<img" not in summary and "<script>" not in summary and "<b>" not in summary
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in summary and "&lt;b&gt;cloudsql&lt;/b&gt;" in summary
+
+
 def test_campaign_without_sweep_or_prices_leaves_those_sections_out():
     # Given one target, one client count, no price
     results = CampaignResults(

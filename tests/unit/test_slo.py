@@ -216,7 +216,7 @@ def test_the_cli_ranking_table_shows_tps_at_slo_when_a_workload_searched_it():
     )
     # When the CLI's table is built / Then it has a tps at SLO column, the workload's, with each target's figure
     table = ranking_table(results)
-    column = next(c for c in table.columns if c.header == "tpcb tps at SLO")
+    column = next(c for c in table.columns if str(c.header) == "tpcb tps at SLO")
     assert list(column.cells) == ["600.0", "300.0"]
 
 
