@@ -130,11 +130,17 @@ def compare_points(a: PointMetrics, b: PointMetrics, threshold: float = DEFAULT_
     return change.model_copy(update={"reasons": slo_notes})
 
 
+# Where one server instance differs from another of the same configuration: never a difference worth listing.
+INSTANCE_SETTINGS = frozenset(
+    {"port", "unix_socket_directories", "data_directory", "config_file", "hba_file", "ident_file", "external_pid_file"}
+)
+
+
 def _settings(target: TargetResult) -> dict[str, str] | None:
-    """name -> value with its unit (8kB x 16384 reads as '16384 8kB'); None when preflight never read them."""
+    """name -> value as SHOW prints it ('128MB'); None when preflight never read them."""
     if target.server is None:
         return None
-    return {s.name: f"{s.setting} {s.unit}" if s.unit else s.setting for s in target.server.settings}
+    return {s.name: s.shown for s in target.server.settings if s.name not in INSTANCE_SETTINGS}
 
 
 def setting_changes(a: CampaignResults, b: CampaignResults) -> list[SettingChange]:

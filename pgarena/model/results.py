@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 from typing import Literal
 
@@ -73,6 +74,17 @@ class Barrier(BaseModel):
     all_arrived: bool
 
 
+# pg_settings' units, in bytes and in microseconds; SHOW prints a value in the largest that divides it.
+_MEMORY_UNITS = {"TB": 1024**4, "GB": 1024**3, "MB": 1024**2, "kB": 1024, "B": 1}
+_TIME_UNITS = {"d": 86_400_000_000, "h": 3_600_000_000, "min": 60_000_000, "s": 1_000_000, "ms": 1_000, "us": 1}
+
+
+def _in_unit(value: int, units: dict[str, int]) -> str:
+    """A value in the smallest of `units` as SHOW writes it: the largest unit it is a whole number of."""
+    unit = next(u for u, size in units.items() if value % size == 0)
+    return f"{value // units[unit]}{unit}"
+
+
 class ServerSetting(BaseModel):
     """A setting not at its default (pg_settings), as the server reports it."""
 
@@ -80,6 +92,19 @@ class ServerSetting(BaseModel):
     setting: str
     unit: str | None = None
     source: str = Field(description="where the value comes from: configuration file, command line, database, ...")
+
+    @property
+    def shown(self) -> str:
+        """The value as PostgreSQL's SHOW prints it: shared_buffers 16384 x 8kB is '128MB', not '16384 8kB'."""
+        scaled = re.fullmatch(r"(\d*)(\D+)", self.unit or "")
+        multiple, unit = (int(scaled[1] or 1), scaled[2]) if scaled else (1, "")
+        units = _MEMORY_UNITS if unit in _MEMORY_UNITS else _TIME_UNITS if unit in _TIME_UNITS else None
+        if units is None or not self.setting.lstrip("-").isdigit():  # no unit, text, or a real (2.5ms): as given
+            return f"{self.setting}{self.unit or ''}"
+        value = int(self.setting)
+        if value <= 0:  # -1 and 0 mean off or the default: SHOW prints them bare
+            return self.setting
+        return _in_unit(value * multiple * units[unit], units)
 
 
 class EcsTask(BaseModel):

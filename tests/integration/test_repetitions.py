@@ -84,7 +84,7 @@ def test_compare_shows_settings_that_differ(reps_run):
             if t.name == "async" and s.name == "work_mem":
                 s.setting = "4096"
     (change,) = compare_campaigns(other, reps_run.results).settings
-    assert (change.target, change.name, change.a, change.b) == ("async", "work_mem", "4096 kB", "8192 kB")
+    assert (change.target, change.name, change.a, change.b) == ("async", "work_mem", "4MB", "8MB")
 
 
 def test_the_report_shows_intervals_and_settings(reps_run, tmp_path):

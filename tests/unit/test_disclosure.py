@@ -82,5 +82,5 @@ def test_compare_lists_settings_that_differ_per_target():
     )
     name = a.targets[0].name
     changes = [(c.target, c.name, c.a, c.b) for c in setting_changes(a, b)]
-    assert changes == [(name, "fsync", None, "off"), (name, "shared_buffers", "16384 8kB", "2048 8kB")]
+    assert changes == [(name, "fsync", None, "off"), (name, "shared_buffers", "128MB", "16MB")]
     assert setting_changes(a, a) == []
