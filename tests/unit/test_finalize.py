@@ -34,6 +34,22 @@ def aws(aws_credentials):
         yield dynamodb, ResultStore("results", "t", s3=s3, dynamodb=dynamodb)
 
 
+def stopped(aws, history, ending, execution_name, started_at=None):
+    """finalize_stopped on the table's adapters, without a ledger (nothing was booked)."""
+    dynamodb, store = aws
+    leases = LeaseStore(dynamodb, "t")
+    return finalize_stopped(
+        history,
+        started_at or now_iso(),
+        store,
+        CampaignState(store),
+        ledger=None,
+        leases=leases,
+        ending=ending,
+        execution_name=execution_name,
+    )
+
+
 def plan():
     data = json.loads((FIXTURES / "matrices" / "minimal.json").read_text())
     data["targets"] = data["targets"][:1]  # the endpoint target: AWS plans have no embedded ones
@@ -82,86 +98,44 @@ def test_a_stopped_campaign_settles_its_estimate_releases_its_leases_and_publish
 
 def test_an_execution_refused_for_another_campaigns_id_leaves_that_campaign_alone(aws):
     # Given campaign "cid" planned by execution e1, and execution e2 that asked for the same id
-    dynamodb, store = aws
+    _, store = aws
     CampaignState(store).put_plan(plan(), "e1")
     data = json.loads((FIXTURES / "matrices" / "minimal.json").read_text())
     data["targets"] = data["targets"][:1]
     history = [{"executionStartedEventDetails": {"input": json.dumps({"campaign_id": "cid", "matrix": data})}}]
 
     # When e2 fails and is finalized / Then nothing is written under the id
-    assert (
-        finalize_stopped(
-            history,
-            now_iso(),
-            store,
-            CampaignState(store),
-            ledger=None,
-            leases=LeaseStore(dynamodb, "t"),
-            ending="failed",
-            execution_name="e2",
-        )
-        is None
-    )
+    assert stopped(aws, history, "failed", "e2") is None
     assert store.keys("cid/") == ["cid/state/plan.json"]
 
 
 def test_a_stopped_execution_without_a_plan_leaves_nothing_to_finalize(aws):
-    dynamodb, store = aws
+    _, store = aws
     invalid = {"executionStartedEventDetails": {"input": json.dumps({"campaign_id": "cid", "matrix": {"targets": []}})}}
-    assert (
-        finalize_stopped(
-            [invalid],
-            "s",
-            store,
-            CampaignState(store),
-            ledger=None,
-            leases=LeaseStore(dynamodb, "t"),
-            ending="failed",
-            execution_name="x",
-        )
-        is None
-    )
+    assert stopped(aws, [invalid], "failed", "x", started_at="s") is None
     assert store.keys("") == []
 
 
 def test_an_execution_stopped_before_validate_answered_lists_its_targets_from_its_input(aws):
-    dynamodb, store = aws
+    _, store = aws
     p = plan()
     data = json.loads((FIXTURES / "matrices" / "minimal.json").read_text())
     data["targets"] = data["targets"][:1]
     started = {"executionStartedEventDetails": {"input": json.dumps({"campaign_id": "cid", "matrix": data})}}
-    results = finalize_stopped(
-        [started],
-        now_iso(),
-        store,
-        CampaignState(store),
-        ledger=None,
-        leases=LeaseStore(dynamodb, "t"),
-        ending="failed",
-        execution_name="x",
-    )
+    results = stopped(aws, [started], "failed", "x")
     assert results.status == "failed" and [t.name for t in results.targets] == [t.name for t in p.targets]
     assert CampaignResults.model_validate(store.get_json("cid/results.json")).status == "failed"
 
 
 def test_a_bare_matrix_execution_stopped_before_validate_is_finalized_under_its_execution_name(aws):
     # Given an execution started with a bare matrix, stopped before Validate And Plan answered
-    dynamodb, store = aws
+    _, store = aws
     data = json.loads((FIXTURES / "matrices" / "minimal.json").read_text())
     data["targets"] = data["targets"][:1]
     started = {"executionStartedEventDetails": {"input": json.dumps(data)}}
 
     # When finalize_stopped ends it
-    results = finalize_stopped(
-        [started],
-        now_iso(),
-        store,
-        CampaignState(store),
-        ledger=None,
-        leases=LeaseStore(dynamodb, "t"),
-        ending="cancelled",
-        execution_name="run-7",
-    )
+    results = stopped(aws, [started], "cancelled", "run-7")
 
     # Then its campaign is the execution's name
     assert results.campaign_id == "run-7" and store.get_json("run-7/results.json")["status"] == "cancelled"
@@ -171,7 +145,7 @@ def test_a_bare_matrix_execution_stopped_before_validate_is_finalized_under_its_
 def test_an_execution_whose_campaign_id_is_in_use_never_touches_that_campaigns_results(aws, refused_at):
     # Given another campaign's results under "cid", and an execution asking for "cid" that Validate refused
     # (or that was stopped before Validate answered)
-    dynamodb, store = aws
+    _, store = aws
     store.put_json("cid/results.json", {"campaign_id": "cid", "theirs": True})
     data = json.loads((FIXTURES / "matrices" / "minimal.json").read_text())
     data["targets"] = data["targets"][:1]
@@ -180,16 +154,7 @@ def test_an_execution_whose_campaign_id_is_in_use_never_touches_that_campaigns_r
         history.append({"stateEnteredEventDetails": {"name": refused_at, "input": "{}"}})
 
     # When finalize_stopped sees it fail
-    results = finalize_stopped(
-        history,
-        now_iso(),
-        store,
-        CampaignState(store),
-        ledger=None,
-        leases=LeaseStore(dynamodb, "t"),
-        ending="failed",
-        execution_name="x",
-    )
+    results = stopped(aws, history, "failed", "x")
 
     # Then nothing is finalized and the other campaign's results stay as they were
     assert results is None and store.get_json("cid/results.json") == {"campaign_id": "cid", "theirs": True}
