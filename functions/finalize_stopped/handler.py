@@ -14,6 +14,7 @@ from functions.dependencies import Dependencies
 from functions.observability import logger, tracer
 from pgarena.aws.settings import ResultsEnv
 from pgarena.campaign.finalize import Ending, finalize_stopped
+from pgarena.remote.follow import history
 
 ENDINGS: dict[str, Ending] = {"ABORTED": "cancelled", "FAILED": "failed", "TIMED_OUT": "failed"}
 
@@ -26,11 +27,6 @@ class ExecutionDetail(BaseModel):
 
 class StatusChange(BaseModel):
     detail: ExecutionDetail
-
-
-def history(sfn: Any, execution_arn: str) -> list[dict[str, Any]]:
-    pages = sfn.get_paginator("get_execution_history").paginate(executionArn=execution_arn)
-    return [event for page in pages for event in page["events"]]
 
 
 @logger.inject_lambda_context

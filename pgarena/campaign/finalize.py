@@ -9,7 +9,7 @@ results.json is written before the reports, so a report that cannot be built nev
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 from pgarena.analysis.aggregate import aggregate
@@ -78,7 +78,7 @@ def finalize(
 REFUSED_AT_VALIDATE = ("Matrix Invalid", "Campaign Id In Use")
 
 
-def _execution_input(history: list[dict[str, Any]], execution_name: str) -> ExecutionRequest | None:
+def _execution_input(history: Sequence[Mapping[str, Any]], execution_name: str) -> ExecutionRequest | None:
     for event in history:
         details = event.get("executionStartedEventDetails")
         if details:
@@ -89,7 +89,7 @@ def _execution_input(history: list[dict[str, Any]], execution_name: str) -> Exec
     return None
 
 
-def _planned_from_input(request: ExecutionRequest, history: list[dict[str, Any]]) -> Plan | None:
+def _planned_from_input(request: ExecutionRequest, history: Sequence[Mapping[str, Any]]) -> Plan | None:
     """The plan Validate And Plan would have made, from the execution's input: an execution stopped
     before Validate answered has leased and booked nothing, but its targets are still listed. None when
     Validate refused it."""
@@ -102,7 +102,7 @@ def _planned_from_input(request: ExecutionRequest, history: list[dict[str, Any]]
 
 
 def finalize_stopped(
-    history: list[dict[str, Any]],
+    history: Sequence[Mapping[str, Any]],
     started_at: str,
     store: Store,
     records: Records,

@@ -29,7 +29,7 @@ def preflight(ref: TargetRef, store: Store, records: Records, leases: Leases) ->
     target = planned_target(records.plan(campaign_id), ref.phase, ref.target)
     key = evidence_key(campaign_id, target.name)
     try:
-        result = lease_budget(target, campaign_id, leases)
+        result = _lease_budget(target, campaign_id, leases)
     except PgarenaError as error:
         store.put_json(
             key,
@@ -51,7 +51,7 @@ def _lease_ttl_s(steps: list[Step]) -> float:
     return float(sum(step.timeout_s for step in steps))
 
 
-def lease_budget(target: PlannedTarget, campaign_id: str, leases: Leases | None = None) -> PreflightResult:
+def _lease_budget(target: PlannedTarget, campaign_id: str, leases: Leases) -> PreflightResult:
     """Refuse or clamp the plan to the live budget, then lease the slots it will use. Slots other
     pgarena campaigns hold (leased, or open sessions of theirs) are waited for, up to lease_wait_s."""
     endpoint = target.endpoint
@@ -68,8 +68,7 @@ def lease_budget(target: PlannedTarget, campaign_id: str, leases: Leases | None 
             budget = compute_budget(facts, target.connections, target.pooler)
             deadline = time.monotonic() + target.connections.lease_wait_s
             while True:
-                held = leases.holders(key) if leases else {}
-                others = held_by_other_campaigns(held, holder, facts.sessions.by_campaign)
+                others = held_by_other_campaigns(leases.holders(key), holder, facts.sessions.by_campaign)
                 short = target.connections_needed > budget.capacity - others
                 if others and short and time.monotonic() < deadline:
                     time.sleep(LEASE_POLL_S)  # another campaign holds slots we need: wait for it to finish
@@ -84,9 +83,7 @@ def lease_budget(target: PlannedTarget, campaign_id: str, leases: Leases | None 
                     continue
                 steps = apply_budget(target, budget, others)
                 slots = max(step.connections for step in steps) + COORDINATOR_CONNECTIONS
-                if leases is None or leases.acquire(
-                    key, holder, slots, budget.capacity + COORDINATOR_CONNECTIONS, _lease_ttl_s(steps)
-                ):
+                if leases.acquire(key, holder, slots, budget.capacity + COORDINATOR_CONNECTIONS, _lease_ttl_s(steps)):
                     break
         except PgarenaError:
             raise
