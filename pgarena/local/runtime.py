@@ -36,9 +36,9 @@ from pgarena.aws.store import ResultStore, create_results_table
 from pgarena.campaign.finalize import store_writer
 from pgarena.local import assets, containers, limits
 from pgarena.local import iam as local_iam
-from pgarena.local.aborts import stops_stand
 from pgarena.local.embedded import PASSWORD_ENV_PREFIX, EmbeddedProcess, EmbeddedStandby, EmbeddedStartError, with_replication
 from pgarena.local.endpoints import ACCOUNT, FUNCTIONS, REGION, EcsEndpoint, LambdaEndpoint, function_arn, load_handlers
+from pgarena.local.interpreter import as_aws
 from pgarena.local.leases import default_lease_dir, private_dir
 from pgarena.local.limits import StrictLimitError
 from pgarena.local.progress import Interrupted, disk_full, download, keep_execution, keep_step, release_leases, write_local
@@ -320,7 +320,7 @@ class LocalRuntime:
         try:
             stack.enter_context(patched_environ(aws_env))
             stack.enter_context(mock_aws(config={"stepfunctions": {"execute_state_machine": True}}))
-            stack.enter_context(stops_stand())
+            stack.enter_context(as_aws())
             moto_server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
             moto_server.start()
             stack.callback(moto_server.stop)
@@ -525,7 +525,7 @@ class LocalRuntime:
             return self.wait(execution)
         self._stop(execution, "ABORTED", "Cancelled", "stopped by the user")
         # ABORTED, as StopExecution leaves it in AWS. moto's interpreter reports RUNNING until the task it
-        # waited on answers (pgarena.local.aborts keeps it ABORTED then).
+        # waited on answers (pgarena.local.interpreter keeps it ABORTED then).
         return self._collect(execution, "ABORTED", "cancelled")
 
     def _stop(self, execution: Execution, ending: str, error: str, cause: str) -> None:

@@ -36,6 +36,9 @@ def reps_run(tmp_path_factory):
     # When the campaign runs through the local runtime
     run = run_local(parse_campaign(MATRIX), tmp_path_factory.mktemp("reps"))
     assert run.status == "SUCCEEDED", run.error
+    # Every repetition ran: a lost one names its step and why (the tests below count on all of them)
+    lost = [(t.name, w.repetition, w.error) for t in run.results.targets for w in t.workloads if w.status != "succeeded"]
+    assert not lost, lost
     return run
 
 

@@ -1,0 +1,53 @@
+"""moto's Step Functions interpreter made to behave as AWS does where a campaign meets the difference.
+
+- StopExecution: moto marks the program stopped, but an error that reaches it afterwards (a stopped
+  worker's SendTaskFailure, a heartbeat timeout) replaces the stop, and the execution ends FAILED.
+  AWS keeps it ABORTED whatever its tasks answer later, and the EventBridge rule, finalize_stopped and
+  `pgarena run --aws` act on that status.
+- Early heartbeats: AWS accepts SendTaskHeartbeat for a task token from the moment the task is
+  scheduled. moto creates the token before invoking the Lambda but sets up the heartbeat wait only
+  after the invocation returned, and refuses a beat in between with InvalidToken. A worker beats as
+  soon as it starts; on a loaded machine it can start and beat before the launching Lambda's answer
+  has reached the interpreter, and a refused beat means "the state machine gave this step up" to
+  the worker, which then stops itself: a repetition lost for nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+from unittest.mock import patch
+
+from moto.stepfunctions.parser.asl.eval.callback.callback import CallbackEndpoint
+from moto.stepfunctions.parser.asl.eval.environment import Environment
+from moto.stepfunctions.parser.asl.eval.program_state import ProgramStopped
+
+
+def _unless_stopped(method: Callable[..., None]) -> Callable[..., None]:
+    def guarded(self: Any, *args: Any, **kwargs: Any) -> None:
+        if isinstance(self._program_state, ProgramStopped):  # the stop stands, as in AWS
+            return
+        method(self, *args, **kwargs)
+
+    return guarded
+
+
+def _accept_early_heartbeat(method: Callable[[CallbackEndpoint], bool]) -> Callable[[CallbackEndpoint], bool]:
+    def beat(self: CallbackEndpoint) -> bool:
+        if self._heartbeat_endpoint is None:  # the task is scheduled, its wait not yet begun: nothing to extend
+            return True
+        return method(self)
+
+    return beat
+
+
+@contextmanager
+def as_aws() -> Iterator[None]:
+    """While it lasts, a stop stands whatever comes after it, and a heartbeat for a scheduled task is accepted."""
+    with (
+        patch.object(Environment, "set_error", _unless_stopped(Environment.set_error)),
+        patch.object(Environment, "set_timed_out", _unless_stopped(Environment.set_timed_out)),
+        patch.object(CallbackEndpoint, "notify_heartbeat", _accept_early_heartbeat(CallbackEndpoint.notify_heartbeat)),
+    ):
+        yield
