@@ -9,7 +9,8 @@
   after the invocation returned, and refuses a beat in between with InvalidToken. A worker beats as
   soon as it starts; on a loaded machine it can start and beat before the launching Lambda's answer
   has reached the interpreter, and a refused beat means "the state machine gave this step up" to
-  the worker, which then stops itself: a repetition lost for nothing.
+  the worker, which then stops itself: a repetition lost for nothing. Likewise a step that ends
+  (SendTaskSuccess) before that wait begins is answered at once, not after a heartbeat timeout.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from contextlib import contextmanager
 from typing import Any
 from unittest.mock import patch
 
-from moto.stepfunctions.parser.asl.eval.callback.callback import CallbackEndpoint
+from moto.stepfunctions.parser.asl.eval.callback.callback import CallbackEndpoint, HeartbeatEndpoint
 from moto.stepfunctions.parser.asl.eval.environment import Environment
 from moto.stepfunctions.parser.asl.eval.program_state import ProgramStopped
 
@@ -42,12 +43,25 @@ def _accept_early_heartbeat(method: Callable[[CallbackEndpoint], bool]) -> Calla
     return beat
 
 
+def _answered_at_once(
+    method: Callable[[CallbackEndpoint, int], HeartbeatEndpoint],
+) -> Callable[[CallbackEndpoint, int], HeartbeatEndpoint]:
+    def setup(self: CallbackEndpoint, heartbeat_seconds: int) -> HeartbeatEndpoint:
+        wait = method(self, heartbeat_seconds)
+        if self.get_outcome() is not None:  # the task answered before its wait began
+            wait.notify()  # type: ignore[no-untyped-call]  # moto leaves it unannotated
+        return wait
+
+    return setup
+
+
 @contextmanager
 def as_aws() -> Iterator[None]:
-    """While it lasts, a stop stands whatever comes after it, and a heartbeat for a scheduled task is accepted."""
+    """While it lasts, a stop stands whatever comes after it, and a task's heartbeats and answer count from its scheduling."""
     with (
         patch.object(Environment, "set_error", _unless_stopped(Environment.set_error)),
         patch.object(Environment, "set_timed_out", _unless_stopped(Environment.set_timed_out)),
         patch.object(CallbackEndpoint, "notify_heartbeat", _accept_early_heartbeat(CallbackEndpoint.notify_heartbeat)),
+        patch.object(CallbackEndpoint, "setup_heartbeat_endpoint", _answered_at_once(CallbackEndpoint.setup_heartbeat_endpoint)),
     ):
         yield
