@@ -14,6 +14,7 @@ from pgarena.analysis.merge import NoCommonWindow, merge
 from pgarena.analysis.metrics import campaign_statistics, target_metrics, with_points
 from pgarena.analysis.ranking import rank_targets
 from pgarena.analysis.rate import rate_incident, skipped_incident
+from pgarena.analysis.saturation import saturation_incident
 from pgarena.model import layout
 from pgarena.model.errors import Caught, ErrorInfo, ErrorKind, error_info
 from pgarena.model.metrics import PointMetrics
@@ -191,6 +192,8 @@ def _sharded_result(  # noqa: PLR0913  # a step's planned shards, their outcomes
         start_skew_s=merged.start_skew_s,
         window_s=merged.window_s,
         degraded=bool(failed),
+        # A shard whose load generator ran out of CPU held the merged figure down with it.
+        incidents=[i for shard, _ in ran if (i := saturation_incident(shard.worker, shard.harness)) is not None],
         replication=replication,
         error=degraded,
         **common,
@@ -218,7 +221,7 @@ def median_rtt_ms(workers: list[WorkerFacts | None]) -> float | None:
     return round(median(rtts), 3) if rtts else None
 
 
-def _rate_incidents(step: Step, summary: StepSummary | None) -> list[Incident]:
+def _run_incidents(step: Step, summary: StepSummary | None) -> list[Incident]:
     if summary is None:
         return []
     skipped = summary.extra.get("skipped_transactions")
@@ -227,6 +230,7 @@ def _rate_incidents(step: Step, summary: StepSummary | None) -> list[Incident]:
     incidents = [
         rate_incident(step.spec.rate_tps, summary.tps, summary.progress, summary.transactions, skipped),
         skipped_incident(summary.transactions, skipped, at_s),
+        saturation_incident(summary.worker, summary.harness),
     ]
     return [i for i in incidents if i is not None]
 
@@ -297,7 +301,7 @@ def _target_result(  # noqa: PLR0913  # a target's plan, outcome, summaries, ser
                 phase=step.phase,
                 barrier=summary.barrier if summary else None,
                 rate_tps=step.spec.rate_tps,
-                incidents=_rate_incidents(step, summary) if status == "succeeded" else [],
+                incidents=_run_incidents(step, summary) if status == "succeeded" else [],
                 worker=summary.worker if summary else None,
                 harness=summary.harness if summary else None,
                 slo=_slo(campaign_id, summary),

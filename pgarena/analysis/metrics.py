@@ -16,6 +16,7 @@ from typing import TypedDict, TypeVar
 
 from pgarena.analysis.intervals import METHOD, SINGLE_RUN_NOTE, interval
 from pgarena.analysis.rate import RATE_NOT_SUSTAINED
+from pgarena.analysis.saturation import CLIENT_SATURATED
 from pgarena.model import layout
 from pgarena.model.metrics import Finding, PointMetrics, Scaling, ScalingPoint, Stability, TargetMetrics
 from pgarena.model.monitor import Incident
@@ -271,6 +272,7 @@ def point_metrics(
         peak_lag_bytes=max(lags) if lags else None,
         rate_not_sustained=any(i.kind == RATE_NOT_SUSTAINED for w in ok for i in w.incidents),
         stalled=any(s.stalled for s in stabilities),
+        client_saturated=any(i.kind == CLIENT_SATURATED for w in ok for i in w.incidents),
         warmup_s=max((w.warmup_s for w in runs if w.warmup_s), default=None),
         **_slo_fields(ok),
     )

@@ -234,6 +234,10 @@ def _flags(points: list[PointMetrics]) -> list[str]:
             flags.append(f"{p.workload} at {p.clients} clients ran with {ran} (clamped): not compared")
         elif p.failed_runs:
             flags.append(f"{p.workload} at {p.clients} clients: {p.failed_runs} failed run(s): not compared")
+        elif p.client_saturated:
+            flags.append(
+                f"{p.workload} at {p.clients} clients: the load generator ran out of CPU (client_saturated): not compared"
+            )
         elif p.stalled:
             flags.append(
                 f"{p.workload} at {p.clients} clients: stalled (no transactions, or under 10% of its median): not compared"

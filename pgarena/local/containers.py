@@ -12,6 +12,7 @@ import hashlib
 import os
 import subprocess
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
@@ -92,16 +93,27 @@ def build_image(repo_root: Path = REPO_ROOT, tag: str = IMAGE_TAG) -> str:
     return _built[key]
 
 
-class ContainerWorkers:
-    """Starts a task's worker as a container of `image`; the environment goes by name only (`-e NAME`),
-    so that no value (the task token, credentials) appears in a command line."""
+@dataclass(frozen=True)
+class WorkerSize:
+    """The task definition's size, as Fargate gives it to the task: CPU units (1024 = 1 vCPU) and MiB."""
 
-    def __init__(self, image: str):
+    cpu_units: int = 1024
+    memory_mib: int = 2048
+
+
+class ContainerWorkers:
+    """Starts a task's worker as a container of `image`, limited to the task's size as Fargate limits
+    it; the environment goes by name only (`-e NAME`), so that no value (the task token, credentials)
+    appears in a command line."""
+
+    def __init__(self, image: str, size: WorkerSize = WorkerSize()):
         self.image = image
+        self.size = size
 
     def command(self, task_id: str, env: Mapping[str, str]) -> list[str]:
         names = [arg for name in sorted(env) for arg in ("-e", name)]
-        return ["docker", "run", "--rm", "--network", "host", "--name", CONTAINER_PREFIX + task_id, *names, self.image]
+        limits = ["--cpus", f"{self.size.cpu_units / 1024:g}", "--memory", f"{self.size.memory_mib}m"]
+        return ["docker", "run", "--rm", "--network", "host", *limits, "--name", CONTAINER_PREFIX + task_id, *names, self.image]
 
     def start(self, task_id: str, env: Mapping[str, str], log: IO[str]) -> subprocess.Popen[bytes]:
         # `docker run` passes SIGTERM on to the container (StopTask), as ECS signals the task.

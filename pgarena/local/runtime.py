@@ -225,8 +225,10 @@ class LocalRuntime:
         aws_strict: bool = False,
         iam_template: dict[str, Any] | None = None,
         container_workers: bool | None = None,
+        worker_size: containers.WorkerSize = containers.WorkerSize(),
     ):
         self.out_dir = out_dir
+        self.worker_size = worker_size
         self.container_workers = aws_strict if container_workers is None else container_workers
         # The synthesized template: when given, moto enforces its roles' policies (pgarena.local.iam).
         self.iam_template = iam_template
@@ -337,7 +339,9 @@ class LocalRuntime:
                         "PGARENA_UPLOAD_EVERY_S": str(LOCAL_UPLOAD_EVERY_S),
                     },
                     logs_dir=self.out_dir / "logs",
-                    workers=containers.ContainerWorkers(containers.build_image()) if self.container_workers else None,
+                    workers=containers.ContainerWorkers(containers.build_image(), self.worker_size)
+                    if self.container_workers
+                    else None,
                 )
             )
             stack.callback(self.workers.stop_all)
@@ -602,8 +606,9 @@ def run_local(
     aws_strict: bool = False,
     iam_template: dict[str, Any] | None = None,
     container_workers: bool | None = None,
+    worker_size: containers.WorkerSize = containers.WorkerSize(),
 ) -> LocalRun:
     """Run one campaign through the state machine on this machine; results land in out_dir/<campaign_id>/.
     aws_strict: as AWS would run it (LocalRuntime); container_workers: workers as containers of the image."""
-    with LocalRuntime(out_dir, servers_root, heartbeat_s, aws_strict, iam_template, container_workers) as runtime:
+    with LocalRuntime(out_dir, servers_root, heartbeat_s, aws_strict, iam_template, container_workers, worker_size) as runtime:
         return runtime.run(campaign, on_event)

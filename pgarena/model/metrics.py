@@ -57,6 +57,7 @@ class PointMetrics(BaseModel):
     peak_lag_bytes: int | None = Field(None, description="the largest replica lag sampled during the runs")
     rate_not_sustained: bool = Field(False, description="a run fell short of its --rate: latency is not ranked here")
     stalled: bool = Field(False, description="a run stalled (no transactions, or under 10% of its median): not ranked")
+    client_saturated: bool = Field(False, description="a run's load generator used 90%+ of its CPU: not ranked")
     warmup_s: int | None = Field(None, description="the runs' first seconds, left out of every figure")
     slo: str | None = Field(None, description="the latency objective searched, e.g. 'p99 <= 50 ms'")
     slo_tps: float | None = Field(
@@ -88,8 +89,10 @@ class PointMetrics(BaseModel):
 
     @property
     def complete(self) -> bool:
-        """Comparable with other targets: every repetition succeeded, none was clamped or stalled."""
-        return self.tps is not None and self.failed_runs == 0 and not self.clamped and not self.stalled
+        """Comparable with other targets: every repetition succeeded, none was clamped, stalled or paced by its client."""
+        return (
+            self.tps is not None and self.failed_runs == 0 and not self.clamped and not self.stalled and not self.client_saturated
+        )
 
 
 class ScalingPoint(BaseModel):

@@ -122,6 +122,9 @@ class WorkerFacts(BaseModel):
 
     cpu_model: str | None = None
     cpu_count: int | None = Field(None, description="CPUs this process may run on")
+    cpu_limit: float | None = Field(
+        None, description="CPUs the worker may use: its cgroup's quota (cpu.max, a Fargate task's size) when set, else cpu_count"
+    )
     memory_bytes: int | None = Field(None, description="the container's memory limit, else the machine's memory")
     platform: str | None = None
     tools: dict[str, str] = Field(default_factory=dict, description="tool or library -> version")
@@ -141,6 +144,11 @@ class HarnessCost(BaseModel):
     tool_cpu_s: float = Field(description="CPU-seconds of the tool (and any other child process the worker ran)")
     log_processing_s: float = Field(description="wall time turning the tool's output and per-transaction log into figures")
     peak_rss_mib: float | None = Field(None, description="the worker process's peak resident memory")
+    load_wall_s: float | None = Field(None, description="wall time the tool ran (its measured run, probes apart)")
+    load_cpu_s: float | None = Field(None, description="CPU-seconds the worker and its tool used while the tool ran")
+    throttled_share: float | None = Field(
+        None, description="share of the cgroup's CPU quota periods that hit the quota while the tool ran (None: no quota)"
+    )
 
     @property
     def share(self) -> float | None:

@@ -41,13 +41,36 @@ def cpu_model(cpuinfo: str) -> str | None:
 
 
 def memory_bytes(meminfo: str, cgroup_max: str | None) -> int | None:
-    """The container's limit (cgroup v2 memory.max) when it has one, else the machine's MemTotal."""
-    if cgroup_max and cgroup_max.strip().isdigit():
+    """The container's limit (cgroup v2 memory.max, v1 memory.limit_in_bytes) when it has one, else the
+    machine's MemTotal (v1 writes a huge number for no limit)."""
+    total = next((int(line.split()[1]) * 1024 for line in meminfo.splitlines() if line.startswith("MemTotal:")), None)
+    if cgroup_max and cgroup_max.strip().isdigit() and (total is None or int(cgroup_max.strip()) < total):
         return int(cgroup_max.strip())
-    for line in meminfo.splitlines():
-        if line.startswith("MemTotal:"):
-            return int(line.split()[1]) * 1024  # kB
-    return None
+    return total
+
+
+# A container's CPU quota: cgroup v2's one file ("<quota> <period>", "max <period>" for none), else
+# cgroup v1's two (cfs_quota_us -1 for none).
+CPU_MAX = "/sys/fs/cgroup/cpu.max"
+MEMORY_MAX, MEMORY_LIMIT_V1 = "/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"
+CFS_QUOTA, CFS_PERIOD = "/sys/fs/cgroup/cpu/cpu.cfs_quota_us", "/sys/fs/cgroup/cpu/cpu.cfs_period_us"
+
+
+def cpu_limit(cpu_max: str | None, cpus: int | None) -> float | None:
+    """The CPUs a container may use: its quota "<quota> <period>" (cpu.max, or v1's two files joined);
+    without a quota, the CPUs it may run on."""
+    quota, _, period = (cpu_max or "").strip().partition(" ")
+    if quota.isdigit() and period.strip().isdigit() and int(period) > 0:
+        return round(int(quota) / int(period), 3)
+    return float(cpus) if cpus else None
+
+
+def _cpu_max() -> str | None:
+    v2 = _read(CPU_MAX)
+    if v2 is not None:
+        return v2
+    quota, period = _read(CFS_QUOTA), _read(CFS_PERIOD)
+    return f"{quota.strip()} {period.strip()}" if quota and period else None
 
 
 def ecs_task(document: dict[str, Any]) -> EcsTask:
@@ -123,7 +146,8 @@ def worker_facts(endpoint: Endpoint, tool_versions: dict[str, str | None]) -> Wo
     return WorkerFacts(
         cpu_model=cpu_model(_read("/proc/cpuinfo") or "") or platform.processor() or None,
         cpu_count=cpus,
-        memory_bytes=memory_bytes(_read("/proc/meminfo") or "", _read("/sys/fs/cgroup/memory.max")),
+        cpu_limit=cpu_limit(_cpu_max(), cpus),
+        memory_bytes=memory_bytes(_read("/proc/meminfo") or "", _read(MEMORY_MAX) or _read(MEMORY_LIMIT_V1)),
         platform=platform.platform(),
         tools=_versions(tool_versions),
         task=_task(notes),

@@ -208,7 +208,7 @@ def run_step(  # noqa: PLR0915  # a step's whole life: start, stream, probes, up
     started_at, t0 = now_iso(), time.monotonic()
     try:
         with _replication(step, workdir) as lag:
-            with _monitor(step, workdir) as monitor:
+            with _monitor(step, workdir) as monitor, meter.load():
                 exit_code = run_tool(
                     argv,
                     env,

@@ -58,6 +58,37 @@ def test_a_campaign_runs_green_with_every_worker_in_a_container(worker_image, tm
     assert len(list((tmp_path / "logs").glob("worker-*.log"))) == 2  # init and run
 
 
+def test_a_quarter_vcpu_worker_under_client_heavy_load_is_flagged_saturated(worker_image, tmp_path):
+    # Given a 0.25-vCPU worker (Fargate's smallest) and 4 clients of a read whose work is on the client:
+    # sixty \set expressions pgbench computes for each `select`, so the client, not the server,
+    # runs out first however busy the machine keeps the server
+    saturating = {**MATRIX, "campaign": "containers-saturated"}
+    client_heavy = "\n".join(["\\set a random(1, 1000000)"] + ["\\set a :a * 7 % 13 + 1"] * 60 + ["select :a;"])
+    run_spec = {
+        **{k: v for k, v in MATRIX["workloads"][0]["run"].items() if k != "builtin"},
+        "clients": 4,
+        "jobs": 2,
+        "duration_s": 3,
+        "scripts": [{"sql": client_heavy}],
+    }
+    saturating["workloads"] = [{**MATRIX["workloads"][0], "run": run_spec}]
+    quarter = containers.WorkerSize(cpu_units=256, memory_mib=512)
+
+    # When it runs in a container of that size
+    run = run_local(parse_campaign(saturating), tmp_path, container_workers=True, worker_size=quarter)
+
+    # Then the worker knew its quota, the run is flagged as paced by its client, and nothing is ranked on it
+    assert run.status == "SUCCEEDED", run.error
+    assert run.results is not None
+    (target,) = run.results.targets
+    (workload,) = target.workloads
+    assert workload.status == "succeeded" and workload.worker is not None and workload.worker.cpu_limit == 0.25
+    assert workload.harness is not None and workload.harness.throttled_share is not None
+    (saturated,) = [i for i in workload.incidents if i.kind == "client_saturated"]
+    assert "of its 0.25 CPU" in saturated.message, saturated.message
+    assert run.results.ranking == []
+
+
 def _containers_of(runtime: LocalRuntime) -> list[str]:
     """The containers of this runtime's tasks still there, running or not (other sessions may run theirs)."""
     names = [containers.CONTAINER_PREFIX + arn.rsplit("/", 1)[1] for arn in runtime.workers.processes]

@@ -12,6 +12,14 @@ def test_a_container_gets_the_tasks_environment_by_name_only():
 
     # Then the names are passed, never the values, on the host's network
     assert command == [
-        "docker", "run", "--rm", "--network", "host", "--name", "pgarena-worker-abc",
+        "docker", "run", "--rm", "--network", "host", "--cpus", "1", "--memory", "2048m", "--name", "pgarena-worker-abc",
         "-e", "AWS_REGION", "-e", "PGARENA_TASK_TOKEN", "pgarena-worker:test",
     ]  # fmt: skip
+
+
+def test_a_container_is_limited_to_the_task_definitions_size():
+    # Given a 0.25-vCPU, 512 MiB task definition
+    workers = containers.ContainerWorkers("pgarena-worker:test", containers.WorkerSize(cpu_units=256, memory_mib=512))
+    # Then its container gets that much, as Fargate gives it
+    command = workers.command("abc", {})
+    assert command[command.index("--cpus") + 1] == "0.25" and command[command.index("--memory") + 1] == "512m"
