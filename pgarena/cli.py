@@ -15,6 +15,7 @@ from rich.text import Text
 
 from pgarena.analysis.compare import DEFAULT_THRESHOLD, ResultsError, compare_campaigns, load_results
 from pgarena.analysis.metrics import target_metrics
+from pgarena.model import matrix_reference
 from pgarena.model.comparison import Comparison
 from pgarena.model.matrix import Campaign, json_schema
 from pgarena.model.matrix_errors import MatrixError
@@ -104,8 +105,15 @@ def estimate(
 
 
 @app.command()
-def schema() -> None:
+def schema(
+    markdown: Annotated[
+        bool, typer.Option("--markdown", help="print the matrix reference (docs/matrix-reference.md) instead")
+    ] = False,
+) -> None:
     """Print the provider matrix's JSON Schema."""
+    if markdown:
+        sys.stdout.write(matrix_reference.render(json_schema()))
+        return
     print(json.dumps(json_schema(), indent=2))
 
 

@@ -32,7 +32,7 @@ class ErrorInfo(BaseModel):
 
 
 class ErrorKind(StrEnum):
-    """Every failure kind pgarena reports (`error.kind` in results.json). README's failure table documents
+    """Every failure kind pgarena reports (`error.kind` in results.json). docs/guide/07-failures.md's table documents
     each one; tests/unit/test_errors.py keeps the two and the state machine's ErrorEquals in step."""
 
     # Reaching the target (preflight, workers): classified from libpq's and the server's texts

@@ -39,13 +39,19 @@ INLINE_PASSWORD_FIX = (
 class Endpoint(Strict):
     """A server pgarena connects to. Credentials by reference only."""
 
-    host: str = Field(min_length=1, max_length=255)
-    port: int = Field(5432, ge=1, le=65535)
-    dbname: str = Field("postgres", min_length=1, max_length=63)
-    user: str = Field(min_length=1, max_length=63)
-    password_env: EnvVarName | None = None
-    password_secret_arn: SecretArn | None = None
-    sslmode: Literal["disable", "allow", "prefer", "require", "verify-ca", "verify-full"] = "prefer"
+    host: str = Field(min_length=1, max_length=255, description="host name or IP address of the server (or its pooler)")
+    port: int = Field(5432, ge=1, le=65535, description="TCP port")
+    dbname: str = Field("postgres", min_length=1, max_length=63, description="database the benchmark runs in")
+    user: str = Field(min_length=1, max_length=63, description="role the benchmark connects as")
+    password_env: EnvVarName | None = Field(
+        None, description="name of the environment variable that holds the password (local runs)"
+    )
+    password_secret_arn: SecretArn | None = Field(
+        None, description="ARN of the Secrets Manager secret that holds the password (AWS runs)"
+    )
+    sslmode: Literal["disable", "allow", "prefer", "require", "verify-ca", "verify-full"] = Field(
+        "prefer", description="libpq sslmode; verify-ca and verify-full check the server against sslrootcert"
+    )
     sslrootcert: str | None = Field(
         None,
         max_length=1024,
@@ -59,7 +65,12 @@ class Endpoint(Strict):
         "TLS still verifies the name. The workaround for DNS failing under load",
     )
     # Declared only so that an inline password gets a message saying what to do instead.
-    password: None = Field(None, exclude=True, json_schema_extra={"deprecated": True})
+    password: None = Field(
+        None,
+        exclude=True,
+        description="never: a password written inline is refused (use password_env or password_secret_arn)",
+        json_schema_extra={"deprecated": True},
+    )
 
     @field_validator("password", mode="before")
     @classmethod
@@ -161,9 +172,13 @@ class EmbeddedServer(Strict):
 class Placement(Strict):
     """Where workers and preflight run in AWS, next to the database."""
 
-    region: str | None = Field(None, max_length=32)
-    subnets: list[Annotated[str, Field(max_length=64)]] = Field(default_factory=list, max_length=16)
-    security_groups: list[Annotated[str, Field(max_length=64)]] = Field(default_factory=list, max_length=5)
+    region: str | None = Field(None, max_length=32, description="the AWS region of the subnets")
+    subnets: list[Annotated[str, Field(max_length=64)]] = Field(
+        default_factory=list, max_length=16, description="subnet ids the workers and preflight run in"
+    )
+    security_groups: list[Annotated[str, Field(max_length=64)]] = Field(
+        default_factory=list, max_length=5, description="security group ids of the workers and preflight"
+    )
 
 
 class ConnectionPolicy(Strict):
@@ -182,7 +197,7 @@ class ConnectionPolicy(Strict):
 class Pooler(Strict):
     """A connection pooler in front of the target, with a client limit of its own."""
 
-    kind: Literal["pgbouncer", "pgpool", "rds_proxy", "other"]
+    kind: Literal["pgbouncer", "pgpool", "rds_proxy", "other"] = Field(description="which pooler")
     max_client_connections: int = Field(
         ge=1, le=1_000_000, description="e.g. pgbouncer max_client_conn, pgpool num_init_children"
     )
@@ -210,11 +225,13 @@ class Replica(Strict):
 class Target(Strict):
     name: Name
     provider: str = Field(min_length=1, max_length=100, description="label shown in reports, e.g. rds, aurora, cloudsql")
-    endpoint: Endpoint | None = None
-    embedded: EmbeddedServer | None = None
-    placement: Placement | None = None
-    hourly_cost_usd: float | None = Field(None, ge=0, le=1_000_000)
-    pooler: Pooler | None = None
+    endpoint: Endpoint | None = Field(None, description="a server to reach; exactly one of endpoint and embedded")
+    embedded: EmbeddedServer | None = Field(None, description="a server the local runtime starts (local runs only)")
+    placement: Placement | None = Field(None, description="AWS only: where workers and preflight run, next to the database")
+    hourly_cost_usd: float | None = Field(
+        None, ge=0, le=1_000_000, description="what the target costs per hour, for cost-efficiency figures"
+    )
+    pooler: Pooler | None = Field(None, description="a pooler in front of the target: the budget is the lower of both limits")
     connections: ConnectionPolicy | None = Field(None, description="overrides the campaign's connection policy")
     replicas: list[Replica] = Field(
         default_factory=list, description="replicas whose catch-up is timed after each run (sustainable throughput)"
@@ -236,7 +253,7 @@ class Target(Strict):
 
 
 RankingMetric = Literal["throughput", "latency", "stability", "cost", "sustainable", "slo_tps"]
-# The composite score's default weights (README.md, "Reports and ranking"). slo_tps counts only in
+# The composite score's default weights (docs/ranking.md). slo_tps counts only in
 # campaigns whose workloads declare an slo: a metric no target has gives its weight up.
 DEFAULT_RANKING_WEIGHTS: dict[RankingMetric, float] = {
     "throughput": 0.5,
@@ -283,7 +300,7 @@ class CostPolicy(Strict):
 
 class Consolidation(Strict):
     """Run the workload on the first N targets at once, for each N in `steps`, and compare the total with
-    ideal scaling (the first step's throughput per target x N): METHODOLOGY.md section 3."""
+    ideal scaling (the first step's throughput per target x N): docs/guide/08-methodology.md, section 3."""
 
     steps: list[int] = Field(min_length=1, description="targets running at once at each step, e.g. [1, 2, 4]")
     threshold: float = Field(0.95, gt=0, le=1, description="report the first step whose measured / ideal falls below this")
@@ -302,23 +319,27 @@ class Consolidation(Strict):
 
 
 class Scenario(Strict):
-    """A study repeated as a campaign (README, "Scenarios")."""
+    """A study repeated as a campaign (docs/guide/03-measurements.md, "Scenarios")."""
 
-    consolidation: Consolidation | None = None
+    consolidation: Consolidation | None = Field(None, description="the same workload on the first N targets at once")
 
 
 class Campaign(Strict):
     campaign: Name
-    targets: list[Target] = Field(min_length=1)
-    workloads: list[Workload] = Field(min_length=1)
-    repetitions: int = Field(1, ge=1, le=100)
+    targets: list[Target] = Field(min_length=1, description="the servers compared")
+    workloads: list[Workload] = Field(min_length=1, description="what is run on every target, in order")
+    repetitions: int = Field(
+        1, ge=1, le=100, description="runs of each point, interleaved across targets; 3 or more for confidence intervals"
+    )
     order_seed: int | None = Field(
         None, ge=0, description="seeds the shuffled target order of each repetition; derived from the campaign id when absent"
     )
     target_concurrency: int = Field(
         1, ge=1, le=40, description="targets benchmarked at once; 1 keeps local targets from competing for CPU"
     )
-    connections: ConnectionPolicy = ConnectionPolicy()
+    connections: ConnectionPolicy = Field(
+        default_factory=ConnectionPolicy, description="the connection budget's policy; a target may override it"
+    )
     # The clock starts when the state launches the worker: a cold Fargate start (ENI, image pull) takes
     # one to three minutes before the first beat, so the default leaves room for it.
     heartbeat_timeout_s: int = Field(

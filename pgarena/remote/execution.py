@@ -78,7 +78,7 @@ def stack_outputs(cloudformation: CloudFormationClient, stack_name: str, given: 
             stacks = cloudformation.describe_stacks(StackName=stack_name)["Stacks"]
         except cloudformation.exceptions.ClientError as error:
             raise AwsRunError(
-                f"stack {stack_name!r}: {error.response['Error'].get('Message', error)}; deploy it (README.md, AWS), "
+                f"stack {stack_name!r}: {error.response['Error'].get('Message', error)}; deploy it (make deploy: docs/guide/05-deploy.md), "
                 "or pass --stack-name, or --state-machine-arn and --results-bucket"
             ) from None
         outputs = {o["OutputKey"]: o["OutputValue"] for o in stacks[0].get("Outputs", [])}

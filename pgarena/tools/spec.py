@@ -34,7 +34,7 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
 
 
-# Open-loop probes an SLO search runs after its closed-loop ceiling run (README, "Throughput at a latency SLO").
+# Open-loop probes an SLO search runs after its closed-loop ceiling run (docs/guide/03-measurements.md).
 DEFAULT_SLO_PROBES = 5
 MAX_SLO_PROBES = 12
 
@@ -83,7 +83,7 @@ class StepSpec(Strict):
         return 1 + self.slo.probes if self.slo is not None else 1
 
     def connections(self, kind: StepKind, clients: int | None) -> int:
-        """Connections the step opens at its peak (measured server-side, see README "Connection budgets"):
+        """Connections the step opens at its peak (measured server-side, see docs/guide/02-matrix.md, "Connection budgets"):
         by default, a run one per client and a load or cleanup one."""
         if kind == "run":
             assert clients is not None  # the plan gives every run its clients

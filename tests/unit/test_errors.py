@@ -59,7 +59,7 @@ def test_heartbeat_timeout_means_worker_lost():
     assert error_info(Caught({"Error": "States.HeartbeatTimeout", "Cause": ""})).kind == "worker_lost"
 
 
-# --- one declared set of kinds: code, state machine and README agree ----------------------------------
+# --- one declared set of kinds: code, state machine and the failures guide agree ----------------------------------
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -88,9 +88,9 @@ def test_each_raised_exception_is_named_for_its_kind():
         assert failure(kind, "m").info().kind == kind
 
 
-def test_the_readme_documents_exactly_the_declared_kinds():
-    readme = (ROOT / "README.md").read_text()
-    section = readme[readme.index("| kind | meaning |") : readme.index("See [Failures and recovery]")]
+def test_the_failures_guide_documents_exactly_the_declared_kinds():
+    guide = (ROOT / "docs" / "guide" / "07-failures.md").read_text()
+    section = guide[guide.index("| kind | meaning |") :]
     documented = set(re.findall(r"`([a-z_]+)`", section))
     assert documented == {kind.value for kind in ErrorKind}
 

@@ -13,10 +13,10 @@ def paths(error: MatrixError) -> list[str]:
     return [p.path for p in error.problems]
 
 
-@pytest.mark.parametrize("name", ["local-demo.json", "minimal.json", "four-provider-study.json", "slo.json"])
-def test_examples_validate(name):
+@pytest.mark.parametrize("example", sorted((ROOT / "examples").glob("*.json")), ids=lambda p: p.name)
+def test_examples_validate(example):
     # Given an example matrix users copy / When it is loaded / Then it validates
-    campaign = load_campaign(ROOT / "examples" / name)
+    campaign = load_campaign(example)
     assert campaign.targets and campaign.workloads
 
 

@@ -1,4 +1,4 @@
-"""examples/four-provider-study.json reproduces the managed-services study's commands flag for flag."""
+"""examples/four-provider-aws.json reproduces the managed-services study's commands flag for flag."""
 
 from pathlib import Path
 
@@ -7,7 +7,7 @@ from pgarena.tools.pgbench.command import init_args, run_args
 from pgarena.tools.sysbench import command as sysbench
 from tests.conftest import ROOT
 
-STUDY = load_campaign(ROOT / "examples" / "four-provider-study.json")
+STUDY = load_campaign(ROOT / "examples" / "four-provider-aws.json")
 PGBENCH, SYSBENCH = STUDY.workloads
 
 

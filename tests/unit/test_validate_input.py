@@ -95,7 +95,7 @@ def test_the_cli_checks_an_execution_input_file_as_the_state_machine_reads_it(tm
 
     from pgarena.cli import app
 
-    # Given the README's two execution inputs: a bare matrix, and {"campaign_id", "matrix"}
+    # Given the two execution inputs the docs name: a bare matrix, and {"campaign_id", "matrix"}
     bare, wrapped = tmp_path / "bare.json", tmp_path / "wrapped.json"
     bare.write_text(json.dumps(matrix()))
     wrapped.write_text(json.dumps({"campaign_id": "nightly-2026-11-23", "matrix": matrix()}))

@@ -30,11 +30,11 @@ class PgbenchInit(Strict):
     """pgbench --initialize: timed, its phases recorded; load time is a result of its own."""
 
     scale: int = Field(1, ge=1, le=MAX_SCALE, description=f"pgbench -s, at most {MAX_SCALE:,}")
-    fillfactor: int = Field(100, ge=10, le=100)
+    fillfactor: int = Field(100, ge=10, le=100, description="pgbench -F: fill factor of the tables")
     partitions: int | None = Field(None, ge=1, le=100_000, description="partition pgbench_accounts")
-    partition_method: Literal["range", "hash"] | None = None
-    foreign_keys: bool = False
-    unlogged_tables: bool = False
+    partition_method: Literal["range", "hash"] | None = Field(None, description="with partitions: range or hash")
+    foreign_keys: bool = Field(False, description="create foreign keys between the tables")
+    unlogged_tables: bool = Field(False, description="create the tables UNLOGGED (no WAL)")
     data_generation: Literal["client", "server"] = Field("client", description="client-side (g) or server-side (G)")
     init_steps: str | None = Field(
         None, pattern=r"^[dtgGvpf]+$", description="pgbench -I steps, e.g. dtGvp; overrides data_generation"
@@ -59,11 +59,13 @@ SHELL_FIX = (
 class PgbenchScript(Strict):
     """A script in a weighted mix: a builtin one, or custom SQL shipped in the matrix."""
 
-    builtin: Literal["tpcb-like", "simple-update", "select-only"] | None = None
+    builtin: Literal["tpcb-like", "simple-update", "select-only"] | None = Field(
+        None, description="a builtin script; or give sql"
+    )
     sql: str | None = Field(
         None, min_length=1, description="pgbench script text (meta-commands allowed, except \\shell and \\setshell)"
     )
-    weight: int = Field(1, ge=1, le=1_000_000)
+    weight: int = Field(1, ge=1, le=1_000_000, description="relative frequency in the mix (@weight)")
 
     @field_validator("sql")
     @classmethod
@@ -86,9 +88,11 @@ class PgbenchRun(Strict):
         None, ge=1, le=MAX_DURATION_S, description=f"run for this long (-T), at most {MAX_DURATION_S:,} s (a week)"
     )
     transactions: int | None = Field(None, ge=1, le=1_000_000_000, description="or run this many transactions per client (-t)")
-    protocol: Literal["simple", "extended", "prepared"] = "simple"
-    progress_s: int = Field(5, ge=1, le=3600)
-    builtin: Literal["tpcb-like", "simple-update", "select-only"] = "tpcb-like"
+    protocol: Literal["simple", "extended", "prepared"] = Field("simple", description="query protocol (-M)")
+    progress_s: int = Field(5, ge=1, le=3600, description="seconds between progress lines (-P): the stability figures")
+    builtin: Literal["tpcb-like", "simple-update", "select-only"] = Field(
+        "tpcb-like", description="the builtin script run when no scripts are given"
+    )
     scripts: list[PgbenchScript] | None = Field(None, min_length=1, description="a weighted mix; replaces builtin")
     rate_tps: float | None = Field(None, gt=0, le=1e9, description="throttle to this rate (--rate); schedule lag is reported")
     latency_limit_ms: float | None = Field(None, gt=0, le=3_600_000, description="count transactions slower than this as late")
@@ -198,9 +202,9 @@ class PgbenchRun(Strict):
 
 class PgbenchWorkload(Strict):
     name: Name
-    tool: Literal["pgbench"]
-    init: PgbenchInit = PgbenchInit()
-    run: PgbenchRun
+    tool: Literal["pgbench"] = Field(description="pgbench")
+    init: PgbenchInit = Field(default_factory=PgbenchInit, description="the data set load (pgbench -i)")
+    run: PgbenchRun = Field(description="the measured run")
 
     @property
     def client_counts(self) -> list[int]:

@@ -115,8 +115,8 @@ class SysbenchPrepare(Strict):
     """The data set: `sysbench <script> prepare` creates tables sbtest1..N of table_size rows."""
 
     # Every OLTP script creates the same sbtest tables, so one prepare serves all of them.
-    script: SysbenchScript = "oltp_read_write"
-    tables: int = Field(1, ge=1, le=10_000)
+    script: SysbenchScript = Field("oltp_read_write", description="the script whose prepare creates the tables")
+    tables: int = Field(1, ge=1, le=10_000, description="number of sbtest tables")
     table_size: int = Field(10_000, ge=1, le=10_000_000_000, description="rows per table (sysbench's default: 10000)")
     threads: int = Field(1, ge=1, le=10_000, description="tables loaded in parallel, one per thread at a time")
     extra_args: tuple[Annotated[str, Field(max_length=200)], ...] = Field(
@@ -141,23 +141,29 @@ class SysbenchPrepare(Strict):
 class SysbenchRun(Strict):
     """One `sysbench <script> run`. A None count leaves the script's own default."""
 
-    script: SysbenchScript = "oltp_read_write"
+    script: SysbenchScript = Field("oltp_read_write", description="the OLTP script run")
     threads: int = Field(1, ge=1, le=10_000, description="one connection per thread")
     duration_s: int = Field(ge=1, le=MAX_DURATION_S, description=f"at most {MAX_DURATION_S:,} s (a week)")
     report_interval_s: int = Field(5, ge=1, le=3600, description="seconds between interval lines")
     rand_type: RandType | None = Field(None, description="row id distribution; sysbench's default is special")
     # Statements per transaction (event), per kind. Setting all read kinds to 0 on
     # oltp_read_write gives the write-heavy test of the managed-services study.
-    point_selects: int | None = Field(None, ge=0, le=1000)
-    simple_ranges: int | None = Field(None, ge=0, le=1000)
-    sum_ranges: int | None = Field(None, ge=0, le=1000)
-    order_ranges: int | None = Field(None, ge=0, le=1000)
-    distinct_ranges: int | None = Field(None, ge=0, le=1000)
-    index_updates: int | None = Field(None, ge=0, le=1000)
-    non_index_updates: int | None = Field(None, ge=0, le=1000)
-    delete_inserts: int | None = Field(None, ge=0, le=1000)
+    point_selects: int | None = Field(None, ge=0, le=1000, description="--point_selects: statements of this kind per transaction")
+    simple_ranges: int | None = Field(None, ge=0, le=1000, description="--simple_ranges: statements of this kind per transaction")
+    sum_ranges: int | None = Field(None, ge=0, le=1000, description="--sum_ranges: statements of this kind per transaction")
+    order_ranges: int | None = Field(None, ge=0, le=1000, description="--order_ranges: statements of this kind per transaction")
+    distinct_ranges: int | None = Field(
+        None, ge=0, le=1000, description="--distinct_ranges: statements of this kind per transaction"
+    )
+    index_updates: int | None = Field(None, ge=0, le=1000, description="--index_updates: statements of this kind per transaction")
+    non_index_updates: int | None = Field(
+        None, ge=0, le=1000, description="--non_index_updates: statements of this kind per transaction"
+    )
+    delete_inserts: int | None = Field(
+        None, ge=0, le=1000, description="--delete_inserts: statements of this kind per transaction"
+    )
     skip_trx: bool = Field(False, description="autocommit every statement instead of BEGIN/COMMIT")
-    histogram: bool = False
+    histogram: bool = Field(False, description="print a latency histogram (--histogram)")
     percentile: int | None = Field(None, ge=0, le=100, description="latency percentile; 0 turns it off; default 95")
     # sysbench's bare --forced-shutdown means 5% of --time (0 s at --time under 20, which cut a
     # 5 s fixture run off at its limit with exit 2): pgarena always gives the seconds.
@@ -200,9 +206,9 @@ class SysbenchWorkload(Strict):
     """sysbench's bundled OLTP scripts: prepare, run, then cleanup."""
 
     name: Name
-    tool: Literal["sysbench"]
-    prepare: SysbenchPrepare = SysbenchPrepare()
-    run: SysbenchRun
+    tool: Literal["sysbench"] = Field(description="sysbench (pgsql driver)")
+    prepare: SysbenchPrepare = Field(default_factory=SysbenchPrepare, description="table creation and load")
+    run: SysbenchRun = Field(description="the measured run")
     cleanup: bool = Field(True, description="drop the sbtest tables after the runs")
 
     @property
