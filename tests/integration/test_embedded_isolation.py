@@ -81,14 +81,16 @@ def campaign(tmp_path_factory):
         ],
     }
     before = {**modes_above(private_bin), **modes_above(embedded_bin_dir())}
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr("pgarena.local.embedded.embedded_bin_dir", lambda: private_bin)
-        patch.setenv("PGARENA_RUNTIME_DIR", str(runtime_dir))
-        run = run_local(parse_campaign(matrix), tmp_path_factory.mktemp("results"))
-    after = {**modes_above(private_bin), **modes_above(embedded_bin_dir())}
-    yield run, escaped, before, after, private_bin.parents[3]
-    escaped.unlink(missing_ok=True)
-    shutil.rmtree(runtime_dir, ignore_errors=True)
+    try:
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr("pgarena.local.embedded.embedded_bin_dir", lambda: private_bin)
+            patch.setenv("PGARENA_RUNTIME_DIR", str(runtime_dir))
+            run = run_local(parse_campaign(matrix), tmp_path_factory.mktemp("results"))
+        after = {**modes_above(private_bin), **modes_above(embedded_bin_dir())}
+        yield run, escaped, before, after, private_bin.parents[3]
+    finally:
+        escaped.unlink(missing_ok=True)
+        shutil.rmtree(runtime_dir, ignore_errors=True)
 
 
 def workload(run, name):
