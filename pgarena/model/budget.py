@@ -46,6 +46,10 @@ class Limit(BaseModel):
     held: int
     available: int
     setting: str = Field(description="what to raise to lift this limit")
+    # Optional: results written before it was recorded still load.
+    setting_value: int | None = Field(
+        None, description="that setting's value now: max_connections itself, not less reserved slots"
+    )
 
 
 class Budget(BaseModel):

@@ -41,6 +41,7 @@ def _limits(facts: ConnectionFacts, pooler: Pooler | None) -> list[Limit]:
             held=s.total,
             available=server - s.total - COORDINATOR_CONNECTIONS,
             setting="max_connections",
+            setting_value=facts.max_connections,
         )
     ]
     if facts.role_conn_limit >= 0 and not su:
@@ -51,6 +52,7 @@ def _limits(facts: ConnectionFacts, pooler: Pooler | None) -> list[Limit]:
                 held=s.role,
                 available=facts.role_conn_limit - s.role - COORDINATOR_CONNECTIONS,
                 setting=f"the connection limit of role {facts.role} (ALTER ROLE ... CONNECTION LIMIT)",
+                setting_value=facts.role_conn_limit,
             )
         )
     if facts.database_conn_limit >= 0 and not su:
@@ -61,6 +63,7 @@ def _limits(facts: ConnectionFacts, pooler: Pooler | None) -> list[Limit]:
                 held=s.database,
                 available=facts.database_conn_limit - s.database - COORDINATOR_CONNECTIONS,
                 setting=f"the connection limit of database {facts.database} (ALTER DATABASE ... CONNECTION LIMIT)",
+                setting_value=facts.database_conn_limit,
             )
         )
     if pooler is not None:
@@ -71,6 +74,7 @@ def _limits(facts: ConnectionFacts, pooler: Pooler | None) -> list[Limit]:
                 held=0,
                 available=pooler.max_client_connections - COORDINATOR_CONNECTIONS,
                 setting=f"the {pooler.kind} client limit",
+                setting_value=pooler.max_client_connections,
             )
         )
     return limits
@@ -138,7 +142,7 @@ def apply_budget(target: PlannedTarget, budget: Budget, leased_by_others: int = 
     if target.connections.policy == "fail" or allowed < 1:
         raise BudgetRefused(
             f"target {target.name} needs {need} connections but only {allowed} are available: {budget.explanation}"
-            f"{leases}. Raise {binding.setting} to at least {binding.limit + need - allowed}, or lower clients to "
+            f"{leases}. Raise {binding.setting} to at least {(binding.setting_value or binding.limit) + need - allowed}, or lower clients to "
             f'{max(allowed, 0)}, or set "connections": {{"policy": "clamp"}} to run with {max(allowed, 0)} clients'
         )
     return [_clamped(step, allowed) for step in target.steps]

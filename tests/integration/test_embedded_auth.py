@@ -1,7 +1,6 @@
 """Issue 15.2: an embedded target's server admits only pgarena, and runs with no more than its own group."""
 
 import os
-import pwd
 
 import pg8000.dbapi
 import pytest
@@ -32,7 +31,11 @@ def test_a_connection_without_the_password_is_refused(server):
 def test_pgarena_connects_with_the_generated_password(server):
     _, endpoint = server
     conn = pg8000.dbapi.connect(
-        host=endpoint.host, port=endpoint.port, user="postgres", database="postgres", password=os.environ[endpoint.password_env]
+        host=endpoint.host,
+        port=endpoint.port,
+        user=endpoint.user,
+        database=endpoint.dbname,
+        password=os.environ[endpoint.password_env],
     )
     cursor = conn.cursor()
     cursor.execute("select current_setting('password_encryption')")
@@ -44,7 +47,7 @@ def test_the_server_process_has_no_supplementary_groups_and_no_secrets(server):
     # When the server runs a program (as COPY ... FROM PROGRAM would)
     pg, endpoint = server
     conn = pg8000.dbapi.connect(
-        host=endpoint.host, port=endpoint.port, user="postgres", database="postgres", password=os.environ[endpoint.password_env]
+        host=endpoint.host, port=endpoint.port, user="postgres", database="postgres", password=pg.admin_password
     )
     conn.autocommit = True
     cursor = conn.cursor()
@@ -54,6 +57,6 @@ def test_the_server_process_has_no_supplementary_groups_and_no_secrets(server):
     groups, *env = [row[0] for row in cursor.fetchall()]
     conn.close()
     # Then it has only its own user's group, and none of this process's credentials
-    expected = str(pwd.getpwnam(pg.user).pw_gid) if pg.user else str(os.getgid())
+    expected = str(pg.user.gid) if pg.user else str(os.getgid())
     assert groups.split() == [expected] if pg.user else expected in groups.split()
     assert not [line for line in env if line.startswith(("AWS_", "PGARENA_", "PGPASSWORD"))]

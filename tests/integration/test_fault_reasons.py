@@ -58,7 +58,7 @@ def test_no_password_against_a_scram_server_says_which_credential_is_missing(scr
     with pytest.raises(Authentication) as refused, connect(endpoint):
         pass
     message = str(refused.value)
-    assert "asks postgres for a password but the endpoint gives none" in message and "password_env" in message
+    assert f"asks {scram.user} for a password but the endpoint gives none" in message and "password_env" in message
     assert "NoneType" not in message
 
 

@@ -29,7 +29,7 @@ def campaign_run(tmp_path_factory):
             {
                 "name": "tiny",
                 "provider": "embedded",
-                "embedded": {"settings": {"max_connections": 6, "superuser_reserved_connections": 2}},
+                "embedded": {"settings": {"max_connections": 8, "superuser_reserved_connections": 2}},
             },
         ],
         "workloads": [
@@ -79,10 +79,11 @@ def test_unreachable_target_fails_clearly_and_loses_nothing_else(campaign_run):
 def test_plan_that_needs_more_connections_than_the_server_has_is_refused(campaign_run):
     run, _ = campaign_run
     t = target(run, "tiny")
-    # postgres is a superuser (reserved slots are its): 6 - 0 open - 2 pgarena - margin 2 = 2 < 4 clients
+    # the benchmark role is no superuser (reserved slots are not its): 8 - 2 reserved - 0 open - 2 pgarena - margin 2 = 2 < 4
+    # clients
     assert t.status == "failed" and t.error.kind == "budget_refused"
     assert "needs 4 connections but only 2 are available" in t.error.message
-    assert "Raise max_connections to at least 8, or lower clients to 2" in t.error.message
+    assert "Raise max_connections to at least 10, or lower clients to 2" in t.error.message
 
 
 def test_every_figure_traces_to_raw_output(campaign_run):
