@@ -18,8 +18,9 @@ from pgarena.analysis.metrics import target_metrics
 from pgarena.model import matrix_reference
 from pgarena.model.comparison import Comparison
 from pgarena.model.matrix import Campaign, json_schema
-from pgarena.model.matrix_errors import MatrixError
+from pgarena.model.matrix_errors import MatrixError, Problem
 from pgarena.model.results import CampaignResults, TargetResult
+from pgarena.model.sites import site_problems
 from pgarena.planning.campaign import load_execution_input
 from pgarena.remote.execution import RESULTS_WAIT_S, STACK_NAME
 from pgarena.report import write_to_folder
@@ -57,18 +58,50 @@ def _load_input_or_exit(path: Path) -> tuple[Campaign, str | None]:
         _fail(f"{path}: no such file")
         raise typer.Exit(2) from None
     except MatrixError as error:
-        _fail(f"{path}: {len(error.problems)} problem(s)")
-        for problem in error.problems:
-            errors.print(f"  {problem.path}: {problem.message}", markup=False, highlight=False)
+        _print_problems(path, error.problems)
         raise typer.Exit(1) from None
 
 
 @app.command()
-def validate(matrix: Annotated[Path, typer.Argument(help="provider matrix JSON")]) -> None:
+def validate(
+    matrix: Annotated[Path, typer.Argument(help="provider matrix JSON")],
+    stack: Annotated[
+        str | None, typer.Option(help="also check the placements against this deployed stack's worker sites")
+    ] = None,
+    region: Annotated[str | None, typer.Option(help="--stack: the stack's region (default: boto3's)")] = None,
+) -> None:
     """Check a provider matrix (or an execution input holding one); print every problem with its JSON path."""
     campaign = _load_or_exit(matrix)
+    if stack is not None:
+        _check_sites_or_exit(matrix, campaign, stack, region)
     targets, workloads = len(campaign.targets), len(campaign.workloads)
     console.print(_text(f"{matrix}: ok ({targets} target{'s' * (targets != 1)} x {workloads} workload{'s' * (workloads != 1)})"))
+
+
+def _print_problems(source: object, problems: list[Problem]) -> None:
+    _fail(f"{source}: {len(problems)} problem(s)")
+    for problem in problems:
+        errors.print(f"  {problem.path}: {problem.message}", markup=False, highlight=False)
+
+
+def _check_sites_or_exit(matrix: Path, campaign: Campaign, stack: str, region: str | None) -> None:
+    """Refuse a placement no worker site of the deployed stack serves (as Validate And Plan would)."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    from pgarena.remote.execution import AwsRunError, aws_clients, stack_sites
+
+    try:
+        sites = stack_sites(aws_clients(region).cloudformation, stack)
+    except AwsRunError as error:
+        _fail(str(error))
+        raise typer.Exit(1) from None
+    except (BotoCoreError, ClientError) as error:
+        _fail(f"could not read stack {stack!r}: {error} (check credentials and --region)")
+        raise typer.Exit(1) from None
+    problems = site_problems(campaign, sites)
+    if problems:
+        _print_problems(matrix, problems)
+        raise typer.Exit(1)
 
 
 @app.command()
@@ -337,6 +370,9 @@ def _run_aws(
     try:
         clients = aws_clients(region)
         outputs = stack_outputs(clients.cloudformation, stack_name, given)
+        if outputs.sites is not None and (site_refusals := site_problems(campaign, outputs.sites)):
+            _print_problems(stack_name, site_refusals)
+            raise typer.Exit(1)
         runner = AwsCampaign(clients, outputs, out, results_wait_s)
         with console.status(_text(f"running {campaign.campaign} in AWS (Ctrl-C stops the execution and its workers)")):
             return runner.run(campaign, on_event=show_event)

@@ -11,6 +11,7 @@ from aws_cdk import App
 from pgarena_cdk import constants
 from pgarena_cdk.nag import add_security_checks
 from pgarena_cdk.settings import DeploySettings
+from pgarena_cdk.site_stack import WorkerSiteStack, site_stack_id
 from pgarena_cdk.stack import PgarenaStack
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -28,8 +29,10 @@ def cdk_json_context(cdk_json: Path = CDK_JSON) -> dict[str, Any]:
 
 
 def build(app: App, repo_root: Path = REPO_ROOT) -> PgarenaStack:
-    """Add the stack to `app`. No `env`: the stack is environment-agnostic, so synth never calls AWS."""
+    """Add the stack to `app`, and a worker site's stack per region of `pgarena:sites` (its
+    `site_stacks`). No `env` on the home stack: it is environment-agnostic, so synth never calls AWS."""
     settings = DeploySettings.from_context(app.node)
     stack = PgarenaStack(app, constants.STACK_ID, settings=settings, repo_root=repo_root)
+    stack.site_stacks = [WorkerSiteStack(app, site_stack_id(site.region), site, settings, repo_root) for site in settings.sites]
     add_security_checks(app)
     return stack

@@ -40,7 +40,7 @@ class ComputeConstruct(Construct):
     ) -> None:
         super().__init__(scope, id_)
         self.cluster = self._build_cluster(settings, placement)
-        self.task_role = self._build_task_role(bucket, table)
+        self.task_role = self._build_task_role(bucket, table, settings.site_regions)
         self.execution_role = self._build_execution_role()
         self.log_group = logs.LogGroup(self, "WorkerLogGroup", retention=settings.log_retention)
         self.task_definition = self._build_task_definition(settings, repo_root)
@@ -58,7 +58,7 @@ class ComputeConstruct(Construct):
             enable_fargate_capacity_providers=settings.fargate_spot,
         )
 
-    def _build_task_role(self, bucket: s3.IBucket, table: dynamodb.ITable) -> iam.Role:
+    def _build_task_role(self, bucket: s3.IBucket, table: dynamodb.ITable, site_regions: list[str]) -> iam.Role:
         role = iam.Role(
             self,
             "TaskRole",
@@ -72,7 +72,7 @@ class ComputeConstruct(Construct):
                 resources=["*"],
             )
         )
-        grant_read_pgarena_secrets(role, self)
+        grant_read_pgarena_secrets(role, self, site_regions)
         acknowledge(
             role,
             "AwsSolutions-IAM5",
@@ -83,46 +83,67 @@ class ComputeConstruct(Construct):
         return role
 
     def _build_execution_role(self) -> iam.Role:
-        role = iam.Role(
-            self,
-            "ExecutionRole",
-            assumed_by=iam.ServicePrincipal("ecs-tasks.amazonaws.com"),
-            description="pgarena worker: ECS pulls the image and ships the container's logs",
-        )
-        acknowledge(
-            role,
-            "AwsSolutions-IAM5",
-            "ecr:GetAuthorizationToken does not support resource-level permissions; image pulls themselves are "
-            "scoped to the asset repository.",
-            finding="Resource::*",
-        )
-        return role
+        return build_execution_role(self)
 
     def _build_task_definition(self, settings: DeploySettings, repo_root: Path) -> ecs.FargateTaskDefinition:
-        task_definition = ecs.FargateTaskDefinition(
-            self,
-            "WorkerTask",
-            cpu=settings.worker_cpu_units,
-            memory_limit_mib=settings.worker_memory_mib,
-            task_role=self.task_role,
-            execution_role=self.execution_role,
-            runtime_platform=ecs.RuntimePlatform(
-                operating_system_family=ecs.OperatingSystemFamily.LINUX,
-                cpu_architecture=ecs.CpuArchitecture.X86_64,
-            ),
-        )
-        # Synth stages the build context (pip downloads the wheels once per requirements, no Docker);
-        # `cdk deploy` builds and pushes the image. The local runtime's container workers build the same.
-        context = worker_image.stage_context(repo_root, repo_root / constants.WORKER_IMAGE_ASSET_DIR)
-        image = ecs.ContainerImage.from_asset(
-            str(context),
-            file=worker_image.DOCKERFILE,
-            platform=ecr_assets.Platform.LINUX_AMD64,
-        )
-        task_definition.add_container(
-            constants.WORKER_CONTAINER_NAME,
-            container_name=constants.WORKER_CONTAINER_NAME,
-            image=image,
-            logging=ecs.LogDrivers.aws_logs(stream_prefix=constants.WORKER_LOG_STREAM_PREFIX, log_group=self.log_group),
-        )
-        return task_definition
+        return build_worker_task_definition(self, settings, repo_root, self.execution_role, self.log_group, self.task_role)
+
+
+def build_execution_role(scope: Construct, role_name: str | None = None) -> iam.Role:
+    """What ECS needs to start a worker: pull the image, ship the container's logs."""
+    role = iam.Role(
+        scope,
+        "ExecutionRole",
+        assumed_by=iam.ServicePrincipal("ecs-tasks.amazonaws.com"),
+        description="pgarena worker: ECS pulls the image and ships the container's logs",
+        role_name=role_name,
+    )
+    acknowledge(
+        role,
+        "AwsSolutions-IAM5",
+        "ecr:GetAuthorizationToken does not support resource-level permissions; image pulls themselves are "
+        "scoped to the asset repository.",
+        finding="Resource::*",
+    )
+    return role
+
+
+def build_worker_task_definition(  # noqa: PLR0913  # the task definition's parts, each a resource of its own
+    scope: Construct,
+    settings: DeploySettings,
+    repo_root: Path,
+    execution_role: iam.IRole,
+    log_group: logs.ILogGroup,
+    task_role: iam.IRole | None = None,
+    family: str | None = None,
+) -> ecs.FargateTaskDefinition:
+    """The worker's task definition, the same in the home stack and every worker site (size, image, logs)."""
+    task_definition = ecs.FargateTaskDefinition(
+        scope,
+        "WorkerTask",
+        cpu=settings.worker_cpu_units,
+        memory_limit_mib=settings.worker_memory_mib,
+        task_role=task_role,
+        execution_role=execution_role,
+        family=family,
+        runtime_platform=ecs.RuntimePlatform(
+            operating_system_family=ecs.OperatingSystemFamily.LINUX,
+            cpu_architecture=ecs.CpuArchitecture.X86_64,
+        ),
+    )
+    # Synth stages the build context (pip downloads the wheels once per requirements, no Docker);
+    # `cdk deploy` builds and pushes the image, to each region's asset repository. The local runtime's
+    # container workers build the same.
+    context = worker_image.stage_context(repo_root, repo_root / constants.WORKER_IMAGE_ASSET_DIR)
+    image = ecs.ContainerImage.from_asset(
+        str(context),
+        file=worker_image.DOCKERFILE,
+        platform=ecr_assets.Platform.LINUX_AMD64,
+    )
+    task_definition.add_container(
+        constants.WORKER_CONTAINER_NAME,
+        container_name=constants.WORKER_CONTAINER_NAME,
+        image=image,
+        logging=ecs.LogDrivers.aws_logs(stream_prefix=constants.WORKER_LOG_STREAM_PREFIX, log_group=log_group),
+    )
+    return task_definition

@@ -3,6 +3,7 @@
 from typing import NamedTuple
 
 from pgarena.aws.access import Component
+from pgarena.model import sites
 from pgarena.remote import execution
 
 SERVICE_NAME = "pgarena"
@@ -18,6 +19,8 @@ CONTEXT_FARGATE_SPOT = "pgarena:fargateSpot"
 CONTEXT_LOG_RETENTION_DAYS = "pgarena:logRetentionDays"
 CONTEXT_RAW_OUTPUT_EXPIRATION_DAYS = "pgarena:rawOutputExpirationDays"
 CONTEXT_SCHEDULES = "pgarena:schedules"
+# Worker sites in other regions: [{"region": "eu-west-1"}, {"region": ..., "vpcId": ..., "subnetIds": [...], ...}]
+CONTEXT_SITES = sites.SITES_CONTEXT_KEY
 
 # Defaults used when the context does not set a value.
 DEFAULT_WORKER_CPU_UNITS = 1024
@@ -129,3 +132,8 @@ OUTPUT_WORKER_CLUSTER_ARN = execution.OUTPUT_WORKER_CLUSTER_ARN
 OUTPUT_WORKER_SECURITY_GROUPS = "WorkerSecurityGroupIds"
 OUTPUT_WORKER_SUBNETS = "WorkerSubnetIds"
 OUTPUT_NAT_EGRESS_IPS = "NatEgressIps"
+OUTPUT_WORKER_SITE_REGIONS = execution.OUTPUT_WORKER_SITE_REGIONS
+
+# A worker site's stack: one per region of pgarena:sites, named after the home stack.
+SITE_STACK_ID_PREFIX = f"{STACK_ID}-Site-"
+SITE_FLOW_LOG_RETENTION_DAYS = 30

@@ -17,6 +17,7 @@ from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
 from pgarena.aws.access import RESULTS_TABLE_PLACEHOLDER, Component
+from pgarena.aws.sites import SITE_CLUSTER_NAME, SITE_TASK_FAMILY, site_execution_role_name, site_parameter_name
 from pgarena_cdk import constants
 from pgarena_cdk.bundling import dependencies_layer_code
 from pgarena_cdk.compute_construct import ComputeConstruct
@@ -60,10 +61,13 @@ class OrchestrationConstruct(Construct):
 
         # Preflight connects to the targets from the workers' subnets and security groups: it reaches a
         # private database as they do, and leaves through the same NAT (the IP a firewall allows).
-        self.validate_function = self._build_function(constants.VALIDATE, environment=results_env)
+        # Validate And Plan refuses a placement.region no site serves; launch_worker launches in the site's region.
+        sites_env = {"WORKER_SITE_REGIONS": ",".join(settings.site_regions)}
+        self.validate_function = self._build_function(constants.VALIDATE, environment={**results_env, **sites_env})
         self.preflight_function = self._build_function(constants.PREFLIGHT, environment=results_env, placement=placement)
         self.launch_worker_function = self._build_function(
-            constants.LAUNCH_WORKER, environment={**results_env, **self._launcher_environment(placement, compute)}
+            constants.LAUNCH_WORKER,
+            environment={**results_env, **sites_env, **self._launcher_environment(placement, compute)},
         )
         self.release_lease_function = self._build_function(constants.RELEASE_LEASE, environment=results_env)
         self.aggregate_function = self._build_function(constants.AGGREGATE, environment=results_env)
@@ -77,8 +81,10 @@ class OrchestrationConstruct(Construct):
             },
         )
 
-        grant_read_pgarena_secrets(_role(self.preflight_function), self)
+        grant_read_pgarena_secrets(_role(self.preflight_function), self, settings.site_regions)
         self._grant_launch_worker(self.launch_worker_function, compute)
+        for region in settings.site_regions:
+            self._grant_launch_in_site(self.launch_worker_function, compute, region)
         self.state_machine = self._build_state_machine(repo_root)
         self.finalize_stopped_function = self._finalize_stopped_executions(results_env)
 
@@ -164,6 +170,8 @@ class OrchestrationConstruct(Construct):
             "ASSIGN_PUBLIC_IP": constants.ASSIGN_PUBLIC_IP,
             # FARGATE_SPOT when the stack enables Spot: launch_worker then sends a capacity provider strategy
             "CAPACITY_PROVIDER": compute.capacity_provider or "",
+            # Workers in every site run as this role (RunTask's taskRoleArn override)
+            "WORKER_TASK_ROLE_ARN": compute.task_role.role_arn,
         }
         return environment
 
@@ -258,6 +266,42 @@ class OrchestrationConstruct(Construct):
                 resources=[compute.task_role.role_arn, compute.execution_role.role_arn],
                 conditions={"StringEquals": {"iam:PassedToService": "ecs-tasks.amazonaws.com"}},
             )
+        )
+
+    def _grant_launch_in_site(self, function: lambda_.Function, compute: ComputeConstruct, region: str) -> None:
+        """RunTask in a worker site's region, on its named cluster and task family; its execution role and the
+        home task role passed; its parameter read. Names, not tokens: the site is another region's stack."""
+        stack = Stack.of(self)
+
+        def arn(service: str, resource: str, name: str, region_: str | None = region) -> str:
+            return stack.format_arn(service=service, region=region_, resource=resource, resource_name=name)
+
+        function.add_to_role_policy(
+            iam.PolicyStatement(
+                actions=["ecs:RunTask"],
+                resources=[arn("ecs", "task-definition", f"{SITE_TASK_FAMILY}:*")],
+                conditions={"ArnEquals": {"ecs:cluster": arn("ecs", "cluster", SITE_CLUSTER_NAME)}},
+            )
+        )
+        function.add_to_role_policy(
+            iam.PolicyStatement(
+                actions=["iam:PassRole"],
+                resources=[compute.task_role.role_arn, arn("iam", "role", site_execution_role_name(region), region_="")],
+                conditions={"StringEquals": {"iam:PassedToService": "ecs-tasks.amazonaws.com"}},
+            )
+        )
+        function.add_to_role_policy(
+            iam.PolicyStatement(
+                actions=["ssm:GetParameter"],
+                resources=[arn("ssm", "parameter", site_parameter_name(region).lstrip("/"))],
+            )
+        )
+        acknowledge(
+            _role(function),
+            "AwsSolutions-IAM5",
+            f"RunTask on every revision of the worker site's task family in {region} (a deploy adds revisions), "
+            "only in that site's cluster (the ecs:cluster condition).",
+            finding=f"Resource::arn:<AWS::Partition>:ecs:{region}:<AWS::AccountId>:task-definition/{SITE_TASK_FAMILY}:*",
         )
 
     def _build_state_machine(self, repo_root: Path) -> sfn.StateMachine:

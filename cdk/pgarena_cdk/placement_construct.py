@@ -2,24 +2,35 @@
 
 from __future__ import annotations
 
+from typing import Protocol
+
 from aws_cdk import Fn
 from aws_cdk import aws_ec2 as ec2
-from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from pgarena_cdk import constants
-from pgarena_cdk.settings import DeploySettings
+
+
+class Network(Protocol):
+    """A VPC given by ids, or none (a new one): the home stack's settings and each worker site's."""
+
+    @property
+    def vpc_id(self) -> str | None: ...
+    @property
+    def subnet_ids(self) -> list[str]: ...
+    @property
+    def security_group_ids(self) -> list[str]: ...
 
 
 class PlacementConstruct(Construct):
     """Subnets and security groups for the workers.
 
-    With `pgarena:vpcId` in the context the ids are used as given: nothing is looked up, so synth
-    stays offline. Without it, a two-AZ VPC with one NAT gateway is created (no interface
+    With a VPC id (`pgarena:vpcId`, or a site's `vpcId`) the ids are used as given: nothing is looked
+    up, so synth stays offline. Without it, a two-AZ VPC with one NAT gateway is created (no interface
     endpoints: they would cost more than the NAT gateway for a benchmark's traffic).
     """
 
-    def __init__(self, scope: Construct, id_: str, settings: DeploySettings, flow_log_bucket: s3.IBucket) -> None:
+    def __init__(self, scope: Construct, id_: str, settings: Network, flow_logs: ec2.FlowLogDestination) -> None:
         super().__init__(scope, id_)
         self.given_vpc = settings.vpc_id is not None
         if settings.vpc_id is not None:
@@ -33,7 +44,7 @@ class PlacementConstruct(Construct):
                 for index, group_id in enumerate(settings.security_group_ids)
             ]
         else:
-            self.vpc = self._build_vpc(flow_log_bucket)
+            self.vpc = self._build_vpc(flow_logs)
             self.subnets = self.vpc.private_subnets
             self.security_groups = [self._build_worker_security_group()]
 
@@ -62,7 +73,7 @@ class PlacementConstruct(Construct):
         # (and no AZ list that synth could only get from a lookup).
         return ec2.Vpc.from_vpc_attributes(self, "Vpc", vpc_id=vpc_id, availability_zones=Fn.get_azs())
 
-    def _build_vpc(self, flow_log_bucket: s3.IBucket) -> ec2.Vpc:
+    def _build_vpc(self, flow_logs: ec2.FlowLogDestination) -> ec2.Vpc:
         vpc = ec2.Vpc(
             self,
             "Vpc",
@@ -84,7 +95,7 @@ class PlacementConstruct(Construct):
         )
         vpc.add_flow_log(
             "FlowLog",
-            destination=ec2.FlowLogDestination.to_s3(flow_log_bucket, constants.FLOW_LOG_PREFIX),
+            destination=flow_logs,
             traffic_type=ec2.FlowLogTrafficType.ALL,
         )
         return vpc

@@ -48,6 +48,30 @@ def _id_list(value: object) -> list[str]:
     return [str(item) for item in value]
 
 
+class SiteSpec(BaseModel):
+    """One worker site in another region: a new VPC there, or the given one's subnets and security groups."""
+
+    model_config = ConfigDict(populate_by_name=True, frozen=True, extra="forbid")
+
+    region: str = Field(pattern=r"^[a-z]{2}(-[a-z]+)+-\d$")
+    vpc_id: str | None = Field(None, alias="vpcId")
+    subnet_ids: list[str] = Field(default_factory=list, alias="subnetIds")
+    security_group_ids: list[str] = Field(default_factory=list, alias="securityGroupIds")
+
+    @field_validator("subnet_ids", "security_group_ids", mode="before")
+    @classmethod
+    def _split_ids(cls, value: object) -> list[str]:
+        return _id_list(value)
+
+    @model_validator(mode="after")
+    def _placement_is_complete(self) -> SiteSpec:
+        if self.vpc_id and not (self.subnet_ids and self.security_group_ids):
+            raise ValueError(f"site {self.region}: vpcId needs subnetIds and securityGroupIds (nothing is looked up)")
+        if not self.vpc_id and (self.subnet_ids or self.security_group_ids):
+            raise ValueError(f"site {self.region}: subnet and security group ids are only used with vpcId")
+        return self
+
+
 class DeploySettings(BaseModel):
     model_config = ConfigDict(populate_by_name=True, frozen=True)
 
@@ -62,12 +86,26 @@ class DeploySettings(BaseModel):
         constants.DEFAULT_RAW_OUTPUT_EXPIRATION_DAYS, alias=constants.CONTEXT_RAW_OUTPUT_EXPIRATION_DAYS, gt=0
     )
     schedules: list[ScheduleSpec] = Field(default_factory=list, alias=constants.CONTEXT_SCHEDULES)
+    sites: list[SiteSpec] = Field(default_factory=list, alias=constants.CONTEXT_SITES)
 
-    @field_validator("schedules", mode="before")
+    @field_validator("schedules", "sites", mode="before")
     @classmethod
-    def _decode_schedules(cls, value: object) -> object:
+    def _decode_json_list(cls, value: object) -> object:
         # `cdk deploy -c pgarena:schedules='[...]'` passes the list as a JSON string.
         return json.loads(value) if isinstance(value, str) else value
+
+    @field_validator("sites")
+    @classmethod
+    def _one_site_per_region(cls, value: list[SiteSpec]) -> list[SiteSpec]:
+        regions = [site.region for site in value]
+        repeated = sorted({region for region in regions if regions.count(region) > 1})
+        if repeated:
+            raise ValueError(f"one site per region; repeated: {', '.join(repeated)}")
+        return value
+
+    @property
+    def site_regions(self) -> list[str]:
+        return [site.region for site in self.sites]
 
     @field_validator("schedules")
     @classmethod

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from aws_cdk import CfnOutput, Fn, Stack, Tags
+from aws_cdk import aws_ec2 as ec2
 from constructs import Construct
 
 from pgarena_cdk import constants
@@ -20,10 +21,14 @@ from pgarena_cdk.settings import DeploySettings
 class PgarenaStack(Stack):
     def __init__(self, scope: Construct, id_: str, settings: DeploySettings, repo_root: Path, **kwargs: Any) -> None:
         super().__init__(scope, id_, description="pgarena: serverless PostgreSQL benchmark coordinator", **kwargs)
+        self._settings = settings
         Tags.of(self).add("service", constants.SERVICE_NAME)
+        # The worker sites' stacks, set by the app (pgarena_cdk.application.build) beside this one.
+        self.site_stacks: list[Stack] = []
 
         self.results = ResultsConstruct(self, "Results", settings)
-        self.placement = PlacementConstruct(self, "Placement", settings, flow_log_bucket=self.results.access_log_bucket)
+        flow_logs = ec2.FlowLogDestination.to_s3(self.results.access_log_bucket, constants.FLOW_LOG_PREFIX)
+        self.placement = PlacementConstruct(self, "Placement", settings, flow_logs)
         self.compute = ComputeConstruct(
             self,
             "Compute",
@@ -68,6 +73,15 @@ class PgarenaStack(Stack):
             description="security groups of the workers and preflight: allow them in the targets' inbound rules",
         )
         CfnOutput(self, constants.OUTPUT_WORKER_SUBNETS, value=self.placement.subnet_ids_csv)
+        # What `pgarena validate --stack` and `run --aws` check placements against (absent: home only;
+        # CloudFormation refuses an empty output).
+        if self._settings.site_regions:
+            CfnOutput(
+                self,
+                constants.OUTPUT_WORKER_SITE_REGIONS,
+                value=",".join(self._settings.site_regions),
+                description="regions with a worker site besides this stack's own",
+            )
         if ips := self.placement.nat_egress_ips:
             CfnOutput(
                 self,

@@ -1,6 +1,8 @@
 """Run Worker Task: start one worker (ECS RunTask); the worker answers the state machine's task token."""
 
-from typing import Any
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
 
 import boto3
 from aws_lambda_powertools.utilities.parser import event_parser
@@ -10,8 +12,25 @@ from functions.dependencies import Dependencies
 from functions.observability import logger, tracer
 from pgarena.aws.launch import EcsLauncher
 from pgarena.aws.settings import LauncherEnv
+from pgarena.aws.sites import ssm_site_reader
 from pgarena.campaign.launch import launch
 from pgarena.model.plan import ShardRef
+
+if TYPE_CHECKING:
+    from mypy_boto3_ecs import ECSClient
+    from mypy_boto3_ssm import SSMClient
+
+
+def _ecs_in(region: str) -> ECSClient:
+    return boto3.client("ecs", region_name=region)
+
+
+def _ssm_in(region: str) -> SSMClient:
+    return boto3.client("ssm", region_name=region)
+
+
+# Created once per Lambda container: each site's parameter is read at its first launch only.
+_site_in = ssm_site_reader(_ssm_in)
 
 
 class LaunchEvent(ShardRef):
@@ -25,7 +44,7 @@ class LaunchEvent(ShardRef):
 @event_parser(model=LaunchEvent)
 def handler(event: LaunchEvent, context: LambdaContext) -> dict[str, Any]:
     deps = Dependencies.of(LauncherEnv)
-    launcher = EcsLauncher(boto3.client("ecs"), deps.env)
+    launcher = EcsLauncher(boto3.client("ecs"), deps.env, ecs_in=_ecs_in, site_in=_site_in)
     step, task_arn = launch(event, event.task_token, deps.records, launcher)
     logger.info("worker launched", step_id=step.step_id, task_arn=task_arn)
     return {"task_arn": task_arn}

@@ -8,7 +8,7 @@ from pydantic import BaseModel
 
 from functions.dependencies import Dependencies
 from functions.observability import logger, tracer
-from pgarena.aws.settings import ResultsEnv
+from pgarena.aws.settings import SitesEnv
 from pgarena.campaign.claim import claim_and_plan
 from pgarena.model.plan import PlanRef
 
@@ -22,7 +22,7 @@ class ValidateEvent(BaseModel):
 @tracer.capture_lambda_handler
 @event_parser(model=ValidateEvent)
 def handler(event: ValidateEvent, context: LambdaContext) -> dict[str, Any]:
-    deps = Dependencies.of(ResultsEnv)
-    plan = claim_and_plan(event.input, event.execution_name, deps.store, deps.records)
+    deps = Dependencies.of(SitesEnv)
+    plan = claim_and_plan(event.input, event.execution_name, deps.store, deps.records, deps.env.sites)
     logger.info("campaign planned", campaign_id=plan.campaign_id, targets=len(plan.targets), phases=len(plan.phases))
     return PlanRef.of(plan).model_dump(mode="json")

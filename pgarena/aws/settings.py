@@ -7,6 +7,9 @@ from typing import Self
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from pgarena.aws.sites import WorkerSite
+from pgarena.model.sites import SiteMap
+
 
 class FromEnv(BaseModel):
     model_config = ConfigDict(populate_by_name=True, extra="ignore")
@@ -42,6 +45,11 @@ class LauncherEnv(TableEnv):
     launch_type: str = Field("FARGATE", alias="LAUNCH_TYPE")
     capacity_provider: str = Field("", alias="CAPACITY_PROVIDER", description="FARGATE_SPOT when the stack enables Spot")
     assign_public_ip: str = Field("DISABLED", alias="ASSIGN_PUBLIC_IP")
+    # The home region: where the results, the table and the state machine are, whichever site a worker runs in.
+    region: str = Field("us-east-1", alias="AWS_REGION")
+    site_regions: str = Field("", alias="WORKER_SITE_REGIONS", description="regions with a worker site besides home")
+    # Workers in every site run as the home stack's task role (IAM is global): RunTask's override names it.
+    task_role_arn: str = Field("", alias="WORKER_TASK_ROLE_ARN")
 
     @property
     def subnet_list(self) -> list[str]:
@@ -51,6 +59,39 @@ class LauncherEnv(TableEnv):
     def security_group_list(self) -> list[str]:
         return _split(self.security_groups)
 
+    @property
+    def sites(self) -> SiteMap:
+        return site_map(self.region, self.site_regions)
+
+    @property
+    def home_site(self) -> WorkerSite:
+        return WorkerSite(
+            region=self.region,
+            cluster_arn=self.cluster_arn,
+            task_definition_arn=self.task_definition_arn,
+            container_name=self.container_name,
+            subnets=self.subnet_list,
+            security_groups=self.security_group_list,
+            launch_type=self.launch_type,
+            capacity_provider=self.capacity_provider,
+            assign_public_ip=self.assign_public_ip,
+        )
+
+
+class SitesEnv(ResultsEnv):
+    """Validate And Plan: the regions the stack's workers can run in (a placement elsewhere is refused)."""
+
+    region: str = Field("us-east-1", alias="AWS_REGION")
+    site_regions: str = Field("", alias="WORKER_SITE_REGIONS")
+
+    @property
+    def sites(self) -> SiteMap:
+        return site_map(self.region, self.site_regions)
+
+
+def site_map(home_region: str, site_regions: str) -> SiteMap:
+    return SiteMap(home_region=home_region, regions=frozenset(_split(site_regions)))
+
 
 class WorkerEnv(FromEnv):
     step: str = Field(alias="PGARENA_STEP", description="the Step as JSON")
@@ -59,6 +100,8 @@ class WorkerEnv(FromEnv):
     results_table: str = Field(alias="RESULTS_TABLE")
     heartbeat_s: float = Field(10.0, alias="PGARENA_HEARTBEAT_S")
     upload_every_s: float = Field(15.0, alias="PGARENA_UPLOAD_EVERY_S", gt=0, description="raw output chunk cadence")
+    # A worker in another region's site still reports to the home region (results, table, task token).
+    results_region: str | None = Field(None, alias="RESULTS_REGION")
 
 
 class CostGuardEnv(TableEnv):

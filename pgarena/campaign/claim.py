@@ -11,6 +11,7 @@ from pgarena.model.errors import CampaignExists, InvalidMatrix
 from pgarena.model.execution import execution_request
 from pgarena.model.matrix_errors import MatrixError
 from pgarena.model.plan import Plan
+from pgarena.model.sites import SiteMap, site_problems
 from pgarena.planning.campaign import parse_campaign
 from pgarena.planning.planner import plan_campaign
 
@@ -27,14 +28,19 @@ def claim(store: Store, records: Records, campaign_id: str, execution: str, fix:
     raise CampaignExists(f"campaign id {campaign_id!r} is already used ({traces[0]}): {fix}")
 
 
-def claim_and_plan(execution_input: Any, execution_name: str, store: Store, records: Records) -> Plan:
-    """The execution's input (a bare matrix, or {"campaign_id", "matrix"}) parsed, its campaign id
-    claimed, its steps planned and the plan kept."""
+def claim_and_plan(
+    execution_input: Any, execution_name: str, store: Store, records: Records, sites: SiteMap | None = None
+) -> Plan:
+    """The execution's input (a bare matrix, or {"campaign_id", "matrix"}) parsed, its placements checked
+    against the stack's `sites`, its campaign id claimed, its steps planned and the plan kept."""
     request = execution_request(execution_input, execution_name)
     try:
         campaign = parse_campaign(request.matrix)
     except MatrixError as error:
         raise InvalidMatrix(str(error)) from None
+    problems = site_problems(campaign, sites) if sites is not None else []
+    if problems:
+        raise InvalidMatrix(str(MatrixError(problems)))
     fix = "give another campaign_id" if request.id_from == "input" else "start the execution under another name"
     claim(store, records, request.campaign_id, execution_name, fix)
     plan = plan_campaign(campaign, request.campaign_id)

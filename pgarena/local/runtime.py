@@ -79,6 +79,8 @@ LOCAL_RESOURCES = {
     "TASK_DEFINITION_ARN": TASK_DEFINITION_ARN,
     "WORKER_SUBNETS": "",  # the local ECS endpoint places no task in a network
     "WORKER_SECURITY_GROUPS": "",
+    # Named in RunTask's overrides for another region's site only; the local runtime has none.
+    "WORKER_TASK_ROLE_ARN": f"arn:aws:iam::{ACCOUNT}:role/pgarena-local-worker",
 }
 
 

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import boto3
 from botocore.exceptions import NoRegionError
@@ -25,6 +25,7 @@ from pgarena.model import layout
 from pgarena.model.execution import CAMPAIGN_ID_KEY, MATRIX_KEY
 from pgarena.model.matrix import Campaign
 from pgarena.model.results import CampaignResults
+from pgarena.model.sites import SiteMap
 from pgarena.remote.follow import Event, follow, no_subject, step_event
 from pgarena.remote.subjects import Subjects
 from pgarena.report import REPORT_FILES
@@ -42,6 +43,8 @@ OUTPUT_STATE_MACHINE_ARN = "StateMachineArn"
 OUTPUT_RESULTS_BUCKET = "ResultsBucketName"
 OUTPUT_RESULTS_TABLE = "ResultsTableName"
 OUTPUT_WORKER_CLUSTER_ARN = "WorkerClusterArn"
+# The regions with a worker site besides the stack's own, comma-separated (none: the output is empty).
+OUTPUT_WORKER_SITE_REGIONS = "WorkerSiteRegions"
 # After a stop or a failure, finalize_stopped (behind the EventBridge rule) writes results.json: wait this
 # long for it (a Lambda cold start and the aggregation of what finished).
 RESULTS_WAIT_S = 90.0
@@ -61,6 +64,7 @@ class StackOutputs(BaseModel):
     results_bucket: str
     results_table: str | None = None  # step lines in the progress; none without it
     worker_cluster_arn: str | None = None  # Ctrl-C stops the workers' tasks; without it they stop at their next heartbeat
+    sites: SiteMap | None = None  # read with the stack's outputs; unknown when every resource is given
 
 
 def new_campaign_id(name: str) -> str:
@@ -70,18 +74,33 @@ def new_campaign_id(name: str) -> str:
     return f"{name[: EXECUTION_NAME_MAX - len(suffix)]}{suffix}"
 
 
+def _outputs(cloudformation: CloudFormationClient, stack_name: str) -> dict[str, str]:
+    try:
+        stacks = cloudformation.describe_stacks(StackName=stack_name)["Stacks"]
+    except cloudformation.exceptions.ClientError as error:
+        raise AwsRunError(
+            f"stack {stack_name!r}: {error.response['Error'].get('Message', error)}; deploy it (make deploy: docs/guide/05-deploy.md), "
+            "or pass --stack-name, or --state-machine-arn and --results-bucket"
+        ) from None
+    return {o["OutputKey"]: o["OutputValue"] for o in stacks[0].get("Outputs", [])}
+
+
+def _sites(cloudformation: CloudFormationClient, outputs: dict[str, str]) -> SiteMap:
+    """The stack's region (the client's: the stack was found there) and its worker sites' regions."""
+    regions = [r.strip() for r in outputs.get(OUTPUT_WORKER_SITE_REGIONS, "").split(",") if r.strip()]
+    return SiteMap(home_region=cloudformation.meta.region_name, regions=frozenset(regions))
+
+
+def stack_sites(cloudformation: CloudFormationClient, stack_name: str) -> SiteMap:
+    """Where the deployed stack can launch workers (`pgarena validate --stack`)."""
+    return _sites(cloudformation, _outputs(cloudformation, stack_name))
+
+
 def stack_outputs(cloudformation: CloudFormationClient, stack_name: str, given: dict[str, str | None]) -> StackOutputs:
     """The given values (options), with what is missing read from the stack's outputs (describe-stacks)."""
-    known = {key: value for key, value in given.items() if value}
+    known: dict[str, Any] = {key: value for key, value in given.items() if value}
     if "state_machine_arn" not in known or "results_bucket" not in known:
-        try:
-            stacks = cloudformation.describe_stacks(StackName=stack_name)["Stacks"]
-        except cloudformation.exceptions.ClientError as error:
-            raise AwsRunError(
-                f"stack {stack_name!r}: {error.response['Error'].get('Message', error)}; deploy it (make deploy: docs/guide/05-deploy.md), "
-                "or pass --stack-name, or --state-machine-arn and --results-bucket"
-            ) from None
-        outputs = {o["OutputKey"]: o["OutputValue"] for o in stacks[0].get("Outputs", [])}
+        outputs = _outputs(cloudformation, stack_name)
         names = {
             "state_machine_arn": OUTPUT_STATE_MACHINE_ARN,
             "results_bucket": OUTPUT_RESULTS_BUCKET,
@@ -94,6 +113,7 @@ def stack_outputs(cloudformation: CloudFormationClient, stack_name: str, given: 
         missing = [names[key] for key in ("state_machine_arn", "results_bucket") if key not in known]
         if missing:
             raise AwsRunError(f"stack {stack_name!r} has no output {', '.join(missing)}: is it pgarena's stack?")
+        known["sites"] = _sites(cloudformation, outputs)
     return StackOutputs.model_validate(known)
 
 

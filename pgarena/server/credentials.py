@@ -21,7 +21,10 @@ def resolve_password(endpoint: Endpoint) -> str | None:
             )
         return value
     if endpoint.password_secret_arn:
-        secret = boto3.client("secretsmanager").get_secret_value(SecretId=endpoint.password_secret_arn)["SecretString"]
+        # The secret's own region (its ARN's fourth field), whichever region's site reads it.
+        region = endpoint.password_secret_arn.split(":")[3] or None
+        secretsmanager = boto3.client("secretsmanager", region_name=region)
+        secret = secretsmanager.get_secret_value(SecretId=endpoint.password_secret_arn)["SecretString"]
         # RDS-managed secrets are JSON with a "password" key; plain strings are accepted too.
         try:
             decoded = json.loads(secret)

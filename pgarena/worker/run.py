@@ -462,8 +462,15 @@ def main() -> int:
     step = Step.model_validate_json(env.step)
     _stop_on_sigterm()
     with hard_stop(step.timeout_s + WORKER_HARD_STOP_GRACE_S):
-        sfn = boto3.client("stepfunctions")
-        store = ResultStore(env.results_bucket, env.results_table)
+        # In another region's worker site the task's own region is not the results': name it for every client.
+        region = env.results_region
+        sfn = boto3.client("stepfunctions", region_name=region)
+        store = ResultStore(
+            env.results_bucket,
+            env.results_table,
+            s3=boto3.client("s3", region_name=region),
+            dynamodb=boto3.client("dynamodb", region_name=region),
+        )
         beat_s = heartbeat_every_s(env.heartbeat_s, step.heartbeat_timeout_s)
         with heartbeat(sfn, env.task_token, beat_s), tempfile.TemporaryDirectory(prefix="pgarena-") as tmp:
             summary = None

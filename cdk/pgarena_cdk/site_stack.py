@@ -1,0 +1,91 @@
+"""A worker site: the workers' capacity in another region, next to the databases there.
+
+One stack per region of `pgarena:sites`, deployed by `cdk deploy --all` beside the home stack. It holds
+what RunTask needs in its region (cluster, task definition, network, log group, execution role) and
+nothing of the campaign: the state machine, the bucket and the table stay home, where the workers
+report (they run as the home stack's task role, named in RunTask's overrides).
+
+The home stack is environment-agnostic and cannot reference this one's tokens, so the cluster, task
+family and execution role have fixed names (pgarena.aws.sites) and the rest is published in an SSM
+parameter of this region that launch_worker reads.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from aws_cdk import CfnOutput, Environment, Stack, Tags
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_ecs as ecs
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_ssm as ssm
+from constructs import Construct
+
+from pgarena.aws.sites import SITE_CLUSTER_NAME, SITE_TASK_FAMILY, site_execution_role_name, site_parameter_name
+from pgarena_cdk import constants
+from pgarena_cdk.compute_construct import build_execution_role, build_worker_task_definition
+from pgarena_cdk.placement_construct import PlacementConstruct
+from pgarena_cdk.settings import DeploySettings, SiteSpec
+
+
+def site_stack_id(region: str) -> str:
+    return f"{constants.SITE_STACK_ID_PREFIX}{region}"
+
+
+class WorkerSiteStack(Stack):
+    def __init__(
+        self, scope: Construct, id_: str, site: SiteSpec, settings: DeploySettings, repo_root: Path, **kwargs: Any
+    ) -> None:
+        super().__init__(
+            scope,
+            id_,
+            description=f"pgarena worker site in {site.region}: workers next to the databases there",
+            # The region is fixed (RunTask is regional); the account stays the one deploying, unresolved at synth.
+            env=Environment(region=site.region),
+            **kwargs,
+        )
+        Tags.of(self).add("service", constants.SERVICE_NAME)
+        self.site = site
+        # No bucket here for flow logs: they go to CloudWatch Logs in this region.
+        flow_log_group = logs.LogGroup(self, "FlowLogGroup", retention=settings.log_retention)
+        self.placement = PlacementConstruct(self, "Placement", site, ec2.FlowLogDestination.to_cloud_watch_logs(flow_log_group))
+        self.cluster = ecs.Cluster(
+            self,
+            "Cluster",
+            cluster_name=SITE_CLUSTER_NAME,
+            vpc=self.placement.vpc,
+            container_insights_v2=ecs.ContainerInsights.ENABLED,
+            enable_fargate_capacity_providers=settings.fargate_spot,
+        )
+        self.log_group = logs.LogGroup(self, "WorkerLogGroup", retention=settings.log_retention)
+        self.execution_role = build_execution_role(self, role_name=site_execution_role_name(site.region))
+        # The same size as the home stack's workers: sites compare databases, never worker sizes.
+        self.task_definition = build_worker_task_definition(
+            self, settings, repo_root, self.execution_role, self.log_group, family=SITE_TASK_FAMILY
+        )
+        self.parameter = self._publish(settings)
+        CfnOutput(self, "WorkerClusterArn", value=self.cluster.cluster_arn)
+        CfnOutput(self, constants.OUTPUT_WORKER_SECURITY_GROUPS, value=self.placement.security_group_ids_csv)
+        CfnOutput(self, constants.OUTPUT_WORKER_SUBNETS, value=self.placement.subnet_ids_csv)
+
+    def _publish(self, settings: DeploySettings) -> ssm.StringParameter:
+        """The site as launch_worker reads it (pgarena.aws.sites.WorkerSite)."""
+        site = {
+            "region": self.site.region,
+            "cluster_arn": self.cluster.cluster_arn,
+            "task_definition_arn": self.task_definition.task_definition_arn,
+            "container_name": constants.WORKER_CONTAINER_NAME,
+            "subnets": [subnet.subnet_id for subnet in self.placement.subnets],
+            "security_groups": [group.security_group_id for group in self.placement.security_groups],
+            "launch_type": constants.LAUNCH_TYPE,
+            "capacity_provider": constants.SPOT_CAPACITY_PROVIDER if settings.fargate_spot else "",
+            "assign_public_ip": constants.ASSIGN_PUBLIC_IP,
+        }
+        return ssm.StringParameter(
+            self,
+            "SiteParameter",
+            parameter_name=site_parameter_name(self.site.region),
+            string_value=self.to_json_string(site),
+            description="pgarena worker site: what launch_worker needs to start workers in this region",
+        )
