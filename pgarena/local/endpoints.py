@@ -1,7 +1,8 @@
 """Local stand-ins for the Lambda and ECS APIs, reached by the AWS SDK through AWS_ENDPOINT_URL_*.
 
 The Lambda endpoint runs the real handlers; the ECS endpoint starts the real worker entrypoint, as a
-process or (pgarena.local.containers) as a container of the worker image. Both speak just enough of the wire protocol for Invoke and RunTask/StopTask.
+process or (pgarena.local.containers) as a container of the worker image. Both speak just enough of the wire protocol for Invoke and RunTask/StopTask,
+and answer only requests signed with one of the run's keys (pgarena.local.signing): anything else gets 403.
 """
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import threading
 import traceback
 import uuid
@@ -22,6 +22,8 @@ from pathlib import Path
 from typing import IO, Any, Protocol, Self
 from urllib.parse import unquote
 
+from pgarena.local.signing import RunKeys
+from pgarena.local.task_env import WorkerUserError, override_refusal, own_user, process_environment, worker_command
 from pgarena.planning.limits import RUNTASK_OVERRIDES_LIMIT_CHARS
 
 Handler = Callable[[dict[str, Any], Any], Any]  # (event, context) -> a JSON-serializable result
@@ -75,12 +77,27 @@ class _Server:
 
 
 class _Quiet(BaseHTTPRequestHandler):
+    raw: bytes = b""
+
     def log_message(self, *args: object) -> None:  # the runtime shows progress its own way
         pass
 
-    def _body(self) -> dict[str, Any]:
+    def _signed(self, keys: RunKeys) -> bool:
+        """Whether the request is one of the run's callers'; if not, it is answered 403 here."""
         length = int(self.headers.get("Content-Length") or 0)
-        body: dict[str, Any] = json.loads(self.rfile.read(length) or b"{}")
+        self.raw = self.rfile.read(length)
+        reason = keys.refusal(self.command, self.path, self.headers.get, self.raw)
+        if reason is None:
+            return True
+        self._reply(
+            {"__type": "AccessDeniedException", "Type": "User", "message": f"refused by the local runtime: {reason}"},
+            status=403,
+            headers={"x-amzn-ErrorType": "AccessDeniedException"},
+        )
+        return False
+
+    def _body(self) -> dict[str, Any]:
+        body: dict[str, Any] = json.loads(self.raw or b"{}")
         return body
 
     def _reply(self, payload: Any, headers: dict[str, str] | None = None, status: int = 200) -> None:
@@ -106,11 +123,13 @@ class LambdaEndpoint(_Server):
     """POST /2015-03-31/functions/{name}/invocations calls the function's handler: the handler itself, in
     this process, or (--aws-strict) a pgarena.local.assets.AssetFunction running its synthesized asset."""
 
-    def __init__(self, handlers: Mapping[str, Handler]):
+    def __init__(self, handlers: Mapping[str, Handler], keys: RunKeys):
         endpoint = self
 
         class Invoke(_Quiet):
             def do_POST(self) -> None:
+                if not self._signed(keys):
+                    return
                 name = unquote(self.path.split("/functions/", 1)[1].split("/", 1)[0]).rsplit(":", 1)[-1]
                 handler = endpoint.handlers.get(name)
                 if handler is None:
@@ -160,15 +179,29 @@ class Workers(Protocol):
 
 
 class ProcessWorkers:
-    """`python -m workers.entrypoint` of this interpreter, in this process's environment and the task's."""
+    """The worker entrypoint of this interpreter (pgarena.local.task_env.worker_command), in the filesystem's
+    root, with the environment a Fargate task gets (pgarena.local.task_env), as `user` (uid, gid) when
+    given: a user of its own when this process is root."""
+
+    def __init__(self, user: tuple[int, int] | None = None) -> None:
+        self.user = user
+        self.command: list[str] | None = None  # found on the first start, as `user` can run it
 
     def start(self, task_id: str, env: Mapping[str, str], log: IO[str]) -> subprocess.Popen[bytes]:
+        environment = process_environment(env, own_user=self.user is not None)
+        if self.command is None:
+            self.command = worker_command(self.user, environment)
+        as_user: dict[str, Any] = {}
+        if self.user is not None:
+            as_user = {"user": self.user[0], "group": self.user[1], "extra_groups": []}
         return subprocess.Popen(
-            [sys.executable, "-m", "workers.entrypoint"],
-            env={**os.environ, **env},
+            self.command,
+            env=environment,
+            cwd="/",
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
+            **as_user,
         )
 
     def kill(self, task_id: str) -> None:  # killing its process group was all it took
@@ -178,12 +211,13 @@ class ProcessWorkers:
 class EcsEndpoint(_Server):
     """RunTask starts a worker (`workers`: a process, or a container of the worker image) with worker_env
     (what the task gets besides RunTask's overrides: credentials, region, endpoints) and the container
-    overrides' environment."""
+    overrides' environment; overrides of what runs code or what the runtime sets are refused
+    (pgarena.local.task_env)."""
 
-    def __init__(self, worker_env: dict[str, str], logs_dir: Path, workers: Workers | None = None):
+    def __init__(self, worker_env: dict[str, str], logs_dir: Path, keys: RunKeys, workers: Workers | None = None):
         endpoint = self
         self.worker_env = worker_env
-        self.workers: Workers = workers or ProcessWorkers()
+        self.workers: Workers = workers or ProcessWorkers(own_user())
         self.logs_dir = logs_dir
         self.processes: dict[str, subprocess.Popen[bytes]] = {}
         self.campaigns: dict[str, str] = {}  # task ARN -> campaign id, to stop one campaign's workers
@@ -193,6 +227,8 @@ class EcsEndpoint(_Server):
 
         class Ecs(_Quiet):
             def do_POST(self) -> None:
+                if not self._signed(keys):
+                    return
                 action = self.headers.get("X-Amz-Target", "").rsplit(".", 1)[-1]
                 body = self._body()
                 if action == "RunTask":
@@ -200,6 +236,8 @@ class EcsEndpoint(_Server):
                         self._reply(endpoint.run_task(body))
                     except InvalidParameter as error:
                         self._reply({"__type": "InvalidParameterException", "message": str(error)}, status=400)
+                    except WorkerUserError as error:  # no worker can start on this machine: said once, not retried
+                        self._reply({"__type": "ClientException", "message": str(error)}, status=400)
                 elif action == "StopTask":
                     self._reply(endpoint.stop_task(body["task"]))
                 elif action == "ListTasks":  # `pgarena run --aws` pointed at this runtime finds a campaign's workers
@@ -224,6 +262,9 @@ class EcsEndpoint(_Server):
         task_id = uuid.uuid4().hex
         task_arn = f"arn:aws:ecs:{REGION}:{ACCOUNT}:task/pgarena-local/{task_id}"
         overrides = request.get("overrides", {}).get("containerOverrides", [{}])[0].get("environment", [])
+        refusal = override_refusal(overrides)
+        if refusal is not None:
+            raise InvalidParameter(refusal)
         env = {**self.worker_env, **{item["name"]: item["value"] for item in overrides}}
         self.logs_dir.mkdir(parents=True, exist_ok=True)
         with (self.logs_dir / f"worker-{task_id}.log").open("w") as log:

@@ -367,17 +367,21 @@ def enforced() -> Iterator[None]:
                 setattr(cls, name, original)
 
 
+# The modules of moto's Step Functions interpreter that make its clients, by the calls they make.
+DYNAMODB_TASKS = "moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state_task_service_dynamodb"
+LAMBDA_TASKS = "moto.stepfunctions.parser.asl.component.state.exec.state_task.lambda_eval_utils"
+
+
 @contextmanager
-def state_machine_signing_as(credentials: Credentials) -> Iterator[None]:
-    """moto's Step Functions interpreter signs its DynamoDB tasks' calls as `credentials` (the state
-    machine role's user) instead of its fixed placeholder key, which enforced IAM would not know."""
+def state_machine_signing_as(credentials: Credentials, tasks: str = DYNAMODB_TASKS) -> Iterator[None]:
+    """moto's Step Functions interpreter signs the calls that `tasks` (DYNAMODB_TASKS, LAMBDA_TASKS) makes
+    as `credentials` (the state machine role's user, the run's key) instead of its fixed placeholder key,
+    which enforced IAM, and the local Lambda endpoint, would not know."""
     import importlib
 
     import boto3
 
-    module: Any = importlib.import_module(
-        "moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state_task_service_dynamodb"
-    )
+    module: Any = importlib.import_module(tasks)
     original = module.boto_client_for
 
     # moto calls it by keyword: the parameter names are moto's

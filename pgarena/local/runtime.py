@@ -34,13 +34,14 @@ from pgarena.aws.access import RESULTS_TABLE_PLACEHOLDER, Component
 from pgarena.aws.campaign_state import CampaignState
 from pgarena.aws.store import ResultStore, create_results_table
 from pgarena.campaign.finalize import store_writer
-from pgarena.local import assets, containers, limits
+from pgarena.local import assets, containers, limits, signing
 from pgarena.local import iam as local_iam
 from pgarena.local.embedded import PASSWORD_ENV_PREFIX, EmbeddedProcess, EmbeddedStandby, EmbeddedStartError, with_replication
 from pgarena.local.endpoints import ACCOUNT, FUNCTIONS, REGION, EcsEndpoint, LambdaEndpoint, function_arn, load_handlers
 from pgarena.local.interpreter import as_aws
 from pgarena.local.leases import default_lease_dir, private_dir
 from pgarena.local.limits import StrictLimitError
+from pgarena.local.moto_server import MotoServer
 from pgarena.local.progress import Interrupted, disk_full, download, keep_execution, keep_step, release_leases, write_local
 from pgarena.model import layout
 from pgarena.model.errors import DiskFull, ErrorInfo
@@ -126,6 +127,17 @@ def patched_environ(values: dict[str, str]) -> Iterator[None]:
                 os.environ.pop(key, None)
             else:
                 os.environ[key] = value
+
+
+@contextmanager
+def fresh_default_session() -> Iterator[None]:
+    """boto3's default session made anew from the environment, now and on exit: it caches the credentials
+    it first found, which would be an earlier run's key (or none this run's endpoints answer)."""
+    boto3.DEFAULT_SESSION = None
+    try:
+        yield
+    finally:
+        boto3.DEFAULT_SESSION = None
 
 
 def _with_embedded_endpoints(
@@ -241,14 +253,16 @@ class LocalRuntime:
         self.stack = ExitStack()
         self.endpoint_urls: dict[str, str] = {}  # AWS_ENDPOINT_URL[_SERVICE] -> this runtime's stand-in
         self.own_executions: set[str] = set()  # started by start(): their stops are finalized by _stop
+        # This run's key: its processes sign with it, and its endpoints answer nothing else (pgarena.local.signing).
+        self.credentials = signing.new_credentials()
+        self.keys = signing.RunKeys([self.credentials])
 
     def component_env(self, component: Component) -> dict[str, str]:
         """The AWS settings a component that runs outside this process (a function under aws_strict, a
         worker) starts with: region, credentials and the local endpoints. Every such process gets them
         from here, so credentials of the component's own role belong here."""
         env = {
-            "AWS_ACCESS_KEY_ID": "local",
-            "AWS_SECRET_ACCESS_KEY": "local",
+            **self.credentials.env(),
             "AWS_SESSION_TOKEN": "local",
             "AWS_DEFAULT_REGION": REGION,
             "AWS_REGION": REGION,
@@ -298,13 +312,11 @@ class LocalRuntime:
 
     def __enter__(self) -> LocalRuntime:
         from moto import mock_aws
-        from moto.server import ThreadedMotoServer
 
         logging.getLogger("werkzeug").setLevel(logging.ERROR)  # the moto server's access log drowns the progress
         stack = self.stack
         aws_env = {
-            "AWS_ACCESS_KEY_ID": "local",
-            "AWS_SECRET_ACCESS_KEY": "local",
+            **self.credentials.env(),
             "AWS_SESSION_TOKEN": "local",
             "AWS_DEFAULT_REGION": REGION,
             "AWS_REGION": REGION,
@@ -323,24 +335,28 @@ class LocalRuntime:
         }
         try:
             stack.enter_context(patched_environ(aws_env))
-            stack.enter_context(mock_aws(config={"stepfunctions": {"execute_state_machine": True}}))
+            stack.enter_context(fresh_default_session())
+            # moto's own fake credentials would replace the run's key in this process's environment.
+            stack.enter_context(
+                mock_aws(config={"stepfunctions": {"execute_state_machine": True}, "core": {"mock_credentials": False}})
+            )
             stack.enter_context(as_aws())
-            moto_server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-            moto_server.start()
-            stack.callback(moto_server.stop)
-            host, port = moto_server.get_host_and_port()
-            self.endpoint_urls["AWS_ENDPOINT_URL"] = f"http://{host}:{port}"
+            self.endpoint_urls["AWS_ENDPOINT_URL"] = stack.enter_context(MotoServer(self.keys)).url
+            # The interpreter's Lambda tasks sign with the run's key too (moto's own is a fixed placeholder).
+            stack.enter_context(local_iam.state_machine_signing_as(self.credentials, local_iam.LAMBDA_TASKS))
             self.lambda_handlers = self._asset_handlers() if self.aws_strict else load_handlers()
-            lambdas = stack.enter_context(LambdaEndpoint(self.lambda_handlers))
+            lambdas = stack.enter_context(LambdaEndpoint(self.lambda_handlers, self.keys))
             self.workers = stack.enter_context(
                 EcsEndpoint(
-                    # What a task gets besides RunTask's overrides (a worker process also inherits aws_env).
+                    # What a task gets besides RunTask's overrides: all a worker process has, besides its
+                    # PATH and its tools' locations (pgarena.local.task_env).
                     worker_env={
                         **self.component_env(Component.WORKER),
                         "PGARENA_HEARTBEAT_S": str(self.heartbeat_s),
                         "PGARENA_UPLOAD_EVERY_S": str(LOCAL_UPLOAD_EVERY_S),
                     },
                     logs_dir=self.out_dir / "logs",
+                    keys=self.keys,
                     workers=containers.ContainerWorkers(containers.build_image(), self.worker_size)
                     if self.container_workers
                     else None,
@@ -378,6 +394,8 @@ class LocalRuntime:
         names = local_iam.LocalNames(BUCKET, TABLE, ACCOUNT, REGION, STATE_MACHINE)
         users = local_iam.provision(boto3.client("iam", region_name=REGION), template, names)
         self.iam_users = users
+        for credentials in (users.runtime, *users.components.values()):  # the endpoints answer them too
+            self.keys.add(credentials)
         self.workers.worker_env = local_iam.signing_env(self.workers.worker_env, users.components[Component.WORKER])
         stack.enter_context(local_iam.signing_as(users.runtime))
         if Component.STATE_MACHINE in users.components:  # its own DynamoDB tasks sign as its role
@@ -390,7 +408,7 @@ class LocalRuntime:
         campaign_id = new_campaign_id(campaign.campaign)
         started_at = now_iso()
         resolved, unstarted = _with_embedded_endpoints(campaign, self.stack, self.servers_root)
-        if resolved is not None and (self.aws_strict or self.container_workers):
+        if resolved is not None:  # a worker's environment holds none of this process's variables
             resolved = self._with_secret_passwords(resolved)
         results_dir = self.out_dir / campaign_id
         results_dir.mkdir(parents=True, exist_ok=True)
@@ -422,16 +440,17 @@ class LocalRuntime:
         return Execution(campaign_id, arn, results_dir, t0, resolved, campaign, unstarted)
 
     def _with_secret_passwords(self, campaign: Campaign) -> Campaign:
-        """The embedded servers' passwords as Secrets Manager secrets (`pgarena/...`, which the functions'
-        roles may read), as a target's password reaches Lambda and Fargate in AWS: a function's or a
-        container's environment holds no variable of the user's shell."""
+        """The passwords given by environment variable (the embedded servers', and those the user exported)
+        as Secrets Manager secrets (`pgarena/...`, which the functions' roles may read), as a target's
+        password reaches Lambda and Fargate in AWS: a function's or a worker's environment holds no
+        variable of the user's shell."""
         secretsmanager = boto3.client("secretsmanager", region_name=REGION)
 
         def by_secret(endpoint: Endpoint) -> Endpoint:
             name = endpoint.password_env
-            if not name or not name.startswith(PASSWORD_ENV_PREFIX) or name not in os.environ:
+            if not name or name not in os.environ:
                 return endpoint
-            secret = f"pgarena/local-{name.removeprefix(PASSWORD_ENV_PREFIX)}-{uuid.uuid4().hex[:8]}"
+            secret = f"pgarena/local-{name.removeprefix(PASSWORD_ENV_PREFIX).lower()}-{uuid.uuid4().hex[:8]}"
             arn = secretsmanager.create_secret(Name=secret, SecretString=os.environ[name])["ARN"]
             return endpoint.model_copy(update={"password_env": None, "password_secret_arn": arn})
 

@@ -21,6 +21,9 @@ class Tool(Protocol):
     @property
     def name(self) -> str: ...
 
+    # The environment variable naming the tool's program, when it is not the one on PATH.
+    binary_env: str
+
     def binary(self) -> str: ...
 
     def command(self, step: Step, password: str | None, workdir: Path) -> tuple[list[str], dict[str, str]]:

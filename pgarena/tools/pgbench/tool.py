@@ -9,7 +9,7 @@ from pgarena.analysis.warmup import measured_progress, window_tps
 from pgarena.model.errors import ErrorInfo, ErrorKind, ToolExit, error_info
 from pgarena.model.plan import Step
 from pgarena.model.results import Latency, ProgressSample
-from pgarena.tools.pgbench.command import TRANSACTION_LOG_PREFIX, init_args, libpq_env, pgbench_binary, run_args
+from pgarena.tools.pgbench.command import BINARY_ENV, TRANSACTION_LOG_PREFIX, init_args, libpq_env, pgbench_binary, run_args
 from pgarena.tools.pgbench.parser import PgbenchReport, PgbenchSummary, parse_pgbench
 from pgarena.tools.pgbench.spec import PgbenchStep
 from pgarena.tools.pgbench.txlog import TransactionLog, first_start_epoch, read_txlog
@@ -18,6 +18,7 @@ from pgarena.tools.runner import Measured
 
 class Pgbench:
     name = "pgbench"
+    binary_env = BINARY_ENV
 
     def binary(self) -> str:
         return pgbench_binary()

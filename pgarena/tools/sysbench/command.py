@@ -27,10 +27,12 @@ import shutil
 
 from pgarena.tools.sysbench.spec import SysbenchPrepare, SysbenchRun
 
+BINARY_ENV = "SYSBENCH"
+
 
 def sysbench_binary() -> str:
     """SYSBENCH, else sysbench on PATH."""
-    configured = os.environ.get("SYSBENCH")
+    configured = os.environ.get(BINARY_ENV)
     if configured:
         return configured
     found = shutil.which("sysbench")

@@ -15,6 +15,7 @@ from pgarena.tools.sysbench.spec import SysbenchStep
 
 class Sysbench:
     name = "sysbench"
+    binary_env = sysbench.BINARY_ENV
 
     def binary(self) -> str:
         return sysbench.sysbench_binary()
