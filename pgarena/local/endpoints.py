@@ -22,7 +22,9 @@ from pathlib import Path
 from typing import IO, Any, Protocol, Self
 from urllib.parse import unquote
 
+from pgarena.local.children import Children
 from pgarena.planning.limits import RUNTASK_OVERRIDES_LIMIT_CHARS
+from pgarena.tools.processes import die_with_parent, spawn
 
 Handler = Callable[[dict[str, Any], Any], Any]  # (event, context) -> a JSON-serializable result
 
@@ -158,21 +160,32 @@ class Workers(Protocol):
 
     def kill(self, task_id: str) -> None: ...
 
+    def container(self, task_id: str) -> str | None:
+        """The task's container, when it runs in one: what a later run removes if this process died."""
+
 
 class ProcessWorkers:
     """`python -m workers.entrypoint` of this interpreter, in this process's environment and the task's."""
 
     def start(self, task_id: str, env: Mapping[str, str], log: IO[str]) -> subprocess.Popen[bytes]:
-        return subprocess.Popen(
-            [sys.executable, "-m", "workers.entrypoint"],
-            env={**os.environ, **env},
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
+        # Killed with this process (SIGKILL: with it gone, nothing the worker could report would arrive);
+        # the tool it runs dies with the worker in turn.
+        return spawn(
+            lambda: subprocess.Popen(
+                [sys.executable, "-m", "workers.entrypoint"],
+                env={**os.environ, **env},
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                preexec_fn=die_with_parent(signal.SIGKILL),
+            )
         )
 
     def kill(self, task_id: str) -> None:  # killing its process group was all it took
         pass
+
+    def container(self, task_id: str) -> str | None:
+        return None
 
 
 class EcsEndpoint(_Server):
@@ -180,8 +193,11 @@ class EcsEndpoint(_Server):
     (what the task gets besides RunTask's overrides: credentials, region, endpoints) and the container
     overrides' environment."""
 
-    def __init__(self, worker_env: dict[str, str], logs_dir: Path, workers: Workers | None = None):
+    def __init__(
+        self, worker_env: dict[str, str], logs_dir: Path, workers: Workers | None = None, children: Children | None = None
+    ):
         endpoint = self
+        self.children = children
         self.worker_env = worker_env
         self.workers: Workers = workers or ProcessWorkers()
         self.logs_dir = logs_dir
@@ -232,6 +248,8 @@ class EcsEndpoint(_Server):
             campaign_id = json.loads(env.get("PGARENA_STEP") or "{}").get("campaign_id", "")
         except ValueError:
             campaign_id = ""
+        if self.children is not None:
+            self.children.add(campaign_id, "worker", process.pid, group=True, container=self.workers.container(task_id))
         task = {
             "taskArn": task_arn,
             "lastStatus": "PROVISIONING",

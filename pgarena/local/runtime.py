@@ -37,6 +37,7 @@ from pgarena.campaign.finalize import store_writer
 from pgarena.local import assets, containers, limits
 from pgarena.local import iam as local_iam
 from pgarena.local.aborts import stops_stand
+from pgarena.local.children import Children, reap
 from pgarena.local.embedded import PASSWORD_ENV_PREFIX, EmbeddedProcess, EmbeddedStandby, EmbeddedStartError, with_replication
 from pgarena.local.endpoints import ACCOUNT, FUNCTIONS, REGION, EcsEndpoint, LambdaEndpoint, function_arn, load_handlers
 from pgarena.local.leases import default_lease_dir, private_dir
@@ -127,7 +128,10 @@ def patched_environ(values: dict[str, str]) -> Iterator[None]:
 
 
 def _with_embedded_endpoints(
-    campaign: Campaign, stack: ExitStack, servers_root: Path | None
+    campaign: Campaign,
+    stack: ExitStack,
+    servers_root: Path | None,
+    record: Callable[[EmbeddedProcess], None] = lambda server: None,
 ) -> tuple[Campaign | None, dict[str, ErrorInfo]]:
     """Start each embedded target's server and point the target at it. A server that will not start is
     its target's failure: the target is left out of the execution and its error returned, by name (None
@@ -145,11 +149,13 @@ def _with_embedded_endpoints(
         stack.callback(server.stop)
         try:
             endpoint = server.start()
+            record(server)
             replicas = list(target.replicas)
             for i in range(1, embedded.replicas + 1):
                 standby = EmbeddedStandby(f"{target.name}-standby{i}", server, embedded.replica_settings, root=servers_root)
                 stack.callback(standby.stop)  # before the primary's: the callbacks run last in, first out
                 replicas.append(Replica(name=f"standby{i}", kind="physical", endpoint=standby.start()))
+                record(standby)
         except EmbeddedStartError as failure:
             unstarted[target.name] = ErrorInfo(kind=failure.kind, message=str(failure))
             continue
@@ -318,6 +324,12 @@ class LocalRuntime:
             "PGARENA_LEASE_DIR": str(private_dir(Path(os.environ.get("PGARENA_LEASE_DIR") or default_lease_dir()))),
         }
         try:
+            # What coordinators that died without stopping their children left running, stopped first;
+            # this runtime's own children are recorded as they start, the records dropped once stopped.
+            for message in reap(self.out_dir):
+                log.warning("%s", message)
+            self.children = Children(self.out_dir)
+            stack.callback(self.children.close)
             stack.enter_context(patched_environ(aws_env))
             stack.enter_context(mock_aws(config={"stepfunctions": {"execute_state_machine": True}}))
             stack.enter_context(stops_stand())
@@ -337,7 +349,8 @@ class LocalRuntime:
                         "PGARENA_UPLOAD_EVERY_S": str(LOCAL_UPLOAD_EVERY_S),
                     },
                     logs_dir=self.out_dir / "logs",
-                    workers=containers.ContainerWorkers(containers.build_image()) if self.container_workers else None,
+                    workers=self._container_workers() if self.container_workers else None,
+                    children=self.children,
                 )
             )
             stack.callback(self.workers.stop_all)
@@ -365,6 +378,12 @@ class LocalRuntime:
     def __exit__(self, *exc: object) -> None:
         self.stack.close()
 
+    def _container_workers(self) -> containers.ContainerWorkers:
+        image = containers.build_image()
+        for message in containers.reap_containers():  # those whose `docker run` was gone before it was recorded
+            log.warning("%s", message)
+        return containers.ContainerWorkers(image)
+
     def _enforce_iam(self, stack: ExitStack, template: dict[str, Any]) -> None:
         """Workers sign as the task role's user, the interpreter's DynamoDB tasks as the state machine
         role's; this process (the operator, Step Functions' other calls, and the handlers until they run
@@ -383,11 +402,16 @@ class LocalRuntime:
         t0 = time.monotonic()
         campaign_id = new_campaign_id(campaign.campaign)
         started_at = now_iso()
-        resolved, unstarted = _with_embedded_endpoints(campaign, self.stack, self.servers_root)
+        results_dir = self.out_dir / campaign_id
+        results_dir.mkdir(parents=True, exist_ok=True)  # first: each server started is recorded there
+
+        def record(server: EmbeddedProcess) -> None:
+            if server.pid is not None:
+                self.children.add(campaign_id, "postmaster", server.pid)
+
+        resolved, unstarted = _with_embedded_endpoints(campaign, self.stack, self.servers_root, record)
         if resolved is not None and (self.aws_strict or self.container_workers):
             resolved = self._with_secret_passwords(resolved)
-        results_dir = self.out_dir / campaign_id
-        results_dir.mkdir(parents=True, exist_ok=True)
         write_local(results_dir / MATRIX_FILE, campaign.model_dump_json(exclude_none=True, indent=2).encode())
         if resolved is None:  # no server started: nothing for the state machine to run
             self._put_results(

@@ -42,6 +42,7 @@ from pgarena.server.credentials import resolve_password
 from pgarena.server.monitor import Monitor
 from pgarena.server.replication import LAG_SERIES, ReplicationMonitor
 from pgarena.server.restarts import RESTART_SUSPECTS, RESTART_WAIT_S, read_postmaster_start, restart_evidence
+from pgarena.tools.processes import die_with_parent
 from pgarena.tools.registry import tool_for
 from pgarena.tools.runner import Measured, tool_environment
 from pgarena.worker.facts import worker_facts
@@ -88,7 +89,16 @@ def run_tool(  # noqa: PLR0913  # the tool's process and how its output is strea
     deadline = time.monotonic() + timeout_s
     with (
         raw_path.open("w") as raw,
-        subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, text=True, bufsize=1) as proc,
+        # The tool dies with the worker, even a SIGKILLed one (this thread waits on it: it outlives the tool).
+        subprocess.Popen(
+            argv,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            env=env,
+            text=True,
+            bufsize=1,
+            preexec_fn=die_with_parent(signal.SIGKILL),
+        ) as proc,
     ):
         killer = threading.Timer(timeout_s, proc.kill)
         killer.start()
