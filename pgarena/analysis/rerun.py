@@ -18,6 +18,7 @@ from typing import Any
 from pgarena.analysis.compare import load_results
 from pgarena.analysis.metrics import campaign_statistics, with_points
 from pgarena.analysis.ranking import rank_targets
+from pgarena.model.errors import ErrorInfo
 from pgarena.model.layout import RAW_DIR, RESULTS_FILE, inside
 from pgarena.model.matrix import Campaign
 from pgarena.model.results import CampaignResults, LoadResult, TargetResult, WorkloadResult
@@ -43,6 +44,31 @@ def failed_pairs(results: CampaignResults) -> dict[str, list[str]]:
             names = [load.workload for load in target.loads] + [w.name for w in target.workloads]
         failed[target.name] = list(dict.fromkeys(names))
     return failed
+
+
+def with_failed_pairs(results: CampaignResults, failures: dict[tuple[str, str], ErrorInfo]) -> CampaignResults:
+    """The results with each (target, workload) in `failures` failed with its error (its target too), so
+    that `plan_reruns` re-runs it: a pair whose kept evidence turned out incomplete."""
+
+    def failed(item: Any, pair: tuple[str, str]) -> Any:
+        error = failures.get(pair)
+        return item.model_copy(update={"status": "failed", "error": error}) if error else item
+
+    targets = []
+    for target in results.targets:
+        loads = [failed(load, (target.name, load.workload)) for load in target.loads]
+        runs = [failed(run, (target.name, run.name)) for run in target.workloads]
+        errors = [
+            failures[(target.name, w)]
+            for w in [*(l.workload for l in target.loads), *(w.name for w in target.workloads)]
+            if (target.name, w) in failures
+        ]
+        if errors:
+            target = target.model_copy(
+                update={"status": "failed", "error": target.error or errors[0], "loads": loads, "workloads": runs}
+            )
+        targets.append(target)
+    return results.model_copy(update={"targets": targets})
 
 
 def plan_reruns(results: CampaignResults, matrix: Campaign) -> list[Rerun]:

@@ -11,13 +11,17 @@ see each other's leases as two executions in one AWS account do.
 from __future__ import annotations
 
 import ipaddress
+import logging
 import time
 from abc import ABC, abstractmethod
 
 from pgarena.model.errors import PgarenaError
 from pgarena.model.lease import Holder
 from pgarena.model.matrix import Endpoint
+from pgarena.model.process import ProcessIdentity
 from pgarena.server.restarts import resolve
+
+log = logging.getLogger(__name__)
 
 
 def lease_key(endpoint: Endpoint, addresses: list[str] | None = None) -> str:
@@ -60,9 +64,29 @@ class Leases(ABC):
     def _write(self, key: str, holders: list[Holder], version: int) -> bool:
         """Replace the holders if the record is still at `version`; False if another writer was first."""
 
+    def _identity(self) -> ProcessIdentity | None:
+        """The process taking a lease, recorded in it where the store can later tell whether it still runs."""
+        return None
+
+    def _gone(self, holder: Holder) -> bool:
+        """Whether the holder's process is known to have ended (it cannot give its slots back itself)."""
+        return False
+
     def read(self, key: str) -> tuple[list[Holder], int]:
-        """Live holders (expired ones dropped) and the record's version (0 when there is no record)."""
-        holders, version = self._read_all(key)
+        """Live holders (expired ones dropped) and the record's version (0 when there is no record). A
+        holder whose process is gone (a coordinator SIGKILLed before it released) is released here, once."""
+        while True:
+            holders, version = self._read_all(key)
+            gone = [h for h in holders if self._gone(h)]
+            if not gone:
+                break
+            if self._write(key, [h for h in holders if h not in gone], version):
+                for h in gone:
+                    assert h.process is not None  # _gone tells only of recorded processes
+                    log.warning(
+                        "released %d slot(s) on %s held by campaign %s: its coordinator (pid %d on %s) is gone",
+                        h.slots, key, campaign_of(h.holder), h.process.pid, h.process.host,
+                    )  # fmt: skip
         now = self.clock()
         return [h for h in holders if h.expires_at > now], version
 
@@ -81,7 +105,7 @@ class Leases(ABC):
             others = [h for h in holders if h.holder != holder]
             if sum(h.slots for h in others) + slots > capacity:
                 return False
-            mine = Holder(holder=holder, slots=slots, expires_at=self.clock() + ttl_s)
+            mine = Holder(holder=holder, slots=slots, expires_at=self.clock() + ttl_s, process=self._identity())
             if self._write(key, [*others, mine], version):
                 return True
 

@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import hashlib
 import os
+import signal
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
 from pgarena import worker_image
+from pgarena.model.process import ProcessIdentity
+from pgarena.tools.processes import die_with_parent, is_running, me, spawn
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 IMAGE_TAG = "pgarena-worker:local"
@@ -25,6 +28,11 @@ BUILD_LOG = "build/worker-image/build.log"
 CONTAINER_PREFIX = "pgarena-worker-"
 BUILD_TIMEOUT_S = 3600  # a cold build under vfs storage on a busy machine: base packages, then the wheels
 DOCKER_HERE = "tools/docker-here.sh"
+COORDINATOR_LABEL = "pgarena.coordinator"
+
+
+def coordinator_label(process: ProcessIdentity) -> str:
+    return f"{process.host}/{process.pid}/{process.started}"
 
 
 class DockerError(RuntimeError):
@@ -112,20 +120,52 @@ class ContainerWorkers:
 
     def command(self, task_id: str, env: Mapping[str, str]) -> list[str]:
         names = [arg for name in sorted(env) for arg in ("-e", name)]
+        # The label names the coordinator: `docker ps --filter label=pgarena.coordinator` lists what a
+        # coordinator left, and the next local run removes those whose coordinator is gone (pgarena.local.children).
+        label = f"{COORDINATOR_LABEL}={coordinator_label(me())}"
         limits = ["--cpus", f"{self.size.cpu_units / 1024:g}", "--memory", f"{self.size.memory_mib}m"]
-        return ["docker", "run", "--rm", "--network", "host", *limits, "--name", CONTAINER_PREFIX + task_id, *names, self.image]
+        return [
+            "docker", "run", "--rm", "--network", "host", *limits, "--name", self.container(task_id), "--label", label,
+            *names, self.image,
+        ]  # fmt: skip
+
+    def container(self, task_id: str) -> str:
+        return CONTAINER_PREFIX + task_id
 
     def start(self, task_id: str, env: Mapping[str, str], log: IO[str]) -> subprocess.Popen[bytes]:
-        # `docker run` passes SIGTERM on to the container (StopTask), as ECS signals the task.
+        # `docker run` passes SIGTERM on to the container (StopTask), as ECS signals the task; it gets one
+        # too when this process dies (the parent-death signal), and passes it on the same way.
         docker_env = {name: os.environ[name] for name in ("PATH", "HOME", "DOCKER_HOST") if name in os.environ}
-        return subprocess.Popen(
-            self.command(task_id, env),
-            env={**docker_env, **env},
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
+        return spawn(
+            lambda: subprocess.Popen(
+                self.command(task_id, env),
+                env={**docker_env, **env},
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                preexec_fn=die_with_parent(signal.SIGTERM),
+            )
         )
 
     def kill(self, task_id: str) -> None:
         """What SIGKILL of the `docker run` client leaves running: the container itself."""
         _docker("rm", "--force", CONTAINER_PREFIX + task_id)
+
+
+def reap_containers(docker: Callable[..., subprocess.CompletedProcess[str]] = _docker) -> list[str]:
+    """Remove the worker containers whose coordinator is gone (by their label); one message per container."""
+    listed = docker(
+        "ps", "--filter", f"label={COORDINATOR_LABEL}", "--format", f'{{{{.Names}}}} {{{{.Label "{COORDINATOR_LABEL}"}}}}'
+    )
+    messages = []
+    for line in listed.stdout.splitlines() if listed.returncode == 0 else []:
+        name, _, label = line.partition(" ")
+        host, _, rest = label.partition("/")
+        pid, _, started = rest.partition("/")
+        try:
+            coordinator = ProcessIdentity(pid=int(pid), host=host, started=started)
+        except ValueError:  # a label not of ours
+            continue
+        if not is_running(coordinator) and docker("rm", "--force", name).returncode == 0:
+            messages.append(f"removed container {name}, left running by a coordinator that is gone (pid {pid})")
+    return messages

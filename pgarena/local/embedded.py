@@ -6,9 +6,11 @@ import os
 import re
 import secrets
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 
 from pgarena.local import benchmark_role
@@ -16,8 +18,12 @@ from pgarena.local.server_binaries import UnsafeRuntimeDirError, runtime_bin_dir
 from pgarena.local.server_users import ServerUser, create_server_user, remove_server_user
 from pgarena.model.matrix import Endpoint
 from pgarena.tools.binaries import embedded_bin_dir
+from pgarena.tools.processes import die_with_parent, spawn
 
 START_TIMEOUT_S = 60
+READY_POLL_S = 0.1
+# postmaster.pid's 8th line once the server accepts connections (what `pg_ctl -w` waits for)
+READY_STATUSES = ("ready", "standby")
 # The benchmark role's generated password is in this variable (suffixed by the server's port) while it
 # runs: workers, preflight and the monitor read it as any password_env. The superuser's is never there.
 PASSWORD_ENV_PREFIX = "PGARENA_EMBEDDED_PW_"
@@ -108,6 +114,7 @@ class EmbeddedProcess:
         self.dir = Path(tempfile.mkdtemp(prefix=f"pgarena-{name}-", dir=root))
         self.pgdata = self.dir / "data"
         self.log = self.dir / "server.log"
+        self.process: subprocess.Popen[bytes] | None = None
 
     def _run(self, binary: str, *args: str, env: dict[str, str] | None = None) -> None:
         # As root: the server user's own group and no supplementary groups (root's would be inherited), in
@@ -125,6 +132,52 @@ class EmbeddedProcess:
             group=user.gid if user else None,
             extra_groups=[] if user else None,
         )
+
+    def _start_postmaster(self) -> None:
+        """Start the postmaster as this process's own child (not pg_ctl's, which leaves it to init) with a
+        parent-death signal: if the coordinator dies, even by SIGKILL, the server shuts down at once
+        (SIGQUIT: immediate shutdown, its backends with it). Returns once it accepts connections."""
+        user = self.user
+        command = [str(self.bin_dir / "postgres"), "-D", str(self.pgdata)]
+        with self.log.open("a") as log:
+            self.process = spawn(
+                lambda: subprocess.Popen(
+                    command,
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    env=server_env(),
+                    cwd=self.dir,
+                    user=user.uid if user else None,
+                    group=user.gid if user else None,
+                    extra_groups=[] if user else None,
+                    start_new_session=True,  # the terminal's Ctrl-C is the coordinator's to handle, not the server's
+                    preexec_fn=die_with_parent(signal.SIGQUIT),
+                )
+            )
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while not self._ready():
+            code = self.process.poll()
+            if code is not None:
+                raise subprocess.CalledProcessError(code, command, stderr="")
+            if time.monotonic() > deadline:
+                self.process.kill()
+                self.process.wait()
+                raise subprocess.TimeoutExpired(command, START_TIMEOUT_S)
+            time.sleep(READY_POLL_S)
+
+    def _ready(self) -> bool:
+        assert self.process is not None  # started by _start_postmaster
+        try:
+            lines = (self.pgdata / "postmaster.pid").read_text().splitlines()
+        except OSError:
+            return False
+        return len(lines) >= 8 and lines[0].strip() == str(self.process.pid) and lines[7].strip() in READY_STATUSES
+
+    @property
+    def pid(self) -> int | None:
+        """The running postmaster's pid."""
+        return self.process.pid if self.process is not None and self.process.poll() is None else None
 
     def _own_dir(self) -> None:
         """The server's folder (data, log, socket), 0700 and its user's; as root, that user is made here."""
@@ -178,7 +231,7 @@ class EmbeddedProcess:
             handle.write(f"\n# pgarena {role} settings\n")
             for key, value in {**conf, **self.settings}.items():
                 handle.write(f"{key} = {_conf_value(value)}\n")
-        self._run("pg_ctl", "-D", str(self.pgdata), "-l", str(self.log), "-w", "-t", str(START_TIMEOUT_S), "start")
+        self._start_postmaster()
 
     def _start_error(self, what: str, error: subprocess.CalledProcessError) -> EmbeddedStartError:
         said = server_message(self.log.read_text(errors="replace")) if self.log.exists() else ""
@@ -200,7 +253,13 @@ class EmbeddedProcess:
 
     def restart(self, mode: str = "immediate") -> None:
         """Stop and start the server again; `immediate` stops it as a crash would (recovery on start)."""
-        self._run("pg_ctl", "-D", str(self.pgdata), "-l", str(self.log), "-m", mode, "-w", "-t", str(START_TIMEOUT_S), "restart")
+        self._run("pg_ctl", "-D", str(self.pgdata), "-m", mode, "-w", "-t", str(START_TIMEOUT_S), "stop")
+        self._reap()
+        self._start_postmaster()
+
+    def _reap(self) -> None:
+        if self.process is not None:
+            self.process.wait(timeout=START_TIMEOUT_S)  # pg_ctl stop -w returned: it is exiting or gone
 
     def stop(self) -> None:
         if (self.pgdata / "postmaster.pid").exists():
@@ -208,6 +267,9 @@ class EmbeddedProcess:
                 self._run("pg_ctl", "-D", str(self.pgdata), "-m", "fast", "-w", "stop")
             except subprocess.CalledProcessError:
                 pass  # already down: nothing to stop
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()  # pg_ctl could not stop it (a damaged pid file): it must not outlive its folder
+        self._reap()
         shutil.rmtree(self.dir, ignore_errors=True)
         if self.user:
             remove_server_user(self.user)

@@ -22,9 +22,11 @@ from pathlib import Path
 from typing import IO, Any, Protocol, Self
 from urllib.parse import unquote
 
+from pgarena.local.children import Children
 from pgarena.local.signing import RunKeys
 from pgarena.local.task_env import WorkerUserError, override_refusal, own_user, process_environment, worker_command
 from pgarena.planning.limits import RUNTASK_OVERRIDES_LIMIT_CHARS
+from pgarena.tools.processes import die_with_parent, spawn
 
 Handler = Callable[[dict[str, Any], Any], Any]  # (event, context) -> a JSON-serializable result
 
@@ -177,6 +179,9 @@ class Workers(Protocol):
 
     def kill(self, task_id: str) -> None: ...
 
+    def container(self, task_id: str) -> str | None:
+        """The task's container, when it runs in one: what a later run removes if this process died."""
+
 
 class ProcessWorkers:
     """The worker entrypoint of this interpreter (pgarena.local.task_env.worker_command), in the filesystem's
@@ -191,21 +196,30 @@ class ProcessWorkers:
         environment = process_environment(env, own_user=self.user is not None)
         if self.command is None:
             self.command = worker_command(self.user, environment)
+        command = self.command
         as_user: dict[str, Any] = {}
         if self.user is not None:
             as_user = {"user": self.user[0], "group": self.user[1], "extra_groups": []}
-        return subprocess.Popen(
-            self.command,
-            env=environment,
-            cwd="/",
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-            **as_user,
+        # Killed with this process (SIGKILL: with it gone, nothing the worker could report would arrive);
+        # the tool it runs dies with the worker in turn.
+        return spawn(
+            lambda: subprocess.Popen(
+                command,
+                env=environment,
+                cwd="/",
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                preexec_fn=die_with_parent(signal.SIGKILL),
+                **as_user,
+            )
         )
 
     def kill(self, task_id: str) -> None:  # killing its process group was all it took
         pass
+
+    def container(self, task_id: str) -> str | None:
+        return None
 
 
 class EcsEndpoint(_Server):
@@ -214,8 +228,16 @@ class EcsEndpoint(_Server):
     overrides' environment; overrides of what runs code or what the runtime sets are refused
     (pgarena.local.task_env)."""
 
-    def __init__(self, worker_env: dict[str, str], logs_dir: Path, keys: RunKeys, workers: Workers | None = None):
+    def __init__(
+        self,
+        worker_env: dict[str, str],
+        logs_dir: Path,
+        keys: RunKeys,
+        workers: Workers | None = None,
+        children: Children | None = None,
+    ):
         endpoint = self
+        self.children = children
         self.worker_env = worker_env
         self.workers: Workers = workers or ProcessWorkers(own_user())
         self.logs_dir = logs_dir
@@ -273,6 +295,8 @@ class EcsEndpoint(_Server):
             campaign_id = json.loads(env.get("PGARENA_STEP") or "{}").get("campaign_id", "")
         except ValueError:
             campaign_id = ""
+        if self.children is not None:
+            self.children.add(campaign_id, "worker", process.pid, group=True, container=self.workers.container(task_id))
         task = {
             "taskArn": task_arn,
             "lastStatus": "PROVISIONING",

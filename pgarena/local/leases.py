@@ -17,6 +17,8 @@ from pathlib import Path
 
 from pgarena.campaign.leases import Leases
 from pgarena.model.lease import HOLDERS, Holder
+from pgarena.model.process import ProcessIdentity
+from pgarena.tools.processes import is_running, me
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +49,13 @@ class FileLeases(Leases):
         self.directory = directory
         self.clock = clock
         private_dir(directory)
+
+    def _identity(self) -> ProcessIdentity:
+        # The local runtime runs the handlers in its own process: the coordinator's identity is this one's.
+        return me()
+
+    def _gone(self, holder: Holder) -> bool:
+        return holder.process is not None and not is_running(holder.process)
 
     def _path(self, key: str) -> Path:
         return self.directory / (re.sub(r"[^A-Za-z0-9_.-]", "_", key) + ".json")

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from pgarena.analysis.aggregate import aggregate
 from pgarena.analysis.cancel import stopped_outcomes
+from pgarena.analysis.evidence import incomplete
 from pgarena.campaign.leases import campaign_of
 from pgarena.local.leases import FileLeases
 from pgarena.model import layout
@@ -87,6 +88,25 @@ def kept_steps(folder: Path) -> list[StepSummary]:
     return [StepSummary.model_validate_json(layout.inside(folder, p).read_text()) for p in paths]
 
 
+def evidence_failure(summary: StepSummary, why: str) -> ErrorInfo:
+    return ErrorInfo(
+        kind=ErrorKind.EVIDENCE_INCOMPLETE,
+        message=f"step {summary.step_id}'s kept raw output is incomplete: {why}; `pgarena resume` re-runs it",
+    )
+
+
+def verified_steps(folder: Path) -> list[StepSummary]:
+    """The steps kept in the folder, each whose raw output is not what its worker uploaded (missing,
+    truncated, another checksum) turned failed with `evidence_incomplete`: it counts as not run."""
+    steps = []
+    for summary in kept_steps(folder):
+        why = incomplete(folder, summary)
+        if why is not None:
+            summary = summary.model_copy(update={"status": "failed", "error": evidence_failure(summary, why), "series": None})
+        steps.append(summary)
+    return steps
+
+
 def disk_full(error: DiskFull, folder: Path) -> DiskFull:
     """The full-disk error with what the folder kept and how to complete it."""
     kept = len(kept_steps(folder)) if folder.exists() else 0
@@ -111,7 +131,7 @@ def salvage(folder: Path, matrix: dict[str, Any]) -> CampaignResults:
         ).model_copy(update={"status": "cancelled"})
     execution = json.loads(layout.inside(folder, execution_path).read_text())
     plan = plan_campaign(parse_campaign(execution["matrix"]), execution["campaign_id"])
-    outcomes, summaries = stopped_outcomes(plan, [], kept_steps(folder))
+    outcomes, summaries = stopped_outcomes(plan, [], verified_steps(folder))
     root = folder.parent
     series = {
         s.step_id: ShardSeries.model_validate_json(layout.inside(folder, root / s.series).read_text())

@@ -9,9 +9,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pgarena.analysis.rerun import Rerun, combine, copy_raw, load_original, plan_reruns
-from pgarena.local.progress import salvage
+from pgarena.analysis.evidence import incomplete
+from pgarena.analysis.rerun import Rerun, combine, copy_raw, load_original, plan_reruns, with_failed_pairs
+from pgarena.local.progress import evidence_failure, kept_steps, salvage
 from pgarena.local.runtime import MATRIX_FILE, LocalRuntime
+from pgarena.model.errors import ErrorInfo
 from pgarena.model.layout import RESULTS_FILE, inside
 from pgarena.model.matrix import Campaign
 from pgarena.model.results import CampaignResults
@@ -47,6 +49,17 @@ def load_folder(folder: Path) -> tuple[CampaignResults, dict[str, Any] | None]:
     return salvage(folder, matrix), matrix
 
 
+def incomplete_evidence(folder: Path) -> dict[tuple[str, str], ErrorInfo]:
+    """(target, workload) -> why, for each pair with a step whose kept raw output is not what its worker
+    uploaded (missing, truncated, another checksum): such a step counts as not run."""
+    failures: dict[tuple[str, str], ErrorInfo] = {}
+    for summary in kept_steps(folder):
+        why = incomplete(folder, summary)
+        if why is not None:
+            failures.setdefault((summary.target, summary.workload), evidence_failure(summary, why))
+    return failures
+
+
 def resume_local(
     folder: Path,
     out_dir: Path | None = None,
@@ -59,6 +72,10 @@ def resume_local(
     `matrix` replaces the one kept beside the results (a fixed password_env, a corrected host)."""
     t0 = time.monotonic()
     original, kept_matrix = load_folder(folder)
+    failures = incomplete_evidence(folder)
+    for (target, workload), failure in failures.items():
+        on_event(Event(time.monotonic() - t0, "state", f"Evidence Incomplete {target}/{workload}: {failure.message}"))
+    original = with_failed_pairs(original, failures)
     if matrix is None:
         if kept_matrix is None:
             raise FileNotFoundError(f"{folder / MATRIX_FILE}: no matrix kept beside the results; pass the matrix")

@@ -36,6 +36,7 @@ from pgarena.aws.store import ResultStore, create_results_table
 from pgarena.campaign.finalize import store_writer
 from pgarena.local import assets, containers, limits, signing
 from pgarena.local import iam as local_iam
+from pgarena.local.children import Children, reap
 from pgarena.local.embedded import PASSWORD_ENV_PREFIX, EmbeddedProcess, EmbeddedStandby, EmbeddedStartError, with_replication
 from pgarena.local.endpoints import ACCOUNT, FUNCTIONS, REGION, EcsEndpoint, LambdaEndpoint, function_arn, load_handlers
 from pgarena.local.interpreter import as_aws
@@ -141,7 +142,10 @@ def fresh_default_session() -> Iterator[None]:
 
 
 def _with_embedded_endpoints(
-    campaign: Campaign, stack: ExitStack, servers_root: Path | None
+    campaign: Campaign,
+    stack: ExitStack,
+    servers_root: Path | None,
+    record: Callable[[EmbeddedProcess], None] = lambda server: None,
 ) -> tuple[Campaign | None, dict[str, ErrorInfo]]:
     """Start each embedded target's server and point the target at it. A server that will not start is
     its target's failure: the target is left out of the execution and its error returned, by name (None
@@ -159,11 +163,13 @@ def _with_embedded_endpoints(
         stack.callback(server.stop)
         try:
             endpoint = server.start()
+            record(server)
             replicas = list(target.replicas)
             for i in range(1, embedded.replicas + 1):
                 standby = EmbeddedStandby(f"{target.name}-standby{i}", server, embedded.replica_settings, root=servers_root)
                 stack.callback(standby.stop)  # before the primary's: the callbacks run last in, first out
                 replicas.append(Replica(name=f"standby{i}", kind="physical", endpoint=standby.start()))
+                record(standby)
         except EmbeddedStartError as failure:
             unstarted[target.name] = ErrorInfo(kind=failure.kind, message=str(failure))
             continue
@@ -334,6 +340,12 @@ class LocalRuntime:
             "PGARENA_LEASE_DIR": str(private_dir(Path(os.environ.get("PGARENA_LEASE_DIR") or default_lease_dir()))),
         }
         try:
+            # What coordinators that died without stopping their children left running, stopped first;
+            # this runtime's own children are recorded as they start, the records dropped once stopped.
+            for message in reap(self.out_dir):
+                log.warning("%s", message)
+            self.children = Children(self.out_dir)
+            stack.callback(self.children.close)
             stack.enter_context(patched_environ(aws_env))
             stack.enter_context(fresh_default_session())
             # moto's own fake credentials would replace the run's key in this process's environment.
@@ -357,9 +369,8 @@ class LocalRuntime:
                     },
                     logs_dir=self.out_dir / "logs",
                     keys=self.keys,
-                    workers=containers.ContainerWorkers(containers.build_image(), self.worker_size)
-                    if self.container_workers
-                    else None,
+                    workers=self._container_workers() if self.container_workers else None,
+                    children=self.children,
                 )
             )
             stack.callback(self.workers.stop_all)
@@ -387,6 +398,12 @@ class LocalRuntime:
     def __exit__(self, *exc: object) -> None:
         self.stack.close()
 
+    def _container_workers(self) -> containers.ContainerWorkers:
+        image = containers.build_image()
+        for message in containers.reap_containers():  # those whose `docker run` was gone before it was recorded
+            log.warning("%s", message)
+        return containers.ContainerWorkers(image, self.worker_size)
+
     def _enforce_iam(self, stack: ExitStack, template: dict[str, Any]) -> None:
         """Workers sign as the task role's user, the interpreter's DynamoDB tasks as the state machine
         role's; this process (the operator, Step Functions' other calls, and the handlers until they run
@@ -407,11 +424,16 @@ class LocalRuntime:
         t0 = time.monotonic()
         campaign_id = new_campaign_id(campaign.campaign)
         started_at = now_iso()
-        resolved, unstarted = _with_embedded_endpoints(campaign, self.stack, self.servers_root)
+        results_dir = self.out_dir / campaign_id
+        results_dir.mkdir(parents=True, exist_ok=True)  # first: each server started is recorded there
+
+        def record(server: EmbeddedProcess) -> None:
+            if server.pid is not None:
+                self.children.add(campaign_id, "postmaster", server.pid)
+
+        resolved, unstarted = _with_embedded_endpoints(campaign, self.stack, self.servers_root, record)
         if resolved is not None:  # a worker's environment holds none of this process's variables
             resolved = self._with_secret_passwords(resolved)
-        results_dir = self.out_dir / campaign_id
-        results_dir.mkdir(parents=True, exist_ok=True)
         write_local(results_dir / MATRIX_FILE, campaign.model_dump_json(exclude_none=True, indent=2).encode())
         if resolved is None:  # no server started: nothing for the state machine to run
             self._put_results(

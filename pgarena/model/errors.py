@@ -66,6 +66,7 @@ class ErrorKind(StrEnum):
     NO_COMMON_WINDOW = "no_common_window"
     DEGRADED = "degraded"
     CANCELLED = "cancelled"
+    EVIDENCE_INCOMPLETE = "evidence_incomplete"
 
 
 class PgarenaError(Exception):

@@ -157,6 +157,13 @@ class HarnessCost(BaseModel):
         return self.cpu_s / spent if spent > 0 else None
 
 
+class RawFile(BaseModel):
+    """A raw file as its worker uploaded it: what a kept copy must match to count as the step's evidence."""
+
+    size_bytes: int = Field(ge=0)
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+
+
 class StepSummary(BaseModel):
     """What one worker task measured; stored in DynamoDB and traceable to `raw`."""
 
@@ -196,6 +203,9 @@ class StepSummary(BaseModel):
     harness: HarnessCost | None = Field(None, description="what the worker itself cost, apart from the tool")
     slo: SloSearch | None = Field(None, description="the SLO search's curve and tps at SLO (the run is its ceiling run)")
     raw: list[str] = Field(default_factory=list, description="S3 keys of the raw output")
+    raw_files: dict[str, RawFile] = Field(
+        default_factory=dict, description="each raw key's size and sha256 as uploaded: resume re-runs a step whose copy differs"
+    )
     error: ErrorInfo | None = None
 
 

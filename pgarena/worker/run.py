@@ -42,8 +42,10 @@ from pgarena.server.credentials import resolve_password
 from pgarena.server.monitor import Monitor
 from pgarena.server.replication import LAG_SERIES, ReplicationMonitor
 from pgarena.server.restarts import RESTART_SUSPECTS, RESTART_WAIT_S, read_postmaster_start, restart_evidence
+from pgarena.tools.processes import die_with_parent
 from pgarena.tools.registry import tool_for
 from pgarena.tools.runner import Measured, tool_environment
+from pgarena.worker.evidence import Evidence
 from pgarena.worker.facts import worker_facts
 from pgarena.worker.harness import CostMeter
 
@@ -88,7 +90,16 @@ def run_tool(  # noqa: PLR0913  # the tool's process and how its output is strea
     deadline = time.monotonic() + timeout_s
     with (
         raw_path.open("w") as raw,
-        subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, text=True, bufsize=1) as proc,
+        # The tool dies with the worker, even a SIGKILLed one (this thread waits on it: it outlives the tool).
+        subprocess.Popen(
+            argv,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            env=env,
+            text=True,
+            bufsize=1,
+            preexec_fn=die_with_parent(signal.SIGKILL),
+        ) as proc,
     ):
         killer = threading.Timer(timeout_s, proc.kill)
         killer.start()
@@ -190,6 +201,7 @@ def run_step(  # noqa: PLR0915  # a step's whole life: start, stream, probes, up
     step: Step, store: Store, barriers: StartBarrier, workdir: Path, upload_every_s: float = UPLOAD_EVERY_S
 ) -> StepSummary:
     meter = CostMeter()
+    evidence = Evidence(store)  # the final uploads, with each file's size and sha256 for the summary
     tool = tool_for(step.tool)
     password = resolve_password(step.endpoint)
     redactor = Redactor([password])
@@ -224,14 +236,14 @@ def run_step(  # noqa: PLR0915  # a step's whole life: start, stream, probes, up
     except WorkerStopped:  # stopped while the tool ran: what it printed until then is the evidence
         raise WorkerStopped(raw=store.put_file(raw_key, raw_path)) from None
     wall_s, finished_at = time.monotonic() - t0, now_iso()
-    raw = [store.put_file(raw_key, raw_path)]  # upload before parsing: the raw output is the evidence
+    raw = [evidence.put_file(raw_key, raw_path)]  # upload before parsing: the raw output is the evidence
     for artifact in tool.artifacts(workdir):
-        raw.append(store.put_file(f"{step.raw_prefix}/{artifact.name}.gz", _gzip(artifact), "application/gzip"))
+        raw.append(evidence.put_file(f"{step.raw_prefix}/{artifact.name}.gz", _gzip(artifact), "application/gzip"))
     connections = None
     if monitor is not None:
         connections = monitor.report()
         if monitor.series_path.exists():  # absent when the monitor never got a connection (the server full)
-            series_key = store.put_file(f"{step.raw_prefix}/monitor.jsonl", monitor.series_path, "application/x-ndjson")
+            series_key = evidence.put_file(f"{step.raw_prefix}/monitor.jsonl", monitor.series_path, "application/x-ndjson")
             connections = connections.model_copy(update={"raw": series_key})
             raw.append(series_key)
     with meter.log_processing():
@@ -251,13 +263,13 @@ def run_step(  # noqa: PLR0915  # a step's whole life: start, stream, probes, up
         series_path = workdir / "upload" / "series.json"
         series_path.parent.mkdir(exist_ok=True)
         series_path.write_text(series.model_dump_json())
-        measured.series = store.put_file(f"{step.raw_prefix}/series.json", series_path, "application/json")
+        measured.series = evidence.put_file(f"{step.raw_prefix}/series.json", series_path, "application/json")
         raw.append(measured.series)
     measured.barrier = barrier
     summary = summarize(step, measured, exit_code, started_at, finished_at, wall_s, raw, version, connections)
     summary = summary.model_copy(update={"worker": facts})
     if catch_ups is not None and lag is not None:
-        lag_key = store.put_file(f"{step.raw_prefix}/{LAG_SERIES}", lag.series_path, "application/x-ndjson")
+        lag_key = evidence.put_file(f"{step.raw_prefix}/{LAG_SERIES}", lag.series_path, "application/x-ndjson")
         window_s = measured.extra.get("window_s")  # a warm-up left out: the transactions are the window's
         run_s = float(window_s) if window_s else run_seconds(step.spec.duration_s, measured.transactions, measured.tps)
         summary = summary.model_copy(
@@ -268,9 +280,9 @@ def run_step(  # noqa: PLR0915  # a step's whole life: start, stream, probes, up
         )
     if step.tool_runs > 1:  # before the harness is metered: its probes are part of the step
         summary = _slo_search(
-            step, summary, lambda rate, n: _probe(step, rate, n, store, workdir, password, upload_every_s, meter)
+            step, summary, lambda rate, n: _probe(step, rate, n, evidence, workdir, password, upload_every_s, meter)
         )
-    summary = summary.model_copy(update={"harness": meter.cost()})
+    summary = summary.model_copy(update={"harness": meter.cost(), "raw_files": evidence.of(summary.raw)})
     store.put_json(f"{step.raw_prefix}/summary.json", summary.model_dump(mode="json"))
     store.put_summary(summary)
     logger.info("step finished", step_id=step.step_id, status=summary.status, tps=summary.tps, wall_s=summary.wall_s)
@@ -293,7 +305,7 @@ def _probe(  # noqa: PLR0913  # run_step's context, passed down to one probe
     step: Step,
     rate_tps: float,
     index: int,
-    store: Store,
+    evidence: Evidence,
     workdir: Path,
     password: str | None,
     upload_every_s: float,
@@ -317,15 +329,15 @@ def _probe(  # noqa: PLR0913  # run_step's context, passed down to one probe
             tool_environment(tool_env),
             raw_path,
             step.tool_timeout_s,
-            on_chunk=lambda: store.put_file(raw_key, raw_path),
+            on_chunk=lambda: evidence.store.put_file(raw_key, raw_path),
             redactor=Redactor([password]),
             upload_every_s=upload_every_s,
         )
     except WorkerStopped:
-        raise WorkerStopped(raw=store.put_file(raw_key, raw_path)) from None
-    raw = [store.put_file(raw_key, raw_path)]
+        raise WorkerStopped(raw=evidence.store.put_file(raw_key, raw_path)) from None
+    raw = [evidence.put_file(raw_key, raw_path)]
     for artifact in tool.artifacts(probe_dir):
-        raw.append(store.put_file(f"{prefix}/{artifact.name}.gz", _gzip(artifact), "application/gzip"))
+        raw.append(evidence.put_file(f"{prefix}/{artifact.name}.gz", _gzip(artifact), "application/gzip"))
     with meter.log_processing():
         measured = tool.measure(probe_step, raw_path.read_text(errors="replace"), exit_code, probe_dir)
     return probe_result(slo, rate_tps, measured.tps, measured.latency, measured.progress, raw, measured.error)

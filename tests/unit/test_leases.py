@@ -3,6 +3,8 @@ import multiprocessing
 import os
 import socket
 import stat
+import subprocess
+import time
 from pathlib import Path
 
 import boto3
@@ -16,7 +18,10 @@ from pgarena.aws.store import create_results_table
 from pgarena.campaign.leases import lease_key
 from pgarena.local.leases import FileLeases, LeaseDirError
 from pgarena.local.progress import release_leases
+from pgarena.model.lease import Holder
 from pgarena.model.matrix import Endpoint
+from pgarena.model.process import ProcessIdentity
+from pgarena.tools.processes import me
 
 
 @pytest.fixture
@@ -111,7 +116,9 @@ def test_two_processes_racing_for_the_last_slots_cannot_both_win(tmp_path):
     # Then exactly one holds them, and the shared file says so
     assert sorted(results.values()) == [False, True]
     (winner,) = [holder for holder, won in results.items() if won]
-    assert FileLeases(tmp_path).holders("127.0.0.1:5432") == {winner: 12}
+    # (as recorded: the racers have exited, and a live read releases the lease of a process that is gone)
+    recorded, _ = FileLeases(tmp_path)._read_all("127.0.0.1:5432")
+    assert {h.holder: h.slots for h in recorded} == {winner: 12}
 
 
 def test_the_local_runtime_uses_the_file_store_and_aws_the_table(tmp_path, store):
@@ -202,3 +209,55 @@ def test_a_lock_file_is_never_followed_through_a_symlink(tmp_path):
     with pytest.raises(OSError):
         leases.acquire("db:5432", "c1/a", slots=2, capacity=20, ttl_s=60)
     assert not elsewhere.exists()
+
+
+# --- a holder whose coordinator is gone (SIGKILLed before it released) ---------------------------------
+
+
+def _exited_process() -> subprocess.Popen:
+    process = subprocess.Popen(["true"])
+    process.wait()
+    return process
+
+
+def test_a_holder_whose_process_is_gone_is_released_with_a_message(tmp_path, caplog):
+    # Given a lease of 17 slots recorded by a coordinator that has since died (SIGKILL: no release)
+    leases = FileLeases(tmp_path / "leases")
+    dead = _exited_process()
+    record = Holder(
+        holder="dead-campaign-20240101/a",
+        slots=17,
+        expires_at=time.time() + 900,
+        process=ProcessIdentity(pid=dead.pid, host=socket.gethostname(), started="boot:1"),
+    )
+    assert leases._write("127.0.0.1:5432", [record], 0)
+    # When the next campaign asks for the server's slots
+    with caplog.at_level(logging.WARNING):
+        taken = leases.acquire("127.0.0.1:5432", "next/a", slots=12, capacity=20, ttl_s=60)
+    # Then the dead campaign's slots are released, with a message naming it, and the next one fits
+    assert taken
+    assert leases.holders("127.0.0.1:5432") == {"next/a": 12}
+    assert "dead-campaign-20240101" in caplog.text and "is gone" in caplog.text
+
+
+def test_a_holder_whose_pid_was_reused_is_released(tmp_path):
+    # Given a lease recorded for this very pid, but with another start time (the pid reused since)
+    leases = FileLeases(tmp_path / "leases")
+    reused = me().model_copy(update={"started": "another-boot:42"})
+    assert leases._write("127.0.0.1:5432", [Holder(holder="old/a", slots=17, expires_at=time.time() + 900, process=reused)], 0)
+    # Then it holds nothing
+    assert leases.holders("127.0.0.1:5432") == {}
+
+
+def test_a_live_holder_and_one_on_another_host_keep_their_slots(tmp_path):
+    # Given a lease taken by this (running) process and one recorded on another machine
+    leases = FileLeases(tmp_path / "leases")
+    assert leases.acquire("127.0.0.1:5432", "live/a", slots=5, capacity=20, ttl_s=60)
+    elsewhere = ProcessIdentity(pid=2, host="another-host.invalid", started="boot:1")
+    holders, version = leases.read("127.0.0.1:5432")
+    assert leases._write(
+        "127.0.0.1:5432", [*holders, Holder(holder="far/a", slots=3, expires_at=time.time() + 60, process=elsewhere)], version
+    )
+    # Then both still hold theirs: nothing tells that either is gone
+    assert leases.holders("127.0.0.1:5432") == {"live/a": 5, "far/a": 3}
+    assert leases.read("127.0.0.1:5432")[0][0].process == me()
