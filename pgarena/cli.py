@@ -14,6 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from pgarena.analysis.compare import DEFAULT_THRESHOLD, ResultsError, compare_campaigns, load_results
+from pgarena.analysis.headline import headline
 from pgarena.analysis.metrics import target_metrics
 from pgarena.model import matrix_reference
 from pgarena.model.comparison import Comparison
@@ -200,9 +201,9 @@ def ranking_table(results: CampaignResults) -> Table:
     stats = results.statistics
     per_workload = "tps: each workload's best point (mean over its runs)"
     if stats is not None and stats.note:
-        table.caption = _text(f"{per_workload}; {stats.note}; '=' marks a tie within the tie tolerance")
+        table.caption = _text(f"{per_workload}; {stats.note}; '=' marks a tie (the verdict below says why)")
     elif stats is not None:
-        table.caption = f"{per_workload}; {stats.repetitions} runs per point; '=' marks a tie: 95% confidence intervals overlap"
+        table.caption = f"{per_workload}; {stats.repetitions} runs per point; '=' marks a tie (the verdict below says why)"
     else:
         table.caption = per_workload
     return table
@@ -430,8 +431,18 @@ EXIT_FAILED_TARGETS = 3
 EXIT_CANCELLED = 130
 
 
+def print_verdict(results: CampaignResults) -> None:
+    """The stored verdict: the headline its pairwise comparisons support, and the points too noisy to trust small differences."""
+    said = headline(results.ranking, results.comparisons)
+    if said:
+        console.print(_text(f"verdict: {said}"), highlight=False)
+    for warning in results.noise:
+        console.print(_text(f"noisy: {warning.message}", style="yellow"), highlight=False)
+
+
 def _print_outcome(results: CampaignResults, folder: Path, wall_s: float) -> None:
     console.print(ranking_table(results))
+    print_verdict(results)
     for table in scenario_tables(results):
         console.print(table)
     console.print(_text(f"results: {folder / 'results.json'}  ({wall_s:.1f} s)"))

@@ -12,7 +12,7 @@ from pgarena.analysis.catch_up import replication_result
 from pgarena.analysis.consolidation import consolidation_tables
 from pgarena.analysis.merge import NoCommonWindow, merge
 from pgarena.analysis.metrics import campaign_statistics, target_metrics, with_points
-from pgarena.analysis.ranking import rank_targets
+from pgarena.analysis.ranking import rank
 from pgarena.analysis.rate import rate_incident, skipped_incident
 from pgarena.analysis.saturation import saturation_incident
 from pgarena.model import layout
@@ -355,13 +355,16 @@ def aggregate(  # noqa: PLR0913  # everything a campaign left behind, in separat
     targets = [
         with_points(_target_result(t, by_name.get(t.name), by_step, plan.campaign_id, series or {}, keys)) for t in plan.targets
     ]
+    ranked = rank(targets, plan.ranking)
     return CampaignResults(
         campaign_id=plan.campaign_id,
         campaign=plan.campaign,
         started_at=started_at,
         finished_at=finished_at,
         targets=targets,
-        ranking=rank_targets(targets, plan.ranking),
+        ranking=ranked.entries,
+        comparisons=ranked.comparisons,
+        noise=ranked.noise,
         scenarios=scenarios(plan, targets, campaign_id=plan.campaign_id),
         statistics=campaign_statistics(targets, plan.repetitions),
         run_order=plan.run_order,

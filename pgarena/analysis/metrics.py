@@ -503,12 +503,18 @@ def findings(target: TargetResult, campaign_id: str = "") -> list[Finding]:  # n
 # --- per target --------------------------------------------------------------------------------
 
 
-def target_metrics(target: TargetResult, campaign_id: str = "") -> TargetMetrics:
+def point_runs(target: TargetResult) -> dict[tuple[str, int | None], list[WorkloadResult]]:
+    """The target's runs per point (workload x client count the matrix asked for), its latest phase's."""
     grouped: dict[tuple[str, int | None], list[WorkloadResult]] = defaultdict(list)
     for w in latest_phase(target.workloads):
         grouped[(w.name, nominal_clients(w))].append(w)
+    return grouped
+
+
+def target_metrics(target: TargetResult, campaign_id: str = "") -> TargetMetrics:
     points = [
-        point_metrics(target.name, name, clients, runs, target.hourly_cost_usd) for (name, clients), runs in grouped.items()
+        point_metrics(target.name, name, clients, runs, target.hourly_cost_usd)
+        for (name, clients), runs in point_runs(target).items()
     ]
     curves = []
     for workload in dict.fromkeys(p.workload for p in points):

@@ -19,24 +19,29 @@ Per metric, each target gets a score relative to the best ranked target (1.0 = b
   target's search finished at that point (0 for a target at which the SLO held at no probed rate).
 
 The composite score is the weighted mean of the metric scores, over the metrics every target has
-(a metric nobody can be scored on gives its weight up). Two targets tie, and share a rank, when
-their scores differ by no more than the tie tolerance (relative) or when their 95% confidence
-intervals overlap: each score +- score x (relative half-width of the 95% t-interval over
-repetitions, pgarena.analysis.intervals), averaged over the compared points. A metric's interval is
-that of the figure it scores: p95 latency's for latency (tps's where p95 is missing), tps's for the
-others; the composite's is the weighted mean of its metrics'. With one run per point there is no
-interval: only the tie tolerance can make a tie, and the basis says so.
+(a metric nobody can be scored on gives its weight up). Targets are ordered by it; whether two of
+them tie is decided by their pairwise comparisons (pgarena.analysis.comparisons): with 3+ runs per
+point, only when no weighted metric separates them (Welch's test on the ratio of means, Holm's
+correction) or their significant differences point both ways and cancel within the bootstrap
+interval of their composite difference; with fewer runs there is no interval, and targets are ranked
+by the means, tying within the tie tolerance. A group of ties is the targets tied with its leader, so
+a chain of small differences never makes the first and the last equal.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from statistics import fmean
 
-from pgarena.analysis.intervals import SINGLE_RUN_NOTE, relative_half_width
-from pgarena.analysis.metrics import target_metrics
+from pgarena.analysis.comparisons import compare_pair, latency_field, metric_tied, samples
+from pgarena.analysis.intervals import SINGLE_RUN_NOTE
+from pgarena.analysis.metrics import point_runs, target_metrics
+from pgarena.analysis.noise import noise_warnings
+from pgarena.analysis.significance import MIN_RUNS
 from pgarena.model.matrix import RankingConfig, RankingMetric
 from pgarena.model.metrics import PointMetrics
+from pgarena.model.pairwise import NoiseWarning, PairComparison
 from pgarena.model.results import RankEntry, TargetResult
 
 METRICS: tuple[RankingMetric, ...] = ("throughput", "latency", "stability", "cost", "sustainable", "slo_tps")
@@ -98,13 +103,8 @@ def _throughput(points: list[PointMetrics]) -> list[float] | None:
 
 
 def _latency(points: list[PointMetrics]) -> list[float] | None:
-    if any(p.rate_not_sustained for p in points):
-        return None  # one target's latency includes its queue behind the schedule: not comparable
-    for field in ("p95", "avg"):
-        values = [getattr(p.latency_ms, field) for p in points]
-        if all(v is not None and v > 0 for v in values):
-            return values
-    return None
+    field = latency_field(points)
+    return [getattr(p.latency_ms, field) for p in points] if field else None
 
 
 def _all_known(values: Sequence[float | None]) -> list[float] | None:
@@ -150,19 +150,13 @@ def metric_scores(candidates: dict[str, dict[Key, PointMetrics]], keys: list[Key
     return {metric: values for metric, values in scores.items() if values is not None}
 
 
-def tied(a: float, b: float, noise_a: float, noise_b: float, tolerance: float) -> bool:
-    """Within the relative tolerance, or their intervals overlap: a +- a x noise_a meets b +- b x noise_b
-    (noise: the relative half-width of each score's 95% interval, 0 without repetitions)."""
-    return abs(a - b) <= max(tolerance * max(abs(a), abs(b)), abs(a) * noise_a + abs(b) * noise_b)
-
-
-def competition_ranks(scores: dict[str, float], noise: dict[str, float], tolerance: float) -> dict[str, tuple[int, list[str]]]:
-    """Rank (1, 1, 3 style) and tied targets. A group of ties is the targets tied with its leader,
-    so a chain of small differences never makes the first and the last equal."""
+def competition_ranks(scores: dict[str, float], tied: Callable[[str, str], bool]) -> dict[str, tuple[int, list[str]]]:
+    """Rank (1, 1, 3 style) and tied targets, ordered by score. A group of ties is the targets tied with its
+    leader, so a chain of small differences never makes the first and the last equal."""
     ordered = sorted(scores, key=lambda n: (-scores[n], n))
     groups: list[list[str]] = []
     for name in ordered:
-        if groups and tied(scores[groups[-1][0]], scores[name], noise[groups[-1][0]], noise[name], tolerance):
+        if groups and tied(groups[-1][0], name):
             groups[-1].append(name)
         else:
             groups.append([name])
@@ -173,6 +167,10 @@ def competition_ranks(scores: dict[str, float], noise: dict[str, float], toleran
             ranks[name] = (position, [other for other in group if other != name])
         position += len(group)
     return ranks
+
+
+def within_tolerance(a: float, b: float, tolerance: float) -> bool:
+    return abs(a - b) <= tolerance * max(abs(a), abs(b))
 
 
 def _describe(  # noqa: PLR0913  # each figure the description prints
@@ -188,9 +186,11 @@ def _describe(  # noqa: PLR0913  # each figure the description prints
     left_out = [m for m in METRICS if weights.get(m, 0) > 0 and m not in used and (m != "slo_tps" or searched)]
     unused = f" ({', '.join(left_out)} not scored: not measured for every target)" if left_out else ""
     ties = (
-        f"ties within {tolerance:.0%} or overlapping 95% confidence intervals ({runs}+ runs per point) share a rank"
-        if runs > 1
-        else f"ties within {tolerance:.0%} share a rank ({SINGLE_RUN_NOTE})"
+        f"targets tie when no weighted metric separates them (Welch's test on the ratio of means over {runs}+ runs "
+        "per point, 95% after Holm's correction per pair) or their significant differences point both ways and "
+        "cancel within the bootstrap interval of their composite difference"
+        if runs >= MIN_RUNS
+        else f"ranked by the means ({_runs_note(runs)}); ties within {tolerance:.0%} share a rank"
     )
     return (
         f"composite = weighted mean of per-metric scores (1.0 = best target), weights {parts}{unused}, "
@@ -199,31 +199,8 @@ def _describe(  # noqa: PLR0913  # each figure the description prints
     )
 
 
-def _tps_noise(points: list[PointMetrics]) -> float:
-    return fmean(relative_half_width(p.tps_interval) for p in points)
-
-
-def _slo_noise(points: list[PointMetrics]) -> float:
-    return fmean(relative_half_width(p.slo_tps_interval) for p in points)
-
-
-def _latency_noise(points: list[PointMetrics]) -> float:
-    return fmean(
-        relative_half_width(p.p95_interval) if p.p95_interval is not None else relative_half_width(p.tps_interval) for p in points
-    )
-
-
-def score_noise(
-    candidates: dict[str, dict[Key, PointMetrics]], used: list[RankingMetric], weights: dict[RankingMetric, float]
-) -> tuple[dict[str, dict[str, float]], dict[str, float]]:
-    """Relative half-width of each target's score intervals: per metric, and for the composite."""
-    per_metric: dict[str, dict[str, float]] = {}
-    for metric in METRICS:
-        noise = {"latency": _latency_noise, "slo_tps": _slo_noise}.get(metric, _tps_noise)
-        per_metric[metric] = {n: noise(list(points.values())) for n, points in candidates.items()}
-    total = sum(weights[m] for m in used)
-    composite = {n: sum(weights[m] * per_metric[m][n] for m in used) / total for n in candidates}
-    return per_metric, composite
+def _runs_note(runs: int) -> str:
+    return SINGLE_RUN_NOTE if runs == 1 else f"{runs} runs per point: no confidence interval"
 
 
 def _flags(points: list[PointMetrics]) -> list[str]:
@@ -253,8 +230,43 @@ def _rate_flags(points: list[PointMetrics]) -> list[str]:
     ]
 
 
-def rank_targets(targets: list[TargetResult], config: RankingConfig | None = None) -> list[RankEntry]:
-    """Rank succeeded targets by a weighted composite of per-metric scores; ties share a rank."""
+@dataclass(frozen=True)
+class Ranked:
+    """The ranking, the pairwise comparisons it rests on, and the points too noisy to tell small differences."""
+
+    entries: list[RankEntry] = field(default_factory=list)
+    comparisons: list[PairComparison] = field(default_factory=list)
+    noise: list[NoiseWarning] = field(default_factory=list)
+
+
+def _pairs(  # noqa: PLR0913  # the ranking's pieces the comparisons need
+    targets: dict[str, TargetResult],
+    candidates: dict[str, dict[Key, PointMetrics]],
+    keys: list[Key],
+    used: list[RankingMetric],
+    weights: dict[RankingMetric, float],
+    composite: dict[str, float],
+    runs: int,
+    tolerance: float,
+) -> dict[tuple[str, str], PairComparison]:
+    """Every pair of ranked targets, the higher composite first."""
+    found = samples(
+        {n: point_runs(targets[n]) for n in candidates},
+        candidates,
+        {n: targets[n].hourly_cost_usd for n in candidates},
+        keys,
+        used,
+    )
+    ordered = sorted(composite, key=lambda n: (-composite[n], n))
+    return {
+        (a, b): compare_pair(a, b, found, weights, runs, within_tolerance(composite[a], composite[b], tolerance))
+        for i, a in enumerate(ordered)
+        for b in ordered[i + 1 :]
+    }
+
+
+def rank(targets: list[TargetResult], config: RankingConfig | None = None) -> Ranked:
+    """Rank succeeded targets by a weighted composite of per-metric scores; ties per their pairwise comparisons."""
     config = config or RankingConfig()
     candidates: dict[str, dict[Key, PointMetrics]] = {}
     flags: dict[str, list[str]] = {}
@@ -274,7 +286,7 @@ def rank_targets(targets: list[TargetResult], config: RankingConfig | None = Non
         candidates = {name: points for name, points in candidates.items() if not flags[name]}
         keys = _common_points(candidates)
     if not keys:
-        return []
+        return Ranked()
     candidates = {name: {k: points[k] for k in keys} for name, points in candidates.items()}
 
     scores = metric_scores(candidates, keys)
@@ -284,15 +296,24 @@ def rank_targets(targets: list[TargetResult], config: RankingConfig | None = Non
         used, weights = ["throughput"], {**weights, "throughput": 1.0}
     total = sum(weights[m] for m in used)
     composite = {n: sum(weights[m] * scores[m][n] for m in used) / total for n in candidates}
-    metric_noise, noise = score_noise(candidates, used, weights)
     runs = min(p.runs for points in candidates.values() for p in points.values())
+    by_name = {t.name: t for t in targets}
+    pairs = _pairs(by_name, candidates, keys, used, weights, composite, runs, config.tie_tolerance)
 
-    per_metric = {m: competition_ranks(scores[m], metric_noise[m], config.tie_tolerance) for m in scores}
-    overall = competition_ranks(composite, noise, config.tie_tolerance)
+    def pair(x: str, y: str) -> PairComparison:
+        return pairs[(x, y)] if (x, y) in pairs else pairs[(y, x)]
+
+    def metric_ties(metric: RankingMetric) -> Callable[[str, str], bool]:
+        if runs < MIN_RUNS or metric not in used:
+            return lambda x, y: within_tolerance(scores[metric][x], scores[metric][y], config.tie_tolerance)
+        return lambda x, y: metric_tied(pair(x, y), metric)
+
+    per_metric = {m: competition_ranks(scores[m], metric_ties(m)) for m in METRICS if m in scores}
+    overall = competition_ranks(composite, lambda x, y: pair(x, y).tied)
     searched = any(p.slo is not None for points in candidates.values() for p in points.values())
     basis = _describe(weights, used, len(keys), config.tie_tolerance, runs, searched)
     ordered = sorted(composite, key=lambda n: (overall[n][0], -composite[n], n))
-    return [
+    entries = [
         RankEntry(
             rank=overall[name][0],
             target=name,
@@ -305,6 +326,14 @@ def rank_targets(targets: list[TargetResult], config: RankingConfig | None = Non
         )
         for name in ordered
     ]
+    single_workload = len({k[0] for k in keys}) == 1
+    noise = noise_warnings((p for points in candidates.values() for p in points.values()), single_workload)
+    return Ranked(entries, list(pairs.values()), noise)
+
+
+def rank_targets(targets: list[TargetResult], config: RankingConfig | None = None) -> list[RankEntry]:
+    """The ranking alone (see rank)."""
+    return rank(targets, config).entries
 
 
 def unranked_reasons(targets: list[TargetResult], ranking: list[RankEntry]) -> dict[str, str]:

@@ -17,7 +17,7 @@ from typing import Any
 
 from pgarena.analysis.compare import load_results
 from pgarena.analysis.metrics import campaign_statistics, with_points
-from pgarena.analysis.ranking import rank_targets
+from pgarena.analysis.ranking import rank
 from pgarena.model.errors import ErrorInfo
 from pgarena.model.layout import RAW_DIR, RESULTS_FILE, inside
 from pgarena.model.matrix import Campaign
@@ -147,13 +147,16 @@ def combine(
         if target.name in replaced:
             kept = _combined_target(kept, *replaced[target.name])
         targets.append(with_points(kept))
+    ranked = rank(targets, matrix.ranking)
     return CampaignResults(
         campaign_id=campaign_id,
         campaign=original.campaign,
         started_at=original.started_at,
         finished_at=max([original.finished_at, *(r.finished_at for _, r in reruns)]),
         targets=targets,
-        ranking=rank_targets(targets, matrix.ranking),
+        ranking=ranked.entries,
+        comparisons=ranked.comparisons,
+        noise=ranked.noise,
         resumed_from=[*original.resumed_from, original.campaign_id, *(r.campaign_id for _, r in reruns)],
         statistics=campaign_statistics(targets, matrix.repetitions),
         run_order=original.run_order,  # the re-runs' own orders are in their results.json

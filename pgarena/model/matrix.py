@@ -272,7 +272,10 @@ class RankingConfig(Strict):
         description="weight of each metric in the composite score; a metric left out weighs 0",
     )
     tie_tolerance: float = Field(
-        0.02, ge=0, le=1, description="composite scores closer than this relative difference are ties (same rank)"
+        0.02,
+        ge=0,
+        le=1,
+        description="with fewer than 3 runs per point (no interval): composite scores closer than this relative difference tie",
     )
 
     @field_validator("weights")

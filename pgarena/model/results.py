@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pgarena.model.budget import Budget, ConnectionFacts
 from pgarena.model.errors import ErrorInfo
 from pgarena.model.monitor import ConnectionReport, Incident
+from pgarena.model.pairwise import NoiseWarning, PairComparison
 from pgarena.model.replication import ReplicationResult
 from pgarena.model.slo import SloSearch
 
@@ -325,7 +326,7 @@ class RankEntry(BaseModel):
     metrics: dict[str, float] = Field(default_factory=dict, description="per-metric scores, 1.0 = best ranked target")
     metric_ranks: dict[str, int] = Field(default_factory=dict, description="rank on each metric alone, ties shared")
     tied_with: list[str] = Field(
-        default_factory=list, description="targets whose score intervals overlap (or within the tie tolerance): same rank"
+        default_factory=list, description="targets nothing separates from it (see CampaignResults.comparisons): same rank"
     )
     flags: list[str] = Field(default_factory=list, description="runs left out of the comparison, and why")
 
@@ -458,6 +459,10 @@ class CampaignResults(BaseModel):
     finished_at: str
     targets: list[TargetResult]
     ranking: list[RankEntry]
+    comparisons: list[PairComparison] = Field(
+        default_factory=list, description="every pair of ranked targets compared metric by metric: the verdict's basis"
+    )
+    noise: list[NoiseWarning] = Field(default_factory=list, description="ranked points whose runs were noisy")
     cost: CampaignCost | None = None
     status: Literal["completed", "cancelled", "failed"] = Field(
         "completed",

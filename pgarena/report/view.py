@@ -6,10 +6,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from pgarena.analysis.effects import effect
+from pgarena.analysis.headline import headline, names
 from pgarena.analysis.intervals import METHOD, SINGLE_RUN_NOTE
 from pgarena.analysis.metrics import campaign_metrics, nominal_clients
 from pgarena.analysis.ranking import METRICS, unranked_reasons
 from pgarena.model.metrics import Finding, PointMetrics, Scaling, TargetMetrics
+from pgarena.model.pairwise import NoiseWarning
 from pgarena.model.results import CampaignResults, ConsolidationTable, ReplicationPoint
 from pgarena.model.slo import SloSearch
 from pgarena.report.charts import colour
@@ -61,6 +64,8 @@ class Report:
     consolidation: list[ConsolidationTable] = field(default_factory=list)
     replication: list[ReplicationPoint] = field(default_factory=list)
     slo_runs: list[SloRun] = field(default_factory=list)
+    matrices: list[Matrix] = field(default_factory=list)
+    noise: list[NoiseWarning] = field(default_factory=list)
 
     @property
     def has_costs(self) -> bool:
@@ -105,42 +110,20 @@ def _kind(reason: str) -> str:
     return reason.removeprefix("failed: ").split(":")[0]
 
 
-def _names(names: list[str]) -> str:
-    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
-
-
 def single_run(targets: list[TargetMetrics]) -> bool:
     """Every measured point rests on one run: no interval, no measured run-to-run noise."""
     return all(p.runs < 2 for t in targets for p in t.points)
 
 
 def verdict(results: CampaignResults, rows: list[RankRow], single: bool = False) -> str:
+    """The stored ranking's headline (pgarena.analysis.headline), then what was not ranked and why."""
     ranked = [r for r in rows if r.rank is not None]
     failed = [r for r in rows if r.status != "succeeded"]
     parts = []
     if not ranked:
         parts.append("No target could be ranked: none has a complete measurement to compare.")
     else:
-        first = [r for r in ranked if r.rank == 1]
-        if len(first) > 1:
-            parts.append(
-                f"{_names([r.target for r in first])} tie for first (scores "
-                f"{', '.join(f'{r.score:.3f}' for r in first)}): "
-                + (
-                    f"the difference is within the tie tolerance ({SINGLE_RUN_NOTE}), so neither is a win."
-                    if single
-                    else "their 95% confidence intervals overlap or the difference is within the tie tolerance, "
-                    "so neither is a win."
-                )
-            )
-        else:
-            leader = first[0]
-            provider = f" ({leader.provider})" if leader.provider != leader.target else ""
-            text = f"{leader.target}{provider} ranks first with a composite score of {leader.score:.3f}"
-            others = [r for r in ranked if r.rank != 1]
-            if others:
-                text += "; then " + ", ".join(f"{r.target} {r.score:.3f}" for r in others)
-            parts.append(text + ".")
+        parts.append(headline(results.ranking, results.comparisons))
         if single:
             parts.append(f"{SINGLE_RUN_NOTE[0].upper()}{SINGLE_RUN_NOTE[1:]}: run repetitions >= 3 to measure the noise.")
     if failed:
@@ -151,8 +134,34 @@ def verdict(results: CampaignResults, rows: list[RankRow], single: bool = False)
         )
     unranked = [r for r in rows if r.rank is None and r.status == "succeeded"]
     if unranked:
-        parts.append(f"Not ranked for lack of a comparable complete run: {_names([r.target for r in unranked])}.")
+        parts.append(f"Not ranked for lack of a comparable complete run: {names([r.target for r in unranked])}.")
     return " ".join(parts)
+
+
+@dataclass
+class Matrix:
+    """One workload point's pairwise comparisons: each cell, the row's figures against the column's."""
+
+    label: str
+    targets: list[str]
+    cells: dict[tuple[str, str], list[tuple[str, bool]]]  # (row, column) -> (effect, significant)
+
+    def cell(self, row: str, column: str) -> list[tuple[str, bool]]:
+        return self.cells.get((row, column), [])
+
+
+def matrices(results: CampaignResults) -> list[Matrix]:
+    """The stored comparisons, one matrix per point, rows and columns in rank order."""
+    order = [e.target for e in results.ranking]
+    single = len({c.workload for p in results.comparisons for c in p.comparisons}) <= 1
+    out: dict[Key, Matrix] = {}
+    for pair in results.comparisons:
+        for c in pair.comparisons:
+            key = (c.workload, c.clients)
+            matrix = out.setdefault(key, Matrix(point_label(key, single), order, {}))
+            matrix.cells.setdefault((pair.a, pair.b), []).append((effect(c), c.significant))
+            matrix.cells.setdefault((pair.b, pair.a), []).append((effect(c.flipped()), c.significant))
+    return list(out.values())
 
 
 def _never_ran(point: PointMetrics) -> bool:
@@ -204,6 +213,8 @@ def build_report(results: CampaignResults) -> Report:
         scaling=[s for t in targets for s in t.scaling],
         findings=[f for t in targets for f in t.findings],
         verdict=verdict(results, rows, single_run(targets)),
+        matrices=matrices(results),
+        noise=results.noise,
         basis=results.ranking[0].basis if results.ranking else "",
         duration_s=_seconds_between(results.started_at, results.finished_at),
         intervals=results.statistics.method if results.statistics else METHOD,

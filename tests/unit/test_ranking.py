@@ -94,14 +94,15 @@ def test_difference_beyond_the_tie_tolerance_is_a_win():
     assert [(r.target, r.rank) for r in ranking] == [("a", 1), ("b", 2)]
 
 
-def test_overlapping_run_to_run_noise_is_a_tie():
-    # Given a is 10% faster on average but its repetitions spread by +-14%
+def test_two_runs_give_no_interval_and_rank_by_the_means():
+    # Given a is 10% faster on average but its two repetitions spread by +-14%
     a = with_runs("a", run(950.0), run(1250.0, repetition=2))
     b = with_runs("b", run(1000.0), run(1000.0, repetition=2))
     # When ranked on throughput with no tolerance
     ranking = rank_targets([a, b], THROUGHPUT_ONLY)
-    # Then mean +- stddev overlap: a tie, not a win
-    assert [(r.target, r.rank, r.tied_with) for r in ranking] == [("a", 1, ["b"]), ("b", 1, ["a"])]
+    # Then two runs measure no interval: the means decide, and the basis says so
+    assert [(r.target, r.rank, r.tied_with) for r in ranking] == [("a", 1, []), ("b", 2, [])]
+    assert "ranked by the means (2 runs per point: no confidence interval)" in ranking[0].basis
 
 
 def test_difference_beyond_run_to_run_noise_is_a_win():
@@ -221,15 +222,23 @@ def test_matrix_weights_reach_the_aggregate_through_the_plan():
     assert [r.target for r in results.ranking] == ["b", "a"]
 
 
-def test_overlapping_confidence_intervals_are_a_tie_though_the_stddev_bands_are_apart():
-    # Given three runs each: a 100/110/120, b 130/140/150 (mean +- stddev: [100, 120] and [130, 150])
+def test_overlapping_confidence_intervals_are_no_tie_when_welch_separates_them():
+    # Given three runs each: a 100/110/120, b 130/140/150 (95% t-intervals [85.2, 134.8] and [115.2, 164.8] overlap)
     a = with_runs("a", run(100.0), run(110.0, repetition=2), run(120.0, repetition=3))
     b = with_runs("b", run(130.0), run(140.0, repetition=2), run(150.0, repetition=3))
-    # When ranked on throughput alone, no tolerance
+    # When ranked on throughput alone
     ranking = rank_targets([a, b], THROUGHPUT_ONLY)
-    # Then their 95% t-intervals (+- 24.8) overlap: a tie, and the basis says how ties were decided
+    # Then Welch's test on the ratio (1.27x, p ~ 0.025) separates them: overlapping intervals are no tie
+    assert [(r.target, r.rank, r.tied_with) for r in ranking] == [("b", 1, []), ("a", 2, [])]
+    assert "Welch's test on the ratio of means over 3+ runs per point" in ranking[0].basis
+
+
+def test_a_difference_within_the_noise_of_three_runs_is_a_tie():
+    # Given three runs each, b 5% faster on average with +-10% spread
+    a = with_runs("a", run(90.0), run(100.0, repetition=2), run(110.0, repetition=3))
+    b = with_runs("b", run(95.0), run(105.0, repetition=2), run(115.0, repetition=3))
+    ranking = rank_targets([a, b], THROUGHPUT_ONLY)
     assert [(r.target, r.rank, r.tied_with) for r in ranking] == [("b", 1, ["a"]), ("a", 1, ["b"])]
-    assert "overlapping 95% confidence intervals (3+ runs per point)" in ranking[0].basis
 
 
 def test_intervals_apart_are_a_win():

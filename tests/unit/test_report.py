@@ -124,7 +124,9 @@ def test_targets_csv_has_server_and_cost(files):
 def test_summary_opens_with_the_verdict_and_ranking(files):
     md = files["summary.md"].decode()
     assert md.startswith("# pgarena · providers\n")
-    assert "rds ranks first with a composite score of 0.979" in md
+    # (a results.json written before pairwise comparisons were stored: the verdict says it rests on scores alone)
+    assert "rds ranks first with a composite score of 0.979; then aurora" in md
+    assert "(this results.json stores no pairwise comparisons: scores alone)." in md
     assert "| 1 | rds | rds | 0.979 |" in md
     assert "| – | cloudsql | cloudsql | – |" in md
 
