@@ -426,7 +426,7 @@ def show_event(event: Event) -> None:
         console.print(_text(f"{event.elapsed_s:6.1f}s {event.text}", style="dim"), highlight=False)
 
 
-# Exit codes: 0 every target succeeded, 3 some failed, 130 cancelled (as a shell reports Ctrl-C).
+# Exit codes: 0 every target succeeded, 3 some failed or stalled, 130 cancelled (as a shell reports Ctrl-C).
 EXIT_FAILED_TARGETS = 3
 EXIT_CANCELLED = 130
 
@@ -454,6 +454,24 @@ def _print_outcome(results: CampaignResults, folder: Path, wall_s: float) -> Non
     if any(t.status == "failed" for t in results.targets):
         console.print(_text(f"`pgarena resume {folder}` re-runs what failed"), highlight=False)
         raise typer.Exit(EXIT_FAILED_TARGETS)
+    stalls = stalled_runs(results)
+    for stall in stalls:
+        errors.print(_text(f"stalled: {stall}"), highlight=False)
+    if stalls:  # a run that measured an outage (a frozen server, a lock held) measured no capacity
+        raise typer.Exit(EXIT_FAILED_TARGETS)
+
+
+def stalled_runs(results: CampaignResults) -> list[str]:
+    """Each stalled point of a succeeded target, with what its worst run's incident said."""
+    return [
+        f"{t.name}: {p.workload} at {p.clients} clients: "
+        + ("; ".join(i.message for i in p.stability.incidents) or "no transactions for a while")
+        + " (not ranked)"
+        for t in results.targets
+        if t.status == "succeeded"
+        for p in target_metrics(t).points
+        if p.stalled
+    ]
 
 
 @app.command()

@@ -1,8 +1,11 @@
 """The CLI's ranking table: per-workload figures, never one averaged across unlike workloads."""
 
+import pytest
+import typer
+
 from pgarena.analysis.ranking import rank_targets
-from pgarena.cli import ranking_table
-from pgarena.model.results import CampaignResults, TargetResult, WorkloadResult
+from pgarena.cli import EXIT_FAILED_TARGETS, _print_outcome, ranking_table, stalled_runs
+from pgarena.model.results import CampaignResults, ProgressSample, TargetResult, WorkloadResult
 
 
 def run(name: str, tool: str, tps: float, **fields) -> WorkloadResult:
@@ -47,3 +50,19 @@ def test_an_unranked_target_has_a_dash_in_every_workload_column():
     )
     cells = {str(c.header): list(c.cells) for c in ranking_table(results(ok, failed)).columns}
     assert cells["tpcb tps"] == ["500.0", "-"]
+
+
+def test_a_stalled_run_makes_the_campaign_exit_3_naming_the_stall(tmp_path):
+    # Given a target whose run made no transaction for 6 s (a frozen server, a lock held) and a healthy one
+    frozen = [ProgressSample(elapsed_s=float(t), tps=tps) for t, tps in enumerate([500, 500, 0, 0, 0, 0, 0, 0, 500, 500], 1)]
+    steady = [ProgressSample(elapsed_s=float(t), tps=500.0) for t in range(1, 11)]
+    stalled = TargetResult(name="a", provider="p", status="succeeded", workloads=[run("tpcb", "pgbench", 200.0, progress=frozen)])
+    healthy = TargetResult(name="b", provider="p", status="succeeded", workloads=[run("tpcb", "pgbench", 500.0, progress=steady)])
+    done = results(stalled, healthy)
+    # Then the stall is named, and the run ends with exit code 3, not 0
+    (said,) = stalled_runs(done)
+    assert said.startswith("a: tpcb at 4 clients: ") and "(not ranked)" in said
+    with pytest.raises(typer.Exit) as ended:
+        _print_outcome(done, tmp_path, 1.0)
+    assert ended.value.exit_code == EXIT_FAILED_TARGETS == 3
+    assert stalled_runs(results(healthy)) == []
