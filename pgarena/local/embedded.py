@@ -47,6 +47,8 @@ class EmbeddedStartError(RuntimeError):
 # The server's own words from its log: its severity-tagged lines, without the text of any file it read
 # (a syntax error quotes the offending token: `near token "..."`).
 SERVER_MESSAGE = re.compile(r"\b(PANIC|FATAL|ERROR|LOG|DETAIL|HINT):\s+(.*)$")
+# What the postmaster prints before its logging is set up (a setting check failed): "postgres: <why>".
+EARLY_MESSAGE = re.compile(r"^postgres: (.+)$")
 QUOTED_TOKEN = re.compile(r',? near token ".*?"(?=$|,)')
 MESSAGE_LINES = 6
 
@@ -58,6 +60,8 @@ def server_message(log: str) -> str:
         match = SERVER_MESSAGE.search(line)
         if match and not match.group(2).startswith(("database system is shut down", "shutting down")):
             lines.append(f"{match.group(1)}: {QUOTED_TOKEN.sub('', match.group(2))}")
+        elif early := EARLY_MESSAGE.match(line):
+            lines.append(f"FATAL: {QUOTED_TOKEN.sub('', early.group(1))}")
     return " | ".join(lines[-MESSAGE_LINES:])
 
 

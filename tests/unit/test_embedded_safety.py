@@ -85,3 +85,14 @@ def test_a_start_failure_quotes_the_server_not_the_files_it_read():
     assert message == (
         'LOG: syntax error in file "/etc/passwd" line 1 | FATAL: configuration file "/tmp/data/postgresql.conf" contains errors'
     )
+
+
+def test_a_setting_the_postmaster_refuses_before_logging_is_quoted():
+    # Given max_connections 2 under the default 3 reserved slots: the postmaster says why and exits
+    log = (
+        'postgres: "superuser_reserved_connections" (3) plus "reserved_connections" (0) must be less than "max_connections" (2)\n'
+    )
+    # Then the start error quotes it, not "exit code 1"
+    assert server_message(log) == (
+        'FATAL: "superuser_reserved_connections" (3) plus "reserved_connections" (0) must be less than "max_connections" (2)'
+    )
