@@ -184,11 +184,15 @@ class EmbeddedProcess:
         return self.process.pid if self.process is not None and self.process.poll() is None else None
 
     def _own_dir(self) -> None:
-        """The server's folder (data, log, socket), 0700 and its user's; as root, that user is made here."""
+        """The server's folder (data, log, socket), 0700 and its user's, with whatever was placed in it before
+        the start (a TLS key and certificate); as root, that user is made here."""
         if os.geteuid() == 0:
             if self.given_bin_dir is None:
                 self.bin_dir = runtime_bin_dir(_bin_dir())
             self.user = create_server_user()
+        if self.user:
+            for placed in self.dir.rglob("*"):
+                os.chown(placed, self.user.uid, self.user.gid, follow_symlinks=False)
         self._own(self.dir, 0o700)
         if self.password_auth:
             os.environ[self.password_env] = self.password

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import datetime
 import os
-import pwd
 import subprocess
 from pathlib import Path
 
@@ -84,11 +83,7 @@ def tls_server():
         server_key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, key)
     )
     (folder / "server.key").chmod(0o600)  # PostgreSQL refuses a key others can read
-    folder.chmod(0o755)
-    if server.user:  # the server runs as its own user: it must own its key
-        entry = pwd.getpwnam(server.user)
-        for path in [folder, *folder.iterdir()]:
-            os.chown(path, entry.pw_uid, entry.pw_gid)
+    folder.chmod(0o755)  # as root, start() gives the folder and what is in it to the server's own user
     server.settings.update({"ssl_cert_file": str(folder / "server.crt"), "ssl_key_file": str(folder / "server.key")})
     endpoint = server.start()
     yield endpoint.model_copy(update={"host": "localhost", "sslmode": "verify-full"}), folder
