@@ -9,12 +9,12 @@ import tempfile
 import uuid
 from pathlib import Path
 
-import pg8000.dbapi
 import pytest
 
 from pgarena.local.embedded import EmbeddedProcess
 from pgarena.local.runtime import run_local
 from pgarena.planning.campaign import parse_campaign
+from pgarena.server.postgres import connect
 from pgarena.tools.binaries import embedded_bin_dir
 
 pytestmark = pytest.mark.integration
@@ -138,24 +138,17 @@ def servers():
 
 def test_the_benchmark_role_is_no_superuser_and_reaches_no_server_file(servers):
     (pg, endpoint), _ = servers
-    conn = pg8000.dbapi.connect(
-        host=endpoint.host,
-        port=endpoint.port,
-        user=endpoint.user,
-        database=endpoint.dbname,
-        password=os.environ[endpoint.password_env],
-    )
-    cursor = conn.cursor()
-    cursor.execute("select rolsuper, rolcreaterole, rolcreatedb from pg_roles where rolname = current_user")
-    assert cursor.fetchone() == [False, False, False]
-    cursor.execute(
-        "select r.rolname from pg_roles r where r.rolname = any(%s) and pg_has_role(current_user, r.oid, 'MEMBER')",
-        (list(SERVER_FILE_ROLES),),
-    )
-    assert not cursor.fetchall()
-    cursor.execute("select datdba::regrole::text from pg_database where datname = current_database()")
-    assert cursor.fetchone()[0] == endpoint.user
-    conn.close()
+    with connect(endpoint) as conn:  # as workers connect: the role and password the endpoint names
+        cursor = conn.cursor()
+        cursor.execute("select rolsuper, rolcreaterole, rolcreatedb from pg_roles where rolname = current_user")
+        assert cursor.fetchone() == [False, False, False]
+        cursor.execute(
+            "select r.rolname from pg_roles r where r.rolname = any(%s) and pg_has_role(current_user, r.oid, 'MEMBER')",
+            (list(SERVER_FILE_ROLES),),
+        )
+        assert not cursor.fetchall()
+        cursor.execute("select datdba::regrole::text from pg_database where datname = current_database()")
+        assert cursor.fetchone()[0] == endpoint.user
     # and the superuser's password is nowhere in the environment workers inherit
     assert pg.admin_password not in os.environ.values()
 
