@@ -14,8 +14,10 @@ from rich.table import Table
 from rich.text import Text
 
 from pgarena.analysis.compare import DEFAULT_THRESHOLD, ResultsError, compare_campaigns, load_results
+from pgarena.analysis.footing import describe
 from pgarena.analysis.headline import headline
 from pgarena.analysis.metrics import target_metrics
+from pgarena.analysis.ranking import unranked_reasons
 from pgarena.model import matrix_reference
 from pgarena.model.comparison import Comparison
 from pgarena.model.matrix import Campaign, json_schema
@@ -169,7 +171,7 @@ def ranking_table(results: CampaignResults) -> Table:
     workloads = list(dict.fromkeys(w.name for t in results.targets for w in t.workloads))
     searched = list(dict.fromkeys(w.name for t in results.targets for w in t.workloads if w.slo is not None))
     figures = [f"{name} tps" for name in workloads] + [f"{name} tps at SLO" for name in searched]
-    for column in ("rank", "target", "provider", "status", "score", *figures, "error"):
+    for column in ("rank", "target", "provider", "site · RTT · workers", "status", "score", *figures, "error"):
         table.add_column(_text(column))  # a results.json read back may name anything
     providers = {t.name: t for t in results.targets}
     for entry in results.ranking:
@@ -179,6 +181,7 @@ def ranking_table(results: CampaignResults) -> Table:
             f"{entry.rank}{'=' if entry.tied_with else ''}",
             _text(entry.target),
             _text(target.provider),
+            _text(describe(target)),
             target.status,
             f"{entry.score:.3f}",
             *(f"{tps[name]:,.1f}" if name in tps else "-" for name in workloads),
@@ -186,13 +189,15 @@ def ranking_table(results: CampaignResults) -> Table:
             "",
         )
     ranked = {r.target for r in results.ranking}
+    unranked = unranked_reasons(results.targets, results.ranking)
     for target in results.targets:
         if target.name not in ranked:
-            error = f"{target.error.kind}: {target.error.message}" if target.error else ""
+            error = f"{target.error.kind}: {target.error.message}" if target.error else unranked.get(target.name, "")
             table.add_row(
                 "-",
                 _text(target.name),
                 _text(target.provider),
+                _text(describe(target)),
                 target.status,
                 "-",
                 *("-" for _ in figures),
@@ -433,7 +438,7 @@ EXIT_CANCELLED = 130
 
 def print_verdict(results: CampaignResults) -> None:
     """The stored verdict: the headline its pairwise comparisons support, and the points too noisy to trust small differences."""
-    said = headline(results.ranking, results.comparisons)
+    said = headline(results.ranking, results.comparisons, results.footing)
     if said:
         console.print(_text(f"verdict: {said}"), highlight=False)
     for warning in results.noise:

@@ -10,6 +10,7 @@ from typing import TypedDict
 
 from pgarena.analysis.catch_up import replication_result
 from pgarena.analysis.consolidation import consolidation_tables
+from pgarena.analysis.footing import site, worker_size
 from pgarena.analysis.merge import NoCommonWindow, merge
 from pgarena.analysis.metrics import campaign_statistics, target_metrics, with_points
 from pgarena.analysis.ranking import rank
@@ -321,6 +322,7 @@ def _target_result(  # noqa: PLR0913  # a target's plan, outcome, summaries, ser
             target_error = target_error.model_copy(update={"raw": evidence})
     if target_error is None and errors:
         target_error = errors[0]
+    workers = [s.worker for s in summaries.values() if s.target == planned.name]
     return TargetResult(
         name=planned.name,
         provider=planned.provider,
@@ -328,7 +330,9 @@ def _target_result(  # noqa: PLR0913  # a target's plan, outcome, summaries, ser
         error=target_error,
         server=outcome.server if outcome else None,
         hourly_cost_usd=planned.hourly_cost_usd,
-        rtt_ms=median_rtt_ms([s.worker for s in summaries.values() if s.target == planned.name]),
+        rtt_ms=median_rtt_ms(workers),
+        site=site(planned.placement, workers),
+        worker_size=worker_size(workers),
         harness=total_cost([s.harness for s in summaries.values() if s.target == planned.name]),
         loads=loads,
         workloads=workloads,
@@ -365,6 +369,7 @@ def aggregate(  # noqa: PLR0913  # everything a campaign left behind, in separat
         ranking=ranked.entries,
         comparisons=ranked.comparisons,
         noise=ranked.noise,
+        footing=ranked.footing,
         scenarios=scenarios(plan, targets, campaign_id=plan.campaign_id),
         statistics=campaign_statistics(targets, plan.repetitions),
         run_order=plan.run_order,

@@ -2,12 +2,13 @@
 
 Each group of tied targets says why it ties, and each step down the ranking says what separates the
 group above from the one below, in the user's units: "tuned ranks first: 2.01x the tps [1.80, 2.24]
-and p95 latency 49% lower [45%, 53%] than durable at 4 clients."
+and p95 latency 49% lower [45%, 53%] than durable at 4 clients." Targets not on equal footing
+(pgarena.analysis.footing) end it: the ones left out and why, or, ranked anyway, the caveat.
 """
 
 from __future__ import annotations
 
-from pgarena.model.pairwise import PairComparison
+from pgarena.model.pairwise import FootingProblem, PairComparison
 from pgarena.model.results import RankEntry
 
 
@@ -42,10 +43,28 @@ def _without_comparisons(ranking: list[RankEntry]) -> str:
     return f"{lead}{f'; then {rest}' if rest else ''} (this results.json stores no pairwise comparisons: scores alone)."
 
 
-def headline(ranking: list[RankEntry], comparisons: list[PairComparison]) -> str:
-    """What the ranking says and why; '' when nothing is ranked."""
+def footing_notes(ranking: list[RankEntry], comparisons: list[PairComparison], footing: list[FootingProblem]) -> list[str]:
+    """A sentence per pair not on equal footing: a caveat where they were ranked together anyway, else
+    why one of them was left out and what to change."""
+    ranked = {e.target for e in ranking}
+    caveats = [p.unequal_footing for p in comparisons if p.unequal_footing]
+    notes = [f"Caveat: ranked together on unequal footing (ranking.allow_unequal_footing): {c}." for c in caveats]
+    for problem in footing:
+        left_out = [n for n in (problem.a, problem.b) if n not in ranked]
+        if len(left_out) == 1:
+            notes.append(f"{left_out[0]} is not ranked: {problem.message}; to compare them, {problem.fix}.")
+    return notes
+
+
+def headline(ranking: list[RankEntry], comparisons: list[PairComparison], footing: list[FootingProblem] | None = None) -> str:
+    """What the ranking says and why, then what was not on equal footing; '' when nothing is ranked."""
     if not ranking:
         return ""
+    notes = footing_notes(ranking, comparisons, footing or [])
+    return " ".join([_verdict(ranking, comparisons), *notes])
+
+
+def _verdict(ranking: list[RankEntry], comparisons: list[PairComparison]) -> str:
     if len(ranking) == 1:
         return f"{ranking[0].target} is the only ranked target."
     if not comparisons:

@@ -26,6 +26,11 @@ correction) or their significant differences point both ways and cancel within t
 interval of their composite difference; with fewer runs there is no interval, and targets are ranked
 by the means, tying within the tie tolerance. A group of ties is the targets tied with its leader, so
 a chain of small differences never makes the first and the last equal.
+
+Targets are ranked together only on equal footing (pgarena.analysis.footing: round trips within 1 ms
+or 2x, workers of one size): otherwise the largest group on equal footing is ranked and the others are
+left out, each told why and what to change, unless the matrix sets ranking.allow_unequal_footing, which
+ranks them all and marks each pair not on equal footing in its comparison (and so in the verdict).
 """
 
 from __future__ import annotations
@@ -35,13 +40,14 @@ from dataclasses import dataclass, field
 from statistics import fmean
 
 from pgarena.analysis.comparisons import compare_pair, latency_field, metric_tied, samples
+from pgarena.analysis.footing import comparable_group, footing_problem, footing_problems
 from pgarena.analysis.intervals import SINGLE_RUN_NOTE
 from pgarena.analysis.metrics import point_runs, target_metrics
 from pgarena.analysis.noise import noise_warnings
 from pgarena.analysis.significance import MIN_RUNS
 from pgarena.model.matrix import RankingConfig, RankingMetric
 from pgarena.model.metrics import PointMetrics
-from pgarena.model.pairwise import NoiseWarning, PairComparison
+from pgarena.model.pairwise import FootingProblem, NoiseWarning, PairComparison
 from pgarena.model.results import RankEntry, TargetResult
 
 METRICS: tuple[RankingMetric, ...] = ("throughput", "latency", "stability", "cost", "sustainable", "slo_tps")
@@ -237,6 +243,7 @@ class Ranked:
     entries: list[RankEntry] = field(default_factory=list)
     comparisons: list[PairComparison] = field(default_factory=list)
     noise: list[NoiseWarning] = field(default_factory=list)
+    footing: list[FootingProblem] = field(default_factory=list)
 
 
 def _pairs(  # noqa: PLR0913  # the ranking's pieces the comparisons need
@@ -265,6 +272,18 @@ def _pairs(  # noqa: PLR0913  # the ranking's pieces the comparisons need
     }
 
 
+def _on_equal_footing(
+    candidates: dict[str, dict[Key, PointMetrics]], by_name: dict[str, TargetResult], allowed: bool
+) -> tuple[dict[str, dict[Key, PointMetrics]], list[FootingProblem]]:
+    """The candidates to rank (the largest group on equal footing, unless unequal footing is allowed) and every
+    pair of candidates not on equal footing."""
+    footing = footing_problems([by_name[name] for name in candidates])
+    if footing and not allowed:
+        group = set(comparable_group([by_name[name] for name in candidates]))
+        candidates = {name: points for name, points in candidates.items() if name in group}
+    return candidates, footing
+
+
 def rank(targets: list[TargetResult], config: RankingConfig | None = None) -> Ranked:
     """Rank succeeded targets by a weighted composite of per-metric scores; ties per their pairwise comparisons."""
     config = config or RankingConfig()
@@ -280,13 +299,15 @@ def rank(targets: list[TargetResult], config: RankingConfig | None = None) -> Ra
         complete = {p.key: p for p in points if p.complete}
         if complete:
             candidates[target.name] = complete
+    by_name = {t.name: t for t in targets}
+    candidates, footing = _on_equal_footing(candidates, by_name, config.allow_unequal_footing)
     keys = _common_points(candidates)
     if not keys and len(candidates) > 1:
         # Clamps on different points left nothing in common: rank the targets that ran in full.
         candidates = {name: points for name, points in candidates.items() if not flags[name]}
         keys = _common_points(candidates)
     if not keys:
-        return Ranked()
+        return Ranked(footing=footing)
     candidates = {name: {k: points[k] for k in keys} for name, points in candidates.items()}
 
     scores = metric_scores(candidates, keys)
@@ -297,8 +318,7 @@ def rank(targets: list[TargetResult], config: RankingConfig | None = None) -> Ra
     total = sum(weights[m] for m in used)
     composite = {n: sum(weights[m] * scores[m][n] for m in used) / total for n in candidates}
     runs = min(p.runs for points in candidates.values() for p in points.values())
-    by_name = {t.name: t for t in targets}
-    pairs = _pairs(by_name, candidates, keys, used, weights, composite, runs, config.tie_tolerance)
+    pairs = _with_footing(_pairs(by_name, candidates, keys, used, weights, composite, runs, config.tie_tolerance), footing)
 
     def pair(x: str, y: str) -> PairComparison:
         return pairs[(x, y)] if (x, y) in pairs else pairs[(y, x)]
@@ -328,7 +348,20 @@ def rank(targets: list[TargetResult], config: RankingConfig | None = None) -> Ra
     ]
     single_workload = len({k[0] for k in keys}) == 1
     noise = noise_warnings((p for points in candidates.values() for p in points.values()), single_workload)
-    return Ranked(entries, list(pairs.values()), noise)
+    return Ranked(entries, list(pairs.values()), noise, footing)
+
+
+def _with_footing(
+    pairs: dict[tuple[str, str], PairComparison], footing: list[FootingProblem]
+) -> dict[tuple[str, str], PairComparison]:
+    """Each ranked pair not on equal footing (ranked together only when the matrix allows it) says why."""
+    problems = {frozenset((p.a, p.b)): p for p in footing}
+    return {
+        key: pair.model_copy(update={"unequal_footing": problem.message})
+        if (problem := problems.get(frozenset(key))) is not None
+        else pair
+        for key, pair in pairs.items()
+    }
 
 
 def rank_targets(targets: list[TargetResult], config: RankingConfig | None = None) -> list[RankEntry]:
@@ -339,11 +372,15 @@ def rank_targets(targets: list[TargetResult], config: RankingConfig | None = Non
 def unranked_reasons(targets: list[TargetResult], ranking: list[RankEntry]) -> dict[str, str]:
     """Why each target missing from the ranking is missing."""
     ranked = {entry.target for entry in ranking}
+    ranked_targets = [t for t in targets if t.name in ranked]
     reasons = {}
     for target in targets:
         if target.name in ranked:
             continue
-        if target.status != "succeeded":
+        unequal = [p for other in ranked_targets if (p := footing_problem(other, target)) is not None]
+        if target.status == "succeeded" and unequal:
+            reasons[target.name] = f"not ranked: {'; '.join(p.message for p in unequal)}; to compare them, {unequal[0].fix}"
+        elif target.status != "succeeded":
             reasons[target.name] = f"failed: {target.error.kind}: {target.error.message}" if target.error else "failed"
         else:
             flags = _flags(target_metrics(target).points)

@@ -157,6 +157,7 @@ def combine(
         ranking=ranked.entries,
         comparisons=ranked.comparisons,
         noise=ranked.noise,
+        footing=ranked.footing,
         resumed_from=[*original.resumed_from, original.campaign_id, *(r.campaign_id for _, r in reruns)],
         statistics=campaign_statistics(targets, matrix.repetitions),
         run_order=original.run_order,  # the re-runs' own orders are in their results.json

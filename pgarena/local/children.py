@@ -28,8 +28,8 @@ log = logging.getLogger(__name__)
 
 CHILDREN_FILE = "children.jsonl"
 # How each kind of child is stopped: a worker with its process group (the tool it runs), a postmaster
-# by immediate shutdown (it takes its backends down itself).
-STOP_SIGNAL = {"worker": signal.SIGKILL, "postmaster": signal.SIGQUIT}
+# by immediate shutdown (it takes its backends down itself), a delay proxy (pgarena.local.delay_proxy) at once.
+STOP_SIGNAL = {"worker": signal.SIGKILL, "postmaster": signal.SIGQUIT, "proxy": signal.SIGKILL}
 DOCKER_RM_TIMEOUT_S = 60
 
 

@@ -37,6 +37,7 @@ from pgarena.campaign.finalize import store_writer
 from pgarena.local import assets, containers, limits, signing
 from pgarena.local import iam as local_iam
 from pgarena.local.children import Children, reap
+from pgarena.local.delay_proxy import DelayProxy
 from pgarena.local.embedded import PASSWORD_ENV_PREFIX, EmbeddedProcess, EmbeddedStandby, EmbeddedStartError, with_replication
 from pgarena.local.endpoints import ACCOUNT, FUNCTIONS, REGION, EcsEndpoint, LambdaEndpoint, function_arn, load_handlers
 from pgarena.local.interpreter import as_aws
@@ -145,9 +146,10 @@ def _with_embedded_endpoints(
     campaign: Campaign,
     stack: ExitStack,
     servers_root: Path | None,
-    record: Callable[[EmbeddedProcess], None] = lambda server: None,
+    record: Callable[[str, int | None], None] = lambda what, pid: None,
 ) -> tuple[Campaign | None, dict[str, ErrorInfo]]:
-    """Start each embedded target's server and point the target at it. A server that will not start is
+    """Start each embedded target's server and point the target at it: at a delay proxy in front of it when
+    the target asks for network_delay_ms (a far server), stopped with it. A server that will not start is
     its target's failure: the target is left out of the execution and its error returned, by name (None
     for the campaign when no target is left)."""
     targets: list[Target] = []
@@ -163,13 +165,18 @@ def _with_embedded_endpoints(
         stack.callback(server.stop)
         try:
             endpoint = server.start()
-            record(server)
+            record("postmaster", server.pid)
+            if embedded.network_delay_ms > 0:
+                proxy = DelayProxy(endpoint.host, endpoint.port, embedded.network_delay_ms)
+                stack.callback(proxy.stop)
+                endpoint = endpoint.model_copy(update={"port": proxy.start()})
+                record("proxy", proxy.pid)
             replicas = list(target.replicas)
             for i in range(1, embedded.replicas + 1):
                 standby = EmbeddedStandby(f"{target.name}-standby{i}", server, embedded.replica_settings, root=servers_root)
                 stack.callback(standby.stop)  # before the primary's: the callbacks run last in, first out
                 replicas.append(Replica(name=f"standby{i}", kind="physical", endpoint=standby.start()))
-                record(standby)
+                record("postmaster", standby.pid)
         except EmbeddedStartError as failure:
             unstarted[target.name] = ErrorInfo(kind=failure.kind, message=str(failure))
             continue
@@ -427,9 +434,9 @@ class LocalRuntime:
         results_dir = self.out_dir / campaign_id
         results_dir.mkdir(parents=True, exist_ok=True)  # first: each server started is recorded there
 
-        def record(server: EmbeddedProcess) -> None:
-            if server.pid is not None:
-                self.children.add(campaign_id, "postmaster", server.pid)
+        def record(what: str, pid: int | None) -> None:
+            if pid is not None:
+                self.children.add(campaign_id, what, pid)
 
         resolved, unstarted = _with_embedded_endpoints(campaign, self.stack, self.servers_root, record)
         if resolved is not None:  # a worker's environment holds none of this process's variables

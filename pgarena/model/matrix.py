@@ -140,6 +140,13 @@ class EmbeddedServer(Strict):
     replica_settings: dict[str, str | int | float | bool] = Field(
         default_factory=dict, description='the standbys\' postgresql.conf settings, e.g. {"recovery_min_apply_delay": "1s"}'
     )
+    network_delay_ms: float = Field(
+        0,
+        ge=0,
+        le=500,
+        description="a far server: workers reach it through a local TCP proxy that delays every byte this long "
+        "each way (0: directly)",
+    )
 
     @field_validator("settings", "replica_settings")
     @classmethod
@@ -276,6 +283,11 @@ class RankingConfig(Strict):
         ge=0,
         le=1,
         description="with fewer than 3 runs per point (no interval): composite scores closer than this relative difference tie",
+    )
+    allow_unequal_footing: bool = Field(
+        False,
+        description="rank targets together whose median round trips differ by more than 1 ms and 2x, or whose workers "
+        "differ in size; the verdict then says so (docs/guide/05-deploy.md, 'Equal footing')",
     )
 
     @field_validator("weights")

@@ -66,6 +66,22 @@ class PairComparison(BaseModel):
         None, description="a's pairwise composite minus b's, when significant differences point both ways"
     )
     composite_ci95: tuple[float, float] | None = Field(None, description="its 95% bootstrap interval (fixed seed)")
+    unequal_footing: str | None = Field(
+        None, description="ranked together although not on equal footing (ranking.allow_unequal_footing): why"
+    )
+
+
+class FootingProblem(BaseModel):
+    """Two measured targets whose load generators did not stand alike (pgarena.analysis.footing)."""
+
+    a: str
+    b: str
+    reasons: list[str] = Field(description="what differs: the median round trips, the workers' sizes")
+    fix: str = Field(description="what to change so that they can be ranked together")
+
+    @property
+    def message(self) -> str:
+        return f"{self.a} and {self.b} are not on equal footing: {'; '.join(self.reasons)}"
 
 
 class NoiseWarning(BaseModel):

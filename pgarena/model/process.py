@@ -20,7 +20,7 @@ class ChildRecord(BaseModel):
     """A process the local runtime started for a campaign (a line of the folder's children.jsonl): what a
     later run or resume kills if the coordinator that started it died without stopping it."""
 
-    what: Literal["worker", "postmaster"]
+    what: Literal["worker", "postmaster", "proxy"]
     campaign_id: str
     process: ProcessIdentity
     coordinator: ProcessIdentity

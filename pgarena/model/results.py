@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pgarena.model.budget import Budget, ConnectionFacts
 from pgarena.model.errors import ErrorInfo
 from pgarena.model.monitor import ConnectionReport, Incident
-from pgarena.model.pairwise import NoiseWarning, PairComparison
+from pgarena.model.pairwise import FootingProblem, NoiseWarning, PairComparison
 from pgarena.model.replication import ReplicationResult
 from pgarena.model.slo import SloSearch
 
@@ -302,6 +302,14 @@ class LoadResult(BaseModel):
     error: ErrorInfo | None = None
 
 
+class WorkerSize(BaseModel):
+    """A target's load generator, as its workers measured it: what equal footing compares (pgarena.analysis.footing)."""
+
+    vcpu: float | None = Field(None, description="the task's vCPU limit, else the worker's CPU quota or CPU count")
+    memory_mib: int | None = Field(None, description="the task's memory limit, else the container's or the machine's")
+    cpu_model: str | None = Field(None, description="shown, not compared: Fargate does not let a task choose it")
+
+
 class TargetResult(BaseModel):
     name: str
     provider: str
@@ -310,6 +318,8 @@ class TargetResult(BaseModel):
     server: ServerInfo | None = None
     hourly_cost_usd: float | None = None
     rtt_ms: float | None = Field(None, description="median of the workers' median round trips to the database")
+    site: str | None = Field(None, description="where its workers ran: an AWS region, or 'local' (this machine)")
+    worker_size: WorkerSize | None = Field(None, description="its workers' size (the most common, when they differ)")
     harness: HarnessCost | None = Field(None, description="what its workers cost apart from the tools, every step summed")
     loads: list[LoadResult] = Field(default_factory=list)
     workloads: list[WorkloadResult] = Field(default_factory=list)
@@ -463,6 +473,11 @@ class CampaignResults(BaseModel):
         default_factory=list, description="every pair of ranked targets compared metric by metric: the verdict's basis"
     )
     noise: list[NoiseWarning] = Field(default_factory=list, description="ranked points whose runs were noisy")
+    footing: list[FootingProblem] = Field(
+        default_factory=list,
+        description="pairs of measured targets not on equal footing (round trip or worker size): not ranked together "
+        "unless ranking.allow_unequal_footing",
+    )
     cost: CampaignCost | None = None
     status: Literal["completed", "cancelled", "failed"] = Field(
         "completed",

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from pgarena.analysis.effects import effect
+from pgarena.analysis.footing import describe
 from pgarena.analysis.headline import headline, names
 from pgarena.analysis.intervals import METHOD, SINGLE_RUN_NOTE
 from pgarena.analysis.metrics import campaign_metrics, nominal_clients
@@ -32,6 +33,7 @@ class RankRow:
     tied_with: list[str] = field(default_factory=list)
     flags: list[str] = field(default_factory=list)
     reason: str = ""
+    footing: str = ""  # site, round trip and worker size (pgarena.analysis.footing.describe)
 
 
 @dataclass
@@ -123,7 +125,7 @@ def verdict(results: CampaignResults, rows: list[RankRow], single: bool = False)
     if not ranked:
         parts.append("No target could be ranked: none has a complete measurement to compare.")
     else:
-        parts.append(headline(results.ranking, results.comparisons))
+        parts.append(headline(results.ranking, results.comparisons, results.footing))
         if single:
             parts.append(f"{SINGLE_RUN_NOTE[0].upper()}{SINGLE_RUN_NOTE[1:]}: run repetitions >= 3 to measure the noise.")
     if failed:
@@ -133,7 +135,8 @@ def verdict(results: CampaignResults, rows: list[RankRow], single: bool = False)
             + "."
         )
     unranked = [r for r in rows if r.rank is None and r.status == "succeeded"]
-    if unranked:
+    unranked = [r for r in unranked if r.target not in {n for p in results.footing for n in (p.a, p.b)}]
+    if unranked:  # those left out for their footing, the headline named
         parts.append(f"Not ranked for lack of a comparable complete run: {names([r.target for r in unranked])}.")
     return " ".join(parts)
 
@@ -184,13 +187,14 @@ def build_report(results: CampaignResults) -> Report:
             metric_ranks=e.metric_ranks,
             tied_with=e.tied_with,
             flags=e.flags,
+            footing=describe(providers[e.target]),
         )
         for e in results.ranking
         if e.target in providers
     ]
     for name, reason in unranked_reasons(results.targets, results.ranking).items():
         target = providers[name]
-        rows.append(RankRow(target=name, provider=target.provider, status=target.status, reason=reason))
+        rows.append(RankRow(target=name, provider=target.provider, status=target.status, reason=reason, footing=describe(target)))
     keys: list[Key] = []
     points: dict[Key, list[PointMetrics]] = {}
     for t in targets:
