@@ -46,15 +46,15 @@ def worker_size(workers: Sequence[WorkerFacts | None]) -> WorkerSize | None:
     return WorkerSize.model_validate_json(counts.most_common(1)[0][0])
 
 
-def site(placement: Placement | None, workers: Sequence[WorkerFacts | None]) -> str:
+def site(placement: Placement | None, workers: Sequence[WorkerFacts | None]) -> str | None:
     """Where a target's workers ran: its placement's region, else the region of the task's availability
-    zone (ECS), else this machine (the local runtime reports no task)."""
+    zone (ECS), else this machine (the local runtime reports no task); None when no worker reported."""
     if placement is not None and placement.region:
         return placement.region
     zones = [w.task.availability_zone for w in workers if w is not None and w.task and w.task.availability_zone]
     if zones:
         return Counter(zones).most_common(1)[0][0].rstrip("abcdefghijklmnopqrstuvwxyz")
-    return LOCAL_SITE
+    return LOCAL_SITE if any(w is not None for w in workers) else None
 
 
 def describe_size(size: WorkerSize | None) -> str:
@@ -66,7 +66,10 @@ def describe_size(size: WorkerSize | None) -> str:
 
 
 def describe(target: TargetResult) -> str:
-    """Site, round trip and worker size, as the report and the CLI print them beside a target."""
+    """Site, round trip and worker size, as the report and the CLI print them beside a target ('-' when
+    no worker measured anything: a target that failed first, a results.json from before they were kept)."""
+    if target.site is None and target.rtt_ms is None and target.worker_size is None:
+        return "-"
     rtt = f"{target.rtt_ms:.2f} ms" if target.rtt_ms is not None else "RTT ?"
     return f"{target.site or '?'} · {rtt} · {describe_size(target.worker_size)}"
 

@@ -1,13 +1,19 @@
 """The delay proxy (pgarena.local.delay_proxy): bytes pass unchanged both ways, each way later by its delay."""
 
+import signal
 import socket
 import socketserver
+import subprocess
+import sys
 import threading
 import time
 
 import pytest
 
+from pgarena.local.children import CHILDREN_FILE, reap
 from pgarena.local.delay_proxy import DelayProxy
+from pgarena.model.process import ChildRecord, ProcessIdentity
+from pgarena.tools.processes import identity, me, program
 
 DELAY_MS = 20.0
 TIMEOUT_S = 30
@@ -80,3 +86,53 @@ def test_stop_ends_the_proxy(echo_port):
     assert proxy.process is not None and proxy.process.poll() is not None
     with pytest.raises(ConnectionRefusedError):
         socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT_S)
+
+
+def _gone(pid: int, timeout_s: float = 60) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if identity(pid) is None:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+COORDINATOR = """
+import sys, time
+from pgarena.local.delay_proxy import DelayProxy
+proxy = DelayProxy("127.0.0.1", int(sys.argv[1]), 5)
+proxy.start()
+print(proxy.pid, flush=True)
+time.sleep(600)
+"""
+
+
+def test_the_proxy_dies_with_its_coordinator(echo_port):
+    # Given a coordinator that started a proxy
+    coordinator = subprocess.Popen([sys.executable, "-c", COORDINATOR, str(echo_port)], stdout=subprocess.PIPE, text=True)
+    proxy_pid = int(coordinator.stdout.readline())
+    assert identity(proxy_pid) is not None
+    # When the coordinator is killed outright
+    coordinator.kill()
+    coordinator.wait()
+    # Then the proxy ends too (the parent-death signal)
+    assert _gone(proxy_pid)
+
+
+def test_a_proxy_left_by_a_dead_coordinator_is_reaped(tmp_path, echo_port):
+    # Given a campaign folder recording a running proxy whose coordinator is gone
+    proxy = DelayProxy("127.0.0.1", echo_port, DELAY_MS)
+    proxy.start()
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    dead = ProcessIdentity(pid=gone.pid, host=me().host, started="boot:1")
+    record = ChildRecord(
+        what="proxy", campaign_id="crashed", process=identity(proxy.pid), coordinator=dead, program=program(proxy.pid)
+    )
+    (tmp_path / "crashed").mkdir()
+    (tmp_path / "crashed" / CHILDREN_FILE).write_text(record.model_dump_json() + "\n")
+    # When the next run reaps
+    messages = reap(tmp_path)
+    # Then the proxy is stopped, and said to be
+    assert proxy.process.wait(timeout=60) == -signal.SIGKILL
+    assert any(f"stopped proxy pid {proxy.pid}" in m for m in messages)

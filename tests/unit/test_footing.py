@@ -3,8 +3,10 @@
 from pgarena.analysis.footing import comparable_group, describe, footing_problem, site, worker_size
 from pgarena.analysis.headline import headline
 from pgarena.analysis.ranking import rank, unranked_reasons
+from pgarena.cli import ranking_table
 from pgarena.model.matrix import Placement, RankingConfig
-from pgarena.model.results import EcsTask, TargetResult, WorkerFacts, WorkerSize, WorkloadResult
+from pgarena.model.results import CampaignResults, EcsTask, TargetResult, WorkerFacts, WorkerSize, WorkloadResult
+from pgarena.report.view import build_report
 
 SMALL = WorkerSize(vcpu=2, memory_mib=4096, cpu_model="Intel Xeon")
 LARGE = WorkerSize(vcpu=4, memory_mib=8192, cpu_model="Intel Xeon")
@@ -61,6 +63,7 @@ def test_site_is_the_placement_region_else_the_tasks_region_else_local():
     assert site(Placement(region="us-west-2"), [in_az]) == "us-west-2"
     assert site(None, [in_az]) == "eu-west-1"
     assert site(None, [WorkerFacts()]) == "local"
+    assert site(None, []) is None  # no worker reported: nothing to say
 
 
 def test_the_largest_group_on_equal_footing_nearest_first():
@@ -101,3 +104,38 @@ def test_equal_footing_changes_nothing():
 
 def test_describe_shows_site_round_trip_and_size():
     assert describe(target("a", rtt=0.123)) == "local · 0.12 ms · 2 vCPU, 4.0 GiB, Intel Xeon"
+
+
+def test_describe_says_nothing_for_a_target_no_worker_measured():
+    assert describe(TargetResult(name="down", provider="p", status="failed")) == "-"
+
+
+def _results(targets):
+    ranked = rank(targets, THROUGHPUT)
+    return CampaignResults(
+        campaign_id="c",
+        campaign="c",
+        started_at="2026-01-01T00:00:00+00:00",
+        finished_at="2026-01-01T00:01:00+00:00",
+        targets=targets,
+        ranking=ranked.entries,
+        comparisons=ranked.comparisons,
+        footing=ranked.footing,
+    )
+
+
+def test_the_cli_and_the_report_show_site_rtt_and_workers_beside_each_target():
+    # Given a near target ranked and a far one left out for its round trip
+    results = _results([target("near", rtt=0.2), target("far", tps=300.0, rtt=4.4, site_="eu-west-1")])
+    # When the CLI's table and the report are built
+    cells = {str(c.header): [str(cell) for cell in c.cells] for c in ranking_table(results).columns}
+    report = build_report(results)
+    # Then each target's footing is beside it, and the far one's row says why it is not ranked
+    assert cells["site · RTT · workers"] == [
+        "local · 0.20 ms · 2 vCPU, 4.0 GiB, Intel Xeon",
+        "eu-west-1 · 4.40 ms · 2 vCPU, 4.0 GiB, Intel Xeon",
+    ]
+    assert "not on equal footing" in cells["error"][1]
+    rows = {r.target: r for r in report.rows}
+    assert rows["far"].footing.startswith("eu-west-1 · 4.40 ms") and "not on equal footing" in rows["far"].reason
+    assert "far is not ranked" in report.verdict and "lack of a comparable complete run" not in report.verdict
