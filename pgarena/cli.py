@@ -189,7 +189,7 @@ def ranking_table(results: CampaignResults) -> Table:
             "",
         )
     ranked = {r.target for r in results.ranking}
-    unranked = unranked_reasons(results.targets, results.ranking)
+    unranked = unranked_reasons(results.targets, results.ranking, results.footing)
     for target in results.targets:
         if target.name not in ranked:
             error = f"{target.error.kind}: {target.error.message}" if target.error else unranked.get(target.name, "")

@@ -51,7 +51,7 @@ def footing_notes(ranking: list[RankEntry], comparisons: list[PairComparison], f
     notes = [f"Caveat: ranked together on unequal footing (ranking.allow_unequal_footing): {c}." for c in caveats]
     for problem in footing:
         left_out = [n for n in (problem.a, problem.b) if n not in ranked]
-        if len(left_out) == 1:
+        if len(left_out) == 1 and not problem.ranked_anyway:
             notes.append(f"{left_out[0]} is not ranked: {problem.message}; to compare them, {problem.fix}.")
     return notes
 

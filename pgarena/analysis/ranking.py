@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from statistics import fmean
 
 from pgarena.analysis.comparisons import compare_pair, latency_field, metric_tied, samples
-from pgarena.analysis.footing import comparable_group, footing_problem, footing_problems
+from pgarena.analysis.footing import comparable_group, footing_problems
 from pgarena.analysis.intervals import SINGLE_RUN_NOTE
 from pgarena.analysis.metrics import point_runs, target_metrics
 from pgarena.analysis.noise import noise_warnings
@@ -277,7 +277,7 @@ def _on_equal_footing(
 ) -> tuple[dict[str, dict[Key, PointMetrics]], list[FootingProblem]]:
     """The candidates to rank (the largest group on equal footing, unless unequal footing is allowed) and every
     pair of candidates not on equal footing."""
-    footing = footing_problems([by_name[name] for name in candidates])
+    footing = [p.model_copy(update={"ranked_anyway": allowed}) for p in footing_problems([by_name[n] for n in candidates])]
     if footing and not allowed:
         group = set(comparable_group([by_name[name] for name in candidates]))
         candidates = {name: points for name, points in candidates.items() if name in group}
@@ -369,15 +369,18 @@ def rank_targets(targets: list[TargetResult], config: RankingConfig | None = Non
     return rank(targets, config).entries
 
 
-def unranked_reasons(targets: list[TargetResult], ranking: list[RankEntry]) -> dict[str, str]:
-    """Why each target missing from the ranking is missing."""
+def unranked_reasons(
+    targets: list[TargetResult], ranking: list[RankEntry], footing: list[FootingProblem] | None = None
+) -> dict[str, str]:
+    """Why each target missing from the ranking is missing (`footing`: the ranking's, CampaignResults.footing)."""
     ranked = {entry.target for entry in ranking}
-    ranked_targets = [t for t in targets if t.name in ranked]
     reasons = {}
     for target in targets:
         if target.name in ranked:
             continue
-        unequal = [p for other in ranked_targets if (p := footing_problem(other, target)) is not None]
+        unequal = [
+            p for p in footing or [] if not p.ranked_anyway and target.name in (p.a, p.b) and {p.a, p.b} - {target.name} <= ranked
+        ]
         if target.status == "succeeded" and unequal:
             reasons[target.name] = f"not ranked: {'; '.join(p.message for p in unequal)}; to compare them, {unequal[0].fix}"
         elif target.status != "succeeded":

@@ -78,6 +78,7 @@ class FootingProblem(BaseModel):
     b: str
     reasons: list[str] = Field(description="what differs: the median round trips, the workers' sizes")
     fix: str = Field(description="what to change so that they can be ranked together")
+    ranked_anyway: bool = Field(False, description="ranking.allow_unequal_footing was set: ranked together, with the caveat")
 
     @property
     def message(self) -> str:

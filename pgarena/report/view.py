@@ -192,7 +192,7 @@ def build_report(results: CampaignResults) -> Report:
         for e in results.ranking
         if e.target in providers
     ]
-    for name, reason in unranked_reasons(results.targets, results.ranking).items():
+    for name, reason in unranked_reasons(results.targets, results.ranking, results.footing).items():
         target = providers[name]
         rows.append(RankRow(target=name, provider=target.provider, status=target.status, reason=reason, footing=describe(target)))
     keys: list[Key] = []

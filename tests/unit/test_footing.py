@@ -79,7 +79,7 @@ def test_unequal_footing_is_not_ranked_and_says_why_and_what_to_change():
     # Then only the near one is ranked, and the far one is named with the gap and the fix
     assert [e.target for e in ranked.entries] == ["near"]
     assert [(p.a, p.b) for p in ranked.footing] == [("near", "far")]
-    reason = unranked_reasons(targets, ranked.entries)["far"]
+    reason = unranked_reasons(targets, ranked.entries, ranked.footing)["far"]
     assert "not on equal footing" in reason and "4.40 ms" in reason and "placement.region" in reason
     verdict = headline(ranked.entries, ranked.comparisons, ranked.footing)
     assert "far is not ranked" in verdict and "allow_unequal_footing" in verdict
@@ -93,6 +93,7 @@ def test_allowed_unequal_footing_ranks_them_with_the_caveat():
     assert pair.unequal_footing is not None and "4.40 ms" in pair.unequal_footing
     verdict = headline(ranked.entries, ranked.comparisons, ranked.footing)
     assert verdict.startswith("far ranks first") and "Caveat: ranked together on unequal footing" in verdict
+    assert "is not ranked" not in verdict and all(p.ranked_anyway for p in ranked.footing)
 
 
 def test_equal_footing_changes_nothing():
