@@ -127,8 +127,9 @@ def test_summary_opens_with_the_verdict_and_ranking(files):
     # (a results.json written before pairwise comparisons were stored: the verdict says it rests on scores alone)
     assert "rds ranks first with a composite score of 0.979; then aurora" in md
     assert "(this results.json stores no pairwise comparisons: scores alone)." in md
-    assert "| 1 | rds | rds | 0.979 |" in md
-    assert "| – | cloudsql | cloudsql | – |" in md
+    # (no site, round trip or worker size stored either: the footing column says '-')
+    assert "| 1 | rds | rds | - | 0.979 |" in md
+    assert "| – | cloudsql | cloudsql | - | – |" in md
 
 
 def test_summary_lists_incidents_with_raw_links(files):
