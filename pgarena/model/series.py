@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from pgarena.model.results import Latency, ProgressSample
+from pgarena.model.figures import Latency
+from pgarena.model.results import ProgressSample
 
 
 class SecondBucket(BaseModel):

@@ -13,8 +13,9 @@ from pgarena.analysis.metrics import (
 )
 from pgarena.analysis.ranking import rank_targets, unranked_reasons
 from pgarena.model.errors import ErrorInfo
+from pgarena.model.figures import Latency
 from pgarena.model.monitor import ConnectionReport, Incident
-from pgarena.model.results import Latency, LoadResult, ProgressSample, TargetResult, WorkloadResult
+from pgarena.model.results import LoadResult, ProgressSample, TargetResult, WorkloadResult
 
 # METHODOLOGY.md section 3: databases consolidated on one cluster, total ktps.
 CONSOLIDATION = [(1, 64.0), (8, 540.0), (16, 1045.0), (32, 1957.0), (40, 2194.0)]
@@ -111,7 +112,7 @@ def test_a_stalled_point_is_left_out_of_the_ranking_with_the_reason():
     ]
     ranking = rank_targets(targets)
     assert [entry.target for entry in ranking] == ["steady"]
-    assert "stalled" in unranked_reasons(targets, ranking)["frozen"]
+    assert "stalled" in unranked_reasons(targets, ranking, [target_metrics(t) for t in targets])["frozen"]
 
 
 def test_single_interval_gives_no_stability_figures():
