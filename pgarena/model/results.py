@@ -232,7 +232,11 @@ class WorkloadResult(BaseModel):
     connections: ConnectionReport | None = None
     shards: list[ShardResult] = Field(default_factory=list, description="set when several workers ran the step")
     start_skew_s: float | None = Field(None, description="latest shard start minus earliest")
-    window_s: int | None = Field(None, description="whole seconds when every shard ran: what the merged figures cover")
+    window_s: float | None = Field(
+        None,
+        description="the shards' common span, what the merged figures cover: from the latest shard's first transaction "
+        "start to the earliest shard's last transaction end (transactions counted by their end)",
+    )
     degraded: bool = Field(False, description="a shard failed: the merged result covers fewer clients")
     replication: ReplicationResult | None = Field(
         None, description="the target's replicas: lag during the run, catch-up after it, sustainable tps"
