@@ -62,6 +62,23 @@ def test_an_ordinary_interval_after_a_one_interval_spike_is_no_collapse():
     assert s.incidents == [] and not s.collapsed and not s.stalled
 
 
+def test_a_run_ending_after_a_one_interval_spike_keeps_a_stability_score_in_the_ranking():
+    # Given the run (348.8, 258.8, 337.0, 1229.7, 250.2 tps) beside a steady one
+    spiky = TargetResult(
+        name="spiky",
+        provider="p",
+        status="succeeded",
+        workloads=[run(484.9, progress=progress(348.8, 258.8, 337.0, 1229.7, 250.2))],
+    )
+    steady = TargetResult(
+        name="steady", provider="p", status="succeeded", workloads=[run(480.0, progress=progress(480, 490, 470, 480, 480))]
+    )
+    # When ranked
+    scores = {e.target: e.metrics["stability"] for e in rank_targets([spiky, steady])}
+    # Then its stability is scored from its CV (1 - 0.77), not zeroed as a collapse
+    assert scores["steady"] == 1.0 and 0.2 < scores["spiky"] < 0.3
+
+
 def test_a_collapse_is_measured_from_the_median_before_it_not_a_spike():
     # Given a steady 1000 tps with one spike to 5000, then 100 tps to the end
     s = stability(progress(1000, 1010, 5000, 990, 100, 90, 110))

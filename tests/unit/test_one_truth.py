@@ -130,6 +130,28 @@ def test_results_json_carries_every_point_its_interval_and_each_runs_stability(s
     assert results.comparisons and results.ranking[0].target == "a"
 
 
+def test_aggregation_computes_each_targets_metrics_and_each_runs_stability_once(monkeypatch):
+    # Given target_metrics and stability counted wherever a pgarena module bound them
+    calls: dict[str, int] = {"target_metrics": 0, "stability": 0}
+    for module in [m for name, m in sys.modules.items() if name.startswith("pgarena")]:
+        for name in calls:
+            found = getattr(module, name, None)
+            if callable(found) and getattr(found, "__module__", "") == "pgarena.analysis.metrics":
+                monkeypatch.setattr(module, name, _counted(found, name, calls))
+    # When a campaign of 2 targets x 3 runs is aggregated
+    _aggregated()
+    # Then each target's metrics were computed once, and each run's stability once
+    assert calls == {"target_metrics": 2, "stability": 6}
+
+
+def _counted(function: Callable[..., object], name: str, calls: dict[str, int]) -> Callable[..., object]:
+    def counted(*args: object, **kwargs: object) -> object:
+        calls[name] += 1
+        return function(*args, **kwargs)
+
+    return counted
+
+
 def test_report_csvs_cli_table_and_compare_render_from_results_json_alone(stored, no_computing):
     # Given every compute function raising once aggregation is done
     results = _read(stored)
