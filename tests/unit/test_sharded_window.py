@@ -90,3 +90,18 @@ def test_shards_that_started_further_apart_than_the_kept_seconds_are_cut_at_a_wh
     ended = [line.split() for paths in shards for path in paths for line in path.read_text().splitlines()]
     inside = [f for f in ended if start_us <= int(f[4]) * 1_000_000 + int(f[5]) <= end_us and f[2].isdigit()]
     assert merged.transactions == len(inside)
+
+
+def test_a_warm_up_cut_inside_a_second_leaves_its_transactions_out_of_the_span(tmp_path):
+    # Given two shards whose first 1.3 s are a warm-up (the measured window starts at since)
+    rng = random.Random(11)
+    shards = [shard_logs(tmp_path / f"s{i}", rng, EPOCH_US + offset, 6_000_000) for i, offset in enumerate((0, 420_000))]
+    since_us = EPOCH_US + 1_730_000
+    # When each is read from since, and merged
+    merged = merge([read_txlog(paths, per_second=True, since_epoch=since_us / 1_000_000).series for paths in shards])
+    # Then the span starts at since, and holds every transaction that ended from then to the earliest last end
+    ended = [[line.split() for path in paths for line in path.read_text().splitlines()] for paths in shards]
+    end_us = min(max(int(f[4]) * 1_000_000 + int(f[5]) for f in lines) for lines in ended)
+    inside = [f for lines in ended for f in lines if since_us <= int(f[4]) * 1_000_000 + int(f[5]) <= end_us and f[2].isdigit()]
+    assert round(merged.window_start_epoch * 1_000_000) == since_us
+    assert merged.transactions == len(inside)
