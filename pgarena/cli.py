@@ -16,13 +16,14 @@ from rich.text import Text
 from pgarena.analysis.compare import DEFAULT_THRESHOLD, ResultsError, compare_campaigns, load_results
 from pgarena.analysis.footing import describe
 from pgarena.analysis.headline import headline
-from pgarena.analysis.metrics import target_metrics
+from pgarena.analysis.metrics import stored_metrics
 from pgarena.analysis.ranking import unranked_reasons
 from pgarena.model import matrix_reference
 from pgarena.model.comparison import Comparison
 from pgarena.model.matrix import Campaign, json_schema
 from pgarena.model.matrix_errors import MatrixError, Problem
-from pgarena.model.results import CampaignResults, TargetResult
+from pgarena.model.metrics import TargetMetrics
+from pgarena.model.results import CampaignResults
 from pgarena.model.sites import site_problems
 from pgarena.planning.campaign import load_execution_input
 from pgarena.remote.execution import RESULTS_WAIT_S, STACK_NAME
@@ -153,12 +154,12 @@ def schema(
     print(json.dumps(json_schema(), indent=2))
 
 
-def best_by_workload(target: TargetResult) -> tuple[dict[str, float], dict[str, float]]:
+def best_by_workload(target: TargetMetrics) -> tuple[dict[str, float], dict[str, float]]:
     """Per workload, the target's best point (workload x client count): its tps and its tps at SLO, each
     a mean over the point's repetitions. Never a figure across workloads: their tps do not add up."""
     tps: dict[str, float] = {}
     at_slo: dict[str, float] = {}
-    for point in target_metrics(target).points:
+    for point in target.points:
         if point.tps is not None:
             tps[point.workload] = max(tps.get(point.workload, point.tps), point.tps)
         if point.slo_tps is not None:
@@ -174,9 +175,10 @@ def ranking_table(results: CampaignResults) -> Table:
     for column in ("rank", "target", "provider", "site · RTT · workers", "status", "score", *figures, "error"):
         table.add_column(_text(column))  # a results.json read back may name anything
     providers = {t.name: t for t in results.targets}
+    metrics = {m.target: m for m in stored_metrics(results)}  # as aggregation computed them: never recomputed here
     for entry in results.ranking:
         target = providers[entry.target]
-        tps, at_slo = best_by_workload(target)
+        tps, at_slo = best_by_workload(metrics[entry.target])
         table.add_row(
             f"{entry.rank}{'=' if entry.tied_with else ''}",
             _text(entry.target),
@@ -189,7 +191,7 @@ def ranking_table(results: CampaignResults) -> Table:
             "",
         )
     ranked = {r.target for r in results.ranking}
-    unranked = unranked_reasons(results.targets, results.ranking, results.footing)
+    unranked = unranked_reasons(results.targets, results.ranking, list(metrics.values()), results.footing)
     for target in results.targets:
         if target.name not in ranked:
             error = f"{target.error.kind}: {target.error.message}" if target.error else unranked.get(target.name, "")
@@ -469,12 +471,12 @@ def _print_outcome(results: CampaignResults, folder: Path, wall_s: float) -> Non
 def stalled_runs(results: CampaignResults) -> list[str]:
     """Each stalled point of a succeeded target, with what its worst run's incident said."""
     return [
-        f"{t.name}: {p.workload} at {p.clients} clients: "
+        f"{t.target}: {p.workload} at {p.clients} clients: "
         + ("; ".join(i.message for i in p.stability.incidents) or "no transactions for a while")
         + " (not ranked)"
-        for t in results.targets
+        for t in stored_metrics(results)
         if t.status == "succeeded"
-        for p in target_metrics(t).points
+        for p in t.points
         if p.stalled
     ]
 

@@ -9,16 +9,15 @@ from statistics import median
 from typing import TypedDict
 
 from pgarena.analysis.catch_up import replication_result
+from pgarena.analysis.computed import compute
 from pgarena.analysis.consolidation import consolidation_tables
 from pgarena.analysis.footing import site, worker_size
 from pgarena.analysis.merge import NoCommonWindow, merge
-from pgarena.analysis.metrics import campaign_statistics, target_metrics, with_points
-from pgarena.analysis.ranking import rank
 from pgarena.analysis.rate import rate_incident, skipped_incident
 from pgarena.analysis.saturation import saturation_incident
 from pgarena.model import layout
 from pgarena.model.errors import Caught, ErrorInfo, ErrorKind, error_info
-from pgarena.model.metrics import PointMetrics
+from pgarena.model.metrics import PointMetrics, TargetMetrics
 from pgarena.model.monitor import ConnectionReport, Incident
 from pgarena.model.outcomes import StepOutcome, TargetOutcome
 from pgarena.model.plan import Plan, PlannedTarget, Step
@@ -356,22 +355,21 @@ def aggregate(  # noqa: PLR0913  # everything a campaign left behind, in separat
     by_name = merge_phases(outcomes)
     by_step = {s.step_id: s for s in summaries}
     keys = frozenset(raw_keys)
-    targets = [
-        with_points(_target_result(t, by_name.get(t.name), by_step, plan.campaign_id, series or {}, keys)) for t in plan.targets
-    ]
-    ranked = rank(targets, plan.ranking)
+    results = [_target_result(t, by_name.get(t.name), by_step, plan.campaign_id, series or {}, keys) for t in plan.targets]
+    computed = compute(results, plan.campaign_id, plan.ranking, plan.repetitions)
     return CampaignResults(
         campaign_id=plan.campaign_id,
         campaign=plan.campaign,
         started_at=started_at,
         finished_at=finished_at,
-        targets=targets,
-        ranking=ranked.entries,
-        comparisons=ranked.comparisons,
-        noise=ranked.noise,
-        footing=ranked.footing,
-        scenarios=scenarios(plan, targets, campaign_id=plan.campaign_id),
-        statistics=campaign_statistics(targets, plan.repetitions),
+        targets=computed.targets,
+        ranking=computed.ranked.entries,
+        comparisons=computed.ranked.comparisons,
+        noise=computed.ranked.noise,
+        footing=computed.ranked.footing,
+        metrics=computed.metrics,
+        scenarios=scenarios(plan, computed.targets, computed.metrics),
+        statistics=computed.statistics,
         run_order=plan.run_order,
     )
 
@@ -390,7 +388,7 @@ def _replication_point(p: PointMetrics) -> ReplicationPoint:
     )
 
 
-def scenarios(plan: Plan, targets: list[TargetResult], campaign_id: str = "") -> Scenarios | None:
+def scenarios(plan: Plan, targets: list[TargetResult], metrics: list[TargetMetrics]) -> Scenarios | None:
     """The consolidation tables (a phased plan) and the sustainable throughput per point (targets with
     replicas); None when the campaign is neither."""
     consolidation = []
@@ -398,7 +396,7 @@ def scenarios(plan: Plan, targets: list[TargetResult], campaign_id: str = "") ->
     if sweep is not None:  # plan.phased
         phases = [(p.phase, [t.name for t in p.targets]) for p in plan.phases]
         consolidation = consolidation_tables(phases, targets, sweep.threshold)
-    replication = [_replication_point(p) for t in targets for p in target_metrics(t, campaign_id).points if p.replicated]
+    replication = [_replication_point(p) for m in metrics for p in m.points if p.replicated]
     if not consolidation and not replication:
         return None
     return Scenarios(consolidation=consolidation, replication=replication)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from pgarena.analysis.metrics import target_metrics
+from pgarena.analysis.metrics import stored_metrics
 from pgarena.model.comparison import Change, Comparison, SettingChange
 from pgarena.model.matrix_errors import problems_of
 from pgarena.model.matrix_json import read_text
@@ -36,7 +36,7 @@ def load_results(path: Path) -> CampaignResults:
 
 
 def _points(results: CampaignResults) -> dict[tuple[str, str, int | None], PointMetrics]:
-    return {(p.target, p.workload, p.clients): p for t in results.targets for p in target_metrics(t).points}
+    return {(p.target, p.workload, p.clients): p for t in stored_metrics(results) for p in t.points}
 
 
 def _relative(a: float | None, b: float | None) -> float | None:

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from statistics import fmean
 
 from pgarena.analysis.effects import effect, effects, where
-from pgarena.analysis.metrics import stability
+from pgarena.analysis.metrics import run_stability
 from pgarena.analysis.significance import ALPHA, MIN_RUNS, holm, ratio_test
 from pgarena.model.matrix import RankingMetric
 from pgarena.model.metrics import PointMetrics
@@ -69,7 +69,7 @@ def latency_field(points: Sequence[PointMetrics]) -> str | None:
 
 
 def _steadiness(run: WorkloadResult) -> float | None:
-    s = stability(run.progress)
+    s = run_stability(run)
     if s.cv is None:
         return None
     return 0.0 if s.collapsed else max(0.0, 1.0 - s.cv)

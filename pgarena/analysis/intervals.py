@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from statistics import fmean, stdev
 
-from pgarena.model.results import Interval
+from pgarena.model.figures import Interval
 
 METHOD = "95% Student t-interval over repetitions: mean +- t(0.975, n-1) x sample stddev / sqrt(n)"
 SINGLE_RUN_NOTE = "1 run per point: no confidence interval"

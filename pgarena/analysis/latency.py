@@ -9,7 +9,7 @@ from itertools import accumulate
 
 from hdrh.histogram import HdrHistogram
 
-from pgarena.model.results import Latency
+from pgarena.model.figures import Latency
 
 # Microseconds from 1 us to one hour at 3 significant digits (0.1% precision).
 LOWEST_US = 1

@@ -1,59 +1,116 @@
-"""Exact merging of shards: tps adds up over the window all shards ran; percentiles come from merged
-histograms, never from averaging per-shard percentiles. Pure."""
+"""Exact merging of shards: tps adds up over the span all shards ran; percentiles come from merged
+histograms, never from averaging per-shard percentiles. Pure.
+
+The common span runs from the latest shard's first transaction start to the earliest shard's last
+transaction end, to the microsecond (pgbench logs each end in epoch seconds and microseconds), and a
+transaction counts when it ended inside it. Whole seconds inside the span come from the shards'
+per-second histograms; the span's first and last seconds, cut part-way, from the transactions each
+shard kept of its first and last seconds (ShardSeries.edges).
+"""
 
 from __future__ import annotations
 
-import math
+from bisect import bisect_left, bisect_right
+from dataclasses import dataclass
 
-from pgarena.analysis.latency import decode, new_histogram, percentiles_of
+from pgarena.analysis.latency import HIGHEST_US, LOWEST_US, decode, new_histogram, percentiles_of
 from pgarena.model.results import ProgressSample
-from pgarena.model.series import MergedRun, ShardSeries
+from pgarena.model.series import EdgeSecond, MergedRun, ShardSeries
+
+US = 1_000_000
 
 
 class NoCommonWindow(ValueError):
     pass
 
 
-def common_seconds(series: list[ShardSeries]) -> list[int]:
-    """Whole seconds [t, t+1) inside the window when every shard was running."""
-    start = max(s.start_epoch for s in series)
-    end = min(s.end_epoch for s in series)
-    return [t for t in range(math.ceil(start), math.floor(end))]
+@dataclass(frozen=True)
+class Span:
+    """[start_us, end_us], both ends included: epoch microseconds."""
+
+    start_us: int
+    end_us: int
+
+    @property
+    def seconds(self) -> float:
+        return (self.end_us - self.start_us) / US
+
+    def whole(self, t: int) -> bool:
+        """Every microsecond of second t is inside the span."""
+        return t * US >= self.start_us and t * US + US - 1 <= self.end_us
+
+
+def common_span(series: list[ShardSeries]) -> Span:
+    """From the latest first-transaction start to the earliest last-transaction end."""
+    return Span(max(round(s.start_epoch * US) for s in series), min(round(s.end_epoch * US) for s in series))
+
+
+def _cut_where_edges_are_missing(span: Span, series: list[ShardSeries]) -> Span:
+    """A span edge inside a second some shard kept no transactions of (shards started over EDGE_S apart)
+    moves to that second's whole-second boundary, inward: the count stays exact, over a shorter span."""
+    for shard in series:
+        kept = {e.t for e in shard.edges}
+        ran = {b.t for b in shard.seconds if b.count or b.failed}
+        first, last = span.start_us // US, span.end_us // US
+        if not span.whole(first) and first in ran and first not in kept:
+            span = Span((first + 1) * US, span.end_us)
+        if not span.whole(last) and last in ran and last not in kept:
+            span = Span(span.start_us, last * US - 1)
+    return span
+
+
+def _partial(edge: EdgeSecond, span: Span) -> tuple[list[int], int]:
+    """The latencies of the transactions done in edge's second inside the span, and the not-done count."""
+    low, high = span.start_us - edge.t * US, span.end_us - edge.t * US
+    done = slice(bisect_left(edge.ends_us, low), bisect_right(edge.ends_us, high))
+    not_done = bisect_right(edge.not_done_us, high) - bisect_left(edge.not_done_us, low)
+    return edge.latencies_us[done], not_done
 
 
 def merge(series: list[ShardSeries]) -> MergedRun:
     if not series:
         raise NoCommonWindow("no shard logged a transaction")
-    seconds = set(common_seconds(series))
-    if not seconds:
-        raise NoCommonWindow("the shards never ran together for a whole second")
+    span = _cut_where_edges_are_missing(common_span(series), series)
+    if span.end_us <= span.start_us:
+        raise NoCommonWindow("the shards never ran at the same time")
+    first, last = span.start_us // US, span.end_us // US
     histogram = new_histogram()
-    per_second: dict[int, int] = {t: 0 for t in seconds}
+    per_second: dict[int, int] = {t: 0 for t in range(first, last + 1) if span.whole(t)}
     shard_counts, failed = [], 0
     for shard in series:
+        edges = {e.t: e for e in shard.edges}
         count = 0
         for bucket in shard.seconds:
-            if bucket.t in seconds:
+            if not first <= bucket.t <= last:
+                continue
+            if span.whole(bucket.t):
                 histogram.add(decode(bucket.hist))
                 per_second[bucket.t] += bucket.count
-                count += bucket.count
-                failed += bucket.failed
+                count, failed = count + bucket.count, failed + bucket.failed
+                continue
+            # A second without its transactions kept has none (_cut_where_edges_are_missing moved the span past others).
+            edge = edges.get(bucket.t) or EdgeSecond(t=bucket.t, ends_us=[], latencies_us=[])
+            latencies, not_done = _partial(edge, span)
+            for value in latencies:  # clamped into range as the worker's scanner records them
+                histogram.record_value(min(max(value, LOWEST_US), HIGHEST_US))
+            count, failed = count + len(latencies), failed + not_done
         shard_counts.append(count)
-    window_s = len(seconds)
-    first = min(seconds)
+    window_s = span.seconds
     latency = percentiles_of(histogram).model_copy(
         update={"avg": round(histogram.get_mean_value() / 1000, 3), "stddev": round(histogram.get_stddev() / 1000, 3)}
     )
     starts = [s.start_epoch for s in series]
+    start_epoch = span.start_us / US
     return MergedRun(
         start_skew_s=round(max(starts) - min(starts), 6),
-        window_start_epoch=float(first),
-        window_end_epoch=float(max(seconds) + 1),
+        window_start_epoch=start_epoch,
+        window_end_epoch=span.end_us / US,
         window_s=window_s,
         tps=sum(shard_counts) / window_s,
         transactions=sum(shard_counts),
         failed_transactions=failed,
         latency=latency,
-        progress=[ProgressSample(elapsed_s=float(t - first + 1), tps=float(per_second[t])) for t in sorted(seconds)],
+        # Whole seconds only: a part-second's count is no interval's tps.
+        progress=[ProgressSample(elapsed_s=round(t + 1 - start_epoch, 6), tps=float(per_second[t])) for t in sorted(per_second)],
         shard_tps=[c / window_s for c in shard_counts],
     )

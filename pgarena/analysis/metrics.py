@@ -18,19 +18,10 @@ from pgarena.analysis.intervals import METHOD, SINGLE_RUN_NOTE, interval
 from pgarena.analysis.rate import RATE_NOT_SUSTAINED
 from pgarena.analysis.saturation import CLIENT_SATURATED
 from pgarena.model import layout
+from pgarena.model.figures import Interval, Latency, UslFit, usl
 from pgarena.model.metrics import Finding, PointMetrics, Scaling, ScalingPoint, Stability, TargetMetrics
 from pgarena.model.monitor import Incident
-from pgarena.model.results import (
-    CampaignResults,
-    Interval,
-    Latency,
-    ProgressSample,
-    Statistics,
-    TargetResult,
-    UslFit,
-    WorkloadResult,
-    usl,
-)
+from pgarena.model.results import CampaignResults, ProgressSample, Statistics, TargetResult, WorkloadResult
 
 N = TypeVar("N", int, float)
 
@@ -175,6 +166,17 @@ def stability(progress: list[ProgressSample]) -> Stability:
     )
 
 
+def run_stability(run: WorkloadResult) -> Stability:
+    """The run's stability as aggregation stored it; computed here only for a run built without it."""
+    return run.stability if run.stability is not None else stability(run.progress)
+
+
+def with_stability(target: TargetResult) -> TargetResult:
+    """The target with each run's stability computed, once: results.json carries it per run."""
+    runs = [w if w.stability is not None else w.model_copy(update={"stability": stability(w.progress)}) for w in target.workloads]
+    return target.model_copy(update={"workloads": runs})
+
+
 def _worst_stability(runs: list[Stability]) -> Stability:
     measured = [s for s in runs if s.cv is not None]
     if not measured:
@@ -244,7 +246,7 @@ def point_metrics(
     replicated = [w.replication for w in ok if w.replication is not None]
     caught_up = bool(replicated) and len(replicated) == len(ok) and all(r.caught_up for r in replicated)
     lags = [r.peak_lag_bytes for rep in replicated for r in rep.replicas if r.peak_lag_bytes is not None]
-    stabilities = [stability(w.progress) for w in ok]
+    stabilities = [run_stability(w) for w in ok]
     return PointMetrics(
         target=target,
         workload=workload,
@@ -475,7 +477,7 @@ def findings(target: TargetResult, campaign_id: str = "") -> list[Finding]:  # n
                     **where,
                 )
             )
-        for incident in stability(w.progress).incidents:
+        for incident in run_stability(w).incidents:
             found.append(
                 Finding(
                     source="stability", kind=incident.kind, message=incident.message, at_s=incident.at_s, raw=w.raw[:1], **where
@@ -538,13 +540,17 @@ def target_metrics(target: TargetResult, campaign_id: str = "") -> TargetMetrics
     )
 
 
-def campaign_metrics(results: CampaignResults) -> list[TargetMetrics]:
+def stored_metrics(results: CampaignResults) -> list[TargetMetrics]:
+    """The metrics aggregation stored in results.json, which every reader shows as they are. A results.json
+    written before they were stored has none: its are computed here, once per load."""
+    if results.metrics or not results.targets:
+        return results.metrics
     return [target_metrics(t, results.campaign_id) for t in results.targets]
 
 
-def with_points(target: TargetResult) -> TargetResult:
+def with_points(target: TargetResult, metrics: TargetMetrics) -> TargetResult:
     """The target with its points' mean, stddev, n and 95% intervals (results.json `points`)."""
-    return target.model_copy(update={"points": [p.stats for p in target_metrics(target).points if p.runs]})
+    return target.model_copy(update={"points": [p.stats for p in metrics.points if p.runs]})
 
 
 def campaign_statistics(targets: list[TargetResult], repetitions: int) -> Statistics:

@@ -46,7 +46,7 @@ from pgarena.analysis.metrics import point_runs, target_metrics
 from pgarena.analysis.noise import noise_warnings
 from pgarena.analysis.significance import MIN_RUNS
 from pgarena.model.matrix import RankingConfig, RankingMetric
-from pgarena.model.metrics import PointMetrics
+from pgarena.model.metrics import PointMetrics, TargetMetrics
 from pgarena.model.pairwise import FootingProblem, NoiseWarning, PairComparison
 from pgarena.model.results import RankEntry, TargetResult
 
@@ -284,16 +284,25 @@ def _on_equal_footing(
     return candidates, footing
 
 
-def rank(targets: list[TargetResult], config: RankingConfig | None = None) -> Ranked:
-    """Rank succeeded targets by a weighted composite of per-metric scores; ties per their pairwise comparisons."""
+def _points_of(targets: list[TargetResult], metrics: list[TargetMetrics] | None) -> dict[str, list[PointMetrics]]:
+    """Each target's points: from the metrics aggregation computed, else computed here (a ranking on its own)."""
+    if metrics is None:
+        metrics = [target_metrics(t) for t in targets]
+    return {m.target: m.points for m in metrics}
+
+
+def rank(targets: list[TargetResult], config: RankingConfig | None = None, metrics: list[TargetMetrics] | None = None) -> Ranked:
+    """Rank succeeded targets by a weighted composite of per-metric scores; ties per their pairwise comparisons.
+    `metrics`: the targets' metrics when already computed (aggregation computes them once)."""
     config = config or RankingConfig()
+    by_target = _points_of(targets, metrics)
     candidates: dict[str, dict[Key, PointMetrics]] = {}
     flags: dict[str, list[str]] = {}
     rate_notes: dict[str, list[str]] = {}
     for target in targets:
         if target.status != "succeeded":
             continue
-        points = target_metrics(target).points
+        points = by_target[target.name]
         flags[target.name] = _flags(points)
         rate_notes[target.name] = _rate_flags(points)
         complete = {p.key: p for p in points if p.complete}
@@ -370,10 +379,15 @@ def rank_targets(targets: list[TargetResult], config: RankingConfig | None = Non
 
 
 def unranked_reasons(
-    targets: list[TargetResult], ranking: list[RankEntry], footing: list[FootingProblem] | None = None
+    targets: list[TargetResult],
+    ranking: list[RankEntry],
+    metrics: list[TargetMetrics],
+    footing: list[FootingProblem] | None = None,
 ) -> dict[str, str]:
-    """Why each target missing from the ranking is missing (`footing`: the ranking's, CampaignResults.footing)."""
+    """Why each target missing from the ranking is missing, from its stored metrics (`footing`: the ranking's,
+    CampaignResults.footing)."""
     ranked = {entry.target for entry in ranking}
+    points = {m.target: m.points for m in metrics}
     reasons = {}
     for target in targets:
         if target.name in ranked:
@@ -386,7 +400,7 @@ def unranked_reasons(
         elif target.status != "succeeded":
             reasons[target.name] = f"failed: {target.error.kind}: {target.error.message}" if target.error else "failed"
         else:
-            flags = _flags(target_metrics(target).points)
+            flags = _flags(points.get(target.name, []))
             reasons[target.name] = "no complete measurement comparable with the ranked targets" + (
                 f" ({'; '.join(flags)})" if flags else ""
             )

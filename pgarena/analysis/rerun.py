@@ -16,8 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from pgarena.analysis.compare import load_results
-from pgarena.analysis.metrics import campaign_statistics, with_points
-from pgarena.analysis.ranking import rank
+from pgarena.analysis.computed import compute
 from pgarena.model.errors import ErrorInfo
 from pgarena.model.layout import RAW_DIR, RESULTS_FILE, inside
 from pgarena.model.matrix import Campaign
@@ -146,20 +145,22 @@ def combine(
         kept = _moved(target, original.campaign_id, campaign_id)
         if target.name in replaced:
             kept = _combined_target(kept, *replaced[target.name])
-        targets.append(with_points(kept))
-    ranked = rank(targets, matrix.ranking)
+        targets.append(kept)
+    # The kept runs' figures are computed again with the re-runs': the ranking and comparisons span both.
+    computed = compute([t.model_copy(update={"points": []}) for t in targets], campaign_id, matrix.ranking, matrix.repetitions)
     return CampaignResults(
         campaign_id=campaign_id,
         campaign=original.campaign,
         started_at=original.started_at,
         finished_at=max([original.finished_at, *(r.finished_at for _, r in reruns)]),
-        targets=targets,
-        ranking=ranked.entries,
-        comparisons=ranked.comparisons,
-        noise=ranked.noise,
-        footing=ranked.footing,
+        targets=computed.targets,
+        ranking=computed.ranked.entries,
+        comparisons=computed.ranked.comparisons,
+        noise=computed.ranked.noise,
+        footing=computed.ranked.footing,
+        metrics=computed.metrics,
         resumed_from=[*original.resumed_from, original.campaign_id, *(r.campaign_id for _, r in reruns)],
-        statistics=campaign_statistics(targets, matrix.repetitions),
+        statistics=computed.statistics,
         run_order=original.run_order,  # the re-runs' own orders are in their results.json
     )
 

@@ -14,7 +14,8 @@ from collections.abc import Callable
 
 from pgarena.analysis.rate import lag_grows, rate_incident
 from pgarena.model.errors import ErrorInfo
-from pgarena.model.results import Latency, ProgressSample
+from pgarena.model.figures import Latency
+from pgarena.model.results import ProgressSample
 from pgarena.model.slo import SloProbe, SloSearch
 from pgarena.tools.spec import Slo
 

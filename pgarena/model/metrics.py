@@ -6,8 +6,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from pgarena.model.figures import Interval, Latency, PointStats, UslFit
 from pgarena.model.monitor import Incident
-from pgarena.model.results import Interval, Latency, PointStats, UslFit
 
 
 class Stability(BaseModel):

@@ -6,10 +6,12 @@ import re
 from datetime import UTC, datetime
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from pgarena.model.budget import Budget, ConnectionFacts
 from pgarena.model.errors import ErrorInfo
+from pgarena.model.figures import Latency, PointStats, UslFit
+from pgarena.model.metrics import Stability, TargetMetrics
 from pgarena.model.monitor import ConnectionReport, Incident
 from pgarena.model.pairwise import FootingProblem, NoiseWarning, PairComparison
 from pgarena.model.replication import ReplicationResult
@@ -22,44 +24,6 @@ def now_iso() -> str:
 
 
 Status = Literal["succeeded", "failed"]
-
-
-class Latency(BaseModel):
-    """Milliseconds. avg/stddev as the tool printed them; percentiles from an HdrHistogram of every
-    transaction's latency (pgbench --log) or as the tool printed them (sysbench --percentile)."""
-
-    avg: float | None = None
-    stddev: float | None = None
-    p50: float | None = None
-    p95: float | None = None
-    p99: float | None = None
-    max: float | None = None
-
-
-class Interval(BaseModel):
-    """One figure over a point's repetitions: mean, sample stddev, n and its 95% t-interval
-    (pgarena.analysis.intervals). stddev and the interval are None with one run: no noise was measured."""
-
-    n: int
-    mean: float
-    stddev: float | None = None
-    ci95_low: float | None = None
-    ci95_high: float | None = None
-
-    @property
-    def half_width(self) -> float | None:
-        return None if self.ci95_low is None or self.ci95_high is None else (self.ci95_high - self.ci95_low) / 2
-
-
-class PointStats(BaseModel):
-    """One workload x client count of a target over its succeeded repetitions."""
-
-    workload: str
-    clients: int | None
-    n: int = Field(description="succeeded repetitions the figures are over")
-    tps: Interval | None = None
-    p95_ms: Interval | None = None
-    p99_ms: Interval | None = None
 
 
 class ProgressSample(BaseModel):
@@ -268,7 +232,11 @@ class WorkloadResult(BaseModel):
     connections: ConnectionReport | None = None
     shards: list[ShardResult] = Field(default_factory=list, description="set when several workers ran the step")
     start_skew_s: float | None = Field(None, description="latest shard start minus earliest")
-    window_s: int | None = Field(None, description="whole seconds when every shard ran: what the merged figures cover")
+    window_s: float | None = Field(
+        None,
+        description="the shards' common span, what the merged figures cover: from the latest shard's first transaction "
+        "start to the earliest shard's last transaction end (transactions counted by their end)",
+    )
     degraded: bool = Field(False, description="a shard failed: the merged result covers fewer clients")
     replication: ReplicationResult | None = Field(
         None, description="the target's replicas: lag during the run, catch-up after it, sustainable tps"
@@ -279,6 +247,7 @@ class WorkloadResult(BaseModel):
     incidents: list[Incident] = Field(
         default_factory=list, description="e.g. rate_not_sustained: the asked rate was not delivered"
     )
+    stability: Stability | None = Field(None, description="the run's per-interval tps: CV, worst vs median, drops")
     worker: WorkerFacts | None = Field(None, description="the load generator (the first shard's, when sharded)")
     harness: HarnessCost | None = Field(None, description="what the worker(s) cost apart from the tool, summed over shards")
     slo: SloSearch | None = Field(
@@ -352,40 +321,6 @@ class CampaignCost(BaseModel):
     monthly_cap_usd: float | None = None
     month: str | None = Field(None, description="the ledger month the campaign is booked in (YYYY-MM)")
     refused: str | None = Field(None, description="why the cost guard refused the campaign")
-
-
-# A fit whose worst point is off by more than this describes the data poorly (e.g. a collapse).
-USL_GOOD_FIT_ERROR = 0.25
-
-
-def usl(n: float, lambda_tps: float, sigma: float, kappa: float) -> float:
-    """X(N) = lambda N / (1 + sigma (N - 1) + kappa N (N - 1)) (Gunther's Universal Scalability Law)."""
-    return lambda_tps * n / (1 + sigma * (n - 1) + kappa * n * (n - 1))
-
-
-class UslFit(BaseModel):
-    """A Universal Scalability Law fit. N is the clients of a client sweep (the report's scaling curves) or
-    the targets running at once in a consolidation sweep (results.json's consolidation tables)."""
-
-    # results.json named the peak for the consolidation tables, the only fits it carries: the key stays.
-    model_config = ConfigDict(serialize_by_alias=True, validate_by_name=True, validate_by_alias=True)
-
-    lambda_tps: float = Field(description="throughput at N = 1 without contention")
-    sigma: float = Field(description="contention (serial fraction); negative means superlinear")
-    kappa: float = Field(description="coherency (crosstalk) cost; > 0 means throughput peaks then falls")
-    peak_n: float | None = Field(
-        None, alias="peak_targets", description="sqrt((1 - sigma) / kappa); None when kappa = 0 or the curve has no peak"
-    )
-    peak_tps: float | None = None
-    max_error: float = Field(description="largest relative error of the fit over the measured points")
-    points: int = Field(description="N values fitted; with three, three parameters fit them exactly")
-
-    @property
-    def good(self) -> bool:
-        return self.max_error <= USL_GOOD_FIT_ERROR
-
-    def predict(self, n: float) -> float:
-        return usl(n, self.lambda_tps, self.sigma, self.kappa)
 
 
 class ConsolidationStep(BaseModel):
@@ -477,6 +412,11 @@ class CampaignResults(BaseModel):
         default_factory=list,
         description="pairs of measured targets not on equal footing (round trip or worker size): not ranked together "
         "unless ranking.allow_unequal_footing",
+    )
+    metrics: list[TargetMetrics] = Field(
+        default_factory=list,
+        description="per target: every point's figures and intervals, scaling curves and findings, computed once at "
+        "aggregation; the report, the CLI, the CSVs and `compare` read them from here",
     )
     cost: CampaignCost | None = None
     status: Literal["completed", "cancelled", "failed"] = Field(

@@ -12,8 +12,8 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoes
 from markupsafe import Markup
 
 from pgarena.analysis.metrics import FAR_RTT_MS, TPS_COLLAPSE_FRACTION, latest_phase, nominal_clients
+from pgarena.model.figures import Interval
 from pgarena.model.metrics import PointMetrics
-from pgarena.model.results import Interval
 from pgarena.report.charts import Bars, Line, bar_chart, colour, line_chart
 from pgarena.report.view import Key, Report, point_label
 

@@ -7,7 +7,7 @@ import csv
 import io
 from typing import Any
 
-from pgarena.analysis.metrics import is_clamped, nominal_clients, stability
+from pgarena.analysis.metrics import is_clamped, nominal_clients, run_stability
 from pgarena.analysis.ranking import METRICS
 from pgarena.model.metrics import ScalingPoint
 from pgarena.report.view import Report
@@ -139,7 +139,7 @@ def workloads_table(report: Report) -> Table:
     rows = []
     for t in report.results.targets:
         for w in t.workloads:
-            s = stability(w.progress)
+            s = run_stability(w)
             lat = w.latency_ms
             rows.append(
                 [

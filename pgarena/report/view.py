@@ -1,5 +1,5 @@
-"""What every report shows, computed once from results.json: the ranking with its reasons, the
-metrics per point, scaling, findings and a one-paragraph verdict. Pure."""
+"""What every report shows, read from results.json as aggregation computed it: the ranking with its
+reasons, the metrics per point, scaling, findings and a one-paragraph verdict. Pure."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pgarena.analysis.effects import effect
 from pgarena.analysis.footing import describe
 from pgarena.analysis.headline import headline, names
 from pgarena.analysis.intervals import METHOD, SINGLE_RUN_NOTE
-from pgarena.analysis.metrics import campaign_metrics, nominal_clients
+from pgarena.analysis.metrics import nominal_clients, stored_metrics
 from pgarena.analysis.ranking import METRICS, unranked_reasons
 from pgarena.model.metrics import Finding, PointMetrics, Scaling, TargetMetrics
 from pgarena.model.pairwise import NoiseWarning
@@ -173,7 +173,7 @@ def _never_ran(point: PointMetrics) -> bool:
 
 
 def build_report(results: CampaignResults) -> Report:
-    targets = campaign_metrics(results)
+    targets = stored_metrics(results)
     colours = {t.name: colour(i) for i, t in enumerate(results.targets)}
     providers = {t.name: t for t in results.targets}
     rows = [
@@ -192,7 +192,7 @@ def build_report(results: CampaignResults) -> Report:
         for e in results.ranking
         if e.target in providers
     ]
-    for name, reason in unranked_reasons(results.targets, results.ranking, results.footing).items():
+    for name, reason in unranked_reasons(results.targets, results.ranking, targets, results.footing).items():
         target = providers[name]
         rows.append(RankRow(target=name, provider=target.provider, status=target.status, reason=reason, footing=describe(target)))
     keys: list[Key] = []

@@ -11,7 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from pgarena.model.errors import ErrorInfo
-from pgarena.model.results import Barrier, Latency, ProgressSample
+from pgarena.model.figures import Latency
+from pgarena.model.results import Barrier, ProgressSample
 from pgarena.model.series import ShardSeries
 
 # What a tool inherits from the worker's environment: where programs and messages are, and the operator's

@@ -178,4 +178,4 @@ def test_a_server_frozen_mid_run_is_a_stall_and_not_ranked_as_healthy(tmp_path):
     (tmp_path / "frozen-progress.json").write_text(json.dumps([p.model_dump() for p in progress]))
     assert stability(progress).stalled, progress
     assert [entry.target for entry in run.results.ranking] == ["healthy"]
-    assert "stalled" in unranked_reasons(run.results.targets, run.results.ranking)["frozen"]
+    assert "stalled" in unranked_reasons(run.results.targets, run.results.ranking, run.results.metrics)["frozen"]

@@ -49,7 +49,7 @@ def test_the_ranking_refuses_to_rank_them_as_equals(near_far):
     # Then only the near one is ranked; the far one is named with the gap and the fix
     assert [e.target for e in near_far.ranking] == ["near"]
     assert [(p.a, p.b) for p in near_far.footing] == [("near", "far")]
-    reason = unranked_reasons(near_far.targets, near_far.ranking, near_far.footing)["far"]
+    reason = unranked_reasons(near_far.targets, near_far.ranking, near_far.metrics, near_far.footing)["far"]
     assert "not on equal footing" in reason and "median round trip" in reason
     assert "far is not ranked" in headline(near_far.ranking, near_far.comparisons, near_far.footing)
 

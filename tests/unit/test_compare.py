@@ -4,7 +4,8 @@ from typer.testing import CliRunner
 from pgarena.analysis.compare import compare_campaigns, compare_points, load_results
 from pgarena.analysis.metrics import point_metrics
 from pgarena.cli import app
-from pgarena.model.results import CampaignResults, Latency, ProgressSample, TargetResult, WorkloadResult
+from pgarena.model.figures import Latency
+from pgarena.model.results import CampaignResults, ProgressSample, TargetResult, WorkloadResult
 from pgarena.model.slo import SloSearch
 from tests.conftest import FIXTURES
 

@@ -2,6 +2,7 @@
 
 from pgarena.analysis.footing import comparable_group, describe, footing_problem, site, worker_size
 from pgarena.analysis.headline import headline
+from pgarena.analysis.metrics import target_metrics
 from pgarena.analysis.ranking import rank, unranked_reasons
 from pgarena.cli import ranking_table
 from pgarena.model.matrix import Placement, RankingConfig
@@ -79,7 +80,7 @@ def test_unequal_footing_is_not_ranked_and_says_why_and_what_to_change():
     # Then only the near one is ranked, and the far one is named with the gap and the fix
     assert [e.target for e in ranked.entries] == ["near"]
     assert [(p.a, p.b) for p in ranked.footing] == [("near", "far")]
-    reason = unranked_reasons(targets, ranked.entries, ranked.footing)["far"]
+    reason = unranked_reasons(targets, ranked.entries, [target_metrics(t) for t in targets], ranked.footing)["far"]
     assert "not on equal footing" in reason and "4.40 ms" in reason and "placement.region" in reason
     verdict = headline(ranked.entries, ranked.comparisons, ranked.footing)
     assert "far is not ranked" in verdict and "allow_unequal_footing" in verdict

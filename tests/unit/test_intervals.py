@@ -6,8 +6,9 @@ from statistics import stdev
 import pytest
 
 from pgarena.analysis.intervals import SINGLE_RUN_NOTE, interval, overlap, relative_half_width, t_975
-from pgarena.analysis.metrics import campaign_statistics, point_metrics, with_points
-from pgarena.model.results import Interval, Latency, TargetResult, WorkloadResult
+from pgarena.analysis.metrics import campaign_statistics, point_metrics, target_metrics, with_points
+from pgarena.model.figures import Interval, Latency
+from pgarena.model.results import TargetResult, WorkloadResult
 
 
 def test_three_runs_give_the_t_interval_with_two_degrees_of_freedom():
@@ -70,13 +71,13 @@ def test_a_point_reports_mean_stddev_n_and_intervals_for_tps_p95_and_p99():
 
 
 def test_results_carry_the_points_and_say_when_there_is_one_run():
-    single = with_points(TargetResult(name="a", provider="p", status="succeeded", workloads=[run(1, 1000.0, 2.0, 4.0)]))
+    one = TargetResult(name="a", provider="p", status="succeeded", workloads=[run(1, 1000.0, 2.0, 4.0)])
+    single = with_points(one, target_metrics(one))
     (point,) = single.points
     assert point.n == 1 and point.tps.ci95_low is None
     assert campaign_statistics([single], repetitions=1).note == SINGLE_RUN_NOTE
-    repeated = with_points(
-        TargetResult(name="b", provider="p", status="succeeded", workloads=[run(1, 900.0, 2, 4), run(2, 950.0, 2, 4)])
-    )
+    two = TargetResult(name="b", provider="p", status="succeeded", workloads=[run(1, 900.0, 2, 4), run(2, 950.0, 2, 4)])
+    repeated = with_points(two, target_metrics(two))
     stats = campaign_statistics([repeated], repetitions=2)
     assert stats.note is None and "t-interval" in stats.method
     assert campaign_statistics([single, repeated], repetitions=2).note == "1 of 2 points have 1 run: no confidence interval there"

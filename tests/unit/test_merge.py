@@ -1,8 +1,8 @@
 import pytest
 
 from pgarena.analysis.latency import encode, new_histogram
-from pgarena.analysis.merge import NoCommonWindow, common_seconds, merge
-from pgarena.model.series import SecondBucket, ShardSeries
+from pgarena.analysis.merge import NoCommonWindow, Span, common_span, merge
+from pgarena.model.series import EdgeSecond, SecondBucket, ShardSeries
 
 
 def bucket(t, latencies_us):
@@ -12,19 +12,22 @@ def bucket(t, latencies_us):
     return SecondBucket(t=t, count=len(latencies_us), hist=encode(h))
 
 
-def series(start, end, per_second):
-    return ShardSeries(start_epoch=start, end_epoch=end, seconds=[bucket(t, lat) for t, lat in per_second.items()])
+def series(start, end, per_second, edges=()):
+    return ShardSeries(
+        start_epoch=start, end_epoch=end, seconds=[bucket(t, lat) for t, lat in per_second.items()], edges=list(edges)
+    )
 
 
-def test_window_is_the_whole_seconds_when_every_shard_ran():
+def test_the_window_is_the_common_span_to_the_microsecond():
     a = series(100.2, 110.9, {})
     b = series(101.7, 109.1, {})
-    assert common_seconds([a, b]) == list(range(102, 109))
+    assert common_span([a, b]) == Span(101_700_000, 109_100_000)
 
 
 def test_tps_adds_up_inside_the_window_only():
-    # Given two shards; seconds 100 and 104 are outside the common window [101, 104)
-    a = series(100.0, 104.5, {100: [1000] * 9, 101: [1000] * 10, 102: [1000] * 10, 103: [1000] * 10, 104: [1000] * 3})
+    # Given two shards; second 100 is before the common span [101.0, 104.0], and a's second 104 ended after it
+    late = EdgeSecond(t=104, ends_us=[100_000, 200_000, 600_000], latencies_us=[1000] * 3)
+    a = series(100.0, 104.5, {100: [1000] * 9, 101: [1000] * 10, 102: [1000] * 10, 103: [1000] * 10, 104: [1000] * 3}, [late])
     b = series(101.0, 104.0, {101: [2000] * 5, 102: [2000] * 5, 103: [2000] * 5})
     merged = merge([a, b])
     assert merged.window_s == 3 and merged.transactions == 45

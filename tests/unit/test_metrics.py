@@ -13,8 +13,9 @@ from pgarena.analysis.metrics import (
 )
 from pgarena.analysis.ranking import rank_targets, unranked_reasons
 from pgarena.model.errors import ErrorInfo
+from pgarena.model.figures import Latency
 from pgarena.model.monitor import ConnectionReport, Incident
-from pgarena.model.results import Latency, LoadResult, ProgressSample, TargetResult, WorkloadResult
+from pgarena.model.results import LoadResult, ProgressSample, TargetResult, WorkloadResult
 
 # METHODOLOGY.md section 3: databases consolidated on one cluster, total ktps.
 CONSOLIDATION = [(1, 64.0), (8, 540.0), (16, 1045.0), (32, 1957.0), (40, 2194.0)]
@@ -59,6 +60,23 @@ def test_an_ordinary_interval_after_a_one_interval_spike_is_no_collapse():
     s = stability(progress(348.8, 258.8, 337.0, 1229.7, 250.2))
     # Then nothing fell: the baseline is the median of the earlier intervals (342.9), not the spike
     assert s.incidents == [] and not s.collapsed and not s.stalled
+
+
+def test_a_run_ending_after_a_one_interval_spike_keeps_a_stability_score_in_the_ranking():
+    # Given the run (348.8, 258.8, 337.0, 1229.7, 250.2 tps) beside a steady one
+    spiky = TargetResult(
+        name="spiky",
+        provider="p",
+        status="succeeded",
+        workloads=[run(484.9, progress=progress(348.8, 258.8, 337.0, 1229.7, 250.2))],
+    )
+    steady = TargetResult(
+        name="steady", provider="p", status="succeeded", workloads=[run(480.0, progress=progress(480, 490, 470, 480, 480))]
+    )
+    # When ranked
+    scores = {e.target: e.metrics["stability"] for e in rank_targets([spiky, steady])}
+    # Then its stability is scored from its CV (1 - 0.77), not zeroed as a collapse
+    assert scores["steady"] == 1.0 and 0.2 < scores["spiky"] < 0.3
 
 
 def test_a_collapse_is_measured_from_the_median_before_it_not_a_spike():
@@ -111,7 +129,7 @@ def test_a_stalled_point_is_left_out_of_the_ranking_with_the_reason():
     ]
     ranking = rank_targets(targets)
     assert [entry.target for entry in ranking] == ["steady"]
-    assert "stalled" in unranked_reasons(targets, ranking)["frozen"]
+    assert "stalled" in unranked_reasons(targets, ranking, [target_metrics(t) for t in targets])["frozen"]
 
 
 def test_single_interval_gives_no_stability_figures():

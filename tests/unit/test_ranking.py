@@ -3,12 +3,14 @@ import json
 import pytest
 
 from pgarena.analysis.aggregate import aggregate
+from pgarena.analysis.metrics import target_metrics
 from pgarena.analysis.ranking import rank_targets, unranked_reasons
 from pgarena.model.errors import ErrorInfo
+from pgarena.model.figures import Latency
 from pgarena.model.matrix import RankingConfig
 from pgarena.model.matrix_errors import MatrixError
 from pgarena.model.outcomes import TargetOutcome
-from pgarena.model.results import Latency, ProgressSample, StepSummary, TargetResult, WorkloadResult
+from pgarena.model.results import ProgressSample, StepSummary, TargetResult, WorkloadResult
 from pgarena.planning.campaign import parse_campaign
 from pgarena.planning.planner import plan_campaign
 from tests.conftest import FIXTURES
@@ -128,12 +130,12 @@ def test_target_with_only_clamped_runs_is_not_ranked_as_complete():
     b = with_runs("b", run(900.0, clients=6, requested=8))
     ranking = rank_targets([a, b])
     assert [r.target for r in ranking] == ["a"]
-    assert "clamped" in unranked_reasons([a, b], ranking)["b"]
+    assert "clamped" in unranked_reasons([a, b], ranking, [target_metrics(a), target_metrics(b)])["b"]
 
 
 def test_failed_target_is_explained():
     down = target("down", 1.0, status="failed")
-    assert unranked_reasons([down], []) == {"down": "failed: connection_refused: down"}
+    assert unranked_reasons([down], [], [target_metrics(down)]) == {"down": "failed: connection_refused: down"}
 
 
 def test_latency_weight_can_change_the_winner():

@@ -3,8 +3,9 @@
 from pgarena.analysis.metrics import target_metrics
 from pgarena.analysis.ranking import rank_targets
 from pgarena.analysis.rate import RATE_NOT_SUSTAINED, TRANSACTIONS_SKIPPED, lag_trend, rate_incident, skipped_incident
+from pgarena.model.figures import Latency
 from pgarena.model.matrix import RankingConfig
-from pgarena.model.results import CampaignResults, Latency, ProgressSample, TargetResult, WorkloadResult
+from pgarena.model.results import CampaignResults, ProgressSample, TargetResult, WorkloadResult
 from pgarena.report import build_reports
 
 

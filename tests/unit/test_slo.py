@@ -5,9 +5,10 @@ import pytest
 from pgarena.analysis.ranking import rank_targets
 from pgarena.analysis.slo import midpoint, outcome, probe_result, search
 from pgarena.cli import ranking_table, show_event
+from pgarena.model.figures import Latency
 from pgarena.model.matrix_errors import MatrixError
 from pgarena.model.plan import RUN_TIMEOUT_MARGIN_S
-from pgarena.model.results import CampaignResults, Latency, ProgressSample, StepSummary, TargetResult, WorkloadResult
+from pgarena.model.results import CampaignResults, ProgressSample, StepSummary, TargetResult, WorkloadResult
 from pgarena.model.slo import SloProbe, SloSearch
 from pgarena.planning.campaign import parse_campaign
 from pgarena.planning.cost import S3_PUTS_PER_STEP, estimate, expected_work_s

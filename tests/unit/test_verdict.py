@@ -11,8 +11,9 @@ from pgarena import cli
 from pgarena.analysis.headline import headline
 from pgarena.analysis.ranking import rank
 from pgarena.analysis.significance import holm, ratio_test, two_sided_p
+from pgarena.model.figures import Latency
 from pgarena.model.matrix import RankingConfig
-from pgarena.model.results import CampaignResults, Latency, ProgressSample, TargetResult, WorkloadResult
+from pgarena.model.results import CampaignResults, ProgressSample, TargetResult, WorkloadResult
 from pgarena.report import build_reports
 
 # Five standard scores with mean 0 and sample stddev 1: runs with an exact mean and stddev.

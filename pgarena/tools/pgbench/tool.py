@@ -7,8 +7,9 @@ from pathlib import Path
 from pgarena.analysis.latency import encode, percentiles_of
 from pgarena.analysis.warmup import measured_progress, window_tps
 from pgarena.model.errors import ErrorInfo, ErrorKind, ToolExit, error_info
+from pgarena.model.figures import Latency
 from pgarena.model.plan import Step
-from pgarena.model.results import Latency, ProgressSample
+from pgarena.model.results import ProgressSample
 from pgarena.tools.pgbench.command import BINARY_ENV, TRANSACTION_LOG_PREFIX, init_args, libpq_env, pgbench_binary, run_args
 from pgarena.tools.pgbench.parser import PgbenchReport, PgbenchSummary, parse_pgbench
 from pgarena.tools.pgbench.spec import PgbenchStep

@@ -27,6 +27,7 @@ from hdrh.histogram import HdrHistogram
 from pgarena.analysis.latency import decode, new_histogram
 from pgarena.model.series import SecondBucket, ShardSeries
 from pgarena.tools.pgbench import _txlog
+from pgarena.tools.pgbench.edges import edge_seconds_of, edges
 
 # Bytes scanned at a time, shared by the files (pgbench -j writes one per thread; two files' shares of
 # 512 KiB or more are scanned at once): large enough that a block's two halves pay for their thread
@@ -339,6 +340,7 @@ def _read(files: list[_File], per_second: bool, since_epoch: float | None) -> Tr
             start_epoch=max(start_epoch, since_epoch) if since_epoch is not None else start_epoch,
             end_epoch=end_us / 1_000_000,
             seconds=buckets,
+            edges=edges([f.path for f in all_files], edge_seconds_of(b.t for b in buckets), since_us),
         )
     return TransactionLog(
         histogram=histogram_of_counts(total),

@@ -5,8 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from pgarena.model.errors import ErrorInfo, ErrorKind, ToolExit, error_info
+from pgarena.model.figures import Latency
 from pgarena.model.plan import Step
-from pgarena.model.results import Latency, ProgressSample
+from pgarena.model.results import ProgressSample
 from pgarena.tools.runner import Measured
 from pgarena.tools.sysbench import command as sysbench
 from pgarena.tools.sysbench.parser import SysbenchReport, parse_sysbench
