@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from typing import Any
 
 import boto3
 import pytest
 
 from pgarena.local.endpoints import ACCOUNT, REGION
-from pgarena.local.runtime import STATE_MACHINE, LocalRun, LocalRuntime, run_local
+from pgarena.local.runtime import STATE_MACHINE, Execution, LocalRun, LocalRuntime, run_local
 from pgarena.local.signing import new_credentials
 from pgarena.model.layout import RESULTS_FILE
 from pgarena.model.matrix import Campaign
@@ -84,9 +85,14 @@ def moto_run(stack, matrix, tmp_path_factory) -> LocalRun:
 
 
 @pytest.fixture(scope="module")
-def localstack_run(stack, moto_run, matrix, tmp_path_factory) -> LocalRun:
+def localstack_runtime(stack, moto_run, tmp_path_factory):  # after the moto run: one runtime at a time
     with LocalRuntime(tmp_path_factory.mktemp("localstack-results"), host=stack.host()) as runtime:
-        run = runtime.run(matrix)
+        yield runtime
+
+
+@pytest.fixture(scope="module")
+def localstack_run(stack, localstack_runtime, matrix) -> LocalRun:
+    run = localstack_runtime.run(matrix)
     assert run.status == "SUCCEEDED", f"{run.error}\nLocalStack's log: {stack.log}"
     return run
 
@@ -148,4 +154,19 @@ def test_the_execution_was_localstacks(stack, localstack_run):
     (machine,) = [m for m in sfn.list_state_machines()["stateMachines"] if m["name"] == STATE_MACHINE]
     # Then the campaign is its execution, and it succeeded there
     executions = sfn.list_executions(stateMachineArn=machine["stateMachineArn"])["executions"]
-    assert [(e["name"], e["status"]) for e in executions] == [(localstack_run.campaign_id, "SUCCEEDED")]
+    assert [e["status"] for e in executions if e["name"] == localstack_run.campaign_id] == ["SUCCEEDED"]
+
+
+def test_an_invalid_matrix_fails_in_matrix_invalid_with_its_cause(localstack_runtime, localstack_run, matrix):
+    # Given an execution started as `aws stepfunctions start-execution` would, with a matrix validation refuses
+    bad = matrix.model_dump(mode="json", exclude_none=True)
+    bad["workloads"][0]["run"]["clients"] = 0
+    arn = localstack_runtime.sfn.start_execution(
+        stateMachineArn=localstack_runtime.machine_arn, name="invalid-matrix", input=json.dumps(bad)
+    )["executionArn"]
+    # When LocalStack's interpreter runs it to its end
+    run = localstack_runtime.wait(Execution("invalid-matrix", arn, localstack_runtime.out_dir / "invalid", time.monotonic()))
+    # Then the Fail state reports the handler's error and its cause (the field, and the fix), as in AWS
+    assert run.status == "FAILED"
+    assert run.error is not None and run.error.startswith("InvalidMatrix: ")
+    assert "$.workloads[0].run.clients: client counts must be between 1 and 10,000" in run.error

