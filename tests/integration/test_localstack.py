@@ -8,8 +8,11 @@ behaviour and works with both:
 - `$$.Execution.StartTime` (results.json's started_at) is `2026-11-25T21:30:23.511Z` under LocalStack, as
   AWS documents the context object; moto gives Python's isoformat (`...23.511482+00:00`). pgarena reads
   either (datetime.fromisoformat); the comparison leaves times aside.
-- A `dynamodb:putItem` task's result is `{}` under LocalStack, SDK metadata in AWS and moto: the ASL
-  discards every putItem result (ResultPath null), so nothing depends on it.
+- A `dynamodb:putItem` task's result is `{}` under LocalStack, SDK metadata in AWS and moto: each of the
+  ASL's three putItem tasks keeps only constants (its ResultSelector), so nothing depends on it.
+- A Fail state whose ErrorPath gives a `States.*` name (a caught Lambda timeout) fails with States.Runtime
+  under LocalStack, its cause lost; AWS documents no such restriction on ErrorPath, and moto keeps both.
+  A handler's own error, as in test_an_invalid_matrix_fails_in_matrix_invalid_with_its_cause, is kept by both.
 """
 
 from __future__ import annotations
