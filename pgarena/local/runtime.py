@@ -1,4 +1,5 @@
-"""Run a campaign on this machine: the same ASL file, executed by moto's Step Functions interpreter.
+"""Run a campaign on this machine: the same ASL file, executed by moto's Step Functions interpreter (or
+another host's: pgarena.local.hosts).
 
 The interpreter calls the real Lambda handlers through a local Lambda endpoint; the launcher's ECS
 RunTask starts the real worker entrypoint as a process, which reaches S3, DynamoDB and the task
@@ -40,10 +41,10 @@ from pgarena.local.children import Children, reap
 from pgarena.local.delay_proxy import DelayProxy
 from pgarena.local.embedded import PASSWORD_ENV_PREFIX, EmbeddedProcess, EmbeddedStandby, EmbeddedStartError, with_replication
 from pgarena.local.endpoints import ACCOUNT, FUNCTIONS, REGION, EcsEndpoint, LambdaEndpoint, function_arn, load_handlers
-from pgarena.local.interpreter import as_aws
+from pgarena.local.environ import patched_environ
+from pgarena.local.hosts import MotoHost, StateMachineHost
 from pgarena.local.leases import default_lease_dir, private_dir
 from pgarena.local.limits import StrictLimitError
-from pgarena.local.moto_server import MotoServer
 from pgarena.local.progress import Interrupted, disk_full, download, keep_execution, keep_step, release_leases, write_local
 from pgarena.model import layout
 from pgarena.model.errors import DiskFull, ErrorInfo
@@ -115,20 +116,6 @@ def definition(asl_path: Path = ASL_PATH, aws_strict: bool = False) -> str:
     for note in notes:
         log.info("aws-strict: %s", note)
     return json.dumps(capped)
-
-
-@contextmanager
-def patched_environ(values: dict[str, str]) -> Iterator[None]:
-    saved = {key: os.environ.get(key) for key in values}
-    os.environ.update(values)
-    try:
-        yield
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
 
 
 @contextmanager
@@ -253,7 +240,12 @@ class LocalRuntime:
         iam_template: dict[str, Any] | None = None,
         container_workers: bool | None = None,
         worker_size: containers.WorkerSize = containers.WorkerSize(),
+        host: StateMachineHost | None = None,
     ):
+        self.host: StateMachineHost = host or MotoHost()
+        if (iam_template is not None or aws_strict) and self.host.name != "moto":
+            # Enforced IAM is moto's (pgarena.local.iam), and strict mode enforces the template's roles.
+            raise ValueError(f"aws_strict and iam_template need the moto host: the {self.host.name} host enforces no IAM")
         self.out_dir = out_dir
         self.worker_size = worker_size
         self.container_workers = aws_strict if container_workers is None else container_workers
@@ -267,7 +259,7 @@ class LocalRuntime:
         self.endpoint_urls: dict[str, str] = {}  # AWS_ENDPOINT_URL[_SERVICE] -> this runtime's stand-in
         self.own_executions: set[str] = set()  # started by start(): their stops are finalized by _stop
         # This run's key: its processes sign with it, and its endpoints answer nothing else (pgarena.local.signing).
-        self.credentials = signing.new_credentials()
+        self.credentials = signing.new_credentials(ACCOUNT)
         self.keys = signing.RunKeys([self.credentials])
 
     def component_env(self, component: Component) -> dict[str, str]:
@@ -324,8 +316,6 @@ class LocalRuntime:
         return handlers
 
     def __enter__(self) -> LocalRuntime:
-        from moto import mock_aws
-
         logging.getLogger("werkzeug").setLevel(logging.ERROR)  # the moto server's access log drowns the progress
         stack = self.stack
         aws_env = {
@@ -355,16 +345,11 @@ class LocalRuntime:
             stack.callback(self.children.close)
             stack.enter_context(patched_environ(aws_env))
             stack.enter_context(fresh_default_session())
-            # moto's own fake credentials would replace the run's key in this process's environment.
-            stack.enter_context(
-                mock_aws(config={"stepfunctions": {"execute_state_machine": True}, "core": {"mock_credentials": False}})
-            )
-            stack.enter_context(as_aws())
-            self.endpoint_urls["AWS_ENDPOINT_URL"] = stack.enter_context(MotoServer(self.keys)).url
-            # The interpreter's Lambda tasks sign with the run's key too (moto's own is a fixed placeholder).
-            stack.enter_context(local_iam.state_machine_signing_as(self.credentials, local_iam.LAMBDA_TASKS))
+            self.endpoint_urls["AWS_ENDPOINT_URL"] = self.host.open(stack, self.credentials, self.keys)
             self.lambda_handlers = self._asset_handlers() if self.aws_strict else load_handlers()
             lambdas = stack.enter_context(LambdaEndpoint(self.lambda_handlers, self.keys))
+            # The interpreter's Lambda tasks reach the real handlers, signed with the run's key.
+            self.host.serve_lambda(stack, lambdas.url, self.credentials)
             self.workers = stack.enter_context(
                 EcsEndpoint(
                     # What a task gets besides RunTask's overrides: all a worker process has, besides its

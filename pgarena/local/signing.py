@@ -9,6 +9,7 @@ names as signed, its body) and compared in constant time.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import hmac
 import io
@@ -33,11 +34,25 @@ _AUTHORIZATION = re.compile(
 _SHA256_HEX = re.compile(r"^[0-9a-f]{64}$")
 
 
-def new_credentials() -> Credentials:
-    """A random key for one run: an access key id as AWS spells them, and a 40-character secret."""
-    alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"
-    key_id = "AKIA" + "".join(secrets.choice(alphabet) for _ in range(16))
-    return Credentials(user=RUN_USER, access_key_id=key_id, secret_access_key=secrets.token_urlsafe(30))
+# Access key ids encode their account (as AWS's do): bytes 4-12 are base32 of account // 2 plus this offset,
+# the 13th character's half of the alphabet its last bit. LocalStack (with PARITY_AWS_ACCESS_KEY_ID) reads
+# the account from the key, as AWS does; moto ignores it.
+_KEY_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"
+_ACCOUNT_OFFSET = 549_755_813_888
+
+
+def access_key_id(account: str) -> str:
+    """A random access key id of `account` (12 digits)."""
+    number = int(account)
+    encoded = base64.b32encode((number // 2 + _ACCOUNT_OFFSET).to_bytes(5, "big")).decode()
+    half = _KEY_ALPHABET[16:] if number % 2 else _KEY_ALPHABET[:16]
+    return "AKIA" + encoded + secrets.choice(half) + "".join(secrets.choice(_KEY_ALPHABET) for _ in range(7))
+
+
+def new_credentials(account: str = "123456789012") -> Credentials:
+    """A random key for one run, of `account` (the local runtime's): an access key id as AWS spells them,
+    and a 40-character secret."""
+    return Credentials(user=RUN_USER, access_key_id=access_key_id(account), secret_access_key=secrets.token_urlsafe(30))
 
 
 class RunKeys:
