@@ -62,9 +62,9 @@ def _cut_where_edges_are_missing(span: Span, series: list[ShardSeries]) -> Span:
 def _partial(edge: EdgeSecond, span: Span) -> tuple[list[int], int]:
     """The latencies of the transactions done in edge's second inside the span, and the not-done count."""
     low, high = span.start_us - edge.t * US, span.end_us - edge.t * US
-    done = slice(bisect_left(edge.ends_us, low), bisect_right(edge.ends_us, high))
-    not_done = bisect_right(edge.not_done_us, high) - bisect_left(edge.not_done_us, low)
-    return edge.latencies_us[done], not_done
+    ends, failed = edge.ends_us(), edge.not_done_us()
+    done = slice(bisect_left(ends, low), bisect_right(ends, high))
+    return edge.latencies_us()[done], bisect_right(failed, high) - bisect_left(failed, low)
 
 
 def merge(series: list[ShardSeries]) -> MergedRun:
@@ -89,7 +89,7 @@ def merge(series: list[ShardSeries]) -> MergedRun:
                 count, failed = count + bucket.count, failed + bucket.failed
                 continue
             # A second without its transactions kept has none (_cut_where_edges_are_missing moved the span past others).
-            edge = edges.get(bucket.t) or EdgeSecond(t=bucket.t, ends_us=[], latencies_us=[])
+            edge = edges.get(bucket.t) or EdgeSecond.of(bucket.t, [], [])
             latencies, not_done = _partial(edge, span)
             for value in latencies:  # clamped into range as the worker's scanner records them
                 histogram.record_value(min(max(value, LOWEST_US), HIGHEST_US))

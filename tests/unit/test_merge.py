@@ -26,7 +26,7 @@ def test_the_window_is_the_common_span_to_the_microsecond():
 
 def test_tps_adds_up_inside_the_window_only():
     # Given two shards; second 100 is before the common span [101.0, 104.0], and a's second 104 ended after it
-    late = EdgeSecond(t=104, ends_us=[100_000, 200_000, 600_000], latencies_us=[1000] * 3)
+    late = EdgeSecond.of(104, [100_000, 200_000, 600_000], [1000] * 3)
     a = series(100.0, 104.5, {100: [1000] * 9, 101: [1000] * 10, 102: [1000] * 10, 103: [1000] * 10, 104: [1000] * 3}, [late])
     b = series(101.0, 104.0, {101: [2000] * 5, 102: [2000] * 5, 103: [2000] * 5})
     merged = merge([a, b])

@@ -93,11 +93,7 @@ def edges(paths: list[Path], seconds: set[int], since_us: int | None = None) -> 
     kept = []
     for t in sorted(seconds):
         ended = sorted(done[t])
-        kept.append(
-            EdgeSecond(
-                t=t, ends_us=[us for us, _ in ended], latencies_us=[lat for _, lat in ended], not_done_us=sorted(not_done[t])
-            )
-        )
+        kept.append(EdgeSecond.of(t, [us for us, _ in ended], [lat for _, lat in ended], sorted(not_done[t])))
     return kept
 
 
