@@ -265,6 +265,14 @@ def run(
             '(needs a Docker daemon: eval "$(tools/docker-here.sh)"); --aws-strict implies it',
         ),
     ] = False,
+    external_site: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--external-site",
+            help="with --local: serve this external site (placement.site), as a stack deployed with it in "
+            "pgarena:external_sites would; its workers start as EXTERNAL tasks on this machine (repeatable)",
+        ),
+    ] = None,
     aws: Annotated[
         bool,
         typer.Option(
@@ -289,9 +297,9 @@ def run(
     if local == aws:
         errors.print("choose where the campaign runs: --local (this machine) or --aws (the deployed stack)")
         raise typer.Exit(2)
-    if aws and (aws_strict or container_workers):
-        # Both change how the local runtime runs; in AWS, Lambda and Fargate already are what they imitate.
-        errors.print("--aws-strict and --container-workers go with --local: remove them from a --aws run")
+    if aws and (aws_strict or container_workers or external_site):
+        # These change how the local runtime runs; in AWS, Lambda, Fargate and the stack's sites already are what they imitate.
+        errors.print("--aws-strict, --container-workers and --external-site go with --local: remove them from a --aws run")
         raise typer.Exit(2)
     campaign, given_id = _load_input_or_exit(matrix)
     if given_id:
@@ -322,7 +330,12 @@ def run(
     try:
         with console.status(_text(f"running {campaign.campaign} {mode} (Ctrl-C cancels, keeping what finished)")):
             result = run_local(
-                campaign, out, on_event=show_event, aws_strict=aws_strict, container_workers=container_workers or aws_strict
+                campaign,
+                out,
+                on_event=show_event,
+                aws_strict=aws_strict,
+                container_workers=container_workers or aws_strict,
+                external_sites=tuple(external_site or ()),
             )
     except (AssetError, StrictLimitError, DockerError, LeaseDirError) as error:
         _fail(str(error))
