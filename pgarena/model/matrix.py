@@ -248,7 +248,9 @@ class Target(Strict):
     provider: str = Field(min_length=1, max_length=100, description="label shown in reports, e.g. rds, aurora, cloudsql")
     endpoint: Endpoint | None = Field(None, description="a server to reach; exactly one of endpoint and embedded")
     embedded: EmbeddedServer | None = Field(None, description="a server the local runtime starts (local runs only)")
-    placement: Placement | None = Field(None, description="AWS only: where workers and preflight run, next to the database")
+    placement: Placement | None = Field(
+        None, description="AWS only: where workers run, next to the database (a region, or an external site)"
+    )
     hourly_cost_usd: float | None = Field(
         None, ge=0, le=1_000_000, description="what the target costs per hour, for cost-efficiency figures"
     )

@@ -13,6 +13,7 @@ from pgarena.aws.launch import EcsLauncher, external_run_task_request
 from pgarena.aws.settings import SitesEnv
 from pgarena.campaign.claim import claim_and_plan
 from pgarena.cli import app
+from pgarena.local.resume import named_sites
 from pgarena.model.errors import ErrorKind, InvalidMatrix, PgarenaError
 from pgarena.model.matrix import Placement
 from pgarena.model.sites import SiteMap, site_problems
@@ -156,3 +157,10 @@ def test_run_aws_refuses_an_unserved_site_before_starting_an_execution(aws_crede
         result = CliRunner().invoke(app, ["run", "--aws", "--matrix", _site_matrix_file(tmp_path, GCP), "--region", HOME])
     assert result.exit_code == 1
     assert "$.targets[1].placement.site" in result.stderr and "deploy --all" in result.stderr
+
+
+def test_resuming_a_campaign_serves_the_external_sites_its_targets_named():
+    # Given a campaign with two targets on one site, one on another and one at home
+    campaign = parse_campaign(matrix({"site": GCP}, {"site": "azure-eastus"}, {"site": GCP}, None))
+    # Then `pgarena resume` serves each of those sites once (the first run served them, or it was refused)
+    assert named_sites(campaign) == (GCP, "azure-eastus")
