@@ -21,7 +21,7 @@ from pgarena.model.comparison import Comparison
 from pgarena.model.matrix import Campaign, json_schema
 from pgarena.model.matrix_errors import MatrixError, Problem
 from pgarena.model.results import CampaignResults, TargetResult
-from pgarena.model.sites import site_problems
+from pgarena.model.sites import SiteMap, site_problems
 from pgarena.planning.campaign import load_execution_input
 from pgarena.remote.execution import RESULTS_WAIT_S, STACK_NAME
 from pgarena.report import write_to_folder
@@ -83,6 +83,24 @@ def _print_problems(source: object, problems: list[Problem]) -> None:
     _fail(f"{source}: {len(problems)} problem(s)")
     for problem in problems:
         errors.print(f"  {problem.path}: {problem.message}", markup=False, highlight=False)
+
+
+def _check_local_sites_or_exit(matrix: Path, campaign: Campaign, external_sites: list[str]) -> None:
+    """The local runtime serves its own region and the external sites given: anything else is refused before
+    it starts, as Validate And Plan would refuse it, with the local fix."""
+    from pgarena.local.endpoints import REGION as LOCAL_REGION
+
+    problems = site_problems(campaign, SiteMap(home_region=LOCAL_REGION, external=frozenset(external_sites)))
+    if not problems:
+        return
+    _print_problems(matrix, problems)
+    errors.print(
+        f"locally: pass --external-site NAME for each placement.site; placement.region can only be {LOCAL_REGION}, "
+        "the local runtime's",
+        markup=False,
+        highlight=False,
+    )
+    raise typer.Exit(1)
 
 
 def _check_sites_or_exit(matrix: Path, campaign: Campaign, stack: str, region: str | None) -> None:
@@ -325,6 +343,7 @@ def run(
     from pgarena.local.runtime import run_local
     from pgarena.model.errors import DiskFull
 
+    _check_local_sites_or_exit(matrix, campaign, external_site or [])
     # Ctrl-C stops the campaign (workers, leases) and still writes a results.json marked cancelled.
     mode = "locally, as AWS would run it" if aws_strict else "locally"
     try:

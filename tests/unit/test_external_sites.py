@@ -164,3 +164,23 @@ def test_resuming_a_campaign_serves_the_external_sites_its_targets_named():
     campaign = parse_campaign(matrix({"site": GCP}, {"site": "azure-eastus"}, {"site": GCP}, None))
     # Then `pgarena resume` serves each of those sites once (the first run served them, or it was refused)
     assert named_sites(campaign) == (GCP, "azure-eastus")
+
+
+def test_a_local_run_refuses_a_site_it_was_not_given_before_starting_anything(tmp_path):
+    # When a campaign on an external site is run locally without --external-site
+    result = CliRunner().invoke(
+        app, ["run", "--local", "--matrix", _site_matrix_file(tmp_path, GCP), "--out", str(tmp_path / "out")]
+    )
+
+    # Then it is refused naming the field and the local fix, and no results folder was started
+    assert result.exit_code == 1
+    assert "$.targets[1].placement.site" in result.stderr and f"'{GCP}'" in result.stderr
+    assert "pass --external-site NAME" in result.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_external_site_goes_with_local_only(tmp_path):
+    result = CliRunner().invoke(
+        app, ["run", "--aws", "--external-site", GCP, "--matrix", _site_matrix_file(tmp_path, GCP), "--region", HOME]
+    )
+    assert result.exit_code == 2 and "--external-site go with --local" in result.stderr
