@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from aws_cdk import ArnFormat, CfnOutput, Fn, Stack
+from aws_cdk import ArnFormat, CfnElement, CfnOutput, Fn, Stack
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_ssm as ssm
@@ -76,7 +76,10 @@ class ExternalSitesConstruct(Construct):
         role.add_to_policy(iam.PolicyStatement(actions=AGENT_ACTIONS, resources=[cluster.cluster_arn, instances]))
         # DiscoverPollEndpoint names no resource (where the agent is told to poll).
         role.add_to_policy(iam.PolicyStatement(actions=["ecs:DiscoverPollEndpoint"], resources=["*"]))
-        cluster_id = Stack.of(self).get_logical_id(cluster.node.default_child)  # type: ignore[arg-type]
+        resource = cluster.node.default_child
+        if not isinstance(resource, CfnElement):  # the cluster is the stack's own, so it has its resource
+            raise ValueError(f"{cluster.node.path} is not a cluster defined in this stack")
+        cluster_id = Stack.of(self).get_logical_id(resource)
         acknowledge(
             role,
             "AwsSolutions-IAM4",

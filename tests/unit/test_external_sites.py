@@ -115,13 +115,13 @@ class RecordingEcs:
 
 def test_the_launcher_sends_an_external_target_to_the_home_ecs_with_its_constraint():
     ecs = RecordingEcs()
-    task, failures = EcsLauncher(ecs, EXTERNAL_ENV).launch(first_step({"site": GCP}), "t1")  # type: ignore[arg-type]
+    task, failures = EcsLauncher(ecs, EXTERNAL_ENV).launch(first_step({"site": GCP}), "t1")  # type: ignore[arg-type]  # a stand-in with run_task only
     assert task is not None and failures == []
     assert ecs.requests[0]["placementConstraints"][0]["expression"] == f"attribute:pgarena.site == {GCP}"
 
 
 def test_a_site_the_stack_no_longer_serves_is_an_invalid_matrix_not_a_retry():
-    launcher = EcsLauncher(RecordingEcs(), EXTERNAL_ENV.model_copy(update={"external_sites": ""}))  # type: ignore[arg-type]
+    launcher = EcsLauncher(RecordingEcs(), EXTERNAL_ENV.model_copy(update={"external_sites": ""}))  # type: ignore[arg-type]  # a stand-in with run_task only
     with pytest.raises(PgarenaError, match=f"placement.site '{GCP}': the stack has no such external site") as error:
         launcher.launch(first_step({"site": GCP}), "t1")
     assert error.value.kind == ErrorKind.INVALID_MATRIX
