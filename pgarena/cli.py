@@ -24,7 +24,7 @@ from pgarena.model.matrix import Campaign, json_schema
 from pgarena.model.matrix_errors import MatrixError, Problem
 from pgarena.model.metrics import TargetMetrics
 from pgarena.model.results import CampaignResults
-from pgarena.model.sites import site_problems
+from pgarena.model.sites import SiteMap, site_problems
 from pgarena.planning.campaign import load_execution_input
 from pgarena.remote.execution import RESULTS_WAIT_S, STACK_NAME
 from pgarena.report import write_to_folder
@@ -86,6 +86,24 @@ def _print_problems(source: object, problems: list[Problem]) -> None:
     _fail(f"{source}: {len(problems)} problem(s)")
     for problem in problems:
         errors.print(f"  {problem.path}: {problem.message}", markup=False, highlight=False)
+
+
+def _check_local_sites_or_exit(matrix: Path, campaign: Campaign, external_sites: list[str]) -> None:
+    """The local runtime serves its own region and the external sites given: anything else is refused before
+    it starts, as Validate And Plan would refuse it, with the local fix."""
+    from pgarena.local.endpoints import REGION as LOCAL_REGION
+
+    problems = site_problems(campaign, SiteMap(home_region=LOCAL_REGION, external=frozenset(external_sites)))
+    if not problems:
+        return
+    _print_problems(matrix, problems)
+    errors.print(
+        f"locally: pass --external-site NAME for each placement.site; placement.region can only be {LOCAL_REGION}, "
+        "the local runtime's",
+        markup=False,
+        highlight=False,
+    )
+    raise typer.Exit(1)
 
 
 def _check_sites_or_exit(matrix: Path, campaign: Campaign, stack: str, region: str | None) -> None:
@@ -272,6 +290,14 @@ def run(
             '(needs a Docker daemon: eval "$(tools/docker-here.sh)"); --aws-strict implies it',
         ),
     ] = False,
+    external_site: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--external-site",
+            help="with --local: serve this external site (placement.site), as a stack deployed with it in "
+            "pgarena:external_sites would; its workers start as EXTERNAL tasks on this machine (repeatable)",
+        ),
+    ] = None,
     aws: Annotated[
         bool,
         typer.Option(
@@ -296,9 +322,9 @@ def run(
     if local == aws:
         errors.print("choose where the campaign runs: --local (this machine) or --aws (the deployed stack)")
         raise typer.Exit(2)
-    if aws and (aws_strict or container_workers):
-        # Both change how the local runtime runs; in AWS, Lambda and Fargate already are what they imitate.
-        errors.print("--aws-strict and --container-workers go with --local: remove them from a --aws run")
+    if aws and (aws_strict or container_workers or external_site):
+        # These change how the local runtime runs; in AWS, Lambda, Fargate and the stack's sites already are what they imitate.
+        errors.print("--aws-strict, --container-workers and --external-site go with --local: remove them from a --aws run")
         raise typer.Exit(2)
     campaign, given_id = _load_input_or_exit(matrix)
     if given_id:
@@ -324,12 +350,18 @@ def run(
     from pgarena.local.runtime import run_local
     from pgarena.model.errors import DiskFull
 
+    _check_local_sites_or_exit(matrix, campaign, external_site or [])
     # Ctrl-C stops the campaign (workers, leases) and still writes a results.json marked cancelled.
     mode = "locally, as AWS would run it" if aws_strict else "locally"
     try:
         with console.status(_text(f"running {campaign.campaign} {mode} (Ctrl-C cancels, keeping what finished)")):
             result = run_local(
-                campaign, out, on_event=show_event, aws_strict=aws_strict, container_workers=container_workers or aws_strict
+                campaign,
+                out,
+                on_event=show_event,
+                aws_strict=aws_strict,
+                container_workers=container_workers or aws_strict,
+                external_sites=tuple(external_site or ()),
             )
     except (AssetError, StrictLimitError, DockerError, LeaseDirError) as error:
         _fail(str(error))

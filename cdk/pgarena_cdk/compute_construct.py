@@ -131,6 +131,19 @@ def build_worker_task_definition(  # noqa: PLR0913  # the task definition's part
             cpu_architecture=ecs.CpuArchitecture.X86_64,
         ),
     )
+    add_worker_container(task_definition, repo_root, log_group)
+    return task_definition
+
+
+def add_worker_container(
+    task_definition: ecs.TaskDefinition,
+    repo_root: Path,
+    log_group: logs.ILogGroup,
+    memory_limit_mib: int | None = None,
+    cpu: int | None = None,
+) -> ecs.ContainerDefinition:
+    """The worker container: the one image (an asset of the stack, so every task definition of it pulls the
+    same), its logs in `log_group`. Memory and CPU for task definitions that set none of their own (EXTERNAL)."""
     # Synth stages the build context (pip downloads the wheels once per requirements, no Docker);
     # `cdk deploy` builds and pushes the image, to each region's asset repository. The local runtime's
     # container workers build the same.
@@ -140,10 +153,11 @@ def build_worker_task_definition(  # noqa: PLR0913  # the task definition's part
         file=worker_image.DOCKERFILE,
         platform=ecr_assets.Platform.LINUX_AMD64,
     )
-    task_definition.add_container(
+    return task_definition.add_container(
         constants.WORKER_CONTAINER_NAME,
         container_name=constants.WORKER_CONTAINER_NAME,
         image=image,
+        memory_limit_mib=memory_limit_mib,
+        cpu=cpu,
         logging=ecs.LogDrivers.aws_logs(stream_prefix=constants.WORKER_LOG_STREAM_PREFIX, log_group=log_group),
     )
-    return task_definition

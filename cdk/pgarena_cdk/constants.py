@@ -21,6 +21,7 @@ CONTEXT_RAW_OUTPUT_EXPIRATION_DAYS = "pgarena:rawOutputExpirationDays"
 CONTEXT_SCHEDULES = "pgarena:schedules"
 # Worker sites in other regions: [{"region": "eu-west-1"}, {"region": ..., "vpcId": ..., "subnetIds": [...], ...}]
 CONTEXT_SITES = sites.SITES_CONTEXT_KEY
+CONTEXT_EXTERNAL_SITES = sites.EXTERNAL_SITES_CONTEXT_KEY
 
 # Defaults used when the context does not set a value.
 DEFAULT_WORKER_CPU_UNITS = 1024
@@ -133,6 +134,7 @@ OUTPUT_WORKER_SECURITY_GROUPS = "WorkerSecurityGroupIds"
 OUTPUT_WORKER_SUBNETS = "WorkerSubnetIds"
 OUTPUT_NAT_EGRESS_IPS = "NatEgressIps"
 OUTPUT_WORKER_SITE_REGIONS = execution.OUTPUT_WORKER_SITE_REGIONS
+OUTPUT_EXTERNAL_SITES = execution.OUTPUT_EXTERNAL_SITES
 
 # A worker site's stack: one per region of pgarena:sites, named after the home stack.
 SITE_STACK_ID_PREFIX = f"{STACK_ID}-Site-"

@@ -21,6 +21,7 @@ from pgarena.aws.sites import SITE_CLUSTER_NAME, SITE_TASK_FAMILY, site_executio
 from pgarena_cdk import constants
 from pgarena_cdk.bundling import dependencies_layer_code
 from pgarena_cdk.compute_construct import ComputeConstruct
+from pgarena_cdk.external_sites_construct import ExternalSitesConstruct
 from pgarena_cdk.nag import acknowledge
 from pgarena_cdk.permissions import grant_access, grant_read_pgarena_secrets
 from pgarena_cdk.placement_construct import PlacementConstruct
@@ -50,6 +51,7 @@ class OrchestrationConstruct(Construct):
         compute: ComputeConstruct,
         bucket: s3.IBucket,
         table: dynamodb.ITable,
+        external_sites: ExternalSitesConstruct | None = None,
     ) -> None:
         super().__init__(scope, id_)
         self._settings = settings
@@ -62,12 +64,16 @@ class OrchestrationConstruct(Construct):
         # Preflight connects to the targets from the workers' subnets and security groups: it reaches a
         # private database as they do, and leaves through the same NAT (the IP a firewall allows).
         # Validate And Plan refuses a placement.region no site serves; launch_worker launches in the site's region.
-        sites_env = {"WORKER_SITE_REGIONS": ",".join(settings.site_regions)}
+        # So does it an unserved placement.site; launch_worker starts an external site's workers as EXTERNAL tasks.
+        sites_env = {
+            "WORKER_SITE_REGIONS": ",".join(settings.site_regions),
+            "WORKER_EXTERNAL_SITES": ",".join(settings.external_sites),
+        }
         self.validate_function = self._build_function(constants.VALIDATE, environment={**results_env, **sites_env})
         self.preflight_function = self._build_function(constants.PREFLIGHT, environment=results_env, placement=placement)
         self.launch_worker_function = self._build_function(
             constants.LAUNCH_WORKER,
-            environment={**results_env, **sites_env, **self._launcher_environment(placement, compute)},
+            environment={**results_env, **sites_env, **self._launcher_environment(placement, compute, external_sites)},
         )
         self.release_lease_function = self._build_function(constants.RELEASE_LEASE, environment=results_env)
         self.aggregate_function = self._build_function(constants.AGGREGATE, environment=results_env)
@@ -85,6 +91,15 @@ class OrchestrationConstruct(Construct):
         self._grant_launch_worker(self.launch_worker_function, compute)
         for region in settings.site_regions:
             self._grant_launch_in_site(self.launch_worker_function, compute, region)
+        if external_sites is not None:
+            # The external task definition, in the home cluster; its roles are the home ones, already passable.
+            self.launch_worker_function.add_to_role_policy(
+                iam.PolicyStatement(
+                    actions=["ecs:RunTask"],
+                    resources=[external_sites.task_definition.task_definition_arn],
+                    conditions={"ArnEquals": {"ecs:cluster": compute.cluster.cluster_arn}},
+                )
+            )
         self.state_machine = self._build_state_machine(repo_root)
         self.finalize_stopped_function = self._finalize_stopped_executions(results_env)
 
@@ -159,7 +174,9 @@ class OrchestrationConstruct(Construct):
         )
         return [layer]
 
-    def _launcher_environment(self, placement: PlacementConstruct, compute: ComputeConstruct) -> dict[str, str]:
+    def _launcher_environment(
+        self, placement: PlacementConstruct, compute: ComputeConstruct, external_sites: ExternalSitesConstruct | None
+    ) -> dict[str, str]:
         environment = {
             "CLUSTER_ARN": compute.cluster.cluster_arn,
             "TASK_DEFINITION_ARN": compute.task_definition.task_definition_arn,
@@ -173,6 +190,8 @@ class OrchestrationConstruct(Construct):
             # Workers in every site run as this role (RunTask's taskRoleArn override)
             "WORKER_TASK_ROLE_ARN": compute.task_role.role_arn,
         }
+        # The EXTERNAL task definition, for targets on external sites (none: no such site is served).
+        environment["EXTERNAL_TASK_DEFINITION_ARN"] = external_sites.task_definition.task_definition_arn if external_sites else ""
         return environment
 
     def _build_function(

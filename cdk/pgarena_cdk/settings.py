@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+from typing import Annotated
 
 from aws_cdk import aws_logs as logs
 from constructs import Node
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from pgarena.model.matrix import SITE_NAME_PATTERN
 from pgarena_cdk import constants
 from pgarena_cdk.schedules_construct import ScheduleSpec
 
@@ -87,12 +89,32 @@ class DeploySettings(BaseModel):
     )
     schedules: list[ScheduleSpec] = Field(default_factory=list, alias=constants.CONTEXT_SCHEDULES)
     sites: list[SiteSpec] = Field(default_factory=list, alias=constants.CONTEXT_SITES)
+    # External sites (ECS Anywhere) by name: each name is the `pgarena.site` attribute of its machines.
+    external_sites: list[Annotated[str, Field(pattern=SITE_NAME_PATTERN)]] = Field(
+        default_factory=list, alias=constants.CONTEXT_EXTERNAL_SITES
+    )
 
     @field_validator("schedules", "sites", mode="before")
     @classmethod
     def _decode_json_list(cls, value: object) -> object:
         # `cdk deploy -c pgarena:schedules='[...]'` passes the list as a JSON string.
         return json.loads(value) if isinstance(value, str) else value
+
+    @field_validator("external_sites", mode="before")
+    @classmethod
+    def _external_site_names(cls, value: object) -> object:
+        # A JSON list from cdk.json or `-c 'pgarena:external_sites=["gcp"]'`, or `-c pgarena:external_sites=gcp,azure`.
+        if isinstance(value, str) and value.strip().startswith("["):
+            return json.loads(value)
+        return _id_list(value)
+
+    @field_validator("external_sites")
+    @classmethod
+    def _unique_external_sites(cls, value: list[str]) -> list[str]:
+        repeated = sorted({name for name in value if value.count(name) > 1})
+        if repeated:
+            raise ValueError(f"external site names must be unique; repeated: {', '.join(repeated)}")
+        return value
 
     @field_validator("sites")
     @classmethod

@@ -11,6 +11,7 @@ from constructs import Construct
 
 from pgarena_cdk import constants
 from pgarena_cdk.compute_construct import ComputeConstruct
+from pgarena_cdk.external_sites_construct import ExternalSitesConstruct
 from pgarena_cdk.orchestration_construct import OrchestrationConstruct
 from pgarena_cdk.placement_construct import PlacementConstruct
 from pgarena_cdk.results_construct import ResultsConstruct
@@ -38,6 +39,10 @@ class PgarenaStack(Stack):
             bucket=self.results.bucket,
             table=self.results.table,
         )
+        # Machines in other clouds registered to the cluster (ECS Anywhere), when the context names any.
+        self.external_sites = (
+            ExternalSitesConstruct(self, "EcsAnywhere", settings, repo_root, self.compute) if settings.external_sites else None
+        )
         self.orchestration = OrchestrationConstruct(
             self,
             "Orchestration",
@@ -47,6 +52,7 @@ class PgarenaStack(Stack):
             self.compute,
             bucket=self.results.bucket,
             table=self.results.table,
+            external_sites=self.external_sites,
         )
         self.schedules = SchedulesConstruct(
             self,

@@ -47,10 +47,10 @@ def worker_size(workers: Sequence[WorkerFacts | None]) -> WorkerSize | None:
 
 
 def site(placement: Placement | None, workers: Sequence[WorkerFacts | None]) -> str | None:
-    """Where a target's workers ran: its placement's region, else the region of the task's availability
-    zone (ECS), else this machine (the local runtime reports no task); None when no worker reported."""
-    if placement is not None and placement.region:
-        return placement.region
+    """Where a target's workers ran: its placement's external site or region, else the region of the task's
+    availability zone (ECS), else this machine (the local runtime reports no task); None when no worker reported."""
+    if placement is not None and (placement.site or placement.region):
+        return placement.site or placement.region
     zones = [w.task.availability_zone for w in workers if w is not None and w.task and w.task.availability_zone]
     if zones:
         return Counter(zones).most_common(1)[0][0].rstrip("abcdefghijklmnopqrstuvwxyz")

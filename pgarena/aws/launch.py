@@ -2,6 +2,8 @@
 
 A target placed in another region's worker site is launched there: that region's ECS, cluster, task
 definition and network, the home stack's task role, and the home region named for the worker to report to.
+A target placed on an external site is launched in the home cluster with launch type EXTERNAL, on the
+site's machines only (a placement constraint on their `pgarena.site` attribute).
 """
 
 from __future__ import annotations
@@ -14,9 +16,13 @@ from pgarena.aws.settings import LauncherEnv
 from pgarena.aws.sites import SiteReadError, WorkerSite
 from pgarena.model.errors import ErrorKind, failure
 from pgarena.model.plan import Step
+from pgarena.model.sites import site_constraint
 
 if TYPE_CHECKING:
     from mypy_boto3_ecs import ECSClient
+
+
+EXTERNAL_LAUNCH_TYPE = "EXTERNAL"
 
 
 def client_token(step: Step, task_token: str) -> str:
@@ -68,6 +74,18 @@ def run_task_request(step: Step, task_token: str, env: LauncherEnv, site: Worker
     return request
 
 
+def external_run_task_request(step: Step, task_token: str, env: LauncherEnv, site: str) -> dict[str, Any]:
+    """The RunTask request for one shard on external site `site`: the home cluster, its EXTERNAL task
+    definition (same image and task role as Fargate's, bridge network: no subnets), the site's machines only."""
+    request = run_task_request(step, task_token, env, None)
+    request["taskDefinition"] = env.external_task_definition_arn
+    request.pop("capacityProviderStrategy", None)  # Fargate Spot is for Fargate tasks; an external machine is the user's
+    request.pop("networkConfiguration", None)  # the home subnets: Fargate's, not the machine's
+    request["launchType"] = EXTERNAL_LAUNCH_TYPE
+    request["placementConstraints"] = [{"type": "memberOf", "expression": site_constraint(site)}]
+    return request
+
+
 class EcsLauncher:
     """RunTask in the target's site: home through `ecs`, another region through `ecs_in(region)` with the
     site `site_in(region)` reads (pgarena.aws.sites.ssm_site_reader)."""
@@ -85,10 +103,27 @@ class EcsLauncher:
         self.site_in = site_in
 
     def launch(self, step: Step, task_token: str) -> tuple[str | None, list[Any]]:
+        external = step.placement.site if step.placement else None
+        if external is not None:
+            response = self.ecs.run_task(**self._external_request(step, task_token, external))
+            tasks = response.get("tasks") or []
+            return (tasks[0]["taskArn"] if tasks else None), list(response.get("failures") or [])
         ecs, site = self._site_of(step)
         response = ecs.run_task(**run_task_request(step, task_token, self.env, site))
         tasks = response.get("tasks") or []
         return (tasks[0]["taskArn"] if tasks else None), list(response.get("failures") or [])
+
+    def _external_request(self, step: Step, task_token: str, site: str) -> dict[str, Any]:
+        sites = self.env.sites
+        if not sites.serves_site(site):
+            # Validate And Plan refuses this; a stack redeployed without the site since then lands here.
+            raise failure(
+                ErrorKind.INVALID_MATRIX,
+                f"placement.site {site!r}: the stack has no such external site (sites: {sites.describe()})",
+            )
+        if not self.env.external_task_definition_arn:
+            raise failure(ErrorKind.LAUNCH_FAILED, f"external site {site!r}: the launcher has no EXTERNAL task definition")
+        return external_run_task_request(step, task_token, self.env, site)
 
     def _site_of(self, step: Step) -> tuple[ECSClient, WorkerSite | None]:
         region = step.placement.region if step.placement else None

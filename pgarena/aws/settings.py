@@ -50,6 +50,9 @@ class LauncherEnv(TableEnv):
     site_regions: str = Field("", alias="WORKER_SITE_REGIONS", description="regions with a worker site besides home")
     # Workers in every site run as the home stack's task role (IAM is global): RunTask's override names it.
     task_role_arn: str = Field("", alias="WORKER_TASK_ROLE_ARN")
+    external_sites: str = Field("", alias="WORKER_EXTERNAL_SITES", description="external sites (ECS Anywhere) by name")
+    # The home cluster's EXTERNAL task definition: the same image and task role, bridge network.
+    external_task_definition_arn: str = Field("", alias="EXTERNAL_TASK_DEFINITION_ARN")
 
     @property
     def subnet_list(self) -> list[str]:
@@ -61,7 +64,7 @@ class LauncherEnv(TableEnv):
 
     @property
     def sites(self) -> SiteMap:
-        return site_map(self.region, self.site_regions)
+        return site_map(self.region, self.site_regions, self.external_sites)
 
     @property
     def home_site(self) -> WorkerSite:
@@ -83,14 +86,15 @@ class SitesEnv(ResultsEnv):
 
     region: str = Field("us-east-1", alias="AWS_REGION")
     site_regions: str = Field("", alias="WORKER_SITE_REGIONS")
+    external_sites: str = Field("", alias="WORKER_EXTERNAL_SITES")
 
     @property
     def sites(self) -> SiteMap:
-        return site_map(self.region, self.site_regions)
+        return site_map(self.region, self.site_regions, self.external_sites)
 
 
-def site_map(home_region: str, site_regions: str) -> SiteMap:
-    return SiteMap(home_region=home_region, regions=frozenset(_split(site_regions)))
+def site_map(home_region: str, site_regions: str, external_sites: str = "") -> SiteMap:
+    return SiteMap(home_region=home_region, regions=frozenset(_split(site_regions)), external=frozenset(_split(external_sites)))
 
 
 class WorkerEnv(FromEnv):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import re
 import signal
 import subprocess
 import threading
@@ -222,22 +223,48 @@ class ProcessWorkers:
         return None
 
 
+# A memberOf placement constraint on a container instance attribute (cluster query language), the one
+# form pgarena sends: `attribute:pgarena.site == gcp-us-central1`.
+_ATTRIBUTE_CONSTRAINT = re.compile(r"^attribute:(?P<name>[A-Za-z0-9_.-]+)\s*==\s*(?P<value>[A-Za-z0-9_.-]+)$")
+# ECS's failure reason when no container instance satisfies a memberOf constraint.
+CONSTRAINT_UNSATISFIED = "MemberOf placement constraint unsatisfied."
+
+
+def satisfied(constraints: list[dict[str, Any]], attributes: Mapping[str, str]) -> bool:
+    """Whether an instance with `attributes` meets every memberOf constraint (each `attribute:NAME == VALUE`)."""
+    for constraint in constraints:
+        match = _ATTRIBUTE_CONSTRAINT.match(constraint.get("expression", "").strip())
+        if constraint.get("type") != "memberOf" or match is None:
+            raise InvalidParameter(
+                f"placement constraint {constraint!r} is not served locally (memberOf attribute:NAME == VALUE)"
+            )
+        if attributes.get(match["name"]) != match["value"]:
+            return False
+    return True
+
+
 class EcsEndpoint(_Server):
     """RunTask starts a worker (`workers`: a process, or a container of the worker image) with worker_env
     (what the task gets besides RunTask's overrides: credentials, region, endpoints) and the container
     overrides' environment; overrides of what runs code or what the runtime sets are refused
-    (pgarena.local.task_env)."""
+    (pgarena.local.task_env).
 
-    def __init__(
+    Launch type EXTERNAL (ECS Anywhere) places the task on one of `instances` (container instance ARN ->
+    its attributes) that meets the request's placement constraints, and fails it as ECS does when none
+    does; the worker itself starts as any other (this machine stands in for the external one)."""
+
+    def __init__(  # noqa: PLR0913  # what a task gets, where it runs, and where it may be placed
         self,
         worker_env: dict[str, str],
         logs_dir: Path,
         keys: RunKeys,
         workers: Workers | None = None,
         children: Children | None = None,
+        instances: Mapping[str, Mapping[str, str]] | None = None,
     ):
         endpoint = self
         self.children = children
+        self.instances = dict(instances or {})
         self.worker_env = worker_env
         self.workers: Workers = workers or ProcessWorkers(own_user())
         self.logs_dir = logs_dir
@@ -281,6 +308,14 @@ class EcsEndpoint(_Server):
         with self.lock:
             if token and token in self.tokens:
                 return {"tasks": [self.tokens[token]], "failures": []}
+        placed: dict[str, str] = {}
+        if request.get("launchType") == "EXTERNAL":
+            instance = self._external_instance(request.get("placementConstraints") or [])
+            if instance is None:
+                return {"tasks": [], "failures": [{"arn": request.get("cluster", ""), "reason": CONSTRAINT_UNSATISFIED}]}
+            placed = {"launchType": "EXTERNAL", "containerInstanceArn": instance}
+        elif request.get("placementConstraints"):
+            raise InvalidParameter("Task placement constraints are not supported for the Fargate launch type")
         task_id = uuid.uuid4().hex
         task_arn = f"arn:aws:ecs:{REGION}:{ACCOUNT}:task/pgarena-local/{task_id}"
         overrides = request.get("overrides", {}).get("containerOverrides", [{}])[0].get("environment", [])
@@ -303,6 +338,8 @@ class EcsEndpoint(_Server):
             "clusterArn": request.get("cluster"),
             "startedBy": request.get("startedBy", ""),
             "overrides": request.get("overrides", {}),
+            "launchType": request.get("launchType", "FARGATE"),
+            **placed,
         }
         with self.lock:
             self.processes[task_arn] = process
@@ -311,6 +348,13 @@ class EcsEndpoint(_Server):
             if token:
                 self.tokens[token] = task
         return {"tasks": [task], "failures": []}
+
+    def _external_instance(self, constraints: list[dict[str, Any]]) -> str | None:
+        """A registered external instance meeting every constraint (the first, by ARN), or None."""
+        for arn, attributes in sorted(self.instances.items()):
+            if satisfied(constraints, attributes):
+                return arn
+        return None
 
     def stop_task(self, task_arn: str) -> dict[str, Any]:
         with self.lock:

@@ -60,6 +60,12 @@ def incomplete_evidence(folder: Path) -> dict[tuple[str, str], ErrorInfo]:
     return failures
 
 
+def named_sites(campaign: Campaign) -> tuple[str, ...]:
+    """The external sites a campaign's targets are placed on, each once, in the targets' order."""
+    sites = [target.placement.site for target in campaign.targets if target.placement and target.placement.site]
+    return tuple(dict.fromkeys(sites))
+
+
 def resume_local(
     folder: Path,
     out_dir: Path | None = None,
@@ -89,7 +95,8 @@ def resume_local(
     out_dir = out_dir or folder.parent
     done: list[tuple[Rerun, CampaignResults, Path]] = []
     cancelled = False
-    with LocalRuntime(out_dir, servers_root) as runtime:
+    # The external sites its targets name: the first run served them, or it would have been refused.
+    with LocalRuntime(out_dir, servers_root, external_sites=named_sites(matrix)) as runtime:
         for rerun in reruns:
             run = runtime.run(rerun.campaign, on_event)
             cancelled = run.results is not None and run.results.status == "cancelled"

@@ -50,6 +50,7 @@ from pgarena.model import layout
 from pgarena.model.errors import DiskFull, ErrorInfo
 from pgarena.model.matrix import Campaign, Endpoint, Replica, Target
 from pgarena.model.results import CampaignResults, TargetResult, now_iso
+from pgarena.model.sites import SITE_ATTRIBUTE
 from pgarena.remote.execution import new_campaign_id
 from pgarena.remote.follow import POLL_S, Event, follow, step_event
 from pgarena.remote.subjects import Subjects
@@ -75,6 +76,21 @@ STOPPED_STATUSES: tuple[Literal["ABORTED", "FAILED", "TIMED_OUT"], ...] = ("ABOR
 MATRIX_FILE = "matrix.json"
 CLUSTER_ARN = f"arn:aws:ecs:{REGION}:{ACCOUNT}:cluster/pgarena-local"
 TASK_DEFINITION_ARN = f"arn:aws:ecs:{REGION}:{ACCOUNT}:task-definition/pgarena-worker:1"
+EXTERNAL_TASK_DEFINITION_ARN = f"arn:aws:ecs:{REGION}:{ACCOUNT}:task-definition/pgarena-external-worker:1"
+
+
+def external_instances(sites: tuple[str, ...]) -> dict[str, dict[str, str]]:
+    """One registered "external instance" per site, carrying the attribute a machine registered through
+    ECS Anywhere is given (docs/guide/05-deploy.md, Sites); this machine runs their workers."""
+    return {
+        f"arn:aws:ecs:{REGION}:{ACCOUNT}:container-instance/pgarena-local/{site}": {
+            SITE_ATTRIBUTE: site,
+            "ecs.capability.external": "",
+        }
+        for site in sites
+    }
+
+
 # What the template's CloudFormation references in the functions' environment stand for here (--aws-strict).
 LOCAL_RESOURCES = {
     "RESULTS_BUCKET": BUCKET,
@@ -229,7 +245,10 @@ class LocalRuntime:
     aws_strict: the handlers run from their synthesized assets in the runtime's interpreter, and AWS's
     limits hold (module docstring). iam_template: a synthesized template whose roles' policies moto
     enforces (pgarena.local.iam); in strict mode, the synthesized stack's own. container_workers: workers
-    run as containers of the worker image (module docstring); by default as aws_strict says."""
+    run as containers of the worker image (module docstring); by default as aws_strict says. external_sites:
+    the external sites (ECS Anywhere) this runtime serves, as a stack deployed with them in
+    pgarena:external_sites would: their targets' workers start as EXTERNAL tasks, placed on a local
+    "registered instance" carrying the site's attribute."""
 
     def __init__(
         self,
@@ -241,12 +260,19 @@ class LocalRuntime:
         container_workers: bool | None = None,
         worker_size: containers.WorkerSize = containers.WorkerSize(),
         host: StateMachineHost | None = None,
+        external_sites: tuple[str, ...] = (),
     ):
         self.host: StateMachineHost = host or MotoHost()
         if (iam_template is not None or aws_strict) and self.host.name != "moto":
             # Enforced IAM is moto's (pgarena.local.iam), and strict mode enforces the template's roles.
             raise ValueError(f"aws_strict and iam_template need the moto host: the {self.host.name} host enforces no IAM")
         self.out_dir = out_dir
+        self.external_sites = external_sites
+        # What Validate And Plan and launch_worker read of the stack's external sites (the template's are none).
+        self.sites_env = {
+            "WORKER_EXTERNAL_SITES": ",".join(external_sites),
+            "EXTERNAL_TASK_DEFINITION_ARN": EXTERNAL_TASK_DEFINITION_ARN if external_sites else "",
+        }
         self.worker_size = worker_size
         self.container_workers = aws_strict if container_workers is None else container_workers
         # The synthesized template: when given, moto enforces its roles' policies (pgarena.local.iam).
@@ -301,7 +327,7 @@ class LocalRuntime:
 
             # The defaults bind this function's values (a closure would see the loop's last ones).
             def function_env(environment: dict[str, str] = environment, component: Component = component) -> dict[str, str]:
-                return {**environment, **self._function_env(component)}
+                return {**environment, **self.sites_env, **self._function_env(component)}
 
             handler = assets.AssetFunction(
                 asset,
@@ -329,6 +355,7 @@ class LocalRuntime:
             "TASK_DEFINITION_ARN": TASK_DEFINITION_ARN,
             "WORKER_CONTAINER_NAME": "worker",
             "LAUNCH_TYPE": "FARGATE",
+            **self.sites_env,
             "POWERTOOLS_TRACE_DISABLED": "true",
             "POWERTOOLS_METRICS_DISABLED": "true",
             "POWERTOOLS_LOG_LEVEL": os.environ.get("POWERTOOLS_LOG_LEVEL", "WARNING"),
@@ -363,6 +390,7 @@ class LocalRuntime:
                     keys=self.keys,
                     workers=self._container_workers() if self.container_workers else None,
                     children=self.children,
+                    instances=external_instances(self.external_sites),
                 )
             )
             stack.callback(self.workers.stop_all)
@@ -642,8 +670,19 @@ def run_local(
     iam_template: dict[str, Any] | None = None,
     container_workers: bool | None = None,
     worker_size: containers.WorkerSize = containers.WorkerSize(),
+    external_sites: tuple[str, ...] = (),
 ) -> LocalRun:
     """Run one campaign through the state machine on this machine; results land in out_dir/<campaign_id>/.
-    aws_strict: as AWS would run it (LocalRuntime); container_workers: workers as containers of the image."""
-    with LocalRuntime(out_dir, servers_root, heartbeat_s, aws_strict, iam_template, container_workers, worker_size) as runtime:
+    aws_strict: as AWS would run it (LocalRuntime); container_workers: workers as containers of the image;
+    external_sites: the external sites served (LocalRuntime)."""
+    with LocalRuntime(
+        out_dir,
+        servers_root,
+        heartbeat_s,
+        aws_strict,
+        iam_template,
+        container_workers,
+        worker_size,
+        external_sites=external_sites,
+    ) as runtime:
         return runtime.run(campaign, on_event)

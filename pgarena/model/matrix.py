@@ -176,16 +176,37 @@ class EmbeddedServer(Strict):
         return value
 
 
+# An external site's name: what its ECS Anywhere instances carry as their `pgarena.site` attribute.
+SITE_NAME_PATTERN = r"^[a-z0-9][a-z0-9-]{0,39}$"
+
+
 class Placement(Strict):
-    """Where workers and preflight run in AWS, next to the database."""
+    """Where workers and preflight run, next to the database: an AWS region (its subnets and security groups)
+    or an external site (machines in another cloud registered to the stack's cluster through ECS Anywhere)."""
 
     region: str | None = Field(None, max_length=32, description="the AWS region of the subnets")
+    site: str | None = Field(
+        None,
+        pattern=SITE_NAME_PATTERN,
+        description="an external site (ECS Anywhere) named in the stack's pgarena:external_sites; not with region, "
+        "subnets or security_groups",
+    )
     subnets: list[Annotated[str, Field(max_length=64)]] = Field(
         default_factory=list, max_length=16, description="subnet ids the workers and preflight run in"
     )
     security_groups: list[Annotated[str, Field(max_length=64)]] = Field(
         default_factory=list, max_length=5, description="security group ids of the workers and preflight"
     )
+
+    @model_validator(mode="after")
+    def _site_or_region(self) -> Placement:
+        # An external site's machines are outside AWS: no region's subnets or security groups apply there.
+        if self.site is not None and (self.region is not None or self.subnets or self.security_groups):
+            raise ValueError(
+                f"site {self.site!r} is an external site (ECS Anywhere): give either site, or region with its "
+                "subnets and security_groups, not both"
+            )
+        return self
 
 
 class ConnectionPolicy(Strict):
@@ -234,7 +255,9 @@ class Target(Strict):
     provider: str = Field(min_length=1, max_length=100, description="label shown in reports, e.g. rds, aurora, cloudsql")
     endpoint: Endpoint | None = Field(None, description="a server to reach; exactly one of endpoint and embedded")
     embedded: EmbeddedServer | None = Field(None, description="a server the local runtime starts (local runs only)")
-    placement: Placement | None = Field(None, description="AWS only: where workers and preflight run, next to the database")
+    placement: Placement | None = Field(
+        None, description="AWS only: where workers run, next to the database (a region, or an external site)"
+    )
     hourly_cost_usd: float | None = Field(
         None, ge=0, le=1_000_000, description="what the target costs per hour, for cost-efficiency figures"
     )

@@ -45,6 +45,8 @@ OUTPUT_RESULTS_TABLE = "ResultsTableName"
 OUTPUT_WORKER_CLUSTER_ARN = "WorkerClusterArn"
 # The regions with a worker site besides the stack's own, comma-separated (none: the output is empty).
 OUTPUT_WORKER_SITE_REGIONS = "WorkerSiteRegions"
+# The external sites (ECS Anywhere) by name, comma-separated (none: the output is absent).
+OUTPUT_EXTERNAL_SITES = "ExternalSites"
 # After a stop or a failure, finalize_stopped (behind the EventBridge rule) writes results.json: wait this
 # long for it (a Lambda cold start and the aggregation of what finished).
 RESULTS_WAIT_S = 90.0
@@ -86,9 +88,10 @@ def _outputs(cloudformation: CloudFormationClient, stack_name: str) -> dict[str,
 
 
 def _sites(cloudformation: CloudFormationClient, outputs: dict[str, str]) -> SiteMap:
-    """The stack's region (the client's: the stack was found there) and its worker sites' regions."""
+    """The stack's region (the client's: the stack was found there), its worker sites' regions and its external sites."""
     regions = [r.strip() for r in outputs.get(OUTPUT_WORKER_SITE_REGIONS, "").split(",") if r.strip()]
-    return SiteMap(home_region=cloudformation.meta.region_name, regions=frozenset(regions))
+    external = [name.strip() for name in outputs.get(OUTPUT_EXTERNAL_SITES, "").split(",") if name.strip()]
+    return SiteMap(home_region=cloudformation.meta.region_name, regions=frozenset(regions), external=frozenset(external))
 
 
 def stack_sites(cloudformation: CloudFormationClient, stack_name: str) -> SiteMap:

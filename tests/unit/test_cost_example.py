@@ -6,6 +6,7 @@ import pytest
 from typer.testing import CliRunner
 
 from pgarena.cli import app
+from pgarena.model.sites import SiteMap, site_problems
 from pgarena.planning.campaign import load_campaign
 from pgarena.planning.cost import estimate_campaign
 from pgarena.planning.planner import plan_campaign
@@ -52,9 +53,27 @@ def test_every_password_is_a_pgarena_secret_by_arn(campaign):
 
 
 def test_aws_targets_are_benchmarked_from_their_own_subnets(campaign):
-    placed = {t.name: t.placement for t in campaign.targets if t.placement}
+    placed = {t.name: t.placement for t in campaign.targets if t.placement and t.placement.region}
     assert set(placed) == {t.name for t in campaign.targets if t.provider in ("aurora", "rds")}
     assert all(p.subnets and p.security_groups for p in placed.values())
+
+
+def test_every_provider_is_measured_from_its_own_site(campaign):
+    # AWS targets from their region; Cloud SQL and Azure from machines in their own cloud (ECS Anywhere)
+    sites = {t.provider: (t.placement.region, t.placement.site) for t in campaign.targets if t.placement}
+    assert sites == {
+        "aurora": ("us-east-1", None),
+        "rds": ("us-east-1", None),
+        "cloudsql": (None, "gcp-us-central1"),
+        "azure": (None, "azure-eastus"),
+    }
+
+
+def test_the_example_validates_against_a_stack_with_its_sites_and_not_without_them(campaign):
+    deployed = SiteMap(home_region="us-east-1", external=frozenset({"gcp-us-central1", "azure-eastus"}))
+    assert site_problems(campaign, deployed) == []
+    bare = SiteMap(home_region="us-east-1")
+    assert [p.path for p in site_problems(campaign, bare)] == ["$.targets[2].placement.site", "$.targets[3].placement.site"]
 
 
 def test_every_target_is_priced_and_the_month_holds_the_campaign(campaign):

@@ -44,3 +44,63 @@ def test_overrides_past_ecs_limit_are_refused(ecs):
         run(client, "t3", value="x" * MAX_OVERRIDES_CHARS)
     assert refused.value.response["Error"]["Code"] == "InvalidParameterException"
     assert endpoint.processes == {}
+
+
+GCP = "gcp-us-central1"
+GCP_INSTANCE = "arn:aws:ecs:us-east-1:000000000000:container-instance/pgarena-local/gcp"
+
+
+@pytest.fixture
+def with_instances(tmp_path, monkeypatch):
+    """The endpoint with one registered external instance of site gcp-us-central1."""
+    credentials = new_credentials()
+    monkeypatch.setattr(sys, "executable", "/bin/true")
+    instances = {GCP_INSTANCE: {"pgarena.site": GCP}}
+    with EcsEndpoint(worker_env={}, logs_dir=tmp_path, keys=RunKeys([credentials]), instances=instances) as endpoint:
+        session = boto3.session.Session(credentials.access_key_id, credentials.secret_access_key, region_name="us-east-1")
+        yield endpoint, session.client("ecs", endpoint_url=endpoint.url)
+
+
+def run_external(client, token, site):
+    return client.run_task(
+        cluster="c",
+        taskDefinition="external-td",
+        clientToken=token,
+        launchType="EXTERNAL",
+        placementConstraints=[{"type": "memberOf", "expression": f"attribute:pgarena.site == {site}"}],
+        overrides={"containerOverrides": [{"name": "worker", "environment": [{"name": "PGARENA_STEP", "value": "{}"}]}]},
+    )
+
+
+def test_an_external_task_is_placed_on_the_instance_with_the_site_s_attribute(with_instances):
+    endpoint, client = with_instances
+    # When an EXTERNAL task is run with a constraint its registered instance meets
+    (task,) = run_external(client, "t1", GCP)["tasks"]
+    # Then it is placed there and its worker started
+    assert (task["launchType"], task["containerInstanceArn"]) == ("EXTERNAL", GCP_INSTANCE)
+    assert list(endpoint.processes) == [task["taskArn"]]
+
+
+def test_an_external_task_no_instance_meets_fails_as_ecs_does_and_starts_nothing(with_instances):
+    endpoint, client = with_instances
+    response = run_external(client, "t1", "azure-eastus")
+    assert response["tasks"] == []
+    assert response["failures"] == [{"arn": "c", "reason": "MemberOf placement constraint unsatisfied."}]
+    assert endpoint.processes == {}
+
+
+def test_an_external_task_with_no_instance_registered_fails(ecs):
+    endpoint, client = ecs
+    assert run_external(client, "t1", GCP)["failures"][0]["reason"] == "MemberOf placement constraint unsatisfied."
+    assert endpoint.processes == {}
+
+
+def test_placement_constraints_on_a_fargate_task_are_refused(with_instances):
+    _, client = with_instances
+    with pytest.raises(client.exceptions.InvalidParameterException, match="not supported for the Fargate launch type"):
+        client.run_task(
+            cluster="c",
+            taskDefinition="td",
+            launchType="FARGATE",
+            placementConstraints=[{"type": "memberOf", "expression": f"attribute:pgarena.site == {GCP}"}],
+        )

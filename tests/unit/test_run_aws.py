@@ -164,7 +164,7 @@ def test_local_only_options_are_refused_with_aws_before_calling_aws(option):
     result = CliRunner().invoke(app, ["run", "--aws", option, "--matrix", str(FIXTURES / "matrices" / "minimal.json")])
     # Then it is a usage error naming the options and the fix, before the matrix or AWS is read
     assert result.exit_code == 2
-    assert "--aws-strict and --container-workers go with --local: remove them from a --aws run" in result.output
+    assert option in result.output and "--external-site go with --local: remove them from a --aws run" in result.output
 
 
 def test_no_credentials_is_said_as_unreachable_not_as_a_refusal(tmp_path, monkeypatch):

@@ -1,0 +1,71 @@
+"""An external site (ECS Anywhere) under `--aws-strict`: the runtime serves the site as a stack deployed with it
+in pgarena:external_sites would, and a target placed there runs green, its workers started as EXTERNAL tasks
+on the local "registered instance" carrying the site's attribute; a site the runtime does not serve is refused
+before any database is touched."""
+
+import pytest
+
+from pgarena.local.runtime import LocalRuntime
+from pgarena.planning.campaign import parse_campaign
+
+pytestmark = pytest.mark.integration
+
+SITE = "gcp-local"
+INSTANCE = f"container-instance/pgarena-local/{SITE}"
+
+
+def matrix(campaign: str, site: str) -> dict:
+    return {
+        "campaign": campaign,
+        "connections": {"monitor_interval_s": 1},
+        "targets": [
+            {
+                "name": "far",
+                "provider": "embedded",
+                "embedded": {"settings": {"fsync": "off"}},
+                "placement": {"site": site},
+            }
+        ],
+        "workloads": [
+            {
+                "name": "sel",
+                "tool": "pgbench",
+                "init": {"scale": 1},
+                "run": {"clients": 2, "jobs": 1, "duration_s": 2, "builtin": "select-only", "progress_s": 1},
+            }
+        ],
+    }
+
+
+@pytest.fixture(scope="module")
+def runtime(tmp_path_factory, worker_image):  # strict workers are containers of the worker image
+    with LocalRuntime(tmp_path_factory.mktemp("external-results"), aws_strict=True, external_sites=(SITE,)) as rt:
+        yield rt
+
+
+def test_a_campaign_on_an_external_site_runs_green_as_external_tasks(runtime):
+    # Given a target placed on the external site the runtime serves
+    # When it runs under --aws-strict
+    run = runtime.run(parse_campaign(matrix("external-site", SITE)))
+
+    # Then it succeeds, and every worker was an EXTERNAL task placed on the site's instance
+    assert run.status == "SUCCEEDED", run.error
+    (target,) = run.results.targets
+    assert target.status == "succeeded", [target.error, *(w.error for w in target.workloads)]
+    tasks = list(runtime.workers.tasks.values())
+    assert len(tasks) == 2  # init and run
+    assert {(task["launchType"], task["containerInstanceArn"].rsplit(":", 1)[1]) for task in tasks} == {("EXTERNAL", INSTANCE)}
+    # with the placement constraint the launcher sent, as RunTask would receive it in AWS
+    assert all(task["clusterArn"].endswith("cluster/pgarena-local") for task in tasks)
+
+
+def test_a_site_the_runtime_does_not_serve_is_refused_before_anything_starts(runtime):
+    started = len(runtime.workers.tasks)
+
+    # When a target names another site
+    run = runtime.run(parse_campaign(matrix("external-unserved", "azure-local")))
+
+    # Then Validate And Plan refuses it, naming the field, the site and the fix; no worker started
+    text = f"{run.status} {run.error} {run.results.error if run.results else ''}"
+    assert "placement.site" in text and "'azure-local'" in text and "pgarena:external_sites" in text, text
+    assert len(runtime.workers.tasks) == started
