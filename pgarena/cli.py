@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -36,6 +37,28 @@ console = Console()
 errors = Console(stderr=True, soft_wrap=True)
 
 
+# Piped output (a file, `less`, CI logs) is not cut to rich's 80 columns: a table is as wide as its widest row.
+PIPED_WIDTH = 10_000
+
+
+def _version(value: bool) -> None:
+    if value:
+        print(f"pgarena {metadata.version('pgarena')}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main(
+    version: Annotated[
+        bool, typer.Option("--version", is_eager=True, callback=_version, help="print pgarena's version and exit")
+    ] = False,
+) -> None:
+    """Benchmark PostgreSQL services, rank them honestly. Every command: pgarena COMMAND FILE [options]."""
+    for stream in (console, errors):
+        if not stream.is_terminal and "COLUMNS" not in os.environ:  # an explicit COLUMNS still wins
+            stream.width = PIPED_WIDTH
+
+
 def _fail(text: str) -> None:
     """An error line in red, printed as given: paths and messages may hold [brackets] rich would eat."""
     errors.print(text, style="red", markup=False, highlight=False)
@@ -44,6 +67,19 @@ def _fail(text: str) -> None:
 def _text(value: object, style: str = "") -> Text:
     """Data (names, messages, settings, paths) as plain text: never read as rich markup or emoji codes."""
     return Text(str(value), style=style)
+
+
+def _matrix_file(positional: Path | None, option: Path | None) -> Path:
+    """MATRIX as every command takes its file (`pgarena run FILE`), or `--matrix FILE`, the spelling of
+    earlier versions, kept hidden so that scripts written for them still run."""
+    if positional is not None and option is not None and positional != option:
+        errors.print(f"two matrix files given ({positional} and --matrix {option}): give one", markup=False, highlight=False)
+        raise typer.Exit(2)
+    chosen = positional or option
+    if chosen is None:
+        errors.print("give the matrix file: pgarena COMMAND FILE [options]", markup=False, highlight=False)
+        raise typer.Exit(2)
+    return chosen
 
 
 def _load_or_exit(path: Path) -> Campaign:
@@ -107,7 +143,8 @@ def _check_sites_or_exit(matrix: Path, campaign: Campaign, stack: str, region: s
 
 @app.command()
 def estimate(
-    matrix: Annotated[Path, typer.Option(help="provider matrix JSON")],
+    matrix: Annotated[Path | None, typer.Argument(help="provider matrix JSON", metavar="MATRIX", show_default=False)] = None,
+    matrix_option: Annotated[Path | None, typer.Option("--matrix", hidden=True, help="the old spelling of MATRIX")] = None,
     region: Annotated[
         str | None, typer.Option(help="price table region; default: the matrix's cost.region, else us-east-1")
     ] = None,
@@ -118,6 +155,7 @@ def estimate(
     """Print what the campaign would cost in AWS, line by line, as the cost guard estimates it."""
     from pgarena.planning.cost import DEFAULT_REGION, PRICES, estimate_campaign, format_lines
 
+    matrix = _matrix_file(matrix, matrix_option)
     campaign = _load_or_exit(matrix)
     result = estimate_campaign(campaign, worker_cpu, worker_memory_mib, region, spot)
     # A region without a price table is priced as the default one: the header says which (the note, how to add it).
@@ -246,7 +284,8 @@ def scenario_tables(results: CampaignResults) -> list[Table]:
 
 @app.command()
 def run(
-    matrix: Annotated[Path, typer.Option(help="provider matrix JSON")],
+    matrix: Annotated[Path | None, typer.Argument(help="provider matrix JSON", metavar="MATRIX", show_default=False)] = None,
+    matrix_option: Annotated[Path | None, typer.Option("--matrix", hidden=True, help="the old spelling of MATRIX")] = None,
     out: Annotated[Path, typer.Option(help="results folder")] = Path("results"),
     local: Annotated[bool, typer.Option("--local", help="run on this machine: moto's Step Functions, embedded servers")] = False,
     aws_strict: Annotated[
@@ -286,6 +325,7 @@ def run(
     ] = RESULTS_WAIT_S,
 ) -> None:
     """Run a campaign through the campaign state machine and print the ranking."""
+    matrix = _matrix_file(matrix, matrix_option)
     if local == aws:
         errors.print("choose where the campaign runs: --local (this machine) or --aws (the deployed stack)")
         raise typer.Exit(2)
