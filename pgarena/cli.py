@@ -152,28 +152,32 @@ def estimate(
     worker_memory_mib: Annotated[int, typer.Option(help="Fargate memory of a worker, as pgarena:workerMemoryMiB")] = 2048,
     spot: Annotated[bool, typer.Option("--spot", help="price workers at the typical Fargate Spot discount")] = False,
 ) -> None:
-    """Print what the campaign would cost in AWS, line by line, as the cost guard estimates it."""
-    from pgarena.planning.cost import DEFAULT_REGION, PRICES, estimate_campaign, format_lines
+    """Print how long the campaign takes locally and in AWS, and what it would cost in AWS, line by line."""
+    from pgarena.planning.cost import DEFAULT_REGION, PRICES, endpoint_plan, estimate_campaign, format_lines
+    from pgarena.planning.duration import local_wall_s
+    from pgarena.planning.estimate_text import cap_lines, duration_line, embedded_note
 
     matrix = _matrix_file(matrix, matrix_option)
     campaign = _load_or_exit(matrix)
     result = estimate_campaign(campaign, worker_cpu, worker_memory_mib, region, spot)
+    embedded = [t.name for t in campaign.targets if t.embedded is not None]
     # A region without a price table is priced as the default one: the header says which (the note, how to add it).
     priced = result.region if result.region in PRICES else f"{DEFAULT_REGION} (no table for {result.region})"
-    print(
-        f"{campaign.campaign}: {result.tasks} worker tasks, about {result.wall_s / 60:.0f} min, "
-        f"{priced} list prices as of {result.prices_as_of}"
-    )
+    print(f"{campaign.campaign}: {result.tasks} worker tasks, {priced} list prices as of {result.prices_as_of}")
+    print(duration_line(local_wall_s(endpoint_plan(campaign), len(embedded)), result.wall_s, result.tasks))
+    if (note := embedded_note(embedded)) is not None:
+        print(note)
     for row in format_lines(result) + [f"note: {note}" for note in result.notes]:
         print(row)
     cap = campaign.cost.cap_usd if campaign.cost else None
     if campaign.cost and campaign.cost.monthly_cap_usd is not None:
         print(f"monthly cap ${campaign.cost.monthly_cap_usd:.2f}: checked against the month's ledger when it starts")
-    if cap is not None and result.total_usd > cap:
-        errors.print(f"over the campaign cap ${cap:.2f}: the cost guard would refuse it", highlight=False)
-        raise typer.Exit(1)
     if cap is not None:
-        print(f"within the campaign cap ${cap:.2f}")
+        lines, refused = cap_lines(result.total_usd, result.bound_usd, cap)
+        for line in lines:
+            (errors if refused else console).print(line, highlight=False, markup=False)
+        if refused:
+            raise typer.Exit(1)
 
 
 @app.command()
