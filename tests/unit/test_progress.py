@@ -129,3 +129,19 @@ def test_state_names_only_with_verbose():
 def test_the_pace_is_measured_from_the_first_step_not_the_servers_start():
     # Given 30 s of servers starting, then half the planned work done in as long as planned
     assert time_left_s(elapsed_s=80.0, done_s=50.0, total_s=100.0, planned_wall_s=None, steps_from_s=30.0) == 50.0
+
+
+def test_the_status_line_follows_the_running_step_and_its_probes():
+    # Given a terminal's status line and an SLO campaign's progress
+    terminal = Console(file=StringIO(), force_terminal=True, width=200)
+    progress = CampaignProgress(endpoint_plan(load_campaign(SLO)), local_step_s, 300.0)
+    with terminal.status("running") as status:
+        printer = cli.ProgressPrinter(progress, verbose=False, status=status)
+        # When the search's worker starts, then reaches its third probe
+        printer(Event(10.0, "state", f"{WORKER_STATE} durable/tpcb/c4-r1", state=WORKER_STATE, subject="durable/tpcb/c4-r1"))
+        started = str(status.status)
+        printer(Event(40.0, "probe", "durable/tpcb/c4-r1", probes=3))
+        probing = str(status.status)
+    # Then the status line names the step, then counts its probes
+    assert "target durable · tpcb · 4 clients — step 1 of" in started and "up to 5 probes" in started
+    assert probing.endswith("SLO search: 3 of up to 5 probes done (Ctrl-C cancels)")
