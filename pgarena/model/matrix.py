@@ -11,6 +11,7 @@ from pydantic import Field, ValidationInfo, field_validator, model_validator
 # others import from here are re-exported. MAX_STARTED_TOGETHER is the one AWS limit among them, as it
 # bounds fields (workers, consolidation steps); the others are in pgarena.planning.limits, which
 # measures the plan.
+from pgarena.model.known_settings import embedded_major, unknown_settings
 from pgarena.tools.spec import FAN_OUT_REASON as FAN_OUT_REASON
 from pgarena.tools.spec import MAX_CLIENTS, Name, Strict
 from pgarena.tools.spec import MAX_STARTED_TOGETHER as MAX_STARTED_TOGETHER
@@ -173,6 +174,10 @@ class EmbeddedServer(Strict):
             # Values are written quoted into postgresql.conf: a line break would start a setting of its own.
             if isinstance(setting, str) and any(ord(c) < 32 or ord(c) == 127 for c in setting):
                 raise ValueError(f"the value of '{name}' holds a control character (a line break?)")
+        # Checked here, not 8 s later when the server refuses to start: the wheel's major's pg_settings names.
+        unknown = unknown_settings(list(value), embedded_major())
+        if unknown:
+            raise ValueError("; ".join(unknown) + ": check the spelling (SHOW ALL lists a server's settings)")
         return value
 
 

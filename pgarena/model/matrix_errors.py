@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import re
+from functools import cache
+from typing import Any
 
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
-from pgarena.model.matrix import ENV_VAR_PATTERN, NAME_PATTERN, SECRET_ARN_PATTERN
+from pgarena.model.matrix import ENV_VAR_PATTERN, NAME_PATTERN, SECRET_ARN_PATTERN, json_schema
+from pgarena.model.suggest import did_you_mean
 from pgarena.tools.workloads import LIMIT_REASONS, TOOL_NAMES
 
 
@@ -64,8 +68,70 @@ def _message(err: ErrorDetails) -> str:
     if err["type"] == "string_pattern_mismatch":
         return _PATTERN_HINTS.get(err["ctx"]["pattern"], message)
     if err["type"] == "extra_forbidden":
-        return "unknown field: remove it or check its spelling (see `pgarena schema`)"
+        hint = did_you_mean(str(err["loc"][-1]), field_names()) if err["loc"] else ""
+        return f"unknown field{hint}: remove it or check its spelling (see `pgarena schema`)"
     return message
+
+
+@cache
+def field_names() -> frozenset[str]:
+    """Every field name the matrix's JSON Schema defines, at any depth: what a misspelt key is compared with."""
+    names: set[str] = set()
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            properties = node.get("properties")
+            if isinstance(properties, dict):
+                names.update(properties)
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(json_schema())
+    return frozenset(names)
+
+
+def _without(data: Any, loc: tuple[int | str, ...]) -> None:
+    """Remove the key `loc` points to from `data` in place; union tags in `loc` that the data has no
+    key for are skipped (pydantic inserts them)."""
+    node = data
+    for i, part in enumerate(loc):
+        last = i == len(loc) - 1
+        if isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+            node = node[part]
+        elif isinstance(node, dict) and part in node:
+            if last:
+                del node[part]
+                return
+            node = node[part]
+
+
+# Passes of removing unknown fields and validating again: each may reveal checks the previous one hid.
+MAX_PASSES = 4
+
+
+def problems_in_one_pass(model: type[BaseModel], data: Any, error: ValidationError) -> list[Problem]:
+    """Every problem at once. pydantic skips a model's cross-field checks (warmup_s shorter than
+    duration_s) when one of its fields failed; an unknown field is such a failure, and removing it
+    changes nothing else, so the matrix is validated again without them and what that finds is added."""
+    problems = problems_of(error)
+    for _ in range(MAX_PASSES):
+        unknown = [e["loc"] for e in error.errors() if e["type"] == "extra_forbidden"]
+        if not unknown:
+            break
+        data = copy.deepcopy(data)
+        for loc in unknown:
+            _without(data, loc)
+        try:
+            model.model_validate(data)
+            break
+        except ValidationError as again:
+            error = again
+        known = {(p.path, p.message) for p in problems}
+        problems += [p for p in problems_of(error) if (p.path, p.message) not in known]
+    return problems
 
 
 def problems_of(error: ValidationError) -> list[Problem]:

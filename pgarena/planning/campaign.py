@@ -11,7 +11,7 @@ from pydantic import ValidationError
 from pgarena.model.errors import InvalidMatrix
 from pgarena.model.execution import CAMPAIGN_ID_KEY, MATRIX_KEY, execution_request
 from pgarena.model.matrix import Campaign
-from pgarena.model.matrix_errors import MatrixError, Problem, problems_of
+from pgarena.model.matrix_errors import MatrixError, Problem, problems_in_one_pass
 from pgarena.model.matrix_json import read_json, shape_problems
 from pgarena.planning.limits import limit_problems
 
@@ -24,7 +24,7 @@ def parse_campaign(data: Any) -> Campaign:
     try:
         campaign = Campaign.model_validate(data)
     except ValidationError as error:
-        raise MatrixError(problems_of(error)) from None
+        raise MatrixError(problems_in_one_pass(Campaign, data, error)) from None
     problems = limit_problems(campaign)
     if problems:
         raise MatrixError(problems)

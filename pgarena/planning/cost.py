@@ -138,7 +138,7 @@ def _billed_s(task_s: float) -> float:
     return max(float(FARGATE_MINIMUM_S), task_s)
 
 
-def _makespan(target_s: list[float], lanes: int) -> float:
+def makespan(target_s: list[float], lanes: int) -> float:
     """Wall time of targets run `lanes` at a time, each starting when a lane frees (the Map's MaxConcurrency)."""
     free = [0.0] * max(1, min(lanes, len(target_s)))
     heapq.heapify(free)
@@ -186,7 +186,7 @@ def _price(  # noqa: PLR0913  # the worker size, region and Spot, not grouped ye
     target_passes = sum(len(targets) for _, targets in passes)
     if wall_s is None:
         wall_s = CAMPAIGN_FIXED_S + sum(
-            _makespan([TARGET_FIXED_S + sum(step_s.get(s.step_id, 0.0) for s in t.steps) for t in targets], lanes)
+            makespan([TARGET_FIXED_S + sum(step_s.get(s.step_id, 0.0) for s in t.steps) for t in targets], lanes)
             for lanes, targets in passes
         )
     wall_h = wall_s / 3600
@@ -342,11 +342,16 @@ def estimate_campaign(
     Embedded targets (local runs) are priced as if they were endpoints: what the campaign would
     cost in AWS against servers of the same hourly price.
     """
+    plan = endpoint_plan(campaign)
+    vcpu, memory_gb = worker_size(cpu_units, memory_mib)
+    chosen = region or (campaign.cost.region if campaign.cost else None) or DEFAULT_REGION
+    return estimate(plan, vcpu, memory_gb, chosen, spot)
+
+
+def endpoint_plan(campaign: Campaign) -> Plan:
+    """The campaign's plan before it runs, embedded targets standing as endpoints (their steps are the same)."""
     targets = [
         t if t.endpoint is not None else t.model_copy(update={"embedded": None, "endpoint": _PLACEHOLDER_ENDPOINT})
         for t in campaign.targets
     ]
-    plan = plan_campaign(campaign.model_copy(update={"targets": targets}), f"{campaign.campaign}-estimate")
-    vcpu, memory_gb = worker_size(cpu_units, memory_mib)
-    chosen = region or (campaign.cost.region if campaign.cost else None) or DEFAULT_REGION
-    return estimate(plan, vcpu, memory_gb, chosen, spot)
+    return plan_campaign(campaign.model_copy(update={"targets": targets}), f"{campaign.campaign}-estimate")

@@ -26,7 +26,7 @@ from pgarena.model.execution import CAMPAIGN_ID_KEY, MATRIX_KEY
 from pgarena.model.matrix import Campaign
 from pgarena.model.results import CampaignResults
 from pgarena.model.sites import SiteMap
-from pgarena.remote.follow import Event, follow, no_subject, step_event
+from pgarena.remote.follow import Event, follow, no_subject, probe_counter, step_event
 from pgarena.remote.subjects import Subjects
 from pgarena.report import REPORT_FILES
 
@@ -253,8 +253,9 @@ class AwsCampaign:
         summaries = (lambda: store.summaries(campaign_id)) if store is not None else list
         poll = None
         subject = Subjects(CampaignState(store)) if store is not None else no_subject
-        for poll in follow(self.clients.sfn, arn, t0, summaries, AWS_POLL_S, subject):
-            for event in poll.states:
+        probes = probe_counter(self.clients.s3, self.outputs.results_bucket, campaign_id)
+        for poll in follow(self.clients.sfn, arn, t0, summaries, AWS_POLL_S, subject, probes):
+            for event in [*poll.states, *poll.probes]:
                 on_event(event)
             for summary in poll.steps:
                 on_event(step_event(summary, t0))

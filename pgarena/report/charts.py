@@ -31,6 +31,62 @@ def compact(value: float) -> str:
     return f"{value:.2g}"
 
 
+# Values spanning more than this ratio get a log axis (where the caller allows one): on a linear axis to
+# 3,000 ms a 20 ms objective lies on the x axis.
+LOG_SPAN = 10.0
+
+
+def log_ticks(low: float, high: float) -> list[float]:
+    """Powers of ten from the one at or below `low` to the first tick at or above `high`, with 2 and 5
+    between them when there are few decades."""
+    first, last = math.floor(math.log10(low)), math.ceil(math.log10(high))
+    last = max(last, first + 1)
+    steps = (1, 2, 5) if last - first <= 3 else (1,)
+    ticks = [m * 10.0**d for d in range(first, last) for m in steps] + [10.0**last]
+    # from the decade below the values (bars start there) to the first tick above them
+    above = [t for t in ticks if t >= high]
+    return [t for t in ticks if t <= (above[0] if above else ticks[-1])]
+
+
+def wants_log(values: Sequence[float | None]) -> bool:
+    positive = [v for v in values if v is not None and v > 0]
+    return len(positive) >= 2 and max(positive) / min(positive) > LOG_SPAN
+
+
+@dataclass
+class YScale:
+    """The y axis: linear from 0, or logarithmic over its ticks."""
+
+    ticks: list[float]
+    log: bool
+    height: int = HEIGHT
+
+    def __call__(self, value: float) -> float:
+        plot_h = self.height - MARGIN_TOP - MARGIN_BOTTOM
+        if self.log:
+            low, high = math.log10(self.ticks[0]), math.log10(self.ticks[-1])
+            share = (math.log10(max(value, self.ticks[0])) - low) / (high - low)
+        else:
+            share = value / self.ticks[-1]
+        return MARGIN_TOP + plot_h * (1 - share)
+
+    @property
+    def floor(self) -> float:
+        """Where bars start and what a zero is drawn at: 0, or the log axis's lowest tick."""
+        return self.ticks[0] if self.log else 0.0
+
+
+def y_scale(values: Sequence[float | None], height: int = HEIGHT, log: bool | None = False) -> YScale:
+    """`log`: True, False, or None to choose it when the positive values span more than LOG_SPAN."""
+    present = [v for v in values if v is not None]
+    positive = [v for v in present if v > 0]
+    if log is None:
+        log = wants_log(present)
+    if log and positive:
+        return YScale(log_ticks(min(positive), max(positive)), True, height)
+    return YScale(nice_ticks(max(present, default=1.0)), False, height)
+
+
 def nice_ticks(top: float, count: int = 5) -> list[float]:
     """0 and round steps (1, 2 or 5 x 10^n) up to at least `top`."""
     if top <= 0 or not math.isfinite(top):
@@ -54,6 +110,8 @@ class Bars:
     errors: list[float | None] | None = None
     markers: list[float | None] | None = None
     marker_label: str = ""
+    high_markers: list[float | None] | None = None  # a second marker (e.g. p99 above p95), drawn as a bar cap
+    high_marker_label: str = ""
     faded: list[str | None] | None = None  # why a bar is not a full measurement (e.g. clamped), or None
 
 
@@ -76,11 +134,12 @@ def _open(chart_id: str, css: str, title: str, height: int) -> list[str]:
     ]
 
 
-def _y_axis(ticks: list[float], label: str, height: int) -> list[str]:
+def _y_axis(scale: YScale, label: str, height: int) -> list[str]:
     plot_h = height - MARGIN_TOP - MARGIN_BOTTOM
     out = []
-    for tick in ticks:
-        y = _scale_y(tick, ticks[-1], height)
+    label = f"{label}, log scale" if scale.log else label
+    for tick in scale.ticks:
+        y = scale(tick)
         out.append(f'<line class="grid" x1="{MARGIN_LEFT}" x2="{WIDTH - MARGIN_RIGHT}" y1="{y:.1f}" y2="{y:.1f}"/>')
         out.append(f'<text class="tick" x="{MARGIN_LEFT - 6}" y="{y + 4:.1f}" text-anchor="end">{compact(tick)}</text>')
     mid = MARGIN_TOP + plot_h / 2
@@ -90,30 +149,54 @@ def _y_axis(ticks: list[float], label: str, height: int) -> list[str]:
     return out
 
 
-def _scale_y(value: float, top: float, height: int = HEIGHT) -> float:
-    plot_h = height - MARGIN_TOP - MARGIN_BOTTOM
-    return MARGIN_TOP + plot_h * (1 - value / top)
+def _markers(s: Bars, c: int, cx: float, scale: YScale, unit: str) -> list[str]:
+    """A bar's markers: the high one (p99) as a cap on a stem from the bar's top, the other (p95) as a diamond."""
+    out = []
+    high = s.high_markers[c] if s.high_markers else None
+    value = s.values[c]
+    if high is not None and value is not None:
+        hy, top_y = scale(high), scale(value)
+        out.append(
+            f'<path class="marker high" d="M{cx - 7:.1f} {hy:.1f}h14M{cx:.1f} {hy:.1f}V{top_y:.1f}" '
+            f'style="stroke: {s.colour}"><title>{escape(s.name)} {escape(s.high_marker_label)}: {high:,.2f} {escape(unit)}'
+            "</title></path>"
+        )
+    marker = s.markers[c] if s.markers else None
+    if marker is not None:
+        my = scale(marker)
+        out.append(
+            f'<path class="marker" d="M{cx:.1f} {my - 5:.1f}l5 5l-5 5l-5 -5z" fill="{s.colour}">'
+            f"<title>{escape(s.name)} {escape(s.marker_label)}: {marker:,.2f} {escape(unit)}"
+            "</title></path>"
+        )
+    return out
 
 
 def bar_chart(  # noqa: PLR0913  # a chart's labels and styling, mostly defaulted
-    chart_id: str, title: str, categories: list[str], series: list[Bars], y_label: str, unit: str = "", css: str = "bars"
+    chart_id: str,
+    title: str,
+    categories: list[str],
+    series: list[Bars],
+    y_label: str,
+    unit: str = "",
+    css: str = "bars",
+    log: bool | None = False,
 ) -> Markup:
-    """Grouped vertical bars: a group per category, a bar per series; hover titles give exact values."""
-    highest = 0.0
+    """Grouped vertical bars: a group per category, a bar per series; hover titles give exact values.
+    `log`: a log axis (None: when the values span more than LOG_SPAN)."""
+    shown: list[float | None] = []
     for s in series:
         for i, v in enumerate(s.values):
             if v is None:
                 continue
             err = (s.errors[i] or 0.0) if s.errors else 0.0
-            mark = (s.markers[i] or 0.0) if s.markers else 0.0
-            highest = max(highest, v + err, mark)
-    ticks = nice_ticks(highest)
-    top = ticks[-1]
-    out = _open(chart_id, css, title, HEIGHT) + _y_axis(ticks, y_label, HEIGHT)
+            shown += [v, v + err, s.markers[i] if s.markers else None, s.high_markers[i] if s.high_markers else None]
+    scale = y_scale(shown, HEIGHT, log)
+    out = _open(chart_id, css, title, HEIGHT) + _y_axis(scale, y_label, HEIGHT)
     plot_w = WIDTH - MARGIN_LEFT - MARGIN_RIGHT
     group_w = plot_w / max(len(categories), 1)
     bar_w = min(56.0, group_w * 0.8 / max(len(series), 1))
-    base = _scale_y(0, top)
+    base = scale(scale.floor)
     for c, category in enumerate(categories):
         x0 = MARGIN_LEFT + c * group_w + (group_w - bar_w * len(series)) / 2
         for k, s in enumerate(series):
@@ -121,7 +204,7 @@ def bar_chart(  # noqa: PLR0913  # a chart's labels and styling, mostly defaulte
             if value is None:
                 continue
             x = x0 + k * bar_w
-            y = _scale_y(value, top)
+            y = scale(value)
             tip = f"{s.name} · {category}: {value:,.2f}{(' ' + unit) if unit else ''}"
             faded = s.faded[c] if s.faded else None
             if faded:
@@ -134,20 +217,13 @@ def bar_chart(  # noqa: PLR0913  # a chart's labels and styling, mostly defaulte
             cx = x + bar_w / 2
             error = s.errors[c] if s.errors else None
             if error:
-                lo, hi = _scale_y(max(value - error, 0), top), _scale_y(value + error, top)
+                lo, hi = scale(max(value - error, scale.floor)), scale(value + error)
                 out.append(
                     f'<path class="error-bar" d="M{cx:.1f} {lo:.1f}V{hi:.1f}'
                     f"M{cx - 5:.1f} {hi:.1f}h10M{cx - 5:.1f} "
                     f'{lo:.1f}h10"><title>± {error:,.2f} (stddev over repetitions)</title></path>'
                 )
-            marker = s.markers[c] if s.markers else None
-            if marker is not None:
-                my = _scale_y(marker, top)
-                out.append(
-                    f'<path class="marker" d="M{cx:.1f} {my - 5:.1f}l5 5l-5 5l-5 -5z" fill="{s.colour}">'
-                    f"<title>{escape(s.name)} {escape(s.marker_label)}: {marker:,.2f} {escape(unit)}"
-                    "</title></path>"
-                )
+            out += _markers(s, c, cx, scale, unit)
         label_x = MARGIN_LEFT + (c + 0.5) * group_w
         out.append(
             f'<text class="category" x="{label_x:.1f}" y="{HEIGHT - MARGIN_BOTTOM + 18}" text-anchor="middle">'
@@ -167,26 +243,25 @@ def line_chart(  # noqa: PLR0913  # a chart's labels and styling, mostly default
     css: str = "lines",
     height: int = HEIGHT,
     events: Sequence[tuple[float, str]] | None = None,
+    log: bool | None = False,
 ) -> Markup:
-    """Lines over a shared x axis from its smallest x (or 0) to its largest; y from 0. `events` are
-    (x, text) pairs drawn as vertical marks, e.g. where tps collapsed."""
+    """Lines over a shared x axis from its smallest x (or 0) to its largest; y from 0, or on a log axis
+    (`log`; None: when the values span more than LOG_SPAN). `events` are (x, text) pairs drawn as
+    vertical marks, e.g. where tps collapsed."""
     xs = [x for line in lines for x, _ in line.points]
     ys = [y for line in lines for _, y in line.points]
     x_lo = min(0.0, min(xs, default=0.0))
     x_ticks = nice_ticks(max(xs, default=1.0))
     x_hi = x_ticks[-1] if x_ticks[-1] > x_lo else x_lo + 1
-    ticks = nice_ticks(max(ys, default=1.0))
-    top = ticks[-1]
+    scale = y_scale(ys, height, log)
     plot_w = WIDTH - MARGIN_LEFT - MARGIN_RIGHT
-    out = _open(chart_id, css, title, height) + _y_axis(ticks, y_label, height)
+    out = _open(chart_id, css, title, height) + _y_axis(scale, y_label, height)
 
     def sx(x: float) -> float:
         return MARGIN_LEFT + plot_w * (x - x_lo) / (x_hi - x_lo)
 
-    def sy(y: float) -> float:
-        return _scale_y(y, top, height)
-
-    base = sy(0)
+    sy = scale
+    base = sy(scale.floor)
     for tick in x_ticks:
         out.append(f'<text class="tick" x="{sx(tick):.1f}" y="{base + 16:.1f}" text-anchor="middle">{compact(tick)}</text>')
     out.append(

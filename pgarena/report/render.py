@@ -94,12 +94,19 @@ def latency_chart(report: Report) -> Chart | None:
         by_key = {p.key: p for k in report.keys for p in report.points[k] if p.target == name}
         values = [by_key[k].latency_ms.avg if k in by_key else None for k in report.keys]
         markers = [by_key[k].latency_ms.p95 if k in by_key else None for k in report.keys]
+        p99 = [by_key[k].latency_ms.p99 if k in by_key else None for k in report.keys]
         if any(v is not None for v in values):
-            series.append(Bars(name, report.colours[name], values, markers=markers, marker_label="p95"))
-    title = "Latency per target (bars: average; diamonds: p95 where measured)"
+            series.append(
+                Bars(
+                    name, report.colours[name], values, markers=markers, marker_label="p95",
+                    high_markers=p99, high_marker_label="p99",
+                )
+            )  # fmt: skip
+    title = "Latency per target (bars: average; diamonds: p95; caps: p99, where measured)"
     svg = bar_chart(
-        "chart-latency", title, [labels[k] for k in report.keys], series, "latency (ms)", unit="ms", css="bars latency"
-    )
+        "chart-latency", title, [labels[k] for k in report.keys], series, "latency (ms)", unit="ms", css="bars latency",
+        log=None,
+    )  # fmt: skip
     return Chart("chart-latency", title, svg, [(s.name, s.colour, "solid") for s in series])
 
 
@@ -236,7 +243,9 @@ def slo_charts(report: Report) -> list[Chart]:
         label = labels.get(key) or point_label(key, single_workload=False)
         chart_id = f"chart-slo-{slug(label)}"
         title = f"Offered rate vs p{search.percentile} latency: {label}"
-        svg = line_chart(chart_id, title, lines, "offered rate (tps, --rate)", f"p{search.percentile} (ms)", css="lines slo")
+        svg = line_chart(
+            chart_id, title, lines, "offered rate (tps, --rate)", f"p{search.percentile} (ms)", css="lines slo", log=None
+        )
         charts.append(Chart(chart_id, title, svg, legend))
     return charts
 

@@ -1,9 +1,13 @@
 """The full local campaign: real embedded PostgreSQL servers, real pgbench, the real ASL file."""
 
 import json
+import re
+from io import StringIO
 
 import pytest
+from rich.console import Console
 
+from pgarena import cli
 from pgarena.local.runtime import run_local
 from pgarena.planning.campaign import parse_campaign
 from tests.ports import refused_port
@@ -12,10 +16,18 @@ pytestmark = pytest.mark.integration
 
 
 @pytest.fixture(scope="module")
-def campaign_run(tmp_path_factory):
+def campaign_run(tmp_path_factory, matrix):
+    events = []
+    # When the campaign runs through the local runtime
+    run = run_local(parse_campaign(matrix), tmp_path_factory.mktemp("results"), on_event=events.append)
+    return run, events
+
+
+@pytest.fixture(scope="module")
+def matrix():
     # Given two embedded targets with different durability settings, a target nobody listens on,
     # and a target whose max_connections cannot fit the clients
-    matrix = {
+    return {
         "campaign": "itest",
         "connections": {"policy": "fail", "monitor_interval_s": 0.5},
         "targets": [
@@ -41,10 +53,6 @@ def campaign_run(tmp_path_factory):
             },
         ],
     }
-    events = []
-    # When the campaign runs through the local runtime
-    run = run_local(parse_campaign(matrix), tmp_path_factory.mktemp("results"), on_event=events.append)
-    return run, events
 
 
 def target(run, name):
@@ -148,3 +156,22 @@ def test_progress_events_name_states_and_steps(campaign_run):
     texts = [e.text for e in events]
     assert "Preflight Target durable" in texts
     assert any(e.kind == "step" and e.text == "async/tpcb/c4-r1" for e in events)
+
+
+def test_progress_reads_in_campaign_terms_with_each_result_on_its_step_s_line(campaign_run, matrix):
+    # Given the events of the real campaign, printed as `pgarena run --local` prints them (no --verbose)
+    _, events = campaign_run
+    out = Console(file=StringIO(), width=300, color_system=None)
+    cli.console, saved = out, cli.console
+    try:
+        printer = cli.ProgressPrinter(cli.campaign_progress(parse_campaign(matrix), "local"), verbose=False)
+        for event in events:
+            printer(event)
+    finally:
+        cli.console = saved
+    lines = out.file.getvalue().splitlines()
+    # Then no state machine state is named, and each step is one line with its place and its result
+    assert not any(state in line for line in lines for state in ("List Shards", "Run Shards Together", "Run Steps In Order"))
+    run_line = next(line for line in lines if "target async · tpcb · 4 clients" in line)
+    assert re.search(r"succeeded target async · tpcb · 4 clients — step \d+ of 8: [\d,]+\.\d tps", run_line), run_line
+    assert any(re.search(r"target durable · tpcb · load — step \d+ of 8: loaded in", line) for line in lines)

@@ -1,5 +1,7 @@
 """The HTML report of a real local campaign, opened in headless Chromium (Debian's chromium package)."""
 
+import html
+import json
 import re
 import shutil
 import subprocess
@@ -7,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from pgarena.report import REPORT_FILES
+from pgarena.model.results import CampaignResults
+from pgarena.report import REPORT_FILES, write_to_folder
 
 pytestmark = pytest.mark.integration
 
@@ -99,3 +102,63 @@ def test_screenshot_is_a_png(report, tmp_path):
     data = png.read_bytes()
     assert data.startswith(PNG_MAGIC) and len(data) > 50_000
     shutil.copy(png, report.parent / "report.png")
+
+
+# What a DBA's targets are called: a role, a region, an instance class, a volume and a major.
+LONG = "-primary-eu-west-1-r6g-2xlarge-gp3-16000iops-pg18"
+# Injected into a copy of the report (the report itself has no script): measures the page, as laid out at
+# the window's width, and every card and section, once everything has loaded.
+MEASURE = """<script>
+window.addEventListener('load', () => {
+  const page = document.scrollingElement;
+  const wide = [...document.querySelectorAll('header, section, .card, figure')]
+    .filter(e => e.scrollWidth > e.clientWidth + 1)
+    .map(e => `${e.id || e.className}: ${e.scrollWidth} > ${e.clientWidth}`);
+  const out = document.createElement('pre');
+  out.id = 'measured';
+  out.textContent = JSON.stringify({scrollWidth: page.scrollWidth, clientWidth: page.clientWidth, wide});
+  document.body.appendChild(out);
+});
+</script>"""
+
+
+@pytest.fixture(scope="module")
+def long_names_report(demo_campaign, tmp_path_factory) -> Path:
+    # Given the real campaign's results with every target's name 50 characters longer, rendered again
+    # (the servers' version strings are PostgreSQL's own: "PostgreSQL 18.6 on x86_64-pc-linux-gnu, compiled by ...")
+    text = (demo_campaign.results_dir / "results.json").read_text()
+    for name in ("durable", "tuned", "unreachable"):
+        text = text.replace(f'"{name}', f'"{name}{LONG}')
+    out = tmp_path_factory.mktemp("long-names")
+    write_to_folder(CampaignResults.model_validate_json(text), out)
+    return out / "report.html"
+
+
+def test_report_has_no_horizontal_overflow_at_1280_px(long_names_report, tmp_path):
+    page = long_names_report.read_text()
+    assert f"durable{LONG}" in page and " on x86_64" in page  # the long strings are there to be laid out
+    probe = long_names_report.parent / "measured.html"
+    probe.write_text(page.replace("</body>", MEASURE + "</body>"))
+    # When Chromium lays it out in a 1,280 px window
+    result = chromium(tmp_path, "--window-size=1280,2000", "--virtual-time-budget=5000", "--dump-dom", probe.as_uri())
+    assert result.returncode == 0, result.stderr[-2000:]
+    found = re.search(r'<pre id="measured">(.*?)</pre>', result.stdout, flags=re.S)
+    assert found, result.stdout[-2000:]
+    measured = json.loads(html.unescape(found.group(1)))
+    # Then the page is no wider than the window, and no card or section scrolls sideways within it
+    assert measured["clientWidth"] == 1280, measured
+    assert measured["scrollWidth"] <= measured["clientWidth"], measured
+    assert measured["wide"] == [], measured
+    # and a screenshot at that width is kept for people to look at
+    png = long_names_report.parent / "report-1280.png"
+    shot = chromium(tmp_path, f"--screenshot={png}", "--window-size=1280,6400", long_names_report.as_uri())
+    assert shot.returncode == 0 and png.read_bytes().startswith(PNG_MAGIC)
+
+
+def test_latency_chart_shows_p99_and_the_version_is_folded(rendered):
+    dom = rendered.stdout
+    latency = dom[dom.index('<svg id="chart-latency"') :]
+    latency = latency[: latency.index("</svg>")]
+    assert re.search(r"<title>durable p99: [\d,.]+ ms</title>", latency)
+    # the full version string is kept, folded under its first words
+    assert re.search(r"<summary>PostgreSQL \d+\.\d+</summary>", dom)

@@ -127,18 +127,18 @@ def test_run_aws_starts_follows_and_downloads(stand_in, server, tmp_path):
     matrix = matrix_file(tmp_path, server, "aws-run", duration_s=2)
 
     # When the user runs it in AWS
-    args, env = cli(stand_in, matrix, tmp_path / "results")
+    args, env = cli(stand_in, matrix, tmp_path / "results", "--verbose")
     done = subprocess.run(args, env=env, capture_output=True, text=True, timeout=CLI_TIMEOUT_S)
 
     # Then it started an execution of the stack's state machine, which succeeded
     assert done.returncode == 0, done.stdout + done.stderr
     arn = started_arn(stand_in, "aws-run")
     assert execution_status(stand_in, arn) == "SUCCEEDED"
-    # and followed it: the states entered and each step's result, as they happened
+    # and followed it: the states entered (--verbose) and each step's result on its own line, as they happened
     assert f"started {arn}" in done.stdout
     for line in ("Validate And Plan", "Preflight Target only", "Run Worker Task", "Aggregate And Rank"):
         assert line in done.stdout, done.stdout
-    assert "succeeded" in done.stdout and "tps" in done.stdout
+    assert re.search(r"succeeded target only · tpcb · 2 clients — step 2 of 2: [\d,]+\.\d tps", done.stdout), done.stdout
     # and downloaded results.json, which parses into the results model, and the reports
     (folder,) = (tmp_path / "results").iterdir()
     results = CampaignResults.model_validate_json((folder / "results.json").read_text())
@@ -152,7 +152,7 @@ def test_run_aws_starts_follows_and_downloads(stand_in, server, tmp_path):
 def test_run_aws_ctrl_c_stops_the_execution_and_its_workers(stand_in, server, tmp_path):
     # Given a campaign running in AWS, its run step under way
     matrix = matrix_file(tmp_path, server, "aws-stop", duration_s=60)
-    args, env = cli(stand_in, matrix, tmp_path / "results", "--results-wait-s", "120")
+    args, env = cli(stand_in, matrix, tmp_path / "results", "--results-wait-s", "120", "--verbose")
     process = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     lines: queue.Queue[str] = queue.Queue()
     threading.Thread(target=lambda: [lines.put(line) for line in process.stdout], daemon=True).start()

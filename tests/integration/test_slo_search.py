@@ -30,10 +30,27 @@ MATRIX = {
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory):
-    result = run_local(parse_campaign(MATRIX), tmp_path_factory.mktemp("results"))
+def events():
+    return []
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory, events):
+    result = run_local(parse_campaign(MATRIX), tmp_path_factory.mktemp("results"), on_event=events.append)
     assert result.status == "SUCCEEDED", result.error
     return result
+
+
+def test_progress_counts_each_search_s_probes_while_it_runs(run, events):
+    # Given the campaign's progress events: each SLO step's worker reports the probe it reached
+    probes = [e for e in events if e.kind == "probe"]
+    assert probes, "no probe was reported while the searches ran"
+    # Then per worker the probe numbers only go up, within the search's bound, each before the step's summary
+    for worker in {e.text for e in probes}:
+        reached = [e.probes for e in probes if e.text == worker]
+        assert reached == sorted(set(reached)) and reached[0] >= 1 and reached[-1] <= PROBES
+        finished = next(i for i, e in enumerate(events) if e.kind == "step" and e.text == worker)
+        assert all(events.index(e) < finished for e in probes if e.text == worker)
 
 
 def test_every_target_gets_tps_at_slo_from_a_bounded_search(run):

@@ -62,7 +62,9 @@ def test_worker_size_prefers_the_task_limits_and_takes_the_most_common():
 def test_site_is_the_placement_region_else_the_tasks_region_else_local():
     in_az = WorkerFacts(task=EcsTask(availability_zone="eu-west-1b"))
     assert site(Placement(region="us-west-2"), [in_az]) == "us-west-2"
-    assert site(Placement(site="gcp-us-central1"), [WorkerFacts()]) == "gcp-us-central1"  # an external site (ECS Anywhere): no zone
+    assert (
+        site(Placement(site="gcp-us-central1"), [WorkerFacts()]) == "gcp-us-central1"
+    )  # an external site (ECS Anywhere): no zone
     assert site(None, [in_az]) == "eu-west-1"
     assert site(None, [WorkerFacts()]) == "local"
     assert site(None, []) is None  # no worker reported: nothing to say

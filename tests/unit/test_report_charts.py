@@ -1,6 +1,6 @@
 import re
 
-from pgarena.report.charts import Bars, Line, bar_chart, compact, line_chart, nice_ticks
+from pgarena.report.charts import Bars, Line, bar_chart, compact, line_chart, log_ticks, nice_ticks
 
 
 def test_ticks_are_round_steps_that_cover_the_top():
@@ -48,3 +48,53 @@ def test_line_chart_marks_events():
 def test_chart_text_is_escaped():
     svg = bar_chart("c", "<b>", ["<i>"], [Bars("<s>", "#000", [1.0])], "y")
     assert "<s>" not in svg and "&lt;s&gt;" in svg and "&lt;i&gt;" in svg
+
+
+def _objective_height(svg: str) -> float:
+    """How far above the x axis (as a share of the plot's height) the objective's dashed line is drawn."""
+    y = float(re.search(r'class="series objective"[^>]* d="M[\d.]+ ([\d.]+)', svg).group(1))
+    base = float(re.search(r'<line class="axis"[^>]* y1="([\d.]+)"', svg).group(1))
+    top = min(float(v) for v in re.findall(r'<line class="grid"[^>]* y1="([\d.]+)"', svg))
+    return (base - y) / (base - top)
+
+
+def _slo_lines(top_ms: float) -> list[Line]:
+    probes = Line("a", "#000", [(100.0, 4.0), (200.0, 9.0), (300.0, top_ms)], css="series slo")
+    return [probes, Line("objective", "#888", [(0.0, 20.0), (300.0, 20.0)], dash="6 4", dots=False, css="series objective")]
+
+
+def test_values_spanning_more_than_ten_times_get_a_log_axis():
+    # Given SLO probes from 4 ms to 3,000 ms and a 20 ms objective
+    svg = line_chart("s", "t", _slo_lines(3000.0), "rate", "p99 (ms)", log=None)
+    # Then the axis is logarithmic and says so, and the objective sits well clear of the x axis
+    assert "p99 (ms), log scale" in svg
+    assert _objective_height(svg) > 0.25
+    # where a linear axis to 3,000 ms would draw it within 1% of the plot's height from the x axis
+    assert _objective_height(line_chart("s", "t", _slo_lines(3000.0), "rate", "p99 (ms)")) < 0.01
+
+
+def test_values_within_ten_times_keep_a_linear_axis_from_zero():
+    svg = line_chart("s", "t", _slo_lines(30.0), "rate", "p99 (ms)", log=None)
+    assert "log scale" not in svg
+    assert ">0</text>" in svg
+
+
+def test_log_ticks_start_a_decade_below_and_end_at_or_above_the_values():
+    assert log_ticks(2.13, 32.56) == [1, 2, 5, 10, 20, 50]
+    ticks = log_ticks(0.5, 3000)
+    assert ticks[0] == 0.1 and ticks[-1] == 10_000 and all(b / a == 10 for a, b in zip(ticks, ticks[1:]))
+
+
+def test_log_bars_keep_their_order_and_start_at_the_lowest_tick():
+    svg = bar_chart("c", "t", ["x"], [Bars("a", "#000", [2.0]), Bars("b", "#000", [300.0])], "ms", log=None)
+    heights = [float(h) for h in re.findall(r'<rect class="bar"[^>]* height="([\d.]+)"', svg)]
+    assert 0 < heights[0] < heights[1]
+
+
+def test_latency_bars_carry_p99_above_p95():
+    bars = Bars("a", "#000", [2.0], markers=[5.0], marker_label="p95", high_markers=[9.0], high_marker_label="p99")
+    svg = bar_chart("chart-latency", "t", ["4 clients"], [bars], "latency (ms)", unit="ms")
+    assert "<title>a p99: 9.00 ms</title>" in svg and "<title>a p95: 5.00 ms</title>" in svg
+    p99_y = float(re.search(r'class="marker high" d="M[\d.]+ ([\d.]+)', svg).group(1))
+    p95_y = float(re.search(r'class="marker" d="M[\d.]+ ([\d.]+)', svg).group(1)) + 5  # the diamond's centre
+    assert p99_y < p95_y  # higher on the chart
