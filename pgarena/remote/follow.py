@@ -11,8 +11,10 @@ import json
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from pgarena.aws.throttling import patiently
 from pgarena.model.results import StepSummary
 
 if TYPE_CHECKING:
@@ -20,6 +22,8 @@ if TYPE_CHECKING:
     from mypy_boto3_stepfunctions.type_defs import DescribeExecutionOutputTypeDef, HistoryEventTypeDef
 
 POLL_S = 0.5
+# GetExecutionHistory's largest page.
+HISTORY_PAGE = 1000
 
 
 @dataclass
@@ -63,7 +67,7 @@ class Poll:
     """What one look at the execution found."""
 
     status: DescribeExecutionOutputTypeDef
-    history: list[HistoryEventTypeDef]
+    history: list[HistoryEventTypeDef]  # every event so far (the same list, extended by the next polls)
     seen: int  # events the earlier polls brought: history[seen:] is new
     states: list[Event]  # states entered since the last poll
     steps: list[StepSummary]  # steps finished since the last poll
@@ -74,9 +78,31 @@ class Poll:
 
 
 def history(sfn: SFNClient, execution_arn: str) -> list[HistoryEventTypeDef]:
-    # 1,000 events a call (the most AWS gives): a long campaign's history costs few calls per poll
-    pages = sfn.get_paginator("get_execution_history").paginate(executionArn=execution_arn, PaginationConfig={"PageSize": 1000})
+    """The whole history, oldest first, 1,000 events a call (the most AWS gives)."""
+    pages = sfn.get_paginator("get_execution_history").paginate(
+        executionArn=execution_arn, PaginationConfig={"PageSize": HISTORY_PAGE}
+    )
     return [event for page in pages for event in page["events"]]
+
+
+def new_events(sfn: SFNClient, execution_arn: str, after_id: int) -> list[HistoryEventTypeDef]:
+    """The events after the one numbered `after_id`, oldest first. Read newest first (reverseOrder) and
+    stopped at the first one already seen: a poll costs one call, whatever the history's length."""
+    found: list[HistoryEventTypeDef] = []
+    token: str | None = None
+    while True:
+        page = (
+            sfn.get_execution_history(executionArn=execution_arn, reverseOrder=True, maxResults=HISTORY_PAGE, nextToken=token)
+            if token
+            else sfn.get_execution_history(executionArn=execution_arn, reverseOrder=True, maxResults=HISTORY_PAGE)
+        )
+        for event in page["events"]:
+            if event["id"] <= after_id:
+                return found[::-1]
+            found.append(event)
+        token = page.get("nextToken")
+        if not token:
+            return found[::-1]
 
 
 def follow(
@@ -88,12 +114,17 @@ def follow(
     subject: Callable[[Any], str] = no_subject,
 ) -> Iterator[Poll]:
     """Poll the execution until it ends (the last poll is the one that saw it end). `summaries` reads
-    the steps finished so far (the results table); a step is reported once."""
+    the steps finished so far (the results table); a step is reported once. Each poll reads only the
+    events since the last; a throttled or failed call is retried after a backoff, never ends the watch
+    while the execution runs (pgarena.aws.throttling)."""
     seen, reported = 0, set[str]()
+    events: list[HistoryEventTypeDef] = []
     while True:
-        status = sfn.describe_execution(executionArn=execution_arn)
-        events = history(sfn, execution_arn)
-        steps = [s for s in summaries() if s.step_id not in reported]
+        status = patiently(lambda: sfn.describe_execution(executionArn=execution_arn))
+        last_id = events[-1]["id"] if events else 0
+        # Read after the status: an execution seen ended has all its events by then.
+        events.extend(patiently(partial(new_events, sfn, execution_arn, last_id)))
+        steps = [s for s in patiently(lambda: list(summaries())) if s.step_id not in reported]
         reported.update(s.step_id for s in steps)
         poll = Poll(status, events, seen, state_events(events, seen, t0, subject), steps)
         seen = len(events)
