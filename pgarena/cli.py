@@ -359,6 +359,7 @@ def _run_aws(
     """Start the campaign in the deployed stack and follow it; Ctrl-C stops it (execution and workers)."""
     from botocore.exceptions import BotoCoreError, ClientError
 
+    from pgarena.remote.capacity import capacity_warnings
     from pgarena.remote.execution import AwsCampaign, AwsRunError, aws_clients, aws_problems, stack_outputs
 
     problems = aws_problems(campaign)
@@ -374,6 +375,10 @@ def _run_aws(
         if outputs.sites is not None and (site_refusals := site_problems(campaign, outputs.sites)):
             _print_problems(stack_name, site_refusals)
             raise typer.Exit(1)
+        for warning in capacity_warnings(
+            campaign, stack_name, clients.cloudformation, clients.ecs, clients.service_quotas, clients.lambda_
+        ):
+            errors.print(f"warning: {warning}", style="yellow", markup=False, highlight=False)
         runner = AwsCampaign(clients, outputs, out, results_wait_s)
         with console.status(_text(f"running {campaign.campaign} in AWS (Ctrl-C stops the execution and its workers)")):
             return runner.run(campaign, on_event=show_event)
