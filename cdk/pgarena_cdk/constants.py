@@ -2,6 +2,7 @@
 
 from typing import NamedTuple
 
+from pgarena.aws import launch
 from pgarena.aws.access import Component
 from pgarena.model import sites
 from pgarena.remote import execution
@@ -109,6 +110,11 @@ COST_GUARD = FunctionSpec(
 FINALIZE_STOPPED = FunctionSpec(
     "FinalizeStoppedFunction", "functions/finalize_stopped/handler.handler", "", 1024, 300, Component.FINALIZE_STOPPED
 )
+# Started by EventBridge when a worker's task stops (no ASL placeholder): one that never ran fails its step
+# at once (SendTaskFailure with ECS's stoppedReason) instead of at the heartbeat timeout.
+TASK_STOPPED = FunctionSpec("TaskStoppedFunction", "functions/task_stopped/handler.handler", "", 256, 30, Component.TASK_STOPPED)
+# ECS's task state change that brings it: the stack's workers (RunTask's startedBy), stopped.
+WORKER_STARTED_BY = launch.STARTED_BY
 # The execution status changes that never reach Aggregate And Rank.
 STOPPED_STATUSES = ("ABORTED", "FAILED", "TIMED_OUT")
 # Started by EventBridge Scheduler, not by the state machine (no ASL placeholder): reads a schedule's

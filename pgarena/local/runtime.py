@@ -371,6 +371,7 @@ class LocalRuntime:
                     keys=self.keys,
                     workers=self._container_workers() if self.container_workers else None,
                     children=self.children,
+                    on_stopped=self._task_stopped,
                 )
             )
             stack.callback(self.workers.stop_all)
@@ -596,6 +597,15 @@ class LocalRuntime:
         )
         if "FunctionError" in answer:
             log.error("finalizing the %s campaign failed: %s", status.lower(), answer["Payload"].read().decode())
+
+    def _task_stopped(self, change: dict[str, Any]) -> None:
+        """What EventBridge's rule on the workers' task state changes does in AWS: task_stopped fails the
+        step of a worker that never ran."""
+        answer = boto3.client("lambda", region_name=REGION).invoke(
+            FunctionName=function_arn("task_stopped"), Payload=json.dumps(change).encode()
+        )
+        if "FunctionError" in answer:
+            log.error("failing the step of a worker that did not start failed: %s", answer["Payload"].read().decode())
 
     @contextmanager
     def status_change_rule(self) -> Iterator[None]:
