@@ -54,16 +54,26 @@ def lambda_concurrency(client: LambdaClient) -> int:
     return client.get_account_settings()["AccountLimit"]["UnreservedConcurrentExecutions"]
 
 
+def _why(error: Exception) -> str:
+    """An error in one line: its code and message, never a page of HTML a stand-in may answer with."""
+    if isinstance(error, ClientError):
+        code = error.response.get("Error", {}).get("Code", "")
+        message = str(error.response.get("Error", {}).get("Message", ""))
+        operation = error.operation_name
+        return f"{operation}: {code}" + (f": {message[:200]}" if message and not message.lstrip().startswith("<") else "")
+    return f"{type(error).__name__}: {error}"
+
+
 def read_quotas(service_quotas: ServiceQuotasClient, lambda_: LambdaClient, spot: bool = False) -> Quotas:
     quotas = Quotas()
     try:
         quotas.fargate_vcpu = fargate_vcpu_quota(service_quotas, spot)
     except (ClientError, BotoCoreError) as error:  # servicequotas:GetServiceQuota not granted, or no route
-        quotas.unread.append(f"the Fargate vCPU quota ({error})")
+        quotas.unread.append(f"the Fargate vCPU quota ({_why(error)})")
     try:
         quotas.lambda_concurrency = lambda_concurrency(lambda_)
     except (ClientError, BotoCoreError) as error:
-        quotas.unread.append(f"Lambda's concurrency ({error})")
+        quotas.unread.append(f"Lambda's concurrency ({_why(error)})")
     return quotas
 
 

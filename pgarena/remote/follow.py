@@ -86,8 +86,9 @@ def history(sfn: SFNClient, execution_arn: str) -> list[HistoryEventTypeDef]:
 
 
 def new_events(sfn: SFNClient, execution_arn: str, after_id: int) -> list[HistoryEventTypeDef]:
-    """The events after the one numbered `after_id`, oldest first. Read newest first (reverseOrder) and
-    stopped at the first one already seen: a poll costs one call, whatever the history's length."""
+    """The events after the one numbered `after_id`, oldest first. Read newest first (reverseOrder), pages
+    stopped at the first one holding an event already seen: a poll costs one call, whatever the history's
+    length. Events are kept by their ids, not their order: moto's server ignores reverseOrder and paging."""
     found: list[HistoryEventTypeDef] = []
     token: str | None = None
     while True:
@@ -96,13 +97,11 @@ def new_events(sfn: SFNClient, execution_arn: str, after_id: int) -> list[Histor
             if token
             else sfn.get_execution_history(executionArn=execution_arn, reverseOrder=True, maxResults=HISTORY_PAGE)
         )
-        for event in page["events"]:
-            if event["id"] <= after_id:
-                return found[::-1]
-            found.append(event)
+        events = page["events"]
+        found.extend(event for event in events if event["id"] > after_id)
         token = page.get("nextToken")
-        if not token:
-            return found[::-1]
+        if not token or any(event["id"] <= after_id for event in events):
+            return sorted(found, key=lambda event: event["id"])
 
 
 def follow(

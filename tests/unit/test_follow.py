@@ -77,6 +77,13 @@ def test_new_events_stop_at_the_first_event_already_seen(sfn):
     assert [e["id"] for e in new_events(client, ARN, after_id=4)] == [5, 6, 7]
 
 
+def test_new_events_are_right_from_a_service_that_ignores_reverse_order(sfn):
+    # moto's server answers the whole history, oldest first, whatever reverseOrder and maxResults say
+    client, stub = sfn
+    stub.add_response("get_execution_history", _newest_first(1, 2, 3, 4, 5), _reverse())
+    assert [e["id"] for e in new_events(client, ARN, after_id=3)] == [4, 5]
+
+
 def test_new_events_page_on_until_the_seen_one(sfn):
     client, stub = sfn
     stub.add_response("get_execution_history", _newest_first(9, 8, next_token="p2"), _reverse())
