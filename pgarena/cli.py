@@ -117,6 +117,7 @@ def estimate(
 ) -> None:
     """Print what the campaign would cost in AWS, line by line, as the cost guard estimates it."""
     from pgarena.planning.cost import DEFAULT_REGION, PRICES, estimate_campaign, format_lines
+    from pgarena.planning.fixed_cost import fixed_monthly_cost
 
     campaign = _load_or_exit(matrix)
     result = estimate_campaign(campaign, worker_cpu, worker_memory_mib, region, spot)
@@ -128,6 +129,7 @@ def estimate(
     )
     for row in format_lines(result) + [f"note: {note}" for note in result.notes]:
         print(row)
+    print(fixed_monthly_cost(result.region).line())
     cap = campaign.cost.cap_usd if campaign.cost else None
     if campaign.cost and campaign.cost.monthly_cap_usd is not None:
         print(f"monthly cap ${campaign.cost.monthly_cap_usd:.2f}: checked against the month's ledger when it starts")

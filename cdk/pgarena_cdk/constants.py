@@ -5,6 +5,7 @@ from typing import NamedTuple
 from pgarena.aws import launch
 from pgarena.aws.access import Component
 from pgarena.model import sites
+from pgarena.planning import fixed_cost
 from pgarena.remote import execution
 
 SERVICE_NAME = "pgarena"
@@ -60,7 +61,7 @@ FLOW_LOG_PREFIX = "vpc-flow-logs/"
 
 # Placement: the VPC created when no VPC is given in the context.
 VPC_MAX_AZS = 2
-VPC_NAT_GATEWAYS = 1
+VPC_NAT_GATEWAYS = fixed_cost.STACK_NAT_GATEWAYS  # `pgarena estimate` prices these by the month
 VPC_SUBNET_CIDR_MASK = 24
 
 # Compute: the Fargate worker.

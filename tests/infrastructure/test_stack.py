@@ -498,8 +498,30 @@ def test_created_vpc_has_two_azs_and_one_nat_gateway(default_synth):
         for type_ in ("AWS::EC2::VPC", "AWS::EC2::NatGateway", "AWS::EC2::Subnet", "AWS::EC2::VPCEndpoint")
     }
 
-    # Then one VPC spans two AZs (a public and a private subnet each) behind a single NAT gateway
-    assert counts == {"AWS::EC2::VPC": 1, "AWS::EC2::NatGateway": 1, "AWS::EC2::Subnet": 4, "AWS::EC2::VPCEndpoint": 0}
+    # Then one VPC spans two AZs (a public and a private subnet each) behind a single NAT gateway, with
+    # two (gateway) endpoints
+    assert counts == {"AWS::EC2::VPC": 1, "AWS::EC2::NatGateway": 1, "AWS::EC2::Subnet": 4, "AWS::EC2::VPCEndpoint": 2}
+
+
+def test_s3_and_dynamodb_are_reached_through_free_gateway_endpoints_from_the_workers_subnets(default_synth):
+    # Given the created VPC's endpoints and the workers' (private) subnets' route tables
+    endpoints = default_synth.resources_of_type("AWS::EC2::VPCEndpoint").values()
+    private_tables = {
+        body["Properties"]["RouteTableId"]["Ref"]
+        for body in default_synth.resources_of_type("AWS::EC2::SubnetRouteTableAssociation").values()
+        if "Workers" in body["Properties"]["SubnetId"]["Ref"]
+    }
+
+    # Then each is a Gateway endpoint (no hourly charge, no interface) in every worker subnet's route table
+    services = {}
+    for body in endpoints:
+        props = body["Properties"]
+        name = props["ServiceName"]["Fn::Join"][1][-1] if isinstance(props["ServiceName"], dict) else props["ServiceName"]
+        services[name.rsplit(".", 1)[-1]] = props
+    assert set(services) == {"s3", "dynamodb"}
+    for props in services.values():
+        assert props["VpcEndpointType"] == "Gateway"
+        assert private_tables <= {table["Ref"] for table in props["RouteTableIds"]}
 
 
 def test_outputs_name_state_machine_bucket_and_table(default_synth):
