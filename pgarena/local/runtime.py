@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import boto3
+from botocore.exceptions import BotoCoreError, ClientError
 
 from pgarena.aws.access import RESULTS_TABLE_PLACEHOLDER, Component
 from pgarena.aws.campaign_state import CampaignState
@@ -601,9 +602,13 @@ class LocalRuntime:
     def _task_stopped(self, change: dict[str, Any]) -> None:
         """What EventBridge's rule on the workers' task state changes does in AWS: task_stopped fails the
         step of a worker that never ran."""
-        answer = boto3.client("lambda", region_name=REGION).invoke(
-            FunctionName=function_arn("task_stopped"), Payload=json.dumps(change).encode()
-        )
+        try:
+            answer = boto3.client("lambda", region_name=REGION).invoke(
+                FunctionName=function_arn("task_stopped"), Payload=json.dumps(change).encode()
+            )
+        except (BotoCoreError, ClientError) as error:  # the runtime stopping: its step ends with it
+            log.warning("the stop of a worker that did not start could not be reported: %s", error)
+            return
         if "FunctionError" in answer:
             log.error("failing the step of a worker that did not start failed: %s", answer["Payload"].read().decode())
 
