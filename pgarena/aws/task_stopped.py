@@ -86,11 +86,11 @@ def _step_id(environment: dict[str, str]) -> str:
 
 
 def reason(detail: TaskDetail) -> str:
-    """ECS's stoppedReason with each container's reason and exit code."""
+    """ECS's stoppedReason with each container's reason (unless the stoppedReason already says it) and exit code."""
     parts = [detail.stoppedReason or "stopped"]
     for container in detail.containers:
         said = [f"container {container.name or '?'}"]
-        if container.reason:
+        if container.reason and container.reason not in detail.stoppedReason:
             said.append(container.reason)
         if container.exitCode is not None:
             said.append(f"exit code {container.exitCode}")

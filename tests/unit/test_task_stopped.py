@@ -43,8 +43,19 @@ def test_a_task_that_failed_to_start_names_its_step_token_and_ecs_reason():
     assert (
         "CannotPullContainerError: pull image manifest has been retried 7 time(s): failed to resolve ref" in worker.error.message
     )
-    assert "container worker: CannotPullContainerError" in worker.error.message
+    assert worker.error.message.count("CannotPullContainerError") == 1  # the container's reason, said once
     assert "fake-token" not in repr(worker)  # the token is never printed
+
+
+def test_a_containers_own_reason_and_exit_code_are_added():
+    container = {"name": "worker", "reason": "CannotStartContainerError: exec format error", "exitCode": 255}
+    worker = unstarted_worker(
+        TaskStateChange.model_validate(_event(stoppedReason="Task failed to start", containers=[container]))
+    )
+    assert worker is not None
+    assert worker.error.message.endswith(
+        "Task failed to start; container worker: CannotStartContainerError: exec format error: exit code 255"
+    )
 
 
 @pytest.mark.parametrize(
