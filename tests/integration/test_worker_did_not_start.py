@@ -11,26 +11,15 @@ import pytest
 from pgarena.local import containers
 from pgarena.local.runtime import LocalRuntime
 from pgarena.planning.campaign import parse_campaign
+from tests.integration.test_container_workers import MATRIX as CONTAINER_MATRIX
 
 pytestmark = pytest.mark.integration
 
 MISSING_IMAGE = "pgarena-worker:not-built-anywhere"
 # Long enough that a step failed within the test's own timeout can only have failed through the stop.
 HEARTBEAT_TIMEOUT_S = 300
-MATRIX = {
-    "campaign": "did-not-start",
-    "heartbeat_timeout_s": HEARTBEAT_TIMEOUT_S,
-    "connections": {"monitor_interval_s": 1},
-    "targets": [{"name": "pg", "provider": "embedded", "embedded": {"settings": {"fsync": "off"}}}],
-    "workloads": [
-        {
-            "name": "sel",
-            "tool": "pgbench",
-            "init": {"scale": 1},
-            "run": {"clients": 2, "jobs": 1, "duration_s": 2, "builtin": "select-only", "progress_s": 1},
-        }
-    ],
-}
+# test_container_workers' campaign, with a heartbeat timeout far past what the test waits
+MATRIX = {**CONTAINER_MATRIX, "campaign": "did-not-start", "heartbeat_timeout_s": HEARTBEAT_TIMEOUT_S}
 
 
 @pytest.fixture
