@@ -78,7 +78,7 @@ bootstrap: $(CDK_STAMP)
 # Credentials and the CDK bootstrap are checked first (seconds, with the fix); Node's deprecation and
 # end-of-life banners are silenced (the CLI's own warnings still print).
 deploy: $(CDK_STAMP)
-	$(BIN)/python -m pgarena.aws.deploy_check
+	$(BIN)/python -m pgarena.aws.deploy_check $(CDK_ARGS)
 	PATH="$(abspath $(BIN)):$$PATH" JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION=1 JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION=1 $(CDK) deploy $(CDK_ARGS)
 
 clean:

@@ -180,6 +180,7 @@ def estimate(
     from pgarena.planning.cost import DEFAULT_REGION, PRICES, endpoint_plan, estimate_campaign, format_lines
     from pgarena.planning.duration import local_wall_s
     from pgarena.planning.estimate_text import cap_lines, duration_line, embedded_note
+    from pgarena.planning.fixed_cost import fixed_monthly_cost
 
     matrix = _matrix_file(matrix, matrix_option)
     campaign = _load_or_exit(matrix)
@@ -193,6 +194,7 @@ def estimate(
         print(note)
     for row in format_lines(result) + [f"note: {note}" for note in result.notes]:
         print(row)
+    print(fixed_monthly_cost(result.region).line())
     cap = campaign.cost.cap_usd if campaign.cost else None
     if campaign.cost and campaign.cost.monthly_cap_usd is not None:
         print(f"monthly cap ${campaign.cost.monthly_cap_usd:.2f}: checked against the month's ledger when it starts")
@@ -448,6 +450,7 @@ def _run_aws(
     """Start the campaign in the deployed stack and follow it; Ctrl-C stops it (execution and workers)."""
     from botocore.exceptions import BotoCoreError, ClientError
 
+    from pgarena.remote.capacity import capacity_warnings
     from pgarena.remote.execution import AwsCampaign, AwsRunError, aws_clients, aws_problems, stack_outputs
 
     problems = aws_problems(campaign)
@@ -463,6 +466,10 @@ def _run_aws(
         if outputs.sites is not None and (site_refusals := site_problems(campaign, outputs.sites)):
             _print_problems(stack_name, site_refusals)
             raise typer.Exit(1)
+        for warning in capacity_warnings(
+            campaign, stack_name, clients.cloudformation, clients.ecs, clients.service_quotas, clients.lambda_
+        ):
+            errors.print(f"warning: {warning}", style="yellow", markup=False, highlight=False)
         runner = AwsCampaign(clients, outputs, out, results_wait_s)
         with console.status(_text(f"running {campaign.campaign} in AWS (Ctrl-C stops the execution and its workers)")) as status:
             return runner.run(campaign, on_event=ProgressPrinter(campaign_progress(campaign, "aws"), verbose, status))

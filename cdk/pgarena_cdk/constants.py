@@ -2,8 +2,10 @@
 
 from typing import NamedTuple
 
+from pgarena.aws import launch
 from pgarena.aws.access import Component
 from pgarena.model import sites
+from pgarena.planning import fixed_cost
 from pgarena.remote import execution
 
 SERVICE_NAME = "pgarena"
@@ -60,7 +62,7 @@ FLOW_LOG_PREFIX = "vpc-flow-logs/"
 
 # Placement: the VPC created when no VPC is given in the context.
 VPC_MAX_AZS = 2
-VPC_NAT_GATEWAYS = 1
+VPC_NAT_GATEWAYS = fixed_cost.STACK_NAT_GATEWAYS  # `pgarena estimate` prices these by the month
 VPC_SUBNET_CIDR_MASK = 24
 
 # Compute: the Fargate worker.
@@ -110,6 +112,11 @@ COST_GUARD = FunctionSpec(
 FINALIZE_STOPPED = FunctionSpec(
     "FinalizeStoppedFunction", "functions/finalize_stopped/handler.handler", "", 1024, 300, Component.FINALIZE_STOPPED
 )
+# Started by EventBridge when a worker's task stops (no ASL placeholder): one that never ran fails its step
+# at once (SendTaskFailure with ECS's stoppedReason) instead of at the heartbeat timeout.
+TASK_STOPPED = FunctionSpec("TaskStoppedFunction", "functions/task_stopped/handler.handler", "", 256, 30, Component.TASK_STOPPED)
+# ECS's task state change that brings it: the stack's workers (RunTask's startedBy), stopped.
+WORKER_STARTED_BY = launch.STARTED_BY
 # The execution status changes that never reach Aggregate And Rank.
 STOPPED_STATUSES = ("ABORTED", "FAILED", "TIMED_OUT")
 # Started by EventBridge Scheduler, not by the state machine (no ASL placeholder): reads a schedule's

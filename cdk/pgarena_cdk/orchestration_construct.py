@@ -102,11 +102,16 @@ class OrchestrationConstruct(Construct):
             )
         self.state_machine = self._build_state_machine(repo_root)
         self.finalize_stopped_function = self._finalize_stopped_executions(results_env)
+        self.task_stopped_function = self._fail_steps_of_unstarted_workers(compute)
 
     @property
     def functions(self) -> dict[constants.FunctionSpec, lambda_.Function]:
         """Every function of the campaign's orchestration: the state machine's and finalize_stopped."""
-        return {**self.state_machine_functions, constants.FINALIZE_STOPPED: self.finalize_stopped_function}
+        return {
+            **self.state_machine_functions,
+            constants.FINALIZE_STOPPED: self.finalize_stopped_function,
+            constants.TASK_STOPPED: self.task_stopped_function,
+        }
 
     @property
     def state_machine_functions(self) -> dict[constants.FunctionSpec, lambda_.Function]:
@@ -159,6 +164,33 @@ class OrchestrationConstruct(Construct):
         )
         return function
 
+    def _fail_steps_of_unstarted_workers(self, compute: ComputeConstruct) -> lambda_.Function:
+        """A worker task that stops before its container runs never beats: ECS's task state change hands the
+        stop to task_stopped, which fails the step with ECS's stoppedReason (pgarena.aws.task_stopped)."""
+        function = self._build_function(
+            constants.TASK_STOPPED,
+            environment={},
+            wildcard_reason="Task-token callbacks (states:SendTaskFailure) do not support resource-level permissions; "
+            "the token read from the stopped task's overrides is the authorization.",
+        )
+        function.add_to_role_policy(iam.PolicyStatement(actions=["states:SendTaskFailure"], resources=["*"]))
+        events.Rule(
+            self,
+            "WorkerTaskStoppedRule",
+            description="pgarena: fail at once the step of a worker whose task stopped before it ran",
+            event_pattern=events.EventPattern(
+                source=["aws.ecs"],
+                detail_type=["ECS Task State Change"],
+                detail={
+                    "clusterArn": [compute.cluster.cluster_arn],
+                    "lastStatus": ["STOPPED"],
+                    "startedBy": [constants.WORKER_STARTED_BY],
+                },
+            ),
+            targets=[events_targets.LambdaFunction(function, retry_attempts=2)],
+        )
+        return function
+
     def add_function(self, spec: constants.FunctionSpec, environment: dict[str, str]) -> lambda_.Function:
         """A function built like the state machine's (role, log group, tracing, layer) for another caller."""
         return self._build_function(spec, environment=environment)
@@ -199,6 +231,7 @@ class OrchestrationConstruct(Construct):
         spec: constants.FunctionSpec,
         environment: dict[str, str],
         placement: PlacementConstruct | None = None,
+        wildcard_reason: str | None = None,
     ) -> lambda_.Function:
         log_group = logs.LogGroup(self, f"{spec.construct_id}LogGroup", retention=self._settings.log_retention)
         # An explicit role instead of the AWSLambdaBasicExecutionRole managed policy: logs go to this
@@ -211,6 +244,8 @@ class OrchestrationConstruct(Construct):
         )
         log_group.grant_write(role)
         wildcard_reasons = ["X-Ray trace segments and telemetry (active tracing) do not support resource-level permissions."]
+        if wildcard_reason:
+            wildcard_reasons.append(wildcard_reason)
         network: dict[str, Any] = {}  # lambda_.Function keywords, absent outside a VPC
         if placement is not None:
             wildcard_reasons.append(self._grant_network_interfaces(role))

@@ -26,8 +26,10 @@ class PlacementConstruct(Construct):
     """Subnets and security groups for the workers.
 
     With a VPC id (`pgarena:vpcId`, or a site's `vpcId`) the ids are used as given: nothing is looked
-    up, so synth stays offline. Without it, a two-AZ VPC with one NAT gateway is created (no interface
-    endpoints: they would cost more than the NAT gateway for a benchmark's traffic).
+    up, so synth stays offline (`make deploy` checks the given subnets' route out: pgarena.aws.deploy_check).
+    Without it, a two-AZ VPC with one NAT gateway is created, with S3 and DynamoDB gateway endpoints (free:
+    raw output and summaries skip the NAT's per-GB processing); no interface endpoints, which would cost
+    more than the NAT gateway for a benchmark's traffic.
     """
 
     def __init__(self, scope: Construct, id_: str, settings: Network, flow_logs: ec2.FlowLogDestination) -> None:
@@ -93,6 +95,9 @@ class PlacementConstruct(Construct):
             # ever placed in the default group, the workers have their own.
             restrict_default_security_group=False,
         )
+        # Gateway endpoints cost nothing; without them every raw-output byte pays NAT processing.
+        vpc.add_gateway_endpoint("S3Endpoint", service=ec2.GatewayVpcEndpointAwsService.S3)
+        vpc.add_gateway_endpoint("DynamoDbEndpoint", service=ec2.GatewayVpcEndpointAwsService.DYNAMODB)
         vpc.add_flow_log(
             "FlowLog",
             destination=flow_logs,

@@ -175,6 +175,7 @@ class Component(StrEnum):
     AGGREGATE = "aggregate"
     FINALIZE_STOPPED = "finalize_stopped"
     START_CAMPAIGN = "start_campaign"
+    TASK_STOPPED = "task_stopped"
     WORKER = "worker"
     SCHEDULER = "scheduler"
     STATE_MACHINE = "state_machine"
@@ -247,6 +248,8 @@ ACCESS: Mapping[Component, tuple[Grant, ...]] = MappingProxyType(
             BucketGrant(REPORTS, (A.PUT_OBJECT,)),
         ),
         Component.START_CAMPAIGN: (BucketGrant(SCHEDULE_MATRICES, (A.GET_OBJECT,)),),
+        # Fails the step of a worker whose task never ran (SendTaskFailure, granted by the stack); touches no results.
+        Component.TASK_STOPPED: (),
         # ResultStore.put_summary (a conditional put), wait_at_barrier (update, read), raw output
         # uploaded tagged.
         Component.WORKER: (

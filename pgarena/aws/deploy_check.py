@@ -1,17 +1,23 @@
-"""What `make deploy` checks before it starts the CDK CLI: credentials (STS) and the account's CDK bootstrap
-(its version parameter in SSM). Each problem is one line with its fix, in seconds; without the check, the
-CLI spends most of a minute synthesizing before it says "Unable to resolve AWS account"."""
+"""What `make deploy` checks before it starts the CDK CLI: credentials (STS), the account's CDK bootstrap
+(its version parameter in SSM), and a given VPC's subnets' route out (pgarena.aws.routes). Each problem is
+one line with its fix, in seconds; without the check, the CLI spends most of a minute synthesizing before
+it says "Unable to resolve AWS account", and subnets without a way out fail every step, slowly."""
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import boto3
 from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
+
+from pgarena.aws.routes import subnet_route_problems
 
 if TYPE_CHECKING:
     from mypy_boto3_ssm import SSMClient
@@ -23,6 +29,10 @@ MIN_BOOTSTRAP_VERSION = 6
 BOOTSTRAP_FIX = "run `make bootstrap` (npx aws-cdk@2 bootstrap) once for this account and region"
 CREDENTIALS_FIX = "run `aws configure`, or set AWS_PROFILE (or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)"
 REGION_FIX = "set AWS_REGION, or `aws configure set region <region>`"
+# The app's settings: cdk.json's context, then `-c key=value` (CDK_ARGS), as the CDK CLI merges them.
+CDK_JSON = Path("cdk.json")
+CONTEXT_VPC_ID = "pgarena:vpcId"
+CONTEXT_SUBNET_IDS = "pgarena:subnetIds"
 
 
 class DeployCheckError(Exception):
@@ -70,23 +80,52 @@ def bootstrap_version(ssm: SSMClient, account: str, region: str) -> int | None:
     return version
 
 
-def check(session: boto3.Session) -> Ready:
+def given_subnets(context: dict[str, Any]) -> list[str]:
+    """The given VPC's subnet ids (a list, or a comma-separated string from `-c`); none without pgarena:vpcId."""
+    if not context.get(CONTEXT_VPC_ID):
+        return []
+    value = context.get(CONTEXT_SUBNET_IDS) or []
+    items = value.split(",") if isinstance(value, str) else value
+    return [str(item).strip() for item in items if str(item).strip()]
+
+
+def deploy_context(cdk_json: Path, overrides: Sequence[str]) -> dict[str, Any]:
+    """cdk.json's context with each `key=value` of `-c` over it."""
+    context: dict[str, Any] = json.loads(cdk_json.read_text()).get("context", {}) if cdk_json.is_file() else {}
+    for item in overrides:
+        key, _, value = item.partition("=")
+        context[key] = value
+    return context
+
+
+def check(session: boto3.Session, subnet_ids: Sequence[str] = ()) -> Ready:
     region = session.region_name
     if not region:
         raise DeployCheckError(f"no AWS region: {REGION_FIX}")
     account = caller_account(session.client("sts", region_name=region))
-    return Ready(account, region, bootstrap_version(session.client("ssm", region_name=region), account, region))
+    version = bootstrap_version(session.client("ssm", region_name=region), account, region)
+    try:
+        problems = subnet_route_problems(session.client("ec2", region_name=region), subnet_ids)
+    except ClientError as error:  # the deploying role may not describe the VPC: CloudFormation goes on
+        problems = []
+        print(f"make deploy: the given subnets' routes could not be read ({error}): not checked", file=sys.stderr)
+    if problems:
+        raise DeployCheckError("\n".join(problems))
+    return Ready(account, region, version)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--region", help="the stack's region (default: AWS_REGION, else the profile's)")
     parser.add_argument("--profile", help="an AWS profile (default: AWS_PROFILE, else the default one)")
-    args = parser.parse_args(argv)
+    parser.add_argument("-c", "--context", action="append", default=[], help="key=value, as given to `cdk deploy`")
+    # The rest of CDK_ARGS (stack names, --require-approval ...) is the CDK CLI's, not this check's.
+    args, _ = parser.parse_known_args(argv)
     try:
         # AWS_REGION, as the CDK CLI and `pgarena run --aws` read it; boto3's Session reads only AWS_DEFAULT_REGION.
         region = args.region or os.environ.get("AWS_REGION") or None
-        ready = check(boto3.Session(region_name=region, profile_name=args.profile))
+        subnets = given_subnets(deploy_context(CDK_JSON, args.context))
+        ready = check(boto3.Session(region_name=region, profile_name=args.profile), subnets)
     except DeployCheckError as error:
         print(f"make deploy: {error}", file=sys.stderr)
         return 1

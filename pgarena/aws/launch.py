@@ -9,11 +9,15 @@ site's machines only (a placement constraint on their `pgarena.site` attribute).
 from __future__ import annotations
 
 import hashlib
+import re
+import time
 from collections.abc import Callable
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from pgarena.aws.settings import LauncherEnv
 from pgarena.aws.sites import SiteReadError, WorkerSite
+from pgarena.aws.throttling import backoff_s, is_throttling, patiently
 from pgarena.model.errors import ErrorKind, failure
 from pgarena.model.plan import Step
 from pgarena.model.sites import site_constraint
@@ -21,17 +25,34 @@ from pgarena.model.sites import site_constraint
 if TYPE_CHECKING:
     from mypy_boto3_ecs import ECSClient
 
+# RunTask's answers that mean "no room now": failures[] reasons (ECS's capacity, Fargate's vCPU limit) and
+# throttled calls. Retried here a few times within the function's 60 s, then by the state machine's Retry
+# on LaunchFailed, with longer backoffs (statemachines/campaign.asl.json).
+CAPACITY_REASON = re.compile(r"capacity|RESOURCE:|limit|throttl|try again|rate exceeded|AGENT", re.IGNORECASE)
+LAUNCH_ATTEMPTS = 4
+LAUNCH_BACKOFF_CAP_S = 8.0
 
 EXTERNAL_LAUNCH_TYPE = "EXTERNAL"
+# RunTask's startedBy: what the stack's rule on stopped tasks (task_stopped) and Ctrl-C's ListTasks pick out.
+STARTED_BY = "pgarena"
 
 
-def client_token(step: Step, task_token: str) -> str:
+def client_token(step: Step, task_token: str, attempt: int = 0) -> str:
     """ECS's idempotency token: a launch Lambda retried after a RunTask that did start a task gets that
-    task back instead of a second worker. The task token is new for each attempt of the state."""
-    return hashlib.sha256(f"{step.step_id}\n{task_token}".encode()).hexdigest()[:64]
+    task back instead of a second worker. The task token is new for each attempt of the state; `attempt`
+    counts RunTasks refused for capacity (no task started), each asked anew."""
+    suffix = f"\n{attempt}" if attempt else ""
+    return hashlib.sha256(f"{step.step_id}\n{task_token}{suffix}".encode()).hexdigest()[:64]
 
 
-def run_task_request(step: Step, task_token: str, env: LauncherEnv, site: WorkerSite | None = None) -> dict[str, Any]:
+def capacity_failures(failures: list[Any]) -> bool:
+    """Whether RunTask's failures are all "no room now" (worth a retry), not a refusal of the request."""
+    return bool(failures) and all(CAPACITY_REASON.search(str(f.get("reason", ""))) for f in failures)
+
+
+def run_task_request(
+    step: Step, task_token: str, env: LauncherEnv, site: WorkerSite | None = None, attempt: int = 0
+) -> dict[str, Any]:
     """The RunTask request for one shard, in `site` (default: the home site, from the launcher's env)."""
     remote = site is not None
     site = site or env.home_site
@@ -42,8 +63,8 @@ def run_task_request(step: Step, task_token: str, env: LauncherEnv, site: Worker
         "cluster": site.cluster_arn,
         "taskDefinition": site.task_definition_arn,
         "count": 1,
-        "clientToken": client_token(step, task_token),
-        "startedBy": "pgarena",
+        "clientToken": client_token(step, task_token, attempt),
+        "startedBy": STARTED_BY,
         "overrides": {
             "containerOverrides": [
                 {
@@ -96,22 +117,42 @@ class EcsLauncher:
         env: LauncherEnv,
         ecs_in: Callable[[str], ECSClient] | None = None,
         site_in: Callable[[str], WorkerSite] | None = None,
+        sleep: Callable[[float], None] = time.sleep,
     ):
         self.ecs = ecs
         self.env = env
         self.ecs_in = ecs_in
         self.site_in = site_in
+        self.sleep = sleep
 
     def launch(self, step: Step, task_token: str) -> tuple[str | None, list[Any]]:
+        """RunTask, again after a backoff with jitter while ECS is throttled or out of capacity (a few times:
+        the state machine retries LaunchFailed past that); the task, or the last failures."""
         external = step.placement.site if step.placement else None
         if external is not None:
-            response = self.ecs.run_task(**self._external_request(step, task_token, external))
+            request = self._external_request(step, task_token, external)
+            response = patiently(
+                partial(self.ecs.run_task, **request), retry_on=is_throttling, sleep=self.sleep, max_attempts=LAUNCH_ATTEMPTS
+            )
             tasks = response.get("tasks") or []
             return (tasks[0]["taskArn"] if tasks else None), list(response.get("failures") or [])
         ecs, site = self._site_of(step)
-        response = ecs.run_task(**run_task_request(step, task_token, self.env, site))
-        tasks = response.get("tasks") or []
-        return (tasks[0]["taskArn"] if tasks else None), list(response.get("failures") or [])
+        failures: list[Any] = []
+        for attempt in range(LAUNCH_ATTEMPTS):
+            if attempt:
+                self.sleep(backoff_s(attempt - 1, cap_s=LAUNCH_BACKOFF_CAP_S))
+            request = run_task_request(step, task_token, self.env, site, attempt)
+            response = patiently(
+                partial(ecs.run_task, **request),
+                retry_on=is_throttling,
+                sleep=self.sleep,
+                max_attempts=LAUNCH_ATTEMPTS,
+            )
+            tasks = response.get("tasks") or []
+            failures = list(response.get("failures") or [])
+            if tasks or not capacity_failures(failures):
+                return (tasks[0]["taskArn"] if tasks else None), failures
+        return None, failures
 
     def _external_request(self, step: Step, task_token: str, site: str) -> dict[str, Any]:
         sites = self.env.sites

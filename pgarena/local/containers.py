@@ -109,6 +109,11 @@ class WorkerSize:
     memory_mib: int = 2048
 
 
+# `docker run`'s own exit codes: the daemon could not create or start the container (an image that is not
+# there), or its command could not be run. The worker never ran (ECS's TaskFailedToStart).
+DOCKER_RUN_FAILED = frozenset({125, 126, 127})
+
+
 class ContainerWorkers:
     """Starts a task's worker as a container of `image`, limited to the task's size as Fargate limits
     it; the environment goes by name only (`-e NAME`), so that no value (the task token, credentials)
@@ -124,13 +129,18 @@ class ContainerWorkers:
         # coordinator left, and the next local run removes those whose coordinator is gone (pgarena.local.children).
         label = f"{COORDINATOR_LABEL}={coordinator_label(me())}"
         limits = ["--cpus", f"{self.size.cpu_units / 1024:g}", "--memory", f"{self.size.memory_mib}m"]
+        # --pull never: the image is built here (build_image); one that is not here fails to start, as
+        # Fargate's CannotPullContainerError, instead of being looked for in a registry.
         return [
-            "docker", "run", "--rm", "--network", "host", *limits, "--name", self.container(task_id), "--label", label,
+            "docker", "run", "--rm", "--pull", "never", "--network", "host", *limits, "--name", self.container(task_id), "--label", label,
             *names, self.image,
         ]  # fmt: skip
 
     def container(self, task_id: str) -> str:
         return CONTAINER_PREFIX + task_id
+
+    def never_ran(self, exit_code: int) -> bool:
+        return exit_code in DOCKER_RUN_FAILED
 
     def start(self, task_id: str, env: Mapping[str, str], log: IO[str]) -> subprocess.Popen[bytes]:
         # `docker run` passes SIGTERM on to the container (StopTask), as ECS signals the task; it gets one

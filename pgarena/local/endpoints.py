@@ -33,7 +33,16 @@ Handler = Callable[[dict[str, Any], Any], Any]  # (event, context) -> a JSON-ser
 
 ACCOUNT = "123456789012"
 REGION = "us-east-1"
-FUNCTIONS = ("validate", "cost_guard", "preflight", "launch_worker", "release_lease", "aggregate", "finalize_stopped")
+FUNCTIONS = (
+    "validate",
+    "cost_guard",
+    "preflight",
+    "launch_worker",
+    "release_lease",
+    "aggregate",
+    "finalize_stopped",
+    "task_stopped",
+)
 
 
 def function_arn(name: str) -> str:
@@ -183,6 +192,9 @@ class Workers(Protocol):
     def container(self, task_id: str) -> str | None:
         """The task's container, when it runs in one: what a later run removes if this process died."""
 
+    def never_ran(self, exit_code: int) -> bool:
+        """Whether a task whose process ended with `exit_code` never ran its worker (ECS's TaskFailedToStart)."""
+
 
 class ProcessWorkers:
     """The worker entrypoint of this interpreter (pgarena.local.task_env.worker_command), in the filesystem's
@@ -222,6 +234,55 @@ class ProcessWorkers:
     def container(self, task_id: str) -> str | None:
         return None
 
+    def never_ran(self, exit_code: int) -> bool:  # the process is the worker: it ran (exec failures raise in start)
+        return False
+
+
+# What ECS's task state change carries (pgarena.aws.task_stopped reads it): one callback per stopped task.
+TaskStopped = Callable[[dict[str, Any]], None]
+# The last lines of a task's log that name why it did not start.
+REASON_LINES = 2
+
+
+def task_stopped_event(task: dict[str, Any], stopped_reason: str, container_reason: str) -> dict[str, Any]:
+    """ECS's "ECS Task State Change" for a task that stopped before its container ran (no startedAt)."""
+    container = (task.get("overrides", {}).get("containerOverrides") or [{}])[0].get("name", "")
+    return {
+        "version": "0",
+        "source": "aws.ecs",
+        "detail-type": "ECS Task State Change",
+        "account": ACCOUNT,
+        "region": REGION,
+        "resources": [task["taskArn"]],
+        "detail": {
+            "clusterArn": task.get("clusterArn"),
+            "taskArn": task["taskArn"],
+            "lastStatus": "STOPPED",
+            "desiredStatus": "STOPPED",
+            "stopCode": "TaskFailedToStart",
+            "stoppedReason": stopped_reason,
+            "startedBy": task.get("startedBy", ""),
+            "overrides": task.get("overrides", {}),
+            "containers": [{"name": container, "lastStatus": "STOPPED", "reason": container_reason}],
+        },
+    }
+
+
+def _campaign_of(env: Mapping[str, str]) -> str:
+    """The campaign a worker's step belongs to ("" when its step cannot be read)."""
+    try:
+        return str(json.loads(env.get("PGARENA_STEP") or "{}").get("campaign_id", ""))
+    except (ValueError, AttributeError):
+        return ""
+
+
+def _last_lines(log_path: Path) -> str:
+    try:
+        lines = [line.strip() for line in log_path.read_text(errors="replace").splitlines() if line.strip()]
+    except OSError:
+        return ""
+    return " | ".join(lines[-REASON_LINES:])
+
 
 # A memberOf placement constraint on a container instance attribute (cluster query language), the one
 # form pgarena sends: `attribute:pgarena.site == gcp-us-central1`.
@@ -247,13 +308,14 @@ class EcsEndpoint(_Server):
     """RunTask starts a worker (`workers`: a process, or a container of the worker image) with worker_env
     (what the task gets besides RunTask's overrides: credentials, region, endpoints) and the container
     overrides' environment; overrides of what runs code or what the runtime sets are refused
-    (pgarena.local.task_env).
+    (pgarena.local.task_env). on_stopped gets the state change of a task whose worker never ran, as
+    EventBridge hands ECS's to a rule's target.
 
     Launch type EXTERNAL (ECS Anywhere) places the task on one of `instances` (container instance ARN ->
     its attributes) that meets the request's placement constraints, and fails it as ECS does when none
     does; the worker itself starts as any other (this machine stands in for the external one)."""
 
-    def __init__(  # noqa: PLR0913  # what a task gets, where it runs, and where it may be placed
+    def __init__(  # noqa: PLR0913  # what a task gets, where it runs, where it may be placed, whom it reports to
         self,
         worker_env: dict[str, str],
         logs_dir: Path,
@@ -261,8 +323,10 @@ class EcsEndpoint(_Server):
         workers: Workers | None = None,
         children: Children | None = None,
         instances: Mapping[str, Mapping[str, str]] | None = None,
+        on_stopped: TaskStopped | None = None,
     ):
         endpoint = self
+        self.on_stopped = on_stopped
         self.children = children
         self.instances = dict(instances or {})
         self.worker_env = worker_env
@@ -308,14 +372,9 @@ class EcsEndpoint(_Server):
         with self.lock:
             if token and token in self.tokens:
                 return {"tasks": [self.tokens[token]], "failures": []}
-        placed: dict[str, str] = {}
-        if request.get("launchType") == "EXTERNAL":
-            instance = self._external_instance(request.get("placementConstraints") or [])
-            if instance is None:
-                return {"tasks": [], "failures": [{"arn": request.get("cluster", ""), "reason": CONSTRAINT_UNSATISFIED}]}
-            placed = {"launchType": "EXTERNAL", "containerInstanceArn": instance}
-        elif request.get("placementConstraints"):
-            raise InvalidParameter("Task placement constraints are not supported for the Fargate launch type")
+        placed = self._placement(request)
+        if placed is None:
+            return {"tasks": [], "failures": [{"arn": request.get("cluster", ""), "reason": CONSTRAINT_UNSATISFIED}]}
         task_id = uuid.uuid4().hex
         task_arn = f"arn:aws:ecs:{REGION}:{ACCOUNT}:task/pgarena-local/{task_id}"
         overrides = request.get("overrides", {}).get("containerOverrides", [{}])[0].get("environment", [])
@@ -324,14 +383,7 @@ class EcsEndpoint(_Server):
             raise InvalidParameter(refusal)
         env = {**self.worker_env, **{item["name"]: item["value"] for item in overrides}}
         self.logs_dir.mkdir(parents=True, exist_ok=True)
-        with (self.logs_dir / f"worker-{task_id}.log").open("w") as log:
-            process = self.workers.start(task_id, env, log)
-        try:
-            campaign_id = json.loads(env.get("PGARENA_STEP") or "{}").get("campaign_id", "")
-        except ValueError:
-            campaign_id = ""
-        if self.children is not None:
-            self.children.add(campaign_id, "worker", process.pid, group=True, container=self.workers.container(task_id))
+        log_path = self.logs_dir / f"worker-{task_id}.log"
         task = {
             "taskArn": task_arn,
             "lastStatus": "PROVISIONING",
@@ -341,13 +393,38 @@ class EcsEndpoint(_Server):
             "launchType": request.get("launchType", "FARGATE"),
             **placed,
         }
+        try:
+            with log_path.open("w") as log:
+                process = self.workers.start(task_id, env, log)
+        except OSError as error:
+            # RunTask succeeded, then the task stopped without running: ECS tells through the task's state change.
+            self._stopped(task, "CannotStartContainerError: the worker could not be started", f"{type(error).__name__}: {error}")
+            with self.lock:
+                if token:
+                    self.tokens[token] = task
+            return {"tasks": [task], "failures": []}
+        campaign_id = _campaign_of(env)
+        if self.children is not None:
+            self.children.add(campaign_id, "worker", process.pid, group=True, container=self.workers.container(task_id))
         with self.lock:
             self.processes[task_arn] = process
             self.campaigns[task_arn] = campaign_id
             self.tasks[task_arn] = task
             if token:
                 self.tokens[token] = task
+        if self.on_stopped is not None:
+            threading.Thread(target=self._watch, args=(task, process, log_path), name=f"task-{task_id}", daemon=True).start()
         return {"tasks": [task], "failures": []}
+
+    def _placement(self, request: dict[str, Any]) -> dict[str, str] | None:
+        """Where the task runs: {} for Fargate, an EXTERNAL task's container instance, or None when no
+        registered instance meets its constraints."""
+        if request.get("launchType") == "EXTERNAL":
+            instance = self._external_instance(request.get("placementConstraints") or [])
+            return None if instance is None else {"launchType": "EXTERNAL", "containerInstanceArn": instance}
+        if request.get("placementConstraints"):
+            raise InvalidParameter("Task placement constraints are not supported for the Fargate launch type")
+        return {}
 
     def _external_instance(self, constraints: list[dict[str, Any]]) -> str | None:
         """A registered external instance meeting every constraint (the first, by ARN), or None."""
@@ -355,6 +432,18 @@ class EcsEndpoint(_Server):
             if satisfied(constraints, attributes):
                 return arn
         return None
+
+    def _watch(self, task: dict[str, Any], process: subprocess.Popen[bytes], log_path: Path) -> None:
+        """When the task's process ends without having run its worker (a container that could not start),
+        its state change goes out as ECS sends it."""
+        exit_code = process.wait()
+        if self.workers.never_ran(exit_code):
+            reason = _last_lines(log_path) or f"exit code {exit_code}"
+            self._stopped(task, f"CannotStartContainerError: {reason}", reason)
+
+    def _stopped(self, task: dict[str, Any], stopped_reason: str, container_reason: str) -> None:
+        if self.on_stopped is not None:
+            self.on_stopped(task_stopped_event(task, stopped_reason, container_reason))
 
     def stop_task(self, task_arn: str) -> dict[str, Any]:
         with self.lock:

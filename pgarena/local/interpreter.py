@@ -11,6 +11,8 @@
   has reached the interpreter, and a refused beat means "the state machine gave this step up" to
   the worker, which then stops itself: a repetition lost for nothing. Likewise a step that ends
   (SendTaskSuccess) before that wait begins is answered at once, not after a heartbeat timeout.
+- SendTaskFailure's cause: moto's API layer passes the error on to the interpreter and drops the cause;
+  AWS puts both in the TaskFailed event a Catch reads (a worker that did not start is told by its cause).
 """
 
 from __future__ import annotations
@@ -20,9 +22,11 @@ from contextlib import contextmanager
 from typing import Any
 from unittest.mock import patch
 
+from moto.core.responses import EmptyResult
 from moto.stepfunctions.parser.asl.eval.callback.callback import CallbackEndpoint, HeartbeatEndpoint
 from moto.stepfunctions.parser.asl.eval.environment import Environment
 from moto.stepfunctions.parser.asl.eval.program_state import ProgramStopped
+from moto.stepfunctions.responses import StepFunctionResponse
 
 
 def _unless_stopped(method: Callable[..., None]) -> Callable[..., None]:
@@ -55,6 +59,14 @@ def _answered_at_once(
     return setup
 
 
+def _send_task_failure_with_cause(self: StepFunctionResponse) -> Any:
+    # The interpreter's backend (execute_state_machine) takes the cause; moto's handler leaves it out.
+    self.stepfunction_backend.send_task_failure(  # type: ignore[call-arg]  # the parser backend's signature
+        self._get_param("taskToken"), error=self._get_param("error"), cause=self._get_param("cause")
+    )
+    return EmptyResult()
+
+
 @contextmanager
 def as_aws() -> Iterator[None]:
     """While it lasts, a stop stands whatever comes after it, and a task's heartbeats and answer count from its scheduling."""
@@ -63,5 +75,6 @@ def as_aws() -> Iterator[None]:
         patch.object(Environment, "set_timed_out", _unless_stopped(Environment.set_timed_out)),
         patch.object(CallbackEndpoint, "notify_heartbeat", _accept_early_heartbeat(CallbackEndpoint.notify_heartbeat)),
         patch.object(CallbackEndpoint, "setup_heartbeat_endpoint", _answered_at_once(CallbackEndpoint.setup_heartbeat_endpoint)),
+        patch.object(StepFunctionResponse, "send_task_failure", _send_task_failure_with_cause),
     ):
         yield

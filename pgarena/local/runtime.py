@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import boto3
+from botocore.exceptions import BotoCoreError, ClientError
 
 from pgarena.aws.access import RESULTS_TABLE_PLACEHOLDER, Component
 from pgarena.aws.campaign_state import CampaignState
@@ -391,6 +392,7 @@ class LocalRuntime:
                     workers=self._container_workers() if self.container_workers else None,
                     children=self.children,
                     instances=external_instances(self.external_sites),
+                    on_stopped=self._task_stopped,
                 )
             )
             stack.callback(self.workers.stop_all)
@@ -617,6 +619,19 @@ class LocalRuntime:
         )
         if "FunctionError" in answer:
             log.error("finalizing the %s campaign failed: %s", status.lower(), answer["Payload"].read().decode())
+
+    def _task_stopped(self, change: dict[str, Any]) -> None:
+        """What EventBridge's rule on the workers' task state changes does in AWS: task_stopped fails the
+        step of a worker that never ran."""
+        try:
+            answer = boto3.client("lambda", region_name=REGION).invoke(
+                FunctionName=function_arn("task_stopped"), Payload=json.dumps(change).encode()
+            )
+        except (BotoCoreError, ClientError) as error:  # the runtime stopping: its step ends with it
+            log.warning("the stop of a worker that did not start could not be reported: %s", error)
+            return
+        if "FunctionError" in answer:
+            log.error("failing the step of a worker that did not start failed: %s", answer["Payload"].read().decode())
 
     @contextmanager
     def status_change_rule(self) -> Iterator[None]:

@@ -55,6 +55,7 @@ class ErrorKind(StrEnum):
     COST_CAP_REFUSED = "cost_cap_refused"
     # Workers and the tools they run
     LAUNCH_FAILED = "launch_failed"
+    WORKER_DID_NOT_START = "worker_did_not_start"
     WORKER_LOST = "worker_lost"
     WORKER_STOPPED = "worker_stopped"
     WORKER_CRASHED = "worker_crashed"

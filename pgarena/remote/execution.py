@@ -34,7 +34,9 @@ if TYPE_CHECKING:
     from mypy_boto3_cloudformation import CloudFormationClient
     from mypy_boto3_dynamodb import DynamoDBClient
     from mypy_boto3_ecs import ECSClient
+    from mypy_boto3_lambda import LambdaClient
     from mypy_boto3_s3 import S3Client
+    from mypy_boto3_service_quotas import ServiceQuotasClient
     from mypy_boto3_stepfunctions import SFNClient
 
 # The deployed stack (cdk/pgarena_cdk: STACK_ID and the outputs it exports under these names).
@@ -185,6 +187,8 @@ class AwsClients:
     dynamodb: DynamoDBClient
     ecs: ECSClient
     cloudformation: CloudFormationClient
+    service_quotas: ServiceQuotasClient
+    lambda_: LambdaClient
 
 
 def aws_clients(region: str | None = None) -> AwsClients:
@@ -197,6 +201,8 @@ def aws_clients(region: str | None = None) -> AwsClients:
             session.client("dynamodb"),
             session.client("ecs"),
             session.client("cloudformation"),
+            session.client("service-quotas"),
+            session.client("lambda"),
         )
     except NoRegionError:
         raise AwsRunError("no AWS region: pass --region or set AWS_REGION (or a profile's region)") from None

@@ -12,10 +12,12 @@ import re
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from pgarena.aws.throttling import patiently
 from pgarena.model import layout
 from pgarena.model.results import StepSummary
 
@@ -25,6 +27,8 @@ if TYPE_CHECKING:
     from mypy_boto3_stepfunctions.type_defs import DescribeExecutionOutputTypeDef, HistoryEventTypeDef
 
 POLL_S = 0.5
+# GetExecutionHistory's largest page.
+HISTORY_PAGE = 1000
 
 
 @dataclass
@@ -76,7 +80,7 @@ class Poll:
     """What one look at the execution found."""
 
     status: DescribeExecutionOutputTypeDef
-    history: list[HistoryEventTypeDef]
+    history: list[HistoryEventTypeDef]  # every event so far (the same list, extended by the next polls)
     seen: int  # events the earlier polls brought: history[seen:] is new
     states: list[Event]  # states entered since the last poll
     steps: list[StepSummary]  # steps finished since the last poll
@@ -120,9 +124,30 @@ def probe_counter(s3: S3Client, bucket: str, campaign_id: str) -> Callable[[str]
 
 
 def history(sfn: SFNClient, execution_arn: str) -> list[HistoryEventTypeDef]:
-    # 1,000 events a call (the most AWS gives): a long campaign's history costs few calls per poll
-    pages = sfn.get_paginator("get_execution_history").paginate(executionArn=execution_arn, PaginationConfig={"PageSize": 1000})
+    """The whole history, oldest first, 1,000 events a call (the most AWS gives)."""
+    pages = sfn.get_paginator("get_execution_history").paginate(
+        executionArn=execution_arn, PaginationConfig={"PageSize": HISTORY_PAGE}
+    )
     return [event for page in pages for event in page["events"]]
+
+
+def new_events(sfn: SFNClient, execution_arn: str, after_id: int) -> list[HistoryEventTypeDef]:
+    """The events after the one numbered `after_id`, oldest first. Read newest first (reverseOrder), pages
+    stopped at the first one holding an event already seen: a poll costs one call, whatever the history's
+    length. Events are kept by their ids, not their order: moto's server ignores reverseOrder and paging."""
+    found: list[HistoryEventTypeDef] = []
+    token: str | None = None
+    while True:
+        page = (
+            sfn.get_execution_history(executionArn=execution_arn, reverseOrder=True, maxResults=HISTORY_PAGE, nextToken=token)
+            if token
+            else sfn.get_execution_history(executionArn=execution_arn, reverseOrder=True, maxResults=HISTORY_PAGE)
+        )
+        events = page["events"]
+        found.extend(event for event in events if event["id"] > after_id)
+        token = page.get("nextToken")
+        if not token or any(event["id"] <= after_id for event in events):
+            return sorted(found, key=lambda event: event["id"])
 
 
 def follow(
@@ -136,13 +161,18 @@ def follow(
 ) -> Iterator[Poll]:
     """Poll the execution until it ends (the last poll is the one that saw it end). `summaries` reads
     the steps finished so far (the results table); a step is reported once. `probes` says which SLO
-    probe a running worker has reached (0: none): an SLO search is a step of several minutes."""
+    probe a running worker has reached (0: none): an SLO search is a step of several minutes. Each poll
+    reads only the events since the last; a throttled or failed call is retried after a backoff, never
+    ends the watch while the execution runs (pgarena.aws.throttling)."""
     seen, reported = 0, set[str]()
     running: dict[str, int] = {}  # the workers started and not finished, with the last probe reported
+    events: list[HistoryEventTypeDef] = []
     while True:
-        status = sfn.describe_execution(executionArn=execution_arn)
-        events = history(sfn, execution_arn)
-        steps = [s for s in summaries() if s.step_id not in reported]
+        status = patiently(lambda: sfn.describe_execution(executionArn=execution_arn))
+        last_id = events[-1]["id"] if events else 0
+        # Read after the status: an execution seen ended has all its events by then.
+        events.extend(patiently(partial(new_events, sfn, execution_arn, last_id)))
+        steps = [s for s in patiently(lambda: list(summaries())) if s.step_id not in reported]
         reported.update(s.step_id for s in steps)
         states = state_events(events, seen, t0, subject)
         running.update({e.subject: 0 for e in states if e.state == WORKER_STATE and e.subject})

@@ -33,6 +33,7 @@ HANDLERS = {
 }
 # Started by EventBridge, not by the state machine: the state machine may not invoke it.
 FINALIZE_STOPPED_HANDLER = "functions/finalize_stopped/handler.handler"
+TASK_STOPPED_HANDLER = "functions/task_stopped/handler.handler"
 
 
 def _get_att_targets(value) -> list[str]:
@@ -169,7 +170,7 @@ def test_one_function_per_handler(default_synth):
     handlers = sorted(body["Properties"]["Handler"] for body in functions)
 
     # Then there is exactly one function per handler
-    assert handlers == sorted(HANDLERS | {FINALIZE_STOPPED_HANDLER})
+    assert handlers == sorted(HANDLERS | {FINALIZE_STOPPED_HANDLER, TASK_STOPPED_HANDLER})
 
 
 def test_functions_run_python_312_traced_with_powertools_service_name(default_synth):
@@ -497,8 +498,30 @@ def test_created_vpc_has_two_azs_and_one_nat_gateway(default_synth):
         for type_ in ("AWS::EC2::VPC", "AWS::EC2::NatGateway", "AWS::EC2::Subnet", "AWS::EC2::VPCEndpoint")
     }
 
-    # Then one VPC spans two AZs (a public and a private subnet each) behind a single NAT gateway
-    assert counts == {"AWS::EC2::VPC": 1, "AWS::EC2::NatGateway": 1, "AWS::EC2::Subnet": 4, "AWS::EC2::VPCEndpoint": 0}
+    # Then one VPC spans two AZs (a public and a private subnet each) behind a single NAT gateway, with
+    # two (gateway) endpoints
+    assert counts == {"AWS::EC2::VPC": 1, "AWS::EC2::NatGateway": 1, "AWS::EC2::Subnet": 4, "AWS::EC2::VPCEndpoint": 2}
+
+
+def test_s3_and_dynamodb_are_reached_through_free_gateway_endpoints_from_the_workers_subnets(default_synth):
+    # Given the created VPC's endpoints and the workers' (private) subnets' route tables
+    endpoints = default_synth.resources_of_type("AWS::EC2::VPCEndpoint").values()
+    private_tables = {
+        body["Properties"]["RouteTableId"]["Ref"]
+        for body in default_synth.resources_of_type("AWS::EC2::SubnetRouteTableAssociation").values()
+        if "Workers" in body["Properties"]["SubnetId"]["Ref"]
+    }
+
+    # Then each is a Gateway endpoint (no hourly charge, no interface) in every worker subnet's route table
+    services = {}
+    for body in endpoints:
+        props = body["Properties"]
+        name = props["ServiceName"]["Fn::Join"][1][-1] if isinstance(props["ServiceName"], dict) else props["ServiceName"]
+        services[name.rsplit(".", 1)[-1]] = props
+    assert set(services) == {"s3", "dynamodb"}
+    for props in services.values():
+        assert props["VpcEndpointType"] == "Gateway"
+        assert private_tables <= {table["Ref"] for table in props["RouteTableIds"]}
 
 
 def test_outputs_name_state_machine_bucket_and_table(default_synth):
@@ -557,7 +580,11 @@ def test_cdk_nag_fails_synthesis_on_an_unacknowledged_finding(tmp_path: Path):
 
 def test_a_stopped_failed_or_timed_out_execution_is_finalized(default_synth):
     # Given the EventBridge rule and the function it starts
-    (rule,) = default_synth.resources_of_type("AWS::Events::Rule").values()
+    (rule,) = [
+        r
+        for r in default_synth.resources_of_type("AWS::Events::Rule").values()
+        if r["Properties"]["EventPattern"]["source"] == ["aws.states"]
+    ]
     pattern, targets = rule["Properties"]["EventPattern"], rule["Properties"]["Targets"]
     function_id = cfn.logical_id(default_synth, "AWS::Lambda::Function", "FinalizeStoppedFunction")
     (machine_id,) = default_synth.resources_of_type("AWS::StepFunctions::StateMachine")
@@ -572,3 +599,28 @@ def test_a_stopped_failed_or_timed_out_execution_is_finalized(default_synth):
         cfn.statements_of_function(default_synth, FINALIZE_STOPPED_HANDLER), "states:GetExecutionHistory"
     )
     assert cfn.as_list(statement["Action"]) == ["states:GetExecutionHistory"]
+
+
+def test_a_worker_task_that_stops_in_the_stacks_cluster_reaches_task_stopped(default_synth):
+    # Given the EventBridge rule on ECS's task state changes and the function it starts
+    (rule,) = [
+        r
+        for r in default_synth.resources_of_type("AWS::Events::Rule").values()
+        if r["Properties"]["EventPattern"]["source"] == ["aws.ecs"]
+    ]
+    pattern, targets = rule["Properties"]["EventPattern"], rule["Properties"]["Targets"]
+    function_id = cfn.logical_id(default_synth, "AWS::Lambda::Function", "TaskStoppedFunction")
+    (cluster_id,) = default_synth.resources_of_type("AWS::ECS::Cluster")
+
+    # Then a stopped task of pgarena's (RunTask's startedBy) in the stack's cluster reaches task_stopped
+    assert pattern["detail-type"] == ["ECS Task State Change"]
+    assert pattern["detail"] == {
+        "clusterArn": [{"Fn::GetAtt": [cluster_id, "Arn"]}],
+        "lastStatus": ["STOPPED"],
+        "startedBy": ["pgarena"],
+    }
+    assert [t["Arn"] for t in targets] == [{"Fn::GetAtt": [function_id, "Arn"]}]
+    # and it may fail a step (the token is the authorization), and do nothing else with Step Functions, the
+    # table or the bucket
+    actions = {a for st in cfn.statements_of_function(default_synth, TASK_STOPPED_HANDLER) for a in cfn.as_list(st["Action"])}
+    assert {a for a in actions if a.startswith(("states:", "dynamodb:", "s3:"))} == {"states:SendTaskFailure"}

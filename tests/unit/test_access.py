@@ -245,7 +245,7 @@ def _record(aws: Recorder, component: Component, plan) -> list[Call]:  # noqa: C
     return aws.take()
 
 
-RECORDED = [c for c in Component if c not in {Component.SCHEDULER, Component.STATE_MACHINE}]
+RECORDED = [c for c in Component if c not in {Component.SCHEDULER, Component.STATE_MACHINE, Component.TASK_STOPPED}]
 
 
 @pytest.mark.parametrize("component", RECORDED)
@@ -277,6 +277,11 @@ def test_every_grant_in_the_map_is_used(aws, component):
 
 def test_the_scheduler_touches_no_results():
     assert ACCESS[Component.SCHEDULER] == ()
+
+
+def test_task_stopped_touches_no_results():
+    # It reads the token from ECS's event and calls Step Functions only (tests/unit/test_task_stopped.py)
+    assert ACCESS[Component.TASK_STOPPED] == ()
 
 
 def _put_item_tasks(node):

@@ -16,7 +16,8 @@ def test_a_container_gets_the_tasks_environment_by_name_only():
 
     # Then the names are passed, never the values, on the host's network, labelled with its coordinator
     assert command == [
-        "docker", "run", "--rm", "--network", "host", "--cpus", "1", "--memory", "2048m", "--name", "pgarena-worker-abc",
+        "docker", "run", "--rm", "--pull", "never", "--network", "host", "--cpus", "1", "--memory", "2048m",
+        "--name", "pgarena-worker-abc",
         "--label", f"pgarena.coordinator={containers.coordinator_label(me())}",
         "-e", "AWS_REGION", "-e", "PGARENA_TASK_TOKEN", "pgarena-worker:test",
     ]  # fmt: skip

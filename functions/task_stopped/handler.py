@@ -1,0 +1,23 @@
+"""Worker Task Stopped: ECS's task state change (EventBridge) for a worker whose task stopped before its
+container ran fails its step at once, with ECS's reason (pgarena.aws.task_stopped)."""
+
+from typing import Any
+
+import boto3
+from aws_lambda_powertools.utilities.parser import event_parser
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from functions.observability import logger, tracer
+from pgarena.aws.task_stopped import TaskStateChange, fail_step, unstarted_worker
+
+
+@logger.inject_lambda_context
+@tracer.capture_lambda_handler
+@event_parser(model=TaskStateChange)
+def handler(event: TaskStateChange, context: LambdaContext) -> dict[str, Any]:
+    worker = unstarted_worker(event)
+    if worker is None:
+        return {"failed_step": False}
+    failed = fail_step(boto3.client("stepfunctions"), worker)
+    logger.info("worker did not start", step_id=worker.step_id, task_arn=worker.task_arn, step_failed=failed)
+    return {"failed_step": failed, "step_id": worker.step_id}

@@ -1,0 +1,130 @@
+"""A worker task that stopped before its container ran (an image that cannot be pulled, no route out of
+the subnets, a Fargate quota) never beats nor answers: without this, its step waits for the heartbeat
+timeout. ECS's task state change (EventBridge, or the local ECS stand-in) names the task token in the
+overrides RunTask was given; the step is failed at once with ECS's reason.
+
+A task that did start is left alone: its worker answers for itself, or the heartbeat timeout tells.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING
+
+from botocore.exceptions import ClientError
+from pydantic import BaseModel, Field
+
+from pgarena.model.errors import ErrorInfo, ErrorKind
+
+if TYPE_CHECKING:
+    from mypy_boto3_stepfunctions import SFNClient
+
+TASK_TOKEN_VAR = "PGARENA_TASK_TOKEN"
+STEP_VAR = "PGARENA_STEP"
+# ECS's stopCode for a task whose containers never ran.
+FAILED_TO_START = "TaskFailedToStart"
+# The error the step fails with (the class-name form of the kind, as every Catch reads it back).
+ERROR_NAME = "".join(part.capitalize() for part in ErrorKind.WORKER_DID_NOT_START.split("_"))
+# SendTaskFailure's answers for a token no longer waited for: the worker answered, or the state gave up.
+CLOSED_TOKEN_ERRORS = frozenset({"TaskTimedOut", "TaskDoesNotExist", "InvalidToken"})
+
+
+class KeyValue(BaseModel):
+    name: str
+    value: str = ""
+
+
+class ContainerOverride(BaseModel):
+    name: str = ""
+    environment: list[KeyValue] = Field(default_factory=list)
+
+
+class Overrides(BaseModel):
+    containerOverrides: list[ContainerOverride] = Field(default_factory=list)  # ECS's spelling
+
+
+class Container(BaseModel):
+    name: str = ""
+    exitCode: int | None = None
+    reason: str | None = None
+
+
+class TaskDetail(BaseModel):
+    """The fields of ECS's "ECS Task State Change" detail read here."""
+
+    taskArn: str
+    lastStatus: str
+    stopCode: str | None = None
+    stoppedReason: str = ""
+    startedAt: str | None = None  # absent for a task whose containers never ran
+    containers: list[Container] = Field(default_factory=list)
+    overrides: Overrides = Field(default_factory=Overrides)
+
+
+class TaskStateChange(BaseModel):
+    detail: TaskDetail
+
+
+class UnstartedWorker(BaseModel):
+    """A worker whose task stopped before it ran: the token its step waits on, and why."""
+
+    task_arn: str
+    step_id: str
+    task_token: str = Field(repr=False)
+    error: ErrorInfo
+
+
+def _environment(detail: TaskDetail) -> dict[str, str]:
+    return {item.name: item.value for override in detail.overrides.containerOverrides for item in override.environment}
+
+
+def _step_id(environment: dict[str, str]) -> str:
+    try:
+        return str(json.loads(environment.get(STEP_VAR) or "{}").get("step_id", ""))
+    except ValueError:
+        return ""
+
+
+def reason(detail: TaskDetail) -> str:
+    """ECS's stoppedReason with each container's reason (unless the stoppedReason already says it) and exit code."""
+    parts = [detail.stoppedReason or "stopped"]
+    for container in detail.containers:
+        said = [f"container {container.name or '?'}"]
+        if container.reason and container.reason not in detail.stoppedReason:
+            said.append(container.reason)
+        if container.exitCode is not None:
+            said.append(f"exit code {container.exitCode}")
+        if len(said) > 1:
+            parts.append(": ".join(said))
+    return "; ".join(parts)
+
+
+def unstarted_worker(change: TaskStateChange) -> UnstartedWorker | None:
+    """The pgarena worker this stop leaves unanswered, or None (not stopped, it ran, or not a worker)."""
+    detail = change.detail
+    if detail.lastStatus != "STOPPED":
+        return None
+    if detail.startedAt is not None and detail.stopCode != FAILED_TO_START:
+        return None
+    environment = _environment(detail)
+    token = environment.get(TASK_TOKEN_VAR)
+    if not token:
+        return None
+    message = f"the worker's task stopped before its container ran ({detail.stopCode or 'no stop code'}): {reason(detail)}"
+    return UnstartedWorker(
+        task_arn=detail.taskArn,
+        step_id=_step_id(environment),
+        task_token=token,
+        error=ErrorInfo(kind=ErrorKind.WORKER_DID_NOT_START, message=message),
+    )
+
+
+def fail_step(sfn: SFNClient, worker: UnstartedWorker) -> bool:
+    """SendTaskFailure for the worker's step; False when its token was no longer waited for."""
+    try:
+        sfn.send_task_failure(taskToken=worker.task_token, error=ERROR_NAME, cause=worker.error.cause())
+    except ClientError as error:
+        if error.response.get("Error", {}).get("Code") in CLOSED_TOKEN_ERRORS:
+            return False
+        raise
+    return True

@@ -1,0 +1,180 @@
+"""A worker task that stopped before its container ran fails its step at once (pgarena.aws.task_stopped),
+from ECS's task state change; a task that ran, or a token no longer waited for, is left alone."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import threading
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+from botocore.stub import Stubber
+
+from functions.task_stopped import handler as task_stopped_handler
+from pgarena.aws.task_stopped import ERROR_NAME, TaskStateChange, fail_step, unstarted_worker
+from pgarena.local.endpoints import EcsEndpoint, LambdaContext
+from pgarena.local.signing import RunKeys, new_credentials
+from pgarena.model.errors import Caught, ErrorKind, error_info
+
+EVENT = Path(__file__).parents[1] / "fixtures" / "events" / "ecs_task_stopped_pull_error.json"
+
+
+def _event(**detail: Any) -> dict[str, Any]:
+    event = json.loads(EVENT.read_text())
+    event["detail"].update(detail)
+    return event
+
+
+def test_a_task_that_failed_to_start_names_its_step_token_and_ecs_reason():
+    # Given ECS's state change for a worker whose image could not be pulled
+    change = TaskStateChange.model_validate(_event())
+
+    # When reading which step it leaves unanswered
+    worker = unstarted_worker(change)
+
+    # Then it is the step's token, and the error carries the stoppedReason and the container's reason
+    assert worker is not None
+    assert (worker.step_id, worker.task_token) == ("t1/sel/c4/r1/run", "AQCEAAAAKgAAAAMAAAAAAAAAAfake-token")
+    assert worker.error.kind == ErrorKind.WORKER_DID_NOT_START
+    assert "TaskFailedToStart" in worker.error.message
+    assert (
+        "CannotPullContainerError: pull image manifest has been retried 7 time(s): failed to resolve ref" in worker.error.message
+    )
+    assert worker.error.message.count("CannotPullContainerError") == 1  # the container's reason, said once
+    assert "fake-token" not in repr(worker)  # the token is never printed
+
+
+def test_a_containers_own_reason_and_exit_code_are_added():
+    container = {"name": "worker", "reason": "CannotStartContainerError: exec format error", "exitCode": 255}
+    worker = unstarted_worker(
+        TaskStateChange.model_validate(_event(stoppedReason="Task failed to start", containers=[container]))
+    )
+    assert worker is not None
+    assert worker.error.message.endswith(
+        "Task failed to start; container worker: CannotStartContainerError: exec format error: exit code 255"
+    )
+
+
+@pytest.mark.parametrize(
+    "detail",
+    [
+        {"lastStatus": "RUNNING", "stopCode": None},  # not stopped
+        {"startedAt": "2026-11-25T20:00:00Z", "stopCode": "EssentialContainerExited"},  # it ran: it answers itself
+        {"overrides": {"containerOverrides": [{"name": "worker", "environment": []}]}},  # not a pgarena worker
+    ],
+)
+def test_a_task_that_ran_or_is_not_a_worker_is_left_alone(detail):
+    assert unstarted_worker(TaskStateChange.model_validate(_event(**detail))) is None
+
+
+def test_the_step_fails_with_the_kind_the_campaign_reads_back():
+    # Given the unstarted worker and Step Functions answering SendTaskFailure
+    worker = unstarted_worker(TaskStateChange.model_validate(_event()))
+    assert worker is not None
+    sfn = boto3.client("stepfunctions", region_name="us-east-1")
+    with Stubber(sfn) as stub:
+        stub.add_response(
+            "send_task_failure", {}, {"taskToken": worker.task_token, "error": ERROR_NAME, "cause": worker.error.cause()}
+        )
+
+        # When failing its step
+        failed = fail_step(sfn, worker)
+
+        # Then the call went out as expected, and the Catch's failure reads back as the same error
+        stub.assert_no_pending_responses()
+    assert failed is True
+    assert ERROR_NAME == "WorkerDidNotStart"
+    assert error_info(Caught({"Error": ERROR_NAME, "Cause": worker.error.cause()})) == worker.error
+
+
+@pytest.mark.parametrize("code", ["TaskTimedOut", "TaskDoesNotExist", "InvalidToken"])
+def test_a_token_no_longer_waited_for_is_not_an_error(code):
+    worker = unstarted_worker(TaskStateChange.model_validate(_event()))
+    assert worker is not None
+    sfn = boto3.client("stepfunctions", region_name="us-east-1")
+    with Stubber(sfn) as stub:
+        stub.add_client_error("send_task_failure", service_error_code=code)
+        assert fail_step(sfn, worker) is False
+
+
+def test_another_send_task_failure_error_is_raised():
+    worker = unstarted_worker(TaskStateChange.model_validate(_event()))
+    assert worker is not None
+    sfn = boto3.client("stepfunctions", region_name="us-east-1")
+    with Stubber(sfn) as stub, pytest.raises(Exception, match="ThrottlingException"):
+        stub.add_client_error("send_task_failure", service_error_code="ThrottlingException")
+        fail_step(sfn, worker)
+
+
+def test_the_handler_ignores_a_task_that_ran(monkeypatch):
+    # Given a stop of a task that ran (no Step Functions call may be made: no client is reachable)
+    monkeypatch.setattr(task_stopped_handler.boto3, "client", lambda *a, **k: pytest.fail("no call expected"))
+
+    # When the handler gets it / Then it fails no step
+    answer = task_stopped_handler.handler(
+        _event(startedAt="2026-11-25T20:00:00Z", stopCode="EssentialContainerExited"), LambdaContext("pgarena-task-stopped")
+    )
+    assert answer == {"failed_step": False}
+
+
+class _Unstartable:
+    """Workers as `docker run` of an image that is not there: the client prints the daemon's refusal, exits 125."""
+
+    def start(self, task_id, env, log):
+        return subprocess.Popen(
+            ["sh", "-c", "echo 'docker: Error response from daemon: No such image: gone:1.'; exit 125"], stdout=log
+        )
+
+    def kill(self, task_id):
+        pass
+
+    def container(self, task_id):
+        return None
+
+    def never_ran(self, exit_code):
+        return exit_code == 125
+
+
+class _Unexecutable(_Unstartable):
+    def start(self, task_id, env, log):
+        raise PermissionError(13, "Permission denied", "/usr/bin/worker")
+
+
+def _run_task(endpoint: EcsEndpoint, credentials) -> str:
+    session = boto3.session.Session(credentials.access_key_id, credentials.secret_access_key, region_name="us-east-1")
+    client = session.client("ecs", endpoint_url=endpoint.url)
+    environment = [{"name": "PGARENA_TASK_TOKEN", "value": "tok"}, {"name": "PGARENA_STEP", "value": '{"step_id": "s1"}'}]
+    return client.run_task(
+        cluster="c",
+        taskDefinition="td",
+        startedBy="pgarena",
+        overrides={"containerOverrides": [{"name": "worker", "environment": environment}]},
+    )["tasks"][0]["taskArn"]
+
+
+@pytest.mark.parametrize(
+    ("workers", "reason"),
+    [(_Unstartable(), "No such image: gone:1."), (_Unexecutable(), "Permission denied")],
+    ids=["container-refused", "exec-failed"],
+)
+def test_the_local_ecs_reports_a_worker_that_never_ran_as_ecs_does(tmp_path, workers, reason):
+    # Given the local ECS stand-in with workers that cannot start, and a rule's target collecting changes
+    credentials = new_credentials()
+    changes: list[dict[str, Any]] = []
+    with EcsEndpoint({}, tmp_path, RunKeys([credentials]), workers=workers, on_stopped=changes.append) as endpoint:
+        # When RunTask starts one (it succeeds, as ECS's does: the task stops afterwards)
+        task_arn = _run_task(endpoint, credentials)
+        for process in list(endpoint.processes.values()):
+            process.wait(timeout=60)
+        for thread in [t for t in threading.enumerate() if t.name.startswith("task-")]:
+            thread.join(timeout=60)
+
+    # Then one state change went out, in ECS's shape, that task_stopped reads as the step's unstarted worker
+    assert len(changes) == 1
+    worker = unstarted_worker(TaskStateChange.model_validate(changes[0]))
+    assert worker is not None and worker.task_arn == task_arn and worker.step_id == "s1" and worker.task_token == "tok"
+    assert changes[0]["detail-type"] == "ECS Task State Change" and changes[0]["detail"]["startedBy"] == "pgarena"
+    assert reason in worker.error.message
