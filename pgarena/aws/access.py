@@ -116,6 +116,8 @@ COST_DECISION = ObjectKind("the cost decision", (layout.cost_key("*"),))
 PREFLIGHT_STEPS = ObjectKind("preflight's steps", (layout.preflight_key("*", "*", "*"),))
 # Listed to find which preflights answered (a missing object reads as AccessDenied without ListBucket).
 CAMPAIGN_STATE = ObjectKind("a campaign's state files", (layout.state_prefix("*"),))
+# A step's progress series: the worker writes it beside the states' records, its summary's item points to it.
+PROGRESS = ObjectKind("progress series", (layout.progress_key("*", "*"),))
 REPORTS = ObjectKind("reports", tuple(layout.report_key("*", f"*{suffix}") for suffix in layout.REPORT_SUFFIXES))
 SCHEDULE_MATRICES = ObjectKind("schedule matrices", (layout.matrix_key("*"),))
 OBJECT_KINDS = (
@@ -127,6 +129,7 @@ OBJECT_KINDS = (
     COST_DECISION,
     PREFLIGHT_STEPS,
     CAMPAIGN_STATE,
+    PROGRESS,
     REPORTS,
     SCHEDULE_MATRICES,
 )
@@ -221,6 +224,7 @@ ACCESS: Mapping[Component, tuple[Grant, ...]] = MappingProxyType(
             TableGrant(OUTCOMES, (A.QUERY,)),
             TableGrant(LEDGER, (A.GET_ITEM, A.UPDATE_ITEM)),
             BucketGrant(RAW_OUTPUT, (A.GET_OBJECT, A.LIST_BUCKET)),
+            BucketGrant(PROGRESS, (A.GET_OBJECT,)),
             BucketGrant(PLAN, (A.GET_OBJECT,)),
             BucketGrant(COST_DECISION, (A.GET_OBJECT,)),
             BucketGrant(PREFLIGHT_STEPS, (A.GET_OBJECT,)),
@@ -239,6 +243,7 @@ ACCESS: Mapping[Component, tuple[Grant, ...]] = MappingProxyType(
             TableGrant(LEDGER, (A.GET_ITEM, A.UPDATE_ITEM)),
             TableGrant(LEASES, (A.GET_ITEM, A.PUT_ITEM)),
             BucketGrant(RAW_OUTPUT, (A.GET_OBJECT, A.LIST_BUCKET)),
+            BucketGrant(PROGRESS, (A.GET_OBJECT,)),
             BucketGrant(PLAN, (A.GET_OBJECT,)),
             BucketGrant(COST_DECISION, (A.GET_OBJECT,)),
             BucketGrant(PREFLIGHT_STEPS, (A.GET_OBJECT,)),
@@ -247,10 +252,11 @@ ACCESS: Mapping[Component, tuple[Grant, ...]] = MappingProxyType(
             BucketGrant(REPORTS, (A.PUT_OBJECT,)),
         ),
         Component.START_CAMPAIGN: (BucketGrant(SCHEDULE_MATRICES, (A.GET_OBJECT,)),),
-        # ResultStore.put_summary (a conditional put), wait_at_barrier (update, read), raw output
-        # uploaded tagged.
+        # ResultStore.put_summary (its progress series, then a conditional put), wait_at_barrier (update,
+        # read), raw output uploaded tagged.
         Component.WORKER: (
             TableGrant(SUMMARIES, (A.PUT_ITEM,)),
+            BucketGrant(PROGRESS, (A.PUT_OBJECT,)),
             TableGrant(BARRIERS, (A.UPDATE_ITEM, A.GET_ITEM)),
             BucketGrant(RAW_OUTPUT, (A.PUT_OBJECT, A.PUT_OBJECT_TAGGING)),
         ),

@@ -58,6 +58,12 @@ def step_raw_prefix(campaign_id: str, step_id: str) -> str:
     return f"{raw_prefix(campaign_id)}{step_id}"
 
 
+def progress_key(campaign_id: str, step_id: str) -> str:
+    """A step's progress series, which its summary's item points to (pgarena.aws.store): beside the
+    states' records, not in the raw output (whose files are the worker's own evidence)."""
+    return f"{campaign_prefix(campaign_id)}{STATE_DIR}/progress/{step_id}.json"
+
+
 def raw_key(campaign_id: str, step_id: str, name: str) -> str:
     return f"{step_raw_prefix(campaign_id, step_id)}/{name}"
 

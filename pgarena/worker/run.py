@@ -27,7 +27,7 @@ from botocore.exceptions import ClientError
 
 from pgarena.analysis.catch_up import replication_result, run_seconds
 from pgarena.analysis.slo import probe_result, search
-from pgarena.aws.barrier import BARRIER_TIMEOUT_S, DynamoBarrier
+from pgarena.aws.barrier import DynamoBarrier
 from pgarena.aws.settings import WorkerEnv
 from pgarena.aws.store import ResultStore
 from pgarena.campaign.ports import Barrier as StartBarrier
@@ -347,7 +347,7 @@ def _barrier(step: Step, barriers: StartBarrier) -> Barrier | None:
     """Shards of one step start their measured run together; so do the targets of a consolidation step."""
     if step.shards > 1:
         assert step.group_id is not None  # sharding sets it
-        start_at, complete = barriers.wait(step.campaign_id, step.group_id, step.shard, step.shards, BARRIER_TIMEOUT_S)
+        start_at, complete = barriers.wait(step.campaign_id, step.group_id, step.shard, step.shards, step.shard_barrier_timeout_s)
     elif step.phase_barrier is not None:
         together = step.phase_barrier
         start_at, complete = barriers.wait(

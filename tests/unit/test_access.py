@@ -31,7 +31,7 @@ from pgarena.campaign.leases import holder_id, lease_key
 from pgarena.local.endpoints import LambdaContext
 from pgarena.model import layout
 from pgarena.model.errors import PgarenaError
-from pgarena.model.results import StepSummary
+from pgarena.model.results import ProgressSample, StepSummary
 from pgarena.planning.campaign import parse_campaign
 from pgarena.planning.planner import plan_campaign
 from pgarena.report import REPORT_FILES
@@ -160,10 +160,12 @@ def _record(aws: Recorder, component: Component, plan) -> list[Call]:  # noqa: C
         store.dynamodb.put_item(
             TableName=TABLE, Item=marshal({"pk": access.OUTCOMES.pk(plan.campaign_id), "sk": layout.outcome_target_sk(1, 0)})
         )
-        # A sharded step's per-second series, which aggregate reads back to merge the shards.
-        series = store.put_json(f"{run.raw_prefix}/series.json", {"start_epoch": 0.0, "end_epoch": 1.0, "seconds": []})
+        # A shard's per-second series, which aggregate reads back to merge the shards; its progress series,
+        # which the summary's item points to.
+        series = store.put_json(f"{run.raw_prefix}/s0/series.json", {"start_epoch": 0.0, "end_epoch": 1.0, "seconds": []})
         store.put_summary(_summary(load))
-        store.put_summary(_summary(run, series=series))
+        progress = [ProgressSample(elapsed_s=1.0, tps=10.0)]
+        store.put_summary(_summary(run, step_id=f"{run.step_id}/s0", series=series, progress=progress))
     if component in {Component.RELEASE_LEASE, Component.AGGREGATE, Component.FINALIZE_STOPPED}:
         LeaseStore(store.dynamodb, TABLE).acquire(
             lease_key(target.endpoint), holder_id(plan.campaign_id, target.name), 5, 100, 60
@@ -205,7 +207,7 @@ def _record(aws: Recorder, component: Component, plan) -> list[Call]:  # noqa: C
         raw = store.put_file(f"{run.raw_prefix}/pgbench.log", FIXTURES.parent / "conftest.py")
         store.put_json(f"{run.raw_prefix}/summary.json", {})
         wait_at_barrier(store.dynamodb, TABLE, plan.campaign_id, "group", 0, 1, sleep=lambda s: None)
-        store.put_summary(_summary(run, raw=[raw]))
+        store.put_summary(_summary(run, raw=[raw], progress=[ProgressSample(elapsed_s=1.0, tps=10.0)]))
     elif component is Component.AGGREGATE:
         _handler("aggregate")({"campaign_id": plan.campaign_id, "started_at": started_at})
     elif component is Component.FINALIZE_STOPPED:
