@@ -157,9 +157,9 @@ def _campaign_left(plan: Any, folder: Path, seconds: int, tps: int) -> tuple[lis
     return outcomes, summaries, shards
 
 
-def measure_aggregation(workers: int, seconds: int, tps: int, eager: bool, folder: Path) -> dict[str, Any]:
+def measure_aggregation(campaign: Campaign, seconds: int, tps: int, eager: bool, folder: Path) -> dict[str, Any]:
     """In this process: plan, what the campaign left, then the aggregation. Its peak memory is the process's."""
-    plan = plan_campaign(study(workers), "study-bench")
+    plan = plan_campaign(campaign, "study-bench")
     outcomes, summaries, shards = _campaign_left(plan, folder, seconds, tps)
     store = DiskStore(folder, summaries)
     t0 = time.perf_counter()
@@ -171,7 +171,6 @@ def measure_aggregation(workers: int, seconds: int, tps: int, eager: bool, folde
         results, _, _ = finalize(plan, outcomes, store, "s", finished_at="f")
     assert all(t.status == "succeeded" for t in results.targets), [t.error for t in results.targets]
     return {
-        "workers": workers,
         "shards": shards,
         "steps": len(summaries),
         "aggregate_s": round(time.perf_counter() - t0, 1),
@@ -180,10 +179,13 @@ def measure_aggregation(workers: int, seconds: int, tps: int, eager: bool, folde
     }
 
 
-def aggregation_in_child(workers: int, seconds: int, tps: int, eager: bool = False) -> dict[str, Any]:
+def aggregation_in_child(  # noqa: PLR0913  # the study's shape and the shards' size, each an option
+    workers: int, seconds: int, tps: int, eager: bool = False, targets: int = 8, clients: int = 8, repetitions: int = 3
+) -> dict[str, Any]:
     """measure_aggregation in a fresh interpreter: its peak memory is the aggregation's alone."""
+    shape = ["--targets", str(targets), "--clients", str(clients), "--repetitions", str(repetitions)]
     command = [sys.executable, __file__, "aggregate", "--workers", str(workers), "--seconds", str(seconds), "--tps", str(tps)]
-    out = subprocess.run(command + (["--eager"] if eager else []), capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(command + shape + (["--eager"] if eager else []), capture_output=True, text=True, check=True).stdout
     measured: dict[str, Any] = json.loads(out.strip().splitlines()[-1])
     return measured
 
@@ -195,10 +197,14 @@ def main() -> None:
     parser.add_argument("--seconds", type=int, default=300, help="each shard's measured seconds (%(default)s)")
     parser.add_argument("--tps", type=int, default=2000, help="each shard's transactions per second (%(default)s)")
     parser.add_argument("--eager", action="store_true", help="load every shard's series first (the old finalize)")
+    parser.add_argument("--targets", type=int, default=8, help="targets (%(default)s)")
+    parser.add_argument("--clients", type=int, default=8, help="client counts (%(default)s)")
+    parser.add_argument("--repetitions", type=int, default=3, help="repetitions (%(default)s)")
     options = parser.parse_args()
     if options.mode == "aggregate":
         with tempfile.TemporaryDirectory() as folder:
-            print(json.dumps(measure_aggregation(options.workers[0], options.seconds, options.tps, options.eager, Path(folder))))
+            campaign = study(options.workers[0], options.targets, options.clients, options.repetitions)
+            print(json.dumps(measure_aggregation(campaign, options.seconds, options.tps, options.eager, Path(folder))))
         return
     print(f"8 targets x 8 client counts x 3 repetitions; shards of {options.seconds} s at {options.tps:,} tps")
     for workers in options.workers:

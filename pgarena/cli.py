@@ -136,6 +136,15 @@ def estimate(
         raise typer.Exit(1)
     if cap is not None:
         print(f"within the campaign cap ${cap:.2f}")
+    _print_footprint(campaign)
+
+
+def _print_footprint(campaign: Campaign) -> None:
+    """What the campaign asks of AWS's limits, beside its cost (validation refused whatever passes one)."""
+    from pgarena.planning.footprint import footprint, format_footprint
+
+    for row in format_footprint(footprint(campaign)):
+        print(row)
 
 
 @app.command()

@@ -242,7 +242,11 @@ def _record(aws: Recorder, component: Component, plan) -> list[Call]:  # noqa: C
         with pytest.MonkeyPatch.context() as env:
             env.setenv("STATE_MACHINE_ARN", machine["stateMachineArn"])
             _handler("start_campaign")(
-                {"schedule": "nightly", "matrix_s3_key": layout.matrix_key("nightly.json"), "execution_id": "e1"}
+                {
+                    "schedule": "nightly",
+                    "matrix_s3_key": layout.matrix_key("nightly.json"),
+                    "scheduled_time": "2026-11-26T02:00:00Z",
+                }
             )
     return aws.take()
 
