@@ -120,6 +120,7 @@ CAMPAIGN_STATE = ObjectKind("a campaign's state files", (layout.state_prefix("*"
 PROGRESS = ObjectKind("progress series", (layout.progress_key("*", "*"),))
 REPORTS = ObjectKind("reports", tuple(layout.report_key("*", f"*{suffix}") for suffix in layout.REPORT_SUFFIXES))
 SCHEDULE_MATRICES = ObjectKind("schedule matrices", (layout.matrix_key("*"),))
+CA_BUNDLES = ObjectKind("CA bundles", (f"{layout.CA_BUNDLE_PREFIX}*",))
 OBJECT_KINDS = (
     RAW_OUTPUT,
     PREFLIGHT_EVIDENCE,
@@ -132,6 +133,7 @@ OBJECT_KINDS = (
     PROGRESS,
     REPORTS,
     SCHEDULE_MATRICES,
+    CA_BUNDLES,
 )
 
 
@@ -212,6 +214,7 @@ ACCESS: Mapping[Component, tuple[Grant, ...]] = MappingProxyType(
             BucketGrant(PREFLIGHT_EVIDENCE, (A.PUT_OBJECT,)),
             BucketGrant(PLAN, (A.GET_OBJECT,)),
             BucketGrant(PREFLIGHT_STEPS, (A.PUT_OBJECT,)),
+            BucketGrant(CA_BUNDLES, (A.GET_OBJECT,)),  # an endpoint's sslrootcert in the bucket
         ),
         # The shard's step from preflight's steps; ecs:RunTask and iam:PassRole (compute grants, not here).
         Component.LAUNCH_WORKER: (BucketGrant(PREFLIGHT_STEPS, (A.GET_OBJECT,)),),
@@ -257,6 +260,7 @@ ACCESS: Mapping[Component, tuple[Grant, ...]] = MappingProxyType(
         Component.WORKER: (
             TableGrant(SUMMARIES, (A.PUT_ITEM,)),
             BucketGrant(PROGRESS, (A.PUT_OBJECT,)),
+            BucketGrant(CA_BUNDLES, (A.GET_OBJECT,)),
             TableGrant(BARRIERS, (A.UPDATE_ITEM, A.GET_ITEM)),
             BucketGrant(RAW_OUTPUT, (A.PUT_OBJECT, A.PUT_OBJECT_TAGGING)),
         ),

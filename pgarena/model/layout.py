@@ -23,6 +23,8 @@ PREFLIGHT_EVIDENCE_FILE = "preflight/preflight.json"
 REPORT_SUFFIXES = (".html", ".md", ".csv")
 # Schedules whose matrix is kept in the bucket (not inline in the CDK context) read it from here.
 SCHEDULE_MATRIX_PREFIX = "matrices/"
+# CA bundles an endpoint's sslrootcert may name (s3://<bucket>/ca/<name>.pem): the functions and workers read them.
+CA_BUNDLE_PREFIX = "ca/"
 # The lifecycle rule expires raw output by this tag: S3 lifecycle filters match key prefixes, and
 # raw output sits under a per-campaign prefix.
 RAW_OUTPUT_TAG_KEY = "pgarena-kind"

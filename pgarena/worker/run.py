@@ -38,7 +38,7 @@ from pgarena.model.plan import PHASE_BARRIER_TIMEOUT_S, WORKER_HARD_STOP_GRACE_S
 from pgarena.model.redact import Redactor
 from pgarena.model.results import Barrier, StepSummary, now_iso
 from pgarena.model.slo import SloProbe
-from pgarena.server.credentials import resolve_password
+from pgarena.server.credentials import local_ca, resolve_password
 from pgarena.server.monitor import Monitor
 from pgarena.server.replication import LAG_SERIES, ReplicationMonitor
 from pgarena.server.restarts import RESTART_SUSPECTS, RESTART_WAIT_S, read_postmaster_start, restart_evidence
@@ -202,6 +202,7 @@ def run_step(  # noqa: PLR0915  # a step's whole life: start, stream, probes, up
 ) -> StepSummary:
     meter = CostMeter()
     evidence = Evidence(store)  # the final uploads, with each file's size and sha256 for the summary
+    step = step.model_copy(update={"endpoint": local_ca(step.endpoint)})  # the tool's libpq reads a CA file
     tool = tool_for(step.tool)
     password = resolve_password(step.endpoint)
     redactor = Redactor([password])

@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import json
 import re
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -35,6 +36,7 @@ from pgarena.model.results import ProgressSample, StepSummary
 from pgarena.planning.campaign import parse_campaign
 from pgarena.planning.planner import plan_campaign
 from pgarena.report import REPORT_FILES
+from pgarena.server.credentials import local_ca
 from tests.conftest import FIXTURES
 from tests.unit.test_campaign_state import preflight_result
 
@@ -172,6 +174,10 @@ def _record(aws: Recorder, component: Component, plan) -> list[Call]:  # noqa: C
         )
     if component is Component.LAUNCH_WORKER:
         state.put_preflight(plan.campaign_id, 1, 0, preflight_result(target))
+    # An endpoint's CA bundle kept in the bucket (sslrootcert s3://...), which preflight and the worker fetch.
+    ca = target.endpoint.model_copy(update={"sslrootcert": f"s3://{BUCKET}/{layout.CA_BUNDLE_PREFIX}{uuid.uuid4().hex}.pem"})
+    if component in {Component.PREFLIGHT, Component.WORKER}:
+        store.put_bytes(ca.sslrootcert.removeprefix(f"s3://{BUCKET}/"), b"-----BEGIN CERTIFICATE-----", "text/plain")
     if component is Component.COST_GUARD:
         over_cap = _plan("c2").model_copy(update={"cost": plan.cost.model_copy(update={"cap_usd": 0.0001})})
         state.put_plan(over_cap, "e2")
@@ -196,14 +202,16 @@ def _record(aws: Recorder, component: Component, plan) -> list[Call]:  # noqa: C
         # ...the handler records the target it could not reach...
         with pytest.raises(PgarenaError):
             _handler("preflight")({"campaign_id": plan.campaign_id, "phase": 1, "target": 0})
-        # ...and keeps the steps of one it reached.
+        # ...and keeps the steps of one it reached, whose CA bundle it read to verify the server.
         state.put_preflight(plan.campaign_id, 1, 0, preflight_result(target))
+        local_ca(ca)
     elif component is Component.LAUNCH_WORKER:
         state.preflight(plan.campaign_id, 1, 0)  # the shard's step; then ecs:RunTask (not the results')
     elif component is Component.RELEASE_LEASE:
         _handler("release_lease")({"campaign_id": plan.campaign_id, "phase": 1, "target": 0})
     elif component is Component.WORKER:
         # What pgarena.worker.run does around its tool: raw output (tagged), the series, the barrier, the summary.
+        local_ca(ca)  # the CA bundle its tool verifies the server with
         raw = store.put_file(f"{run.raw_prefix}/pgbench.log", FIXTURES.parent / "conftest.py")
         store.put_json(f"{run.raw_prefix}/summary.json", {})
         wait_at_barrier(store.dynamodb, TABLE, plan.campaign_id, "group", 0, 1, sleep=lambda s: None)
