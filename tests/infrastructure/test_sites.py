@@ -153,4 +153,4 @@ def test_workers_may_read_target_secrets_in_any_region(sites_synth):
     ]
     # A secret is read in its ARN's region: a site's, the stack's, or one with neither (a Cloud SQL password
     # kept beside its database); only secrets named pgarena/ in the stack's account
-    assert secrets == [f"arn:${{AWS::Partition}}:secretsmanager:*:${{AWS::AccountId}}:secret:{constants.SECRET_NAME_PREFIX}*"]
+    assert secrets == [f"arn:<AWS::Partition>:secretsmanager:*:<AWS::AccountId>:secret:{constants.SECRET_NAME_PREFIX}*"]
