@@ -204,6 +204,15 @@ def estimate(
             (errors if refused else console).print(line, highlight=False, markup=False)
         if refused:
             raise typer.Exit(1)
+    _print_footprint(campaign)
+
+
+def _print_footprint(campaign: Campaign) -> None:
+    """What the campaign asks of AWS's limits, beside its cost (validation refused whatever passes one)."""
+    from pgarena.planning.footprint import footprint, format_footprint
+
+    for row in format_footprint(footprint(campaign)):
+        print(row)
 
 
 @app.command()

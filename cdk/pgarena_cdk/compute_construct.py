@@ -40,7 +40,7 @@ class ComputeConstruct(Construct):
     ) -> None:
         super().__init__(scope, id_)
         self.cluster = self._build_cluster(settings, placement)
-        self.task_role = self._build_task_role(bucket, table, settings.site_regions)
+        self.task_role = self._build_task_role(bucket, table)
         self.execution_role = self._build_execution_role()
         self.log_group = logs.LogGroup(self, "WorkerLogGroup", retention=settings.log_retention)
         self.task_definition = self._build_task_definition(settings, repo_root)
@@ -58,7 +58,7 @@ class ComputeConstruct(Construct):
             enable_fargate_capacity_providers=settings.fargate_spot,
         )
 
-    def _build_task_role(self, bucket: s3.IBucket, table: dynamodb.ITable, site_regions: list[str]) -> iam.Role:
+    def _build_task_role(self, bucket: s3.IBucket, table: dynamodb.ITable) -> iam.Role:
         role = iam.Role(
             self,
             "TaskRole",
@@ -72,7 +72,7 @@ class ComputeConstruct(Construct):
                 resources=["*"],
             )
         )
-        grant_read_pgarena_secrets(role, self, site_regions)
+        grant_read_pgarena_secrets(role, self)
         acknowledge(
             role,
             "AwsSolutions-IAM5",

@@ -87,7 +87,7 @@ class OrchestrationConstruct(Construct):
             },
         )
 
-        grant_read_pgarena_secrets(_role(self.preflight_function), self, settings.site_regions)
+        grant_read_pgarena_secrets(_role(self.preflight_function), self)
         self._grant_launch_worker(self.launch_worker_function, compute)
         for region in settings.site_regions:
             self._grant_launch_in_site(self.launch_worker_function, compute, region)

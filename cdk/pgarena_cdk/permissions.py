@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from aws_cdk import ArnFormat, CfnElement, Stack
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
@@ -16,33 +14,28 @@ from pgarena_cdk.nag import acknowledge
 
 SECRETS_REASON = (
     "Target passwords are secrets named pgarena/<name>; the trailing wildcard also covers the random "
-    "suffix Secrets Manager adds to every secret ARN."
+    "suffix Secrets Manager adds to every secret ARN, the region wildcard the region of each target's secret."
 )
 
 
-def grant_read_pgarena_secrets(role: iam.IRole, scope: Construct, site_regions: Sequence[str] = ()) -> None:
-    """secretsmanager:GetSecretValue on the secrets named `pgarena/...`, and nothing else: in the stack's
-    region and in each worker site's (a target's secret may live next to it)."""
-    regions: list[str | None] = [None, *site_regions]  # None: the stack's own region
-    secrets = [
-        Stack.of(scope).format_arn(
-            service="secretsmanager",
-            region=region,
-            resource="secret",
-            resource_name=f"{constants.SECRET_NAME_PREFIX}*",
-            arn_format=ArnFormat.COLON_RESOURCE_NAME,
-        )
-        for region in regions
-    ]
-    role.add_to_principal_policy(iam.PolicyStatement(actions=["secretsmanager:GetSecretValue"], resources=secrets))
-    for region in regions:
-        acknowledge(
-            role,
-            "AwsSolutions-IAM5",
-            SECRETS_REASON,
-            finding=f"Resource::arn:<AWS::Partition>:secretsmanager:{region or '<AWS::Region>'}:<AWS::AccountId>:secret:"
-            f"{constants.SECRET_NAME_PREFIX}*",
-        )
+def grant_read_pgarena_secrets(role: iam.IRole, scope: Construct) -> None:
+    """secretsmanager:GetSecretValue on the account's secrets named `pgarena/...`, and nothing else, in
+    every region: a target's secret is read in its ARN's region (pgarena.server.credentials), which may
+    be its database's, away from the stack's and from any worker site's."""
+    secrets = Stack.of(scope).format_arn(
+        service="secretsmanager",
+        region="*",
+        resource="secret",
+        resource_name=f"{constants.SECRET_NAME_PREFIX}*",
+        arn_format=ArnFormat.COLON_RESOURCE_NAME,
+    )
+    role.add_to_principal_policy(iam.PolicyStatement(actions=["secretsmanager:GetSecretValue"], resources=[secrets]))
+    acknowledge(
+        role,
+        "AwsSolutions-IAM5",
+        SECRETS_REASON,
+        finding=f"Resource::arn:<AWS::Partition>:secretsmanager:*:<AWS::AccountId>:secret:{constants.SECRET_NAME_PREFIX}*",
+    )
 
 
 def object_finding(bucket: s3.IBucket, key_pattern: str) -> str:

@@ -16,7 +16,7 @@ from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from pgarena.aws.schedule import SCHEDULER_EXECUTION_ID, campaign_input
+from pgarena.aws.schedule import SCHEDULED_TIME, campaign_input
 from pgarena.model import layout
 from pgarena.model.matrix import NAME_PATTERN
 from pgarena.model.matrix_errors import MatrixError
@@ -151,7 +151,7 @@ class SchedulesConstruct(Construct):
         else:
             assert self.start_campaign_function is not None
             target_arn = self.start_campaign_function.function_arn
-            payload = {"schedule": spec.name, "matrix_s3_key": spec.matrix_s3_key, "execution_id": SCHEDULER_EXECUTION_ID}
+            payload = {"schedule": spec.name, "matrix_s3_key": spec.matrix_s3_key, "scheduled_time": SCHEDULED_TIME}
         return scheduler.CfnSchedule(
             self,
             f"Schedule{_construct_id(spec.name)}",

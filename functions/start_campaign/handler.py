@@ -10,11 +10,14 @@ from pgarena.aws.schedule import start_from_s3
 from pgarena.aws.settings import StartCampaignEnv
 from pgarena.model.matrix import NAME_PATTERN
 
+# ISO 8601 as EventBridge Scheduler writes it (UTC, Z), or with an offset.
+SCHEDULED_TIME_PATTERN = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$"
+
 
 class StartCampaignEvent(BaseModel):
     schedule: str = Field(pattern=NAME_PATTERN)
     matrix_s3_key: str = Field(min_length=1)
-    execution_id: str = Field(pattern=r"^[A-Za-z0-9_-]{1,64}$", description="<aws.scheduler.execution-id>")
+    scheduled_time: str = Field(pattern=SCHEDULED_TIME_PATTERN, description="<aws.scheduler.scheduled-time>")
 
 
 @logger.inject_lambda_context
@@ -29,7 +32,7 @@ def handler(event: StartCampaignEvent, context: LambdaContext) -> dict[str, obje
         event.matrix_s3_key,
         env.state_machine_arn,
         event.schedule,
-        event.execution_id,
+        event.scheduled_time,
     )
     logger.info("scheduled campaign started", schedule=event.schedule, matrix_s3_key=event.matrix_s3_key, execution_arn=arn)
     return {"execution_arn": arn}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from statistics import median
 from typing import TypedDict
 
@@ -124,7 +124,7 @@ def _sharded_result(  # noqa: PLR0913  # a step's planned shards, their outcomes
     outcomes: dict[str, StepOutcome],
     summaries: dict[str, StepSummary],
     campaign_id: str,
-    series: dict[str, ShardSeries],
+    series: Mapping[str, ShardSeries],
 ) -> WorkloadResult:
     """One result for a step run by several workers, merged over the window when all of them ran."""
     shards: list[ShardResult] = []
@@ -240,7 +240,7 @@ def _target_result(  # noqa: PLR0913  # a target's plan, outcome, summaries, ser
     outcome: TargetOutcome | None,
     summaries: dict[str, StepSummary],
     campaign_id: str,
-    series: dict[str, ShardSeries],
+    series: Mapping[str, ShardSeries],
     raw_keys: frozenset[str] = frozenset(),
 ) -> TargetResult:
     step_outcomes = {s.step_id: s for s in (outcome.steps if outcome else [])}
@@ -345,7 +345,7 @@ def aggregate(  # noqa: PLR0913  # everything a campaign left behind, in separat
     started_at: str,
     finished_at: str,
     refusal: ErrorInfo | None = None,
-    series: dict[str, ShardSeries] | None = None,
+    series: Mapping[str, ShardSeries] | None = None,
     raw_keys: Iterable[str] = (),
 ) -> CampaignResults:
     """`refusal`: the campaign was refused before any target ran (the cost guard); every target fails with it."""

@@ -116,8 +116,11 @@ COST_DECISION = ObjectKind("the cost decision", (layout.cost_key("*"),))
 PREFLIGHT_STEPS = ObjectKind("preflight's steps", (layout.preflight_key("*", "*", "*"),))
 # Listed to find which preflights answered (a missing object reads as AccessDenied without ListBucket).
 CAMPAIGN_STATE = ObjectKind("a campaign's state files", (layout.state_prefix("*"),))
+# A step's progress series: the worker writes it beside the states' records, its summary's item points to it.
+PROGRESS = ObjectKind("progress series", (layout.progress_key("*", "*"),))
 REPORTS = ObjectKind("reports", tuple(layout.report_key("*", f"*{suffix}") for suffix in layout.REPORT_SUFFIXES))
 SCHEDULE_MATRICES = ObjectKind("schedule matrices", (layout.matrix_key("*"),))
+CA_BUNDLES = ObjectKind("CA bundles", (f"{layout.CA_BUNDLE_PREFIX}*",))
 OBJECT_KINDS = (
     RAW_OUTPUT,
     PREFLIGHT_EVIDENCE,
@@ -127,8 +130,10 @@ OBJECT_KINDS = (
     COST_DECISION,
     PREFLIGHT_STEPS,
     CAMPAIGN_STATE,
+    PROGRESS,
     REPORTS,
     SCHEDULE_MATRICES,
+    CA_BUNDLES,
 )
 
 
@@ -210,6 +215,7 @@ ACCESS: Mapping[Component, tuple[Grant, ...]] = MappingProxyType(
             BucketGrant(PREFLIGHT_EVIDENCE, (A.PUT_OBJECT,)),
             BucketGrant(PLAN, (A.GET_OBJECT,)),
             BucketGrant(PREFLIGHT_STEPS, (A.PUT_OBJECT,)),
+            BucketGrant(CA_BUNDLES, (A.GET_OBJECT,)),  # an endpoint's sslrootcert in the bucket
         ),
         # The shard's step from preflight's steps; ecs:RunTask and iam:PassRole (compute grants, not here).
         Component.LAUNCH_WORKER: (BucketGrant(PREFLIGHT_STEPS, (A.GET_OBJECT,)),),
@@ -222,6 +228,7 @@ ACCESS: Mapping[Component, tuple[Grant, ...]] = MappingProxyType(
             TableGrant(OUTCOMES, (A.QUERY,)),
             TableGrant(LEDGER, (A.GET_ITEM, A.UPDATE_ITEM)),
             BucketGrant(RAW_OUTPUT, (A.GET_OBJECT, A.LIST_BUCKET)),
+            BucketGrant(PROGRESS, (A.GET_OBJECT,)),
             BucketGrant(PLAN, (A.GET_OBJECT,)),
             BucketGrant(COST_DECISION, (A.GET_OBJECT,)),
             BucketGrant(PREFLIGHT_STEPS, (A.GET_OBJECT,)),
@@ -240,6 +247,7 @@ ACCESS: Mapping[Component, tuple[Grant, ...]] = MappingProxyType(
             TableGrant(LEDGER, (A.GET_ITEM, A.UPDATE_ITEM)),
             TableGrant(LEASES, (A.GET_ITEM, A.PUT_ITEM)),
             BucketGrant(RAW_OUTPUT, (A.GET_OBJECT, A.LIST_BUCKET)),
+            BucketGrant(PROGRESS, (A.GET_OBJECT,)),
             BucketGrant(PLAN, (A.GET_OBJECT,)),
             BucketGrant(COST_DECISION, (A.GET_OBJECT,)),
             BucketGrant(PREFLIGHT_STEPS, (A.GET_OBJECT,)),
@@ -250,10 +258,12 @@ ACCESS: Mapping[Component, tuple[Grant, ...]] = MappingProxyType(
         Component.START_CAMPAIGN: (BucketGrant(SCHEDULE_MATRICES, (A.GET_OBJECT,)),),
         # Fails the step of a worker whose task never ran (SendTaskFailure, granted by the stack); touches no results.
         Component.TASK_STOPPED: (),
-        # ResultStore.put_summary (a conditional put), wait_at_barrier (update, read), raw output
-        # uploaded tagged.
+        # ResultStore.put_summary (its progress series, then a conditional put), wait_at_barrier (update,
+        # read), raw output uploaded tagged.
         Component.WORKER: (
             TableGrant(SUMMARIES, (A.PUT_ITEM,)),
+            BucketGrant(PROGRESS, (A.PUT_OBJECT,)),
+            BucketGrant(CA_BUNDLES, (A.GET_OBJECT,)),
             TableGrant(BARRIERS, (A.UPDATE_ITEM, A.GET_ITEM)),
             BucketGrant(RAW_OUTPUT, (A.PUT_OBJECT, A.PUT_OBJECT_TAGGING)),
         ),

@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import boto3
 from botocore.exceptions import ClientError
+from pydantic import TypeAdapter
 
 from pgarena.aws import access
 from pgarena.aws.items import marshal, unmarshal
 from pgarena.model import layout
-from pgarena.model.results import StepSummary
+from pgarena.model.results import ProgressSample, StepSummary, StoredObject
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -48,6 +50,8 @@ class ResultStore:
         self.table = table
         self.s3 = s3 or boto3.client("s3")
         self.dynamodb = dynamodb or boto3.client("dynamodb")
+        # Progress series read by key: a step's is written once, and a follower reads the summaries every poll.
+        self._progress: dict[str, list[ProgressSample]] = {}
 
     def put_file(self, key: str, path: Path, content_type: str = "text/plain") -> str:
         # Raw output is tagged: the bucket's lifecycle rule expires it by tag (keys start with the campaign id).
@@ -67,9 +71,34 @@ class ResultStore:
         document: dict[str, Any] = json.loads(self.s3.get_object(Bucket=self.bucket, Key=key)["Body"].read())
         return document
 
+    def get_bytes(self, key: str) -> bytes:
+        return self.s3.get_object(Bucket=self.bucket, Key=key)["Body"].read()
+
+    def _put_progress(self, summary: StepSummary) -> StepSummary:
+        """The progress series goes to the bucket and the item keeps a pointer: a long run's series (one
+        sample per progress_s) would pass DynamoDB's 400 KB item limit after the run had finished."""
+        if not summary.progress:
+            return summary
+        body = TypeAdapter(list[ProgressSample]).dump_json(summary.progress)
+        key = self.put_bytes(layout.progress_key(summary.campaign_id, summary.step_id), body, "application/json")
+        ref = StoredObject(key=key, size_bytes=len(body), sha256=hashlib.sha256(body).hexdigest())
+        return summary.model_copy(update={"progress": [], "progress_ref": ref})
+
+    def _with_progress(self, summary: StepSummary) -> StepSummary:
+        """The summary as its worker made it: the pointer followed, what it points to checked."""
+        ref = summary.progress_ref
+        if ref is None:
+            return summary
+        if ref.key not in self._progress:
+            body = self.get_bytes(ref.key)
+            if hashlib.sha256(body).hexdigest() != ref.sha256:
+                raise RuntimeError(f"{self.url(ref.key)} is not the progress series step {summary.step_id} recorded")
+            self._progress[ref.key] = TypeAdapter(list[ProgressSample]).validate_json(body)
+        return summary.model_copy(update={"progress": self._progress[ref.key], "progress_ref": None})
+
     def put_summary(self, summary: StepSummary) -> None:
         """Write once; an identical retry succeeds, a different result for the same step is refused."""
-        document = summary.model_dump_json()
+        document = self._put_progress(summary).model_dump_json()
         try:
             self.dynamodb.put_item(
                 TableName=self.table,
@@ -93,7 +122,11 @@ class ResultStore:
             KeyConditionExpression="pk = :pk AND begins_with(sk, :step)",
             ExpressionAttributeValues=marshal({":pk": access.SUMMARIES.pk(campaign_id), ":step": access.STEP_SK_PREFIX}),
         )
-        return [StepSummary.model_validate_json(unmarshal(item)["summary"]) for page in pages for item in page["Items"]]
+        return [
+            self._with_progress(StepSummary.model_validate_json(unmarshal(item)["summary"]))
+            for page in pages
+            for item in page["Items"]
+        ]
 
     def campaign_traces(self, campaign_id: str) -> list[str]:
         """What the campaign id already has: an object under its prefix (results, plan, raw output), or an

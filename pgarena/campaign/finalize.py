@@ -25,7 +25,7 @@ from pgarena.model.matrix_errors import MatrixError
 from pgarena.model.outcomes import TargetOutcome
 from pgarena.model.plan import Plan
 from pgarena.model.results import CampaignResults, now_iso
-from pgarena.model.series import ShardSeries
+from pgarena.model.series import SeriesOnDemand, ShardSeries
 from pgarena.planning.campaign import parse_campaign
 from pgarena.planning.planner import plan_campaign
 from pgarena.report import Writer, publish_results
@@ -54,7 +54,9 @@ def finalize(
     outcomes = list(outcomes)
     summaries = store.summaries(plan.campaign_id)
     # Sharded runs are merged from each shard's per-second histograms, kept beside its raw output.
-    series = {s.step_id: ShardSeries.model_validate(store.get_json(s.series)) for s in summaries if s.series}
+    series = SeriesOnDemand(
+        {s.step_id: s.series for s in summaries if s.series}, lambda key: ShardSeries.model_validate(store.get_json(key))
+    )
     raw_keys = store.keys(layout.raw_prefix(plan.campaign_id))  # what lost workers and failed preflights left
     ran = outcomes  # what the state machine saw launched: the cost of a stopped campaign is what ran
     if ending != "completed":  # stopped before Aggregate And Rank: steps that did not finish are listed cancelled

@@ -21,7 +21,7 @@ from pgarena.local.leases import FileLeases
 from pgarena.model import layout
 from pgarena.model.errors import DiskFull, ErrorInfo, ErrorKind
 from pgarena.model.results import CampaignResults, StepSummary, TargetResult, now_iso
-from pgarena.model.series import ShardSeries
+from pgarena.model.series import SeriesOnDemand, ShardSeries
 from pgarena.planning.campaign import parse_campaign
 from pgarena.planning.planner import plan_campaign
 
@@ -133,11 +133,11 @@ def salvage(folder: Path, matrix: dict[str, Any]) -> CampaignResults:
     plan = plan_campaign(parse_campaign(execution["matrix"]), execution["campaign_id"])
     outcomes, summaries = stopped_outcomes(plan, [], verified_steps(folder))
     root = folder.parent
-    series = {
-        s.step_id: ShardSeries.model_validate_json(layout.inside(folder, root / s.series).read_text())
-        for s in summaries
-        if s.series
-    }
+    # Each path is checked now (a tampered folder is refused before anything is aggregated), read when merged.
+    series = SeriesOnDemand(
+        {s.step_id: layout.inside(folder, root / s.series) for s in summaries if s.series},
+        lambda path: ShardSeries.model_validate_json(path.read_text()),
+    )
     raw_keys = [str(p.relative_to(root)) for p in folder.glob(f"{layout.RAW_DIR}/**/*") if p.is_file()]
     results = aggregate(plan, outcomes, summaries, execution["started_at"], now, None, series, raw_keys)
     interrupted = any(step.failure for outcome in outcomes for step in outcome.steps)

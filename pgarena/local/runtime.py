@@ -114,6 +114,7 @@ class LocalRun:
     wall_s: float
     error: str | None = None
     state_transitions: int = 0  # what Step Functions bills: states entered
+    history_events: int = 0  # what Step Functions caps at 25,000 (pgarena.planning.history)
 
 
 def definition(asl_path: Path = ASL_PATH, aws_strict: bool = False) -> str:
@@ -551,9 +552,9 @@ class LocalRuntime:
             self._finalize_stopped(execution.arn, status["status"], status["startDate"])
         error = None if status["status"] == "SUCCEEDED" else f"{status.get('error')}: {status.get('cause')}"
         transitions = sum(1 for event in history if event["type"].endswith("StateEntered"))
-        return self._collect(execution, status["status"], error, transitions)
+        return self._collect(execution, status["status"], error, transitions, len(history))
 
-    def _collect(self, execution: Execution, status: str, error: str | None, transitions: int = 0) -> LocalRun:
+    def _collect(self, execution: Execution, status: str, error: str | None, transitions: int = 0, events: int = 0) -> LocalRun:
         """The campaign's folder completed from the bucket (with the targets that never started, when an
         execution ran), and the run as the caller reports it."""
         if execution.arn and execution.unstarted:
@@ -562,7 +563,14 @@ class LocalRuntime:
         results_path = execution.results_dir / layout.RESULTS_FILE
         results = CampaignResults.model_validate_json(results_path.read_text()) if results_path.exists() else None
         return LocalRun(
-            execution.campaign_id, status, execution.results_dir, results, time.monotonic() - execution.t0, error, transitions
+            execution.campaign_id,
+            status,
+            execution.results_dir,
+            results,
+            time.monotonic() - execution.t0,
+            error,
+            transitions,
+            events,
         )
 
     def _add_unstarted(self, execution: Execution) -> None:

@@ -23,6 +23,8 @@ PREFLIGHT_EVIDENCE_FILE = "preflight/preflight.json"
 REPORT_SUFFIXES = (".html", ".md", ".csv")
 # Schedules whose matrix is kept in the bucket (not inline in the CDK context) read it from here.
 SCHEDULE_MATRIX_PREFIX = "matrices/"
+# CA bundles an endpoint's sslrootcert may name (s3://<bucket>/ca/<name>.pem): the functions and workers read them.
+CA_BUNDLE_PREFIX = "ca/"
 # The lifecycle rule expires raw output by this tag: S3 lifecycle filters match key prefixes, and
 # raw output sits under a per-campaign prefix.
 RAW_OUTPUT_TAG_KEY = "pgarena-kind"
@@ -56,6 +58,12 @@ def raw_prefix(campaign_id: str) -> str:
 def step_raw_prefix(campaign_id: str, step_id: str) -> str:
     """One step's raw output (no trailing slash: files are `<this>/<name>`)."""
     return f"{raw_prefix(campaign_id)}{step_id}"
+
+
+def progress_key(campaign_id: str, step_id: str) -> str:
+    """A step's progress series, which its summary's item points to (pgarena.aws.store): beside the
+    states' records, not in the raw output (whose files are the worker's own evidence)."""
+    return f"{campaign_prefix(campaign_id)}{STATE_DIR}/progress/{step_id}.json"
 
 
 def raw_key(campaign_id: str, step_id: str, name: str) -> str:

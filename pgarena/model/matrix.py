@@ -3,6 +3,7 @@ field-level validation. pgarena.planning.campaign.parse_campaign reads a matrix 
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
@@ -23,6 +24,9 @@ from pgarena.tools.workloads import Workload
 CAMPAIGN_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$"
 ENV_VAR_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*$"
 SECRET_ARN_PATTERN = r"^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:.+$"
+# What an sslrootcert fetched at connect time starts with (pgarena.server.credentials.local_ca).
+CA_SECRET_PREFIX = "arn:"
+CA_URL_PREFIX = "s3://"
 # Bounds of the schema's fields (each refusal names the bound).
 MAX_SETTINGS = 200
 MAX_SETTING_CHARS = 1_024
@@ -56,9 +60,10 @@ class Endpoint(Strict):
     sslrootcert: str | None = Field(
         None,
         max_length=1024,
-        description="CA bundle (a PEM file where the worker and preflight run) to verify the server with "
-        "(verify-ca, verify-full); default: the system CAs plus the Amazon RDS CA bundle shipped with pgarena "
-        "(in the worker image and the functions)",
+        description="CA bundle to verify the server with (verify-ca, verify-full): a PEM file where the worker and "
+        "preflight run, a Secrets Manager secret ARN holding the PEM (named pgarena/...), or "
+        "s3://<results bucket>/ca/<name>.pem; default: the system CAs plus the Amazon RDS CA bundle shipped "
+        "with pgarena (in the worker image and the functions)",
     )
     use_resolved_address: bool = Field(
         False,
@@ -79,6 +84,17 @@ class Endpoint(Strict):
         if value is not None:
             raise ValueError(INLINE_PASSWORD_FIX)
         return None
+
+    @field_validator("sslrootcert")
+    @classmethod
+    def _ca_reference(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        if value.startswith(CA_SECRET_PREFIX) and not re.match(SECRET_ARN_PATTERN, value):
+            raise ValueError("a secret's ARN is arn:aws:secretsmanager:REGION:ACCOUNT:secret:NAME")
+        if value.startswith(CA_URL_PREFIX) and not re.match(r"^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]/ca/.+$", value):
+            raise ValueError("give s3://<results bucket>/ca/<name>.pem: pgarena's roles read CA bundles under ca/ only")
+        return value
 
     @model_validator(mode="after")
     def _one_password_source(self) -> Endpoint:

@@ -99,6 +99,13 @@ class Step(Boundary):
         return layout.step_raw_prefix(self.campaign_id, self.step_id)
 
     @property
+    def shard_barrier_timeout_s(self) -> int:
+        """How long a shard waits at its step's start barrier for the others: the cold start the heartbeat
+        timeout allows (a shard not there by then was never launched, or is lost). A sharded step's timeout
+        includes it (pgarena.planning.shards), so the survivors still run and the step ends degraded."""
+        return self.heartbeat_timeout_s
+
+    @property
     def tool_runs(self) -> int:
         """Tool runs the step makes in sequence: an SLO search's ceiling run and probes, else one."""
         return self.spec.tool_runs

@@ -129,6 +129,12 @@ class RawFile(BaseModel):
     sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
 
 
+class StoredObject(RawFile):
+    """An object in the results bucket a record points to, with what it must match."""
+
+    key: str
+
+
 class StepSummary(BaseModel):
     """What one worker task measured; stored in DynamoDB and traceable to `raw`."""
 
@@ -153,6 +159,9 @@ class StepSummary(BaseModel):
     transactions: int | None = None
     failed_transactions: int | None = None
     progress: list[ProgressSample] = Field(default_factory=list)
+    progress_ref: StoredObject | None = Field(
+        None, description="where the progress series is kept when the summary's item holds a pointer instead (the bucket)"
+    )
     warmup_s: int | None = Field(None, description="the run's first seconds, left out of every figure above")
     load_s: float | None = None
     load_phases_s: dict[str, float] = Field(default_factory=dict)

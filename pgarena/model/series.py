@@ -5,8 +5,9 @@ from __future__ import annotations
 import base64
 import zlib
 from array import array
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from itertools import accumulate
+from typing import Generic, TypeVar
 
 from pydantic import BaseModel, Field
 
@@ -87,3 +88,24 @@ class MergedRun(BaseModel):
     latency: Latency
     progress: list[ProgressSample]
     shard_tps: list[float]
+
+
+Location = TypeVar("Location")  # where a series is: a bucket key, a file's path
+
+
+class SeriesOnDemand(Mapping[str, ShardSeries], Generic[Location]):
+    """Each shard's series by step id, read only when the merge asks for it and never kept: aggregation
+    holds one step's shards at a time (at most MAX_STARTED_TOGETHER), never every shard of the campaign."""
+
+    def __init__(self, locations: Mapping[str, Location], read: Callable[[Location], ShardSeries]):
+        self._locations = dict(locations)  # step id -> where its series is (a bucket key, a file)
+        self._read = read
+
+    def __getitem__(self, step_id: str) -> ShardSeries:
+        return self._read(self._locations[step_id])
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._locations)
+
+    def __len__(self) -> int:
+        return len(self._locations)

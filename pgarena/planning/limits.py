@@ -12,7 +12,9 @@ from typing import Any
 
 from pgarena.model.matrix import FAN_OUT_REASON, MAX_STARTED_TOGETHER, Campaign
 from pgarena.model.matrix_errors import Problem
-from pgarena.planning.planner import Pass, passes, step_shapes
+from pgarena.model.plan import INIT_TIMEOUT_BASE_S
+from pgarena.planning.history import HISTORY_LIMIT_EVENTS, HISTORY_RESERVE_EVENTS, count_history, max_workers_within
+from pgarena.planning.planner import Pass, init_timeout_s, passes, run_timeout_s, step_shapes
 from pgarena.planning.shards import run_workers, split_clients
 
 # Each worker gets its step in its ECS RunTask container overrides, which hold at most 8,192 characters;
@@ -33,10 +35,10 @@ MAX_MAP_ITEMS = 1_000
 def limit_problems(campaign: Campaign) -> list[Problem]:
     """What validates field by field but cannot run: a step's workers outgrowing an inline Map, a worker's
     step outgrowing its RunTask overrides, or the plan outgrowing the execution's Step Functions state."""
-    problems = _fan_out_problems(campaign) + _overrides_problems(campaign)
+    problems = _fan_out_problems(campaign) + _overrides_problems(campaign) + _heartbeat_problems(campaign)
     if problems:
         return problems
-    return _state_problems(campaign)
+    return _state_problems(campaign) + _history_problems(campaign)
 
 
 def _fan_out_problems(campaign: Campaign) -> list[Problem]:
@@ -56,6 +58,29 @@ def _fan_out_problems(campaign: Campaign) -> list[Problem]:
                 )
             )
     return problems
+
+
+def _heartbeat_problems(campaign: Campaign) -> list[Problem]:
+    """A heartbeat timeout at or past a step's own timeout never fires first: a lost worker would be told
+    only by the step's timeout, later and as a timeout. Run steps get a target's replica catch-up on top."""
+    catch_up_s = min(max((r.catch_up_timeout_s for r in t.replicas), default=0) for t in campaign.targets)
+    shortest, which = None, ""
+    for workload in campaign.workloads:
+        candidates = [(init_timeout_s(workload), "load"), (run_timeout_s(workload) + catch_up_s, "run")]
+        if workload.cleans_up:
+            candidates.append((INIT_TIMEOUT_BASE_S, "cleanup"))
+        for timeout_s, kind in candidates:
+            if shortest is None or timeout_s < shortest:
+                shortest, which = timeout_s, f"workload {workload.name}'s {kind}"
+    if shortest is None or campaign.heartbeat_timeout_s < shortest:
+        return []
+    return [
+        Problem(
+            path="$.heartbeat_timeout_s",
+            message=f"{campaign.heartbeat_timeout_s} s is not shorter than the shortest step's timeout ({shortest} s, "
+            f"{which}): a lost worker would be noticed only when its step times out; set it below {shortest}",
+        )
+    ]
 
 
 def _encoded_chars(value: Any) -> int:
@@ -148,3 +173,24 @@ def _plan_problems(campaign: Campaign, budget: int) -> list[Problem]:
             )
         )
     return problems
+
+
+def _history_problems(campaign: Campaign) -> list[Problem]:
+    """An execution's history holds 25,000 events (pgarena.planning.history): past it the execution fails
+    mid-campaign, so the campaign is refused before it starts, naming the workload whose workers cost most."""
+    count = count_history(campaign)
+    if count.events <= count.budget:
+        return []
+    w = max(range(len(campaign.workloads)), key=lambda i: count.shard_events_by_workload[campaign.workloads[i].name])
+    name = campaign.workloads[w].name
+    fits = max_workers_within(campaign, w, count)
+    lever = f"at most {fits} workers per run for workload {name}, " if count.shard_events_by_workload[name] and fits else ""
+    return [
+        Problem(
+            path=f"$.workloads[{w}].run.workers" if lever else "$",
+            message=f"the campaign's execution would write about {count.events:,} events ({count.shards:,} worker tasks in "
+            f"{count.steps:,} steps) to its Step Functions history, which holds {HISTORY_LIMIT_EVENTS:,} "
+            f"({HISTORY_RESERVE_EVENTS:,} kept for retries and failures): {lever}fewer targets, client counts or "
+            "repetitions, or split the campaign (for example one campaign per repetition)",
+        )
+    ]

@@ -25,11 +25,11 @@ from pgarena.tools.spec import StepKind
 from pgarena.tools.workloads import Workload
 
 
-def _init_timeout_s(workload: Workload) -> int:
+def init_timeout_s(workload: Workload) -> int:
     return INIT_TIMEOUT_BASE_S + INIT_TIMEOUT_PER_SCALE_S * max(workload.load_size, 1)
 
 
-def _run_timeout_s(workload: Workload) -> int:
+def run_timeout_s(workload: Workload) -> int:
     """A run step's time bound in seconds, its margin included. Runs of a transaction count have no
     duration: they get the init-sized floor. An SLO search runs the tool tool_runs times in sequence,
     each with its own margin."""
@@ -127,7 +127,7 @@ def _steps(  # noqa: PLR0913  # optional narrowings of the steps (phase, group, 
                     workload=workload.name,
                     kind="init",
                     spec=workload.step_spec("init"),
-                    timeout_s=_init_timeout_s(workload),
+                    timeout_s=init_timeout_s(workload),
                     **common,
                 )
             )
@@ -148,7 +148,7 @@ def _steps(  # noqa: PLR0913  # optional narrowings of the steps (phase, group, 
                     repetition=repetition,
                     replicas=target.replicas,
                     phase_barrier=barrier,
-                    timeout_s=_run_timeout_s(workload) + catch_up_s + barrier_s,
+                    timeout_s=run_timeout_s(workload) + catch_up_s + barrier_s,
                     **common,
                 )
             )

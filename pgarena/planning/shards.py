@@ -39,7 +39,15 @@ def shard(step: Step) -> StepGroup:
         return StepGroup(step_id=step.step_id, kind=step.kind, shards=[step])
     shards = [
         step.model_copy(
-            update={"step_id": f"{step.step_id}/s{i}", "clients": n, "shard": i, "shards": len(counts), "group_id": step.step_id}
+            update={
+                "step_id": f"{step.step_id}/s{i}",
+                "clients": n,
+                "shard": i,
+                "shards": len(counts),
+                "group_id": step.step_id,
+                # the wait at the start barrier comes before the run: a shard that never starts delays the others by it
+                "timeout_s": step.timeout_s + step.shard_barrier_timeout_s,
+            }
         )
         for i, n in enumerate(counts)
     ]

@@ -1,14 +1,19 @@
-"""Passwords by reference: an environment variable locally, a Secrets Manager secret in AWS."""
+"""Passwords by reference: an environment variable locally, a Secrets Manager secret in AWS. The CA bundle an
+endpoint verifies its server with (sslrootcert) likewise: a file, a Secrets Manager secret or an S3 object."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import tempfile
+from pathlib import Path
 
 import boto3
+from botocore.exceptions import BotoCoreError, ClientError
 
 from pgarena.model.errors import ErrorKind, failure
-from pgarena.model.matrix import Endpoint
+from pgarena.model.matrix import CA_SECRET_PREFIX, CA_URL_PREFIX, Endpoint
 
 
 def resolve_password(endpoint: Endpoint) -> str | None:
@@ -32,3 +37,41 @@ def resolve_password(endpoint: Endpoint) -> str | None:
             return secret
         return decoded["password"] if isinstance(decoded, dict) else secret
     return None
+
+
+# Fetched CA bundles, named by their content's hash: the tools (libpq's PGSSLROOTCERT) and pg8000 read files.
+CA_DIR = Path(tempfile.gettempdir()) / "pgarena-ca"
+_ca_files: dict[str, str] = {}  # a reference -> its file, fetched once per process
+
+
+def _fetch_ca(reference: str) -> bytes:
+    if reference.startswith(CA_SECRET_PREFIX):
+        region = reference.split(":")[3] or None  # the secret's own region, as for passwords
+        secret = boto3.client("secretsmanager", region_name=region).get_secret_value(SecretId=reference)
+        return secret["SecretString"].encode()
+    bucket, _, key = reference.removeprefix(CA_URL_PREFIX).partition("/")
+    body: bytes = boto3.client("s3").get_object(Bucket=bucket, Key=key)["Body"].read()
+    return body
+
+
+def local_ca(endpoint: Endpoint) -> Endpoint:
+    """The endpoint with its sslrootcert as a file on this machine: a Secrets Manager secret's PEM or an S3
+    object is fetched (a Cloud SQL server CA exists neither in the worker image nor in the functions); a
+    path is kept as it is."""
+    reference = endpoint.sslrootcert
+    if reference is None or not reference.startswith((CA_SECRET_PREFIX, CA_URL_PREFIX)):
+        return endpoint
+    if reference not in _ca_files:
+        try:
+            pem = _fetch_ca(reference)
+        except (BotoCoreError, ClientError) as error:
+            raise failure(
+                ErrorKind.CONNECTION_FAILED,
+                f"sslrootcert {reference} could not be read ({error}): check that it exists and that pgarena's "
+                "roles may read it (secrets named pgarena/..., objects under ca/ in the results bucket)",
+            ) from None
+        CA_DIR.mkdir(parents=True, exist_ok=True)
+        path = CA_DIR / f"{hashlib.sha256(pem).hexdigest()}.pem"
+        path.write_bytes(pem)
+        _ca_files[reference] = str(path)
+    return endpoint.model_copy(update={"sslrootcert": _ca_files[reference]})

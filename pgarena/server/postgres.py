@@ -11,7 +11,7 @@ import pg8000.dbapi
 
 from pgarena.model.errors import ErrorKind, error_info, failure
 from pgarena.model.matrix import Endpoint
-from pgarena.server.credentials import resolve_password
+from pgarena.server.credentials import local_ca, resolve_password
 
 CONNECT_TIMEOUT_S = 10
 # The Amazon RDS CA certificates (RDS global bundle, RDS Proxy roots), shipped in the package: the
@@ -63,7 +63,7 @@ def connect(endpoint: Endpoint, application_name: str = "pgarena") -> Iterator[p
             database=endpoint.dbname,
             user=endpoint.user,
             password=password,
-            ssl_context=_ssl_context(endpoint.sslmode, endpoint.sslrootcert),
+            ssl_context=_ssl_context(endpoint.sslmode, local_ca(endpoint).sslrootcert),
             timeout=CONNECT_TIMEOUT_S,
             application_name=application_name,
         )

@@ -27,7 +27,7 @@ from botocore.exceptions import ClientError
 
 from pgarena.analysis.catch_up import replication_result, run_seconds
 from pgarena.analysis.slo import probe_result, search
-from pgarena.aws.barrier import BARRIER_TIMEOUT_S, DynamoBarrier
+from pgarena.aws.barrier import DynamoBarrier
 from pgarena.aws.settings import WorkerEnv
 from pgarena.aws.store import ResultStore
 from pgarena.campaign.ports import Barrier as StartBarrier
@@ -38,7 +38,7 @@ from pgarena.model.plan import PHASE_BARRIER_TIMEOUT_S, WORKER_HARD_STOP_GRACE_S
 from pgarena.model.redact import Redactor
 from pgarena.model.results import Barrier, StepSummary, now_iso
 from pgarena.model.slo import SloProbe
-from pgarena.server.credentials import resolve_password
+from pgarena.server.credentials import local_ca, resolve_password
 from pgarena.server.monitor import Monitor
 from pgarena.server.replication import LAG_SERIES, ReplicationMonitor
 from pgarena.server.restarts import RESTART_SUSPECTS, RESTART_WAIT_S, read_postmaster_start, restart_evidence
@@ -202,6 +202,7 @@ def run_step(  # noqa: PLR0915  # a step's whole life: start, stream, probes, up
 ) -> StepSummary:
     meter = CostMeter()
     evidence = Evidence(store)  # the final uploads, with each file's size and sha256 for the summary
+    step = step.model_copy(update={"endpoint": local_ca(step.endpoint)})  # the tool's libpq reads a CA file
     tool = tool_for(step.tool)
     password = resolve_password(step.endpoint)
     redactor = Redactor([password])
@@ -347,7 +348,7 @@ def _barrier(step: Step, barriers: StartBarrier) -> Barrier | None:
     """Shards of one step start their measured run together; so do the targets of a consolidation step."""
     if step.shards > 1:
         assert step.group_id is not None  # sharding sets it
-        start_at, complete = barriers.wait(step.campaign_id, step.group_id, step.shard, step.shards, BARRIER_TIMEOUT_S)
+        start_at, complete = barriers.wait(step.campaign_id, step.group_id, step.shard, step.shards, step.shard_barrier_timeout_s)
     elif step.phase_barrier is not None:
         together = step.phase_barrier
         start_at, complete = barriers.wait(

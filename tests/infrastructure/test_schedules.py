@@ -99,10 +99,10 @@ def test_inline_schedule_starts_the_state_machine_with_a_generated_campaign_id(s
     # When reading its target and input
     payload = json.loads(target["Input"])
 
-    # Then it starts the campaign state machine; the scheduler's execution id names the campaign,
+    # Then it starts the campaign state machine; the firing's scheduled time names the campaign,
     # and the ledger will record the schedule's name
     assert target["Arn"] == {"Ref": _state_machine_id(scheduled_synth)}
-    assert payload["campaign_id"] == "nightly-<aws.scheduler.execution-id>"
+    assert payload["campaign_id"] == "nightly-<aws.scheduler.scheduled-time>"
     assert payload["matrix"]["cost"] == {"cap_usd": 2.0, "monthly_cap_usd": 50.0, "schedule": "nightly"}
     assert payload["matrix"]["targets"] == _inline_matrix()["targets"]
 
@@ -111,12 +111,12 @@ def test_s3_schedule_invokes_start_campaign_with_its_key(scheduled_synth):
     # Given the schedule whose matrix is in the results bucket
     target = _schedules(scheduled_synth)["weekly-big"]["Target"]
 
-    # When reading its target and input / Then start_campaign gets the key and the execution id
+    # When reading its target and input / Then start_campaign gets the key and the scheduled time
     assert target["Arn"] == {"Fn::GetAtt": [cfn.function_logical_id(scheduled_synth, START_CAMPAIGN_HANDLER), "Arn"]}
     assert json.loads(target["Input"]) == {
         "schedule": "weekly-big",
         "matrix_s3_key": "matrices/weekly.json",
-        "execution_id": "<aws.scheduler.execution-id>",
+        "scheduled_time": "<aws.scheduler.scheduled-time>",
     }
 
 

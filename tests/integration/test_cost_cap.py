@@ -130,10 +130,10 @@ def test_monthly_cap_blocks_a_scheduled_campaign_once_the_month_is_spent(runtime
     # When the scheduler fires: start_campaign reads the matrix and starts the execution
     monkeypatch.setenv("STATE_MACHINE_ARN", runtime.machine_arn)
     started = start_campaign(
-        {"schedule": "nightly", "matrix_s3_key": key, "execution_id": "d32c5kddcf5bb8c3"},
+        {"schedule": "nightly", "matrix_s3_key": key, "scheduled_time": "2026-11-26T02:00:00Z"},
         LambdaContext(function_name="pgarena-start-campaign"),
     )
-    campaign_id = "nightly-d32c5kddcf5bb8c3"
+    campaign_id = "nightly-20261126T020000Z"
     execution = Execution(campaign_id, started["execution_arn"], runtime.out_dir / campaign_id, time.monotonic())
     run = runtime.wait(execution)
 

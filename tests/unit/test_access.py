@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import json
 import re
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -31,10 +32,11 @@ from pgarena.campaign.leases import holder_id, lease_key
 from pgarena.local.endpoints import LambdaContext
 from pgarena.model import layout
 from pgarena.model.errors import PgarenaError
-from pgarena.model.results import StepSummary
+from pgarena.model.results import ProgressSample, StepSummary
 from pgarena.planning.campaign import parse_campaign
 from pgarena.planning.planner import plan_campaign
 from pgarena.report import REPORT_FILES
+from pgarena.server.credentials import local_ca
 from tests.conftest import FIXTURES
 from tests.unit.test_campaign_state import preflight_result
 
@@ -160,16 +162,22 @@ def _record(aws: Recorder, component: Component, plan) -> list[Call]:  # noqa: C
         store.dynamodb.put_item(
             TableName=TABLE, Item=marshal({"pk": access.OUTCOMES.pk(plan.campaign_id), "sk": layout.outcome_target_sk(1, 0)})
         )
-        # A sharded step's per-second series, which aggregate reads back to merge the shards.
-        series = store.put_json(f"{run.raw_prefix}/series.json", {"start_epoch": 0.0, "end_epoch": 1.0, "seconds": []})
+        # A shard's per-second series, which aggregate reads back to merge the shards; its progress series,
+        # which the summary's item points to.
+        series = store.put_json(f"{run.raw_prefix}/s0/series.json", {"start_epoch": 0.0, "end_epoch": 1.0, "seconds": []})
         store.put_summary(_summary(load))
-        store.put_summary(_summary(run, series=series))
+        progress = [ProgressSample(elapsed_s=1.0, tps=10.0)]
+        store.put_summary(_summary(run, step_id=f"{run.step_id}/s0", series=series, progress=progress))
     if component in {Component.RELEASE_LEASE, Component.AGGREGATE, Component.FINALIZE_STOPPED}:
         LeaseStore(store.dynamodb, TABLE).acquire(
             lease_key(target.endpoint), holder_id(plan.campaign_id, target.name), 5, 100, 60
         )
     if component is Component.LAUNCH_WORKER:
         state.put_preflight(plan.campaign_id, 1, 0, preflight_result(target))
+    # An endpoint's CA bundle kept in the bucket (sslrootcert s3://...), which preflight and the worker fetch.
+    ca = target.endpoint.model_copy(update={"sslrootcert": f"s3://{BUCKET}/{layout.CA_BUNDLE_PREFIX}{uuid.uuid4().hex}.pem"})
+    if component in {Component.PREFLIGHT, Component.WORKER}:
+        store.put_bytes(ca.sslrootcert.removeprefix(f"s3://{BUCKET}/"), b"-----BEGIN CERTIFICATE-----", "text/plain")
     if component is Component.COST_GUARD:
         over_cap = _plan("c2").model_copy(update={"cost": plan.cost.model_copy(update={"cap_usd": 0.0001})})
         state.put_plan(over_cap, "e2")
@@ -194,18 +202,20 @@ def _record(aws: Recorder, component: Component, plan) -> list[Call]:  # noqa: C
         # ...the handler records the target it could not reach...
         with pytest.raises(PgarenaError):
             _handler("preflight")({"campaign_id": plan.campaign_id, "phase": 1, "target": 0})
-        # ...and keeps the steps of one it reached.
+        # ...and keeps the steps of one it reached, whose CA bundle it read to verify the server.
         state.put_preflight(plan.campaign_id, 1, 0, preflight_result(target))
+        local_ca(ca)
     elif component is Component.LAUNCH_WORKER:
         state.preflight(plan.campaign_id, 1, 0)  # the shard's step; then ecs:RunTask (not the results')
     elif component is Component.RELEASE_LEASE:
         _handler("release_lease")({"campaign_id": plan.campaign_id, "phase": 1, "target": 0})
     elif component is Component.WORKER:
         # What pgarena.worker.run does around its tool: raw output (tagged), the series, the barrier, the summary.
+        local_ca(ca)  # the CA bundle its tool verifies the server with
         raw = store.put_file(f"{run.raw_prefix}/pgbench.log", FIXTURES.parent / "conftest.py")
         store.put_json(f"{run.raw_prefix}/summary.json", {})
         wait_at_barrier(store.dynamodb, TABLE, plan.campaign_id, "group", 0, 1, sleep=lambda s: None)
-        store.put_summary(_summary(run, raw=[raw]))
+        store.put_summary(_summary(run, raw=[raw], progress=[ProgressSample(elapsed_s=1.0, tps=10.0)]))
     elif component is Component.AGGREGATE:
         _handler("aggregate")({"campaign_id": plan.campaign_id, "started_at": started_at})
     elif component is Component.FINALIZE_STOPPED:
@@ -240,7 +250,11 @@ def _record(aws: Recorder, component: Component, plan) -> list[Call]:  # noqa: C
         with pytest.MonkeyPatch.context() as env:
             env.setenv("STATE_MACHINE_ARN", machine["stateMachineArn"])
             _handler("start_campaign")(
-                {"schedule": "nightly", "matrix_s3_key": layout.matrix_key("nightly.json"), "execution_id": "e1"}
+                {
+                    "schedule": "nightly",
+                    "matrix_s3_key": layout.matrix_key("nightly.json"),
+                    "scheduled_time": "2026-11-26T02:00:00Z",
+                }
             )
     return aws.take()
 
