@@ -5,10 +5,8 @@ The Fargate container's entrypoint and the local runtime's worker processes both
 
 from __future__ import annotations
 
-import gzip
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -189,14 +187,6 @@ def with_lock_waits(error: ErrorInfo | None, connections: ConnectionReport | Non
     return error.model_copy(update={"message": f"{error.message}; the monitor last saw {waits}"})
 
 
-def _gzip(path: Path) -> Path:
-    target = path.parent / "upload" / (path.name + ".gz")
-    target.parent.mkdir(exist_ok=True)
-    with path.open("rb") as source, gzip.open(target, "wb") as out:
-        shutil.copyfileobj(source, out)
-    return target
-
-
 def run_step(  # noqa: PLR0915  # a step's whole life: start, stream, probes, upload
     step: Step, store: Store, barriers: StartBarrier, workdir: Path, upload_every_s: float = UPLOAD_EVERY_S
 ) -> StepSummary:
@@ -237,8 +227,7 @@ def run_step(  # noqa: PLR0915  # a step's whole life: start, stream, probes, up
         raise WorkerStopped(raw=store.put_file(raw_key, raw_path)) from None
     wall_s, finished_at = time.monotonic() - t0, now_iso()
     raw = [evidence.put_file(raw_key, raw_path)]  # upload before parsing: the raw output is the evidence
-    for artifact in tool.artifacts(workdir):
-        raw.append(evidence.put_file(f"{step.raw_prefix}/{artifact.name}.gz", _gzip(artifact), "application/gzip"))
+    raw.extend(evidence.put_logs(step.raw_prefix, tool.artifacts(workdir)))
     connections = None
     if monitor is not None:
         connections = monitor.report()
@@ -336,8 +325,7 @@ def _probe(  # noqa: PLR0913  # run_step's context, passed down to one probe
     except WorkerStopped:
         raise WorkerStopped(raw=evidence.store.put_file(raw_key, raw_path)) from None
     raw = [evidence.put_file(raw_key, raw_path)]
-    for artifact in tool.artifacts(probe_dir):
-        raw.append(evidence.put_file(f"{prefix}/{artifact.name}.gz", _gzip(artifact), "application/gzip"))
+    raw.extend(evidence.put_logs(prefix, tool.artifacts(probe_dir)))
     with meter.log_processing():
         measured = tool.measure(probe_step, raw_path.read_text(errors="replace"), exit_code, probe_dir)
     return probe_result(slo, rate_tps, measured.tps, measured.latency, measured.progress, raw, measured.error)
