@@ -14,6 +14,7 @@ from pgarena.aws.settings import LauncherEnv
 from pgarena.aws.sites import SiteReadError, WorkerSite
 from pgarena.model.errors import ErrorKind, failure
 from pgarena.model.plan import Step
+from pgarena.model.warm import WorkerSlot
 
 if TYPE_CHECKING:
     from mypy_boto3_ecs import ECSClient
@@ -25,8 +26,16 @@ def client_token(step: Step, task_token: str) -> str:
     return hashlib.sha256(f"{step.step_id}\n{task_token}".encode()).hexdigest()[:64]
 
 
-def run_task_request(step: Step, task_token: str, env: LauncherEnv, site: WorkerSite | None = None) -> dict[str, Any]:
-    """The RunTask request for one shard, in `site` (default: the home site, from the launcher's env)."""
+def run_task_request(  # noqa: PLR0913  # the shard, its token, where it runs, and its slot
+    step: Step,
+    task_token: str,
+    env: LauncherEnv,
+    site: WorkerSite | None = None,
+    slot: WorkerSlot | None = None,
+    last: bool = True,
+) -> dict[str, Any]:
+    """The RunTask request for one shard, in `site` (default: the home site, from the launcher's env); a
+    worker given its `slot` stays for the slot's next step unless this one is its `last`."""
     remote = site is not None
     site = site or env.home_site
     placement = step.placement
@@ -48,6 +57,14 @@ def run_task_request(step: Step, task_token: str, env: LauncherEnv, site: Worker
                         {"name": "RESULTS_BUCKET", "value": env.results_bucket},
                         {"name": "RESULTS_TABLE", "value": env.results_table},
                         {"name": "RESULTS_REGION", "value": env.region},
+                        *(
+                            [
+                                {"name": "PGARENA_WORKER_SLOT", "value": slot.model_dump_json()},
+                                {"name": "PGARENA_LAST_STEP", "value": "true" if last else "false"},
+                            ]
+                            if slot is not None
+                            else []
+                        ),
                     ],
                 }
             ]
@@ -84,9 +101,11 @@ class EcsLauncher:
         self.ecs_in = ecs_in
         self.site_in = site_in
 
-    def launch(self, step: Step, task_token: str) -> tuple[str | None, list[Any]]:
+    def launch(
+        self, step: Step, task_token: str, slot: WorkerSlot | None = None, last: bool = True
+    ) -> tuple[str | None, list[Any]]:
         ecs, site = self._site_of(step)
-        response = ecs.run_task(**run_task_request(step, task_token, self.env, site))
+        response = ecs.run_task(**run_task_request(step, task_token, self.env, site, slot, last))
         tasks = response.get("tasks") or []
         return (tasks[0]["taskArn"] if tasks else None), list(response.get("failures") or [])
 

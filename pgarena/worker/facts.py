@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import socket
 import sys
 import time
 import urllib.request
@@ -113,6 +114,15 @@ def _task(notes: list[str]) -> EcsTask | None:
     except (OSError, ValueError) as error:
         notes.append(f"task metadata: {error}")
         return None
+
+
+def worker_identity() -> str:
+    """This worker, as the steps it runs record it: the ECS task's ARN, else host:pid (a container's host
+    name is its id), so that a phase's steps tell whether they ran on one worker."""
+    task = _task([])
+    if task is not None and task.task_arn:
+        return task.task_arn
+    return f"{socket.gethostname()}:{os.getpid()}"
 
 
 def round_trip_ms(endpoint: Endpoint, samples: int = RTT_SAMPLES, application_name: str = "pgarena-rtt") -> list[float]:
