@@ -45,7 +45,7 @@ class DynamoWorkerSlots:
                 Key=access.worker_slot_key(slot.campaign_id, slot.name),
                 UpdateExpression=expression,
                 ConditionExpression=condition,
-                ExpressionAttributeNames=_NAMES,
+                ExpressionAttributeNames=_NAMES,  # every expression names the state (DynamoDB refuses unused names)
                 ExpressionAttributeValues=marshal(values),
                 ReturnValues="ALL_NEW",
             )
@@ -67,16 +67,18 @@ class DynamoWorkerSlots:
 
     # --- the launch function's side -----------------------------------------------------------------
     def offer(self, slot: WorkerSlot, assignment: Assignment) -> SlotState | None:
-        """The step given to the slot's worker if it is idle and its beat fresh; None when it is not."""
+        """The step given to the slot's worker if its beat is fresh and it is idle, or busy answering the
+        step before (it beats just before it answers); None when no such worker holds the slot."""
         item = self._update(
             slot,
             "SET #s = :assigned, assignment = :a, seq = seq + :one",
-            "#s = :idle AND beat > :since",
+            "(#s = :idle OR #s = :busy) AND beat > :since",
             {
                 ":assigned": ASSIGNED,
                 ":a": assignment.model_dump_json(),
                 ":one": 1,
                 ":idle": IDLE,
+                ":busy": BUSY,
                 ":since": _epoch(self.clock() - FRESH_S),
             },
         )
@@ -103,21 +105,32 @@ class DynamoWorkerSlots:
             },
         )
 
+    def finishing(self, slot: WorkerSlot, worker: str) -> None:
+        """The worker is about to answer its step: its beat renewed, so that the next step's offer finds
+        it live however long the step ran."""
+        self._update(
+            slot, "SET beat = :now", "worker = :me AND attribute_exists(#s)", {":now": _epoch(self.clock()), ":me": worker}
+        )
+
     def idle(self, slot: WorkerSlot, worker: str) -> bool:
-        """The worker is done with its step and can take the next; False when it no longer holds the slot."""
-        values = {":idle": IDLE, ":now": _epoch(self.clock()), ":me": worker}
-        return self._update(slot, "SET #s = :idle, beat = :now REMOVE assignment", "worker = :me", values) is not None
+        """The worker answered its step and waits for the next (one offered meanwhile stays offered);
+        False when it no longer holds the slot."""
+        values = {":idle": IDLE, ":busy": BUSY, ":now": _epoch(self.clock()), ":me": worker}
+        if self._update(slot, "SET #s = :idle, beat = :now", "worker = :me AND #s = :busy", values) is not None:
+            return True
+        state = self.read(slot)
+        return state is not None and state.worker == worker
 
     def beat(self, slot: WorkerSlot, worker: str) -> None:
         """An idle worker is still there (an offer may have come meanwhile: nothing to renew then)."""
-        self._update(
-            slot, "SET beat = :now", "worker = :me AND #s = :idle", {":now": _epoch(self.clock()), ":me": worker, ":idle": IDLE}
-        )
+        values = {":now": _epoch(self.clock()), ":me": worker, ":idle": IDLE}
+        self._update(slot, "SET beat = :now", "worker = :me AND #s = :idle", values)
 
     def claim(self, slot: WorkerSlot, worker: str, seq: int) -> bool:
         """The worker takes the offer `seq`; False when it was withdrawn first."""
-        values = {":busy": BUSY, ":me": worker, ":assigned": ASSIGNED, ":seq": seq}
-        return self._update(slot, "SET #s = :busy", "worker = :me AND #s = :assigned AND seq = :seq", values) is not None
+        values = {":busy": BUSY, ":me": worker, ":assigned": ASSIGNED, ":seq": seq, ":now": _epoch(self.clock())}
+        condition = "worker = :me AND #s = :assigned AND seq = :seq"
+        return self._update(slot, "SET #s = :busy, beat = :now", condition, values) is not None
 
     def leave(self, slot: WorkerSlot, worker: str) -> bool:
         """The worker exits; False when a step was offered meanwhile (it takes that one instead)."""

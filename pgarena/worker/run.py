@@ -476,7 +476,7 @@ def _serve(  # noqa: PLR0913  # one step's life in a worker: its assignment, the
     before_answer: Callable[[], object] = lambda: None,
 ) -> ErrorInfo | None:
     """Run one assigned step under its heartbeat and hard stop, record it, call `before_answer` (a warm
-    worker says it is free before the state machine can send the next step), then answer the task
+    worker renews its slot's beat, so that the next step's offer finds it live), then answer the task
     token. The step's error, None when it succeeded."""
     step, task_token = assignment.step, assignment.task_token
     with hard_stop(step.timeout_s + WORKER_HARD_STOP_GRACE_S):
@@ -495,7 +495,7 @@ def _serve(  # noqa: PLR0913  # one step's life in a worker: its assignment, the
                 assert error is not None  # every way out without a summary set it
                 _record_failure(step, store, error)
         if error is None or error.kind != ErrorKind.WORKER_STOPPED:
-            before_answer()
+            _best_effort(before_answer)
         try:
             if error is None:
                 sfn.send_task_success(taskToken=task_token, output=json.dumps({"step_id": step.step_id}))
@@ -504,6 +504,14 @@ def _serve(  # noqa: PLR0913  # one step's life in a worker: its assignment, the
         except Exception as unsent:  # the execution was stopped or timed out: the summary is what counts
             logger.warning("state machine not told", step_id=step.step_id, error=str(unsent))
     return error
+
+
+def _best_effort(call: Callable[[], object]) -> object:
+    try:
+        return call()
+    except Exception as error:  # the slot is an optimisation: the step's answer matters more
+        logger.warning("worker slot not updated", error=str(error))
+        return None
 
 
 def next_assignment(  # noqa: PLR0913  # the slot, its worker, and the clock and sleep tests drive
@@ -549,26 +557,38 @@ def main() -> int:
         s3=boto3.client("s3", region_name=region),
         dynamodb=boto3.client("dynamodb", region_name=region),
     )
-    slot = WorkerSlot.model_validate_json(env.slot) if env.slot else None
-    slots = DynamoWorkerSlots(store.dynamodb, store.table) if slot is not None else None
     worker = worker_identity()
-    assignment: Assignment | None = Assignment(
-        step=Step.model_validate_json(env.step), task_token=env.task_token, last=env.last_step
-    )
-    if slots is not None and slot is not None:
-        slots.register(slot, worker)
+    first = Assignment(step=Step.model_validate_json(env.step), task_token=env.task_token, last=env.last_step)
+    if env.slot is None:  # started for one step
+        return 0 if _serve(first, env, sfn, store, (worker, 1)) is None else 1
+    slot = WorkerSlot.model_validate_json(env.slot)
+    slots = DynamoWorkerSlots(store.dynamodb, store.table)
+    slots.register(slot, worker)
+    return serve_slot(first, slot, slots, worker, lambda a, n, finishing: _serve(a, env, sfn, store, (worker, n), finishing))
+
+
+def serve_slot(
+    first: Assignment,
+    slot: WorkerSlot,
+    slots: WorkerSlots,
+    worker: str,
+    serve: Callable[[Assignment, int, Callable[[], object]], ErrorInfo | None],
+) -> int:
+    """The warm worker's loop: each assignment served, then the next one waited for at the slot; the
+    exit code of the last step (0: it succeeded)."""
+    assignment: Assignment | None = first
     served, error = 0, None
     while assignment is not None:
         served += 1
-        stays = slots is not None and slot is not None and not assignment.last
-        free = (lambda: slots.idle(slot, worker)) if stays and slots is not None and slot is not None else (lambda: None)
-        error = _serve(assignment, env, sfn, store, (worker, served), free)
+        error = serve(assignment, served, lambda: slots.finishing(slot, worker))
+        if assignment.last or (error is not None and error.kind == ErrorKind.WORKER_STOPPED):
+            break
         assignment = None
-        if stays and slots is not None and slot is not None and (error is None or error.kind != ErrorKind.WORKER_STOPPED):
-            try:
-                with hard_stop(IDLE_TIMEOUT_S + WORKER_HARD_STOP_GRACE_S):
+        try:
+            with hard_stop(IDLE_TIMEOUT_S + WORKER_HARD_STOP_GRACE_S):
+                if _best_effort(lambda: slots.idle(slot, worker)):
                     assignment = next_assignment(slots, slot, worker)
-            except WorkerStopped:  # stopped between steps (a cancelled campaign): nothing of a step to record
-                logger.info("stopped while waiting for the next step", worker=worker)
-                slots.leave(slot, worker)
+        except WorkerStopped:  # stopped between steps (a cancelled campaign): no step of its to record
+            logger.info("stopped while waiting for the next step", worker=worker)
+            _best_effort(lambda: slots.leave(slot, worker))
     return 0 if error is None else 1

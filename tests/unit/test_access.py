@@ -226,6 +226,7 @@ def _record(aws: Recorder, component: Component, plan) -> list[Call]:  # noqa: C
         store.put_summary(_summary(run, raw=[raw]))
         # A warm worker at its slot: registered, free, beating, waiting for a step, then leaving.
         slots.register(slot, "w1")
+        slots.finishing(slot, "w1")
         slots.idle(slot, "w1")
         slots.beat(slot, "w1")
         slots.read(slot)
