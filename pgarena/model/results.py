@@ -315,6 +315,9 @@ class TargetResult(BaseModel):
     hourly_cost_usd: float | None = None
     rtt_ms: float | None = Field(None, description="median of the workers' median round trips to the database")
     harness: HarnessCost | None = Field(None, description="what its workers cost apart from the tools, every step summed")
+    worker_changes: list[str] = Field(
+        default_factory=list, description="phases whose steps ran on more than one worker (one was lost and replaced)"
+    )
     loads: list[LoadResult] = Field(default_factory=list)
     workloads: list[WorkloadResult] = Field(default_factory=list)
     points: list[PointStats] = Field(

@@ -96,3 +96,5 @@ def test_a_worker_killed_between_steps_is_replaced_and_the_next_step_succeeds(tm
     assert len(done) == 7 and all(s["status"] == "succeeded" for s in done)
     workers = {s["worker"]["worker_id"] for s in done}
     assert killed in workers and len(workers) == 2 == run_tasks
+    # And the results say the phase's steps ran on two workers
+    assert target.worker_changes and "on 2 workers" in target.worker_changes[0]

@@ -14,11 +14,13 @@ import boto3
 import pytest
 from moto import mock_aws
 
+from pgarena.analysis.aggregate import worker_changes
 from pgarena.aws.campaign_state import CampaignState
 from pgarena.aws.store import ResultStore, create_results_table
 from pgarena.aws.worker_slots import DynamoWorkerSlots
 from pgarena.campaign.launch import launch
 from pgarena.model.plan import ShardRef, Step
+from pgarena.model.results import StepSummary, WorkerFacts
 from pgarena.model.warm import HANDOVER_S, IDLE_TIMEOUT_S, Assignment, WorkerSlot, last_on_slot
 from pgarena.planning.campaign import parse_campaign
 from pgarena.planning.cost import estimate
@@ -201,3 +203,24 @@ def test_a_shards_last_step_is_the_last_that_has_that_shard():
     last = len(groups) - 1
     assert [last_on_slot(groups, i, 0) for i in range(len(groups))] == [False] * last + [True]
     assert [last_on_slot(groups, i, 1) for i in range(2, len(groups))] == [False] * (last - 2) + [True]
+
+
+def _ran(step_id: str, repetition: int, worker: str, cpu: str = "cpu A") -> StepSummary:
+    return StepSummary(
+        campaign_id="c1", step_id=step_id, target="t0", workload="tpcb", kind="run", tool="pgbench", repetition=repetition,
+        status="succeeded", started_at="t", finished_at="t", wall_s=1.0, worker=WorkerFacts(worker_id=worker, cpu_model=cpu),
+    )  # fmt: skip
+
+
+def test_the_results_say_when_a_phases_steps_ran_on_more_than_one_worker():
+    # Given repetition 1 on one worker per shard, and repetition 2 whose worker was replaced mid-phase
+    summaries = [
+        _ran("t0/tpcb/c2-r1/s0", 1, "w1"),
+        _ran("t0/tpcb/c2-r1/s1", 1, "w2"),
+        _ran("t0/tpcb/c4-r1/s0", 1, "w1"),
+        _ran("t0/tpcb/c4-r1/s1", 1, "w2"),
+        _ran("t0/tpcb/c2-r2", 2, "w3"),
+        _ran("t0/tpcb/c4-r2", 2, "w4", "cpu B"),
+    ]
+    # Then only repetition 2 is named, with its workers' CPUs (shards on their own workers are expected)
+    assert worker_changes(summaries) == ["tpcb repetition 2: 2 steps on 2 workers (cpu A, cpu B)"]
