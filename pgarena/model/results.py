@@ -130,9 +130,7 @@ class WorkerFacts(BaseModel):
     platform: str | None = None
     tools: dict[str, str] = Field(default_factory=dict, description="tool or library -> version")
     task: EcsTask | None = Field(None, description="set in AWS (ECS_CONTAINER_METADATA_URI_V4)")
-    worker_id: str | None = Field(
-        None, description="the worker that ran the step: its task ARN in ECS, else host:pid (a container's host is its id)"
-    )
+    worker_id: str | None = Field(None, description="the worker that ran the step: its task ARN in ECS, else host:pid:nonce")
     step_of_worker: int | None = Field(None, description="how many steps its worker had run, this one included")
     rtt_ms: float | None = Field(None, description="median round trip of `select 1` over an open connection")
     rtt_samples: int = 0

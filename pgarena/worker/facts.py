@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import secrets
 import socket
 import sys
 import time
@@ -117,12 +118,13 @@ def _task(notes: list[str]) -> EcsTask | None:
 
 
 def worker_identity() -> str:
-    """This worker, as the steps it runs record it: the ECS task's ARN, else host:pid (a container's host
-    name is its id), so that a phase's steps tell whether they ran on one worker."""
+    """This worker, as the steps it runs record it: the ECS task's ARN, else host:pid:nonce (the nonce
+    tells apart containers that share the host's name and network and each run as pid 1), so that a
+    phase's steps tell whether they ran on one worker."""
     task = _task([])
     if task is not None and task.task_arn:
         return task.task_arn
-    return f"{socket.gethostname()}:{os.getpid()}"
+    return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
 
 
 def round_trip_ms(endpoint: Endpoint, samples: int = RTT_SAMPLES, application_name: str = "pgarena-rtt") -> list[float]:

@@ -67,7 +67,7 @@ def _kill_while_idle(runtime: LocalRuntime, slot: WorkerSlot, finished: callable
     while time.monotonic() < deadline and not finished():
         state = slots.read(slot)
         if state is not None and state.state == "idle":
-            pid = int(state.worker.rsplit(":", 1)[1])
+            pid = int(state.worker.split(":")[1])  # host:pid:nonce (a process, not a container, here)
             os.kill(pid, signal.SIGSTOP)
             now = slots.read(slot)
             if now is not None and now.state == "idle" and now.worker == state.worker:
