@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pgarena.campaign.ports import Launcher, Records, WorkerSlots
 from pgarena.model.errors import ErrorKind, failure
 from pgarena.model.plan import ShardRef, Step
-from pgarena.model.warm import HANDOVER_S, SLOT_POLL_S, Assignment, WorkerSlot, last_on_slot
+from pgarena.model.warm import HANDOVER_POLL_S, HANDOVER_S, Assignment, WorkerSlot, last_on_slot
 
 
 def launch(  # noqa: PLR0913  # the shard, its token, and the three ports it goes through
@@ -55,5 +55,5 @@ def hand_over(
         now = slots.read(slot)
         if now is None or now.seq != offered.seq or now.state != "assigned":
             return offered.worker  # taken (or the slot moved on: either way no longer ours to give)
-        sleep(SLOT_POLL_S)
+        sleep(HANDOVER_POLL_S)
     return None if slots.withdraw(slot, offered.seq) else offered.worker

@@ -14,8 +14,11 @@ from pgarena.model.plan import Boundary, ShardRef, Step, StepGroup
 # A worker with no next step this long exits: a phase's steps follow each other within seconds (the
 # state machine's own transitions), so only a phase cut short (a failed target) leaves a worker waiting.
 IDLE_TIMEOUT_S = 120.0
-# How often an idle worker reads its slot for the next step (a GetItem each).
-SLOT_POLL_S = 0.5
+# How often an idle worker reads its slot for the next step (a GetItem each: idle workers exist only
+# between steps, and a step waits on this poll), and how often the launch function reads whether it
+# was taken.
+SLOT_POLL_S = 0.2
+HANDOVER_POLL_S = 0.1
 # An idle worker renews its beat this often; a beat older than FRESH_S means it is gone (killed, its
 # host lost) and the slot is not offered to it.
 SLOT_BEAT_S = 5.0
