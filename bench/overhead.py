@@ -4,10 +4,14 @@ the critical path, and state transitions (what Step Functions bills), for 1, 2, 
 the tool left out).
 
     .venv/bin/python bench/overhead.py [--duration 1] [--targets 1 2 4 8] [--steps 1 2 4 8 16 32] [--shards]
+        [--steps-are clients|repetitions]
 
 The servers are started once, before any campaign, and given to the campaigns as self-hosted
 endpoints: their start-up is no part of any campaign's wall time. Every run step lasts --duration
-seconds (pgbench -T); steps per target are repetitions. Slopes are least-squares fits over the sweep:
+seconds (pgbench -T); steps per target are client counts 1..k of one phase (--steps-are clients, the
+default: a sweep, which one warm worker serves) or k repetitions (each its own phase, so its own
+worker). The script runs against whichever pgarena its interpreter imports: run it with another
+checkout's interpreter to measure that code with this same sweep. Slopes are least-squares fits over the sweep:
 overhead per added target (one step each) and per added step (one target). Goal: flat, i.e. a
 constant cost per target and per step. --shards adds the sharded-run table (start skew, transitions
 per shard).
@@ -34,11 +38,14 @@ from pgarena.model.matrix import Campaign, Endpoint
 from pgarena.planning.campaign import parse_campaign
 
 
-def campaign(name: str, endpoints: list[Endpoint], steps: int, duration_s: int, workers: int = 1) -> Campaign:
+def campaign(  # noqa: PLR0913  # the sweep's knobs
+    name: str, endpoints: list[Endpoint], steps: int, duration_s: int, workers: int = 1, steps_are: str = "repetitions"
+) -> Campaign:
+    clients: int | list[int] = list(range(1, steps + 1)) if steps_are == "clients" else 2
     return parse_campaign(
         {
             "campaign": name,
-            "repetitions": steps,
+            "repetitions": steps if steps_are == "repetitions" else 1,
             "targets": [
                 {"name": f"t{i}", "provider": "self-hosted", "endpoint": e.model_dump(mode="json", exclude={"password"})}
                 for i, e in enumerate(endpoints)
@@ -48,7 +55,7 @@ def campaign(name: str, endpoints: list[Endpoint], steps: int, duration_s: int, 
                     "name": "tpcb",
                     "tool": "pgbench",
                     "init": {"scale": 1},
-                    "run": {"clients": 2, "jobs": 1, "duration_s": duration_s, "progress_s": 1, "workers": workers},
+                    "run": {"clients": clients, "jobs": 1, "duration_s": duration_s, "progress_s": 1, "workers": workers},
                 }
             ],
         }
@@ -59,7 +66,8 @@ def campaign(name: str, endpoints: list[Endpoint], steps: int, duration_s: int, 
 class Measured:
     targets: int
     steps: int  # run steps per target
-    workers: int  # worker processes: every step's, the load steps' included
+    workers: int  # steps run, the load steps' included (one worker process each before warm workers)
+    processes: int  # worker processes that ran them (their worker_id; one per step where none is recorded)
     wall_s: float
     bench_s: float  # the tools' run time on the critical path
     transitions: int
@@ -85,8 +93,10 @@ def critical_path_s(steps: list[dict[str, Any]]) -> float:
     return sum(groups.values())
 
 
-def measure(runtime: LocalRuntime, name: str, endpoints: list[Endpoint], steps: int, duration_s: int) -> Measured:
-    run = runtime.wait(runtime.start(campaign(name, endpoints, steps, duration_s)))
+def measure(  # noqa: PLR0913  # the runtime and the sweep's knobs
+    runtime: LocalRuntime, name: str, endpoints: list[Endpoint], steps: int, duration_s: int, steps_are: str = "repetitions"
+) -> Measured:
+    run = runtime.wait(runtime.start(campaign(name, endpoints, steps, duration_s, steps_are=steps_are)))
     if run.status != "SUCCEEDED" or run.results is None or any(t.status != "succeeded" for t in run.results.targets):
         raise SystemExit(f"{name}: the campaign did not succeed ({run.status}, {run.error}): see {run.results_dir}")
     done = summaries(run)
@@ -95,6 +105,7 @@ def measure(runtime: LocalRuntime, name: str, endpoints: list[Endpoint], steps: 
         targets=len(endpoints),
         steps=steps,
         workers=len(done),
+        processes=len(done) if None in (ids := {(s.get("worker") or {}).get("worker_id") for s in done}) else len(ids),
         wall_s=run.wall_s,
         bench_s=critical_path_s(done),
         transitions=run.state_transitions,
@@ -126,12 +137,12 @@ def worker_start_up() -> tuple[float, float]:
 
 def table(rows: list[Measured]) -> None:
     print(
-        "targets  steps/target  workers  wall (s)  tools (s)  overhead (s)  per worker (s)  transitions  per worker  "
+        "targets  steps/target  steps  processes  wall (s)  tools (s)  overhead (s)  per step (s)  transitions  per step  "
         "worker CPU (s) median/max  worker RSS (MiB) max"
     )
     for m in rows:
         print(
-            f"{m.targets:7d}  {m.steps:12d}  {m.workers:7d}  {m.wall_s:8.1f}  {m.bench_s:9.1f}  {m.overhead_s:12.1f}  "
+            f"{m.targets:7d}  {m.steps:12d}  {m.workers:5d}  {m.processes:9d}  {m.wall_s:8.1f}  {m.bench_s:9.1f}  {m.overhead_s:12.1f}  "
             f"{m.overhead_s / m.workers:14.2f}  {m.transitions:11d}  {m.transitions / m.workers:10.1f}  "
             f"{float(np.median(m.worker_cpu_s)):13.2f} / {max(m.worker_cpu_s):5.2f}  {max(m.worker_rss_mib):20.1f}",
             flush=True,
@@ -170,6 +181,7 @@ def main() -> None:
     parser.add_argument("--targets", type=int, nargs="+", default=[1, 2, 4, 8], help="target counts to sweep")
     parser.add_argument("--steps", type=int, nargs="+", default=[1, 2, 4, 8, 16, 32], help="run steps per target")
     parser.add_argument("--shards", action="store_true", help="also the sharded-run table")
+    parser.add_argument("--steps-are", choices=["clients", "repetitions"], default="clients", help="what a target's steps are")
     options = parser.parse_args()
     with ExitStack() as stack, tempfile.TemporaryDirectory() as tmp:
         servers = [EmbeddedProcess(f"overhead{i}", {"fsync": "off"}) for i in range(max(options.targets))]
@@ -183,10 +195,10 @@ def main() -> None:
         print(f"worker start-up (interpreter + imports, before its step): {cpu:.2f} CPU-s, peak RSS {rss:.1f} MiB", flush=True)
         by_targets = [measure(runtime, f"targets{n}", endpoints[:n], 1, options.duration) for n in options.targets]
         table(by_targets)
-        by_steps = [measure(runtime, f"steps{k}", endpoints[:1], k, options.duration) for k in options.steps]
+        by_steps = [measure(runtime, f"steps{k}", endpoints[:1], k, options.duration, options.steps_are) for k in options.steps]
         table(by_steps)
         fits("per target (1 step each)", "target", by_targets, "targets")
-        fits("per step (1 target)", "step", by_steps, "steps")
+        fits(f"per step (1 target, steps are {options.steps_are})", "step", by_steps, "steps")
         every = [m for rows in (by_targets, by_steps) for m in rows]
         cpu_all = [c for m in every for c in m.worker_cpu_s]
         rss_all = [r for m in every for r in m.worker_rss_mib]

@@ -15,6 +15,7 @@ from pgarena.aws.leases import LeaseStore
 from pgarena.aws.ledger import Ledger
 from pgarena.aws.settings import ResultsEnv, TableEnv
 from pgarena.aws.store import ResultStore
+from pgarena.aws.worker_slots import DynamoWorkerSlots
 from pgarena.campaign.leases import Leases
 from pgarena.local.leases import FileLeases
 
@@ -43,6 +44,10 @@ class Dependencies(Generic[Env]):
     @cached_property
     def records(self) -> CampaignState:
         return CampaignState(self.store)
+
+    @cached_property
+    def worker_slots(self) -> DynamoWorkerSlots:
+        return DynamoWorkerSlots(self.dynamodb, self.env.results_table)
 
     @cached_property
     def ledger(self) -> Ledger:

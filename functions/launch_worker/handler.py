@@ -1,4 +1,5 @@
-"""Run Worker Task: start one worker (ECS RunTask); the worker answers the state machine's task token."""
+"""Run Worker Task: hand the step to its phase's warm worker, or start one (ECS RunTask); the worker
+answers the state machine's task token."""
 
 from __future__ import annotations
 
@@ -45,6 +46,6 @@ class LaunchEvent(ShardRef):
 def handler(event: LaunchEvent, context: LambdaContext) -> dict[str, Any]:
     deps = Dependencies.of(LauncherEnv)
     launcher = EcsLauncher(boto3.client("ecs"), deps.env, ecs_in=_ecs_in, site_in=_site_in)
-    step, task_arn = launch(event, event.task_token, deps.records, launcher)
-    logger.info("worker launched", step_id=step.step_id, task_arn=task_arn)
-    return {"task_arn": task_arn}
+    step, worker, started = launch(event, event.task_token, deps.records, launcher, deps.worker_slots)
+    logger.info("worker launched" if started else "step handed to the phase's worker", step_id=step.step_id, worker=worker)
+    return {"task_arn": worker, "started": started}

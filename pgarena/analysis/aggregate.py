@@ -215,6 +215,40 @@ def total_cost(costs: list[HarnessCost | None]) -> HarnessCost | None:
     )
 
 
+_SHARD = re.compile(r"/s(\d+)$")
+_PHASE = re.compile(r"(?:^|/)(p\d+)/")
+
+
+def worker_changes(summaries: Iterable[StepSummary]) -> list[str]:
+    """Where one slot's steps (a repetition's, or a sweep phase's, on one shard index) ran on more than
+    one worker: a warm worker serves them all, so another one means its worker was lost and replaced,
+    and the client side may have changed between the points of the sweep."""
+    slots: dict[tuple[str, int, str, str], list[StepSummary]] = {}
+    for summary in summaries:
+        if summary.worker is None or summary.worker.worker_id is None:
+            continue
+        shard_of, phase_of = _SHARD.search(summary.step_id), _PHASE.search(summary.step_id)
+        key = (
+            summary.workload,
+            summary.repetition,
+            phase_of.group(1) if phase_of else "",
+            shard_of.group(1) if shard_of else "0",
+        )
+        slots.setdefault(key, []).append(summary)
+    changes = []
+    for (workload, repetition, phase, shard), steps in sorted(slots.items()):
+        workers = {s.worker.worker_id for s in steps if s.worker}
+        if len(workers) > 1:
+            cpus = sorted({s.worker.cpu_model or "unknown CPU" for s in steps if s.worker})
+            where = (
+                f"{workload} repetition {repetition}"
+                + (f" {phase}" if phase else "")
+                + (f" shard {shard}" if shard != "0" else "")
+            )
+            changes.append(f"{where}: {len(steps)} steps on {len(workers)} workers ({', '.join(cpus)})")
+    return changes
+
+
 def median_rtt_ms(workers: list[WorkerFacts | None]) -> float | None:
     """The target's round trip: the median of its workers' medians (each of 20 `select 1`)."""
     rtts = [w.rtt_ms for w in workers if w is not None and w.rtt_ms is not None]
@@ -332,6 +366,7 @@ def _target_result(  # noqa: PLR0913  # a target's plan, outcome, summaries, ser
         rtt_ms=median_rtt_ms(workers),
         site=site(planned.placement, workers),
         worker_size=worker_size(workers),
+        worker_changes=worker_changes(s for s in summaries.values() if s.target == planned.name),
         harness=total_cost([s.harness for s in summaries.values() if s.target == planned.name]),
         loads=loads,
         workloads=workloads,

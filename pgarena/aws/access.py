@@ -13,6 +13,7 @@ Table items (one table, keys `pk`/`sk`, both strings):
     outcome  pk outcome#<campaign_id>    sk target#<phase>#<index>      (the state machine: a target finished or failed)
                                          sk shard#<phase>#<index>#<step>#<shard>  (the state machine: a worker failed)
     ledger   pk ledger#<YYYY-MM>         sk campaign#<id> | total      (ledger: the month's cost bookings)
+    worker   pk worker#<campaign_id>     sk <phase>#<target>#<shard>   (worker_slots: the warm worker of a slot)
 """
 
 from __future__ import annotations
@@ -57,7 +58,9 @@ LEDGER = ItemKind("cost ledger", "ledger#")
 # Written by the state machine itself (DynamoDB PutItem tasks in statemachines/campaign.asl.json, whose
 # key formats tests/unit/test_access.py checks against these): outcomes never accumulate in its state.
 OUTCOMES = ItemKind("target and worker outcomes", "outcome#")
-ITEM_KINDS = (SUMMARIES, LEASES, BARRIERS, LEDGER, OUTCOMES)
+# A warm worker's slot (pgarena.model.warm): the launch function offers it the next step there.
+WORKERS = ItemKind("warm worker slots", "worker#")
+ITEM_KINDS = (SUMMARIES, LEASES, BARRIERS, LEDGER, OUTCOMES, WORKERS)
 # The kinds whose partition is one campaign's: an id with any such item is in use.
 CAMPAIGN_ITEM_KINDS = (SUMMARIES, BARRIERS, OUTCOMES)
 
@@ -87,6 +90,10 @@ def lease_item_key(server: str) -> dict[str, AttributeValueTypeDef]:
 
 def barrier_key(campaign_id: str, group_id: str) -> dict[str, AttributeValueTypeDef]:
     return _key(BARRIERS.pk(campaign_id), group_id)
+
+
+def worker_slot_key(campaign_id: str, slot: str) -> dict[str, AttributeValueTypeDef]:
+    return _key(WORKERS.pk(campaign_id), slot)
 
 
 def ledger_campaign_key(month: str, campaign_id: str) -> dict[str, AttributeValueTypeDef]:
@@ -217,8 +224,13 @@ ACCESS: Mapping[Component, tuple[Grant, ...]] = MappingProxyType(
             BucketGrant(PREFLIGHT_STEPS, (A.PUT_OBJECT,)),
             BucketGrant(CA_BUNDLES, (A.GET_OBJECT,)),  # an endpoint's sslrootcert in the bucket
         ),
-        # The shard's step from preflight's steps; ecs:RunTask and iam:PassRole (compute grants, not here).
-        Component.LAUNCH_WORKER: (BucketGrant(PREFLIGHT_STEPS, (A.GET_OBJECT,)),),
+        # The shard's step from preflight's steps, offered to the slot's warm worker (WorkerSlots.offer,
+        # taken, withdraw: conditional updates and reads); ecs:RunTask and iam:PassRole (compute grants,
+        # not here) when none takes it.
+        Component.LAUNCH_WORKER: (
+            BucketGrant(PREFLIGHT_STEPS, (A.GET_OBJECT,)),
+            TableGrant(WORKERS, (A.GET_ITEM, A.UPDATE_ITEM)),
+        ),
         Component.RELEASE_LEASE: (TableGrant(LEASES, (A.GET_ITEM, A.PUT_ITEM)), BucketGrant(PLAN, (A.GET_OBJECT,))),
         # finalize: the plan, the cost decision and the outcomes (CampaignState), ResultStore.summaries
         # (query), each sharded step's series (read), what lost workers left (list), Ledger.settle (read,
@@ -259,11 +271,13 @@ ACCESS: Mapping[Component, tuple[Grant, ...]] = MappingProxyType(
         # Fails the step of a worker whose task never ran (SendTaskFailure, granted by the stack); touches no results.
         Component.TASK_STOPPED: (),
         # ResultStore.put_summary (its progress series, then a conditional put), wait_at_barrier (update,
-        # read), raw output uploaded tagged.
+        # read), raw output uploaded tagged; its slot (WorkerSlots: registered with a put, then conditional
+        # updates and reads while it waits for the next step).
         Component.WORKER: (
             TableGrant(SUMMARIES, (A.PUT_ITEM,)),
             BucketGrant(PROGRESS, (A.PUT_OBJECT,)),
             BucketGrant(CA_BUNDLES, (A.GET_OBJECT,)),
+            TableGrant(WORKERS, (A.GET_ITEM, A.PUT_ITEM, A.UPDATE_ITEM)),
             TableGrant(BARRIERS, (A.UPDATE_ITEM, A.GET_ITEM)),
             BucketGrant(RAW_OUTPUT, (A.PUT_OBJECT, A.PUT_OBJECT_TAGGING)),
         ),

@@ -21,6 +21,7 @@ from pgarena.aws.throttling import backoff_s, is_throttling, patiently
 from pgarena.model.errors import ErrorKind, failure
 from pgarena.model.plan import Step
 from pgarena.model.sites import site_constraint
+from pgarena.model.warm import WorkerSlot
 
 if TYPE_CHECKING:
     from mypy_boto3_ecs import ECSClient
@@ -50,10 +51,17 @@ def capacity_failures(failures: list[Any]) -> bool:
     return bool(failures) and all(CAPACITY_REASON.search(str(f.get("reason", ""))) for f in failures)
 
 
-def run_task_request(
-    step: Step, task_token: str, env: LauncherEnv, site: WorkerSite | None = None, attempt: int = 0
+def run_task_request(  # noqa: PLR0913  # the shard, its token, where it runs, its slot, and the attempt
+    step: Step,
+    task_token: str,
+    env: LauncherEnv,
+    site: WorkerSite | None = None,
+    slot: WorkerSlot | None = None,
+    last: bool = True,
+    attempt: int = 0,
 ) -> dict[str, Any]:
-    """The RunTask request for one shard, in `site` (default: the home site, from the launcher's env)."""
+    """The RunTask request for one shard, in `site` (default: the home site, from the launcher's env); a
+    worker given its `slot` stays for the slot's next step unless this one is its `last`."""
     remote = site is not None
     site = site or env.home_site
     placement = step.placement
@@ -75,6 +83,14 @@ def run_task_request(
                         {"name": "RESULTS_BUCKET", "value": env.results_bucket},
                         {"name": "RESULTS_TABLE", "value": env.results_table},
                         {"name": "RESULTS_REGION", "value": env.region},
+                        *(
+                            [
+                                {"name": "PGARENA_WORKER_SLOT", "value": slot.model_dump_json()},
+                                {"name": "PGARENA_LAST_STEP", "value": "true" if last else "false"},
+                            ]
+                            if slot is not None
+                            else []
+                        ),
                     ],
                 }
             ]
@@ -95,10 +111,12 @@ def run_task_request(
     return request
 
 
-def external_run_task_request(step: Step, task_token: str, env: LauncherEnv, site: str) -> dict[str, Any]:
+def external_run_task_request(  # noqa: PLR0913  # the shard, its token, the site, and its slot
+    step: Step, task_token: str, env: LauncherEnv, site: str, slot: WorkerSlot | None = None, last: bool = True
+) -> dict[str, Any]:
     """The RunTask request for one shard on external site `site`: the home cluster, its EXTERNAL task
     definition (same image and task role as Fargate's, bridge network: no subnets), the site's machines only."""
-    request = run_task_request(step, task_token, env, None)
+    request = run_task_request(step, task_token, env, None, slot, last)
     request["taskDefinition"] = env.external_task_definition_arn
     request.pop("capacityProviderStrategy", None)  # Fargate Spot is for Fargate tasks; an external machine is the user's
     request.pop("networkConfiguration", None)  # the home subnets: Fargate's, not the machine's
@@ -125,12 +143,14 @@ class EcsLauncher:
         self.site_in = site_in
         self.sleep = sleep
 
-    def launch(self, step: Step, task_token: str) -> tuple[str | None, list[Any]]:
+    def launch(
+        self, step: Step, task_token: str, slot: WorkerSlot | None = None, last: bool = True
+    ) -> tuple[str | None, list[Any]]:
         """RunTask, again after a backoff with jitter while ECS is throttled or out of capacity (a few times:
         the state machine retries LaunchFailed past that); the task, or the last failures."""
         external = step.placement.site if step.placement else None
         if external is not None:
-            request = self._external_request(step, task_token, external)
+            request = self._external_request(step, task_token, external, slot, last)
             response = patiently(
                 partial(self.ecs.run_task, **request), retry_on=is_throttling, sleep=self.sleep, max_attempts=LAUNCH_ATTEMPTS
             )
@@ -141,7 +161,7 @@ class EcsLauncher:
         for attempt in range(LAUNCH_ATTEMPTS):
             if attempt:
                 self.sleep(backoff_s(attempt - 1, cap_s=LAUNCH_BACKOFF_CAP_S))
-            request = run_task_request(step, task_token, self.env, site, attempt)
+            request = run_task_request(step, task_token, self.env, site, slot, last, attempt)
             response = patiently(
                 partial(ecs.run_task, **request),
                 retry_on=is_throttling,
@@ -154,7 +174,7 @@ class EcsLauncher:
                 return (tasks[0]["taskArn"] if tasks else None), failures
         return None, failures
 
-    def _external_request(self, step: Step, task_token: str, site: str) -> dict[str, Any]:
+    def _external_request(self, step: Step, task_token: str, site: str, slot: WorkerSlot | None, last: bool) -> dict[str, Any]:
         sites = self.env.sites
         if not sites.serves_site(site):
             # Validate And Plan refuses this; a stack redeployed without the site since then lands here.
@@ -164,7 +184,7 @@ class EcsLauncher:
             )
         if not self.env.external_task_definition_arn:
             raise failure(ErrorKind.LAUNCH_FAILED, f"external site {site!r}: the launcher has no EXTERNAL task definition")
-        return external_run_task_request(step, task_token, self.env, site)
+        return external_run_task_request(step, task_token, self.env, site, slot, last)
 
     def _site_of(self, step: Step) -> tuple[ECSClient, WorkerSite | None]:
         region = step.placement.region if step.placement else None

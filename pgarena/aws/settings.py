@@ -100,6 +100,8 @@ def site_map(home_region: str, site_regions: str, external_sites: str = "") -> S
 class WorkerEnv(FromEnv):
     step: str = Field(alias="PGARENA_STEP", description="the Step as JSON")
     task_token: str = Field(alias="PGARENA_TASK_TOKEN")
+    slot: str | None = Field(None, alias="PGARENA_WORKER_SLOT", description="the WorkerSlot as JSON: stay for its next step")
+    last_step: bool = Field(True, alias="PGARENA_LAST_STEP", description="no later step of the phase on this slot")
     results_bucket: str = Field(alias="RESULTS_BUCKET")
     results_table: str = Field(alias="RESULTS_TABLE")
     heartbeat_s: float = Field(10.0, alias="PGARENA_HEARTBEAT_S")

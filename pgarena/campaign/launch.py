@@ -1,17 +1,59 @@
-"""Run Worker Task: start one worker for one shard of a step; the worker answers the task token itself."""
+"""Run Worker Task: hand one shard of a step to its slot's warm worker, or start a worker for it; the
+worker answers the state machine's task token itself."""
 
 from __future__ import annotations
 
-from pgarena.campaign.ports import Launcher, Records
+import time
+from collections.abc import Callable
+
+from pgarena.campaign.ports import Launcher, Records, WorkerSlots
 from pgarena.model.errors import ErrorKind, failure
 from pgarena.model.plan import ShardRef, Step
+from pgarena.model.warm import HANDOVER_POLL_S, HANDOVER_S, Assignment, WorkerSlot, last_on_slot
 
 
-def launch(shard: ShardRef, task_token: str, records: Records, launcher: Launcher) -> tuple[Step, str]:
-    """The shard's step from preflight's answer (the state never carries it), started; (step, worker id)."""
-    planned = records.preflight(shard.campaign_id, shard.phase, shard.target).steps[shard.step].shards[shard.shard]
-    worker, failures = launcher.launch(planned, task_token)
-    if worker is None or failures:
+def launch(  # noqa: PLR0913  # the shard, its token, and the three ports it goes through
+    shard: ShardRef,
+    task_token: str,
+    records: Records,
+    launcher: Launcher,
+    slots: WorkerSlots | None = None,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> tuple[Step, str, bool]:
+    """The shard's step from preflight's answer (the state never carries it), handed to the live worker
+    of its slot or started in a new one; (step, worker id, whether a new worker was started)."""
+    steps = records.preflight(shard.campaign_id, shard.phase, shard.target).steps
+    planned = steps[shard.step].shards[shard.shard]
+    last = last_on_slot(steps, shard.step, shard.shard)
+    slot = WorkerSlot.of(shard)
+    if slots is not None:
+        worker = hand_over(slots, slot, Assignment(step=planned, task_token=task_token, last=last), clock, sleep)
+        if worker is not None:
+            return planned, worker, False
+    started, failures = launcher.launch(planned, task_token, slot if slots is not None else None, last)
+    if started is None or failures:
         # A launch failure is transient more often than not: the state machine retries LaunchFailed.
         raise failure(ErrorKind.LAUNCH_FAILED, f"ECS could not start the worker: {failures}")
-    return planned, worker
+    return planned, started, True
+
+
+def hand_over(
+    slots: WorkerSlots,
+    slot: WorkerSlot,
+    assignment: Assignment,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> str | None:
+    """The worker that took the step, or None when no live worker holds the slot: none idle there, or one
+    that did not take the offer within HANDOVER_S (killed between steps), whose offer is withdrawn."""
+    offered = slots.offer(slot, assignment)
+    if offered is None:
+        return None
+    deadline = clock() + HANDOVER_S
+    while clock() < deadline:
+        now = slots.read(slot)
+        if now is None or now.seq != offered.seq or now.state != "assigned":
+            return offered.worker  # taken (or the slot moved on: either way no longer ours to give)
+        sleep(HANDOVER_POLL_S)
+    return None if slots.withdraw(slot, offered.seq) else offered.worker

@@ -7,6 +7,7 @@ leases' port carries its rule and lives in pgarena.campaign.leases.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -15,6 +16,7 @@ if TYPE_CHECKING:
     from pgarena.model.outcomes import TargetOutcome
     from pgarena.model.plan import Plan, PreflightResult, Step
     from pgarena.model.results import StepSummary
+    from pgarena.model.warm import Assignment, WorkerSlot
 
 
 class Store(Protocol):
@@ -75,6 +77,34 @@ class Barrier(Protocol):
 class Launcher(Protocol):
     """Starts one worker for one step; it answers the state machine's task token itself."""
 
-    def launch(self, step: Step, task_token: str) -> tuple[str | None, list[Any]]:
-        """(the started worker's id, or None; the platform's failures)."""
+    def launch(
+        self, step: Step, task_token: str, slot: WorkerSlot | None = None, last: bool = True
+    ) -> tuple[str | None, list[Any]]:
+        """(the started worker's id, or None; the platform's failures). A worker given `slot` registers
+        there and, unless the step is its `last`, waits there for the next one."""
         ...
+
+
+@dataclass(frozen=True)
+class SlotState:
+    """A warm worker's slot as last written: busy, idle, assigned (a step offered) or gone."""
+
+    state: str
+    worker: str
+    seq: int  # the offers made so far: a claim or a withdrawal names the one it means
+    assignment: Assignment | None = None
+
+
+class WorkerSlots(Protocol):
+    """Where the launch function finds a phase's warm worker and hands it the next step
+    (pgarena.aws.worker_slots: conditional updates of one item per slot)."""
+
+    def read(self, slot: WorkerSlot) -> SlotState | None: ...
+    def offer(self, slot: WorkerSlot, assignment: Assignment) -> SlotState | None: ...
+    def withdraw(self, slot: WorkerSlot, seq: int) -> bool: ...
+    def register(self, slot: WorkerSlot, worker: str) -> None: ...
+    def finishing(self, slot: WorkerSlot, worker: str) -> None: ...
+    def idle(self, slot: WorkerSlot, worker: str) -> bool: ...
+    def beat(self, slot: WorkerSlot, worker: str) -> None: ...
+    def claim(self, slot: WorkerSlot, worker: str, seq: int) -> bool: ...
+    def leave(self, slot: WorkerSlot, worker: str) -> bool: ...

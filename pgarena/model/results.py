@@ -94,6 +94,8 @@ class WorkerFacts(BaseModel):
     platform: str | None = None
     tools: dict[str, str] = Field(default_factory=dict, description="tool or library -> version")
     task: EcsTask | None = Field(None, description="set in AWS (ECS_CONTAINER_METADATA_URI_V4)")
+    worker_id: str | None = Field(None, description="the worker that ran the step: its task ARN in ECS, else host:pid:nonce")
+    step_of_worker: int | None = Field(None, description="how many steps its worker had run, this one included")
     rtt_ms: float | None = Field(None, description="median round trip of `select 1` over an open connection")
     rtt_samples: int = 0
     notes: list[str] = Field(default_factory=list, description="facts that could not be read, and why")
@@ -299,6 +301,9 @@ class TargetResult(BaseModel):
     site: str | None = Field(None, description="where its workers ran: an AWS region, or 'local' (this machine)")
     worker_size: WorkerSize | None = Field(None, description="its workers' size (the most common, when they differ)")
     harness: HarnessCost | None = Field(None, description="what its workers cost apart from the tools, every step summed")
+    worker_changes: list[str] = Field(
+        default_factory=list, description="phases whose steps ran on more than one worker (one was lost and replaced)"
+    )
     loads: list[LoadResult] = Field(default_factory=list)
     workloads: list[WorkloadResult] = Field(default_factory=list)
     points: list[PointStats] = Field(

@@ -70,6 +70,9 @@ PRICES: dict[str, RegionPrices] = {
 # to the task's stop, and at least a minute per task.
 FARGATE_MINIMUM_S = 60
 TASK_OVERHEAD_S = 45  # per worker task: provisioning, image pull, interpreter start, final uploads
+# A warm worker serves its slot's steps one after another (pgarena.model.warm): each step after its
+# first pays the hand-over (the launch function, a poll of the slot) and its final uploads only.
+WARM_STEP_OVERHEAD_S = 5
 INIT_BASE_S = 20  # a load's fixed part (connections, vacuum, primary keys on an empty start)
 INIT_PER_SIZE_S = 1.0  # per pgbench scale unit (100,000 rows) or sysbench equivalent, over the network
 CLEANUP_S = 30  # sysbench cleanup: dropping its tables
@@ -100,6 +103,7 @@ TRANSITIONS_PER_WORKER = 1  # Run Worker Task, once per shard
 S3_PUTS_PER_STEP = 3
 S3_UPLOAD_EVERY_S = 15
 DYNAMODB_WRITES_PER_STEP = 1
+DYNAMODB_WRITES_PER_SLOT_STEP = 3  # the slot's item: offered (or registered), taken, freed
 DYNAMODB_WRITES_PER_TARGET = 2  # connection lease taken and given back
 DYNAMODB_WRITES_PER_CAMPAIGN = 4  # ledger: booked (entry + month total), settled (entry + month total)
 
@@ -161,7 +165,26 @@ def _line(item: str, quantity: float, unit: str, unit_price: float, note: str = 
     )
 
 
-Worker = tuple[Step, float]  # one worker task: the step (or shard) it runs and its tool seconds
+Worker = tuple[Step, float]  # one step (or shard) a worker runs, and its tool seconds
+
+
+def worker_tasks(plan: Plan, workers: list[Worker]) -> list[list[Worker]]:
+    """The worker tasks that run these steps: one per slot (phase, target, shard index), its steps in
+    order, as warm workers serve them (pgarena.model.warm)."""
+    where = {
+        step.step_id: (p, t)
+        for p, phase in enumerate(plan.phases)
+        for t, target in enumerate(phase.targets)
+        for step in target.steps
+    }
+    tasks: dict[tuple[int, int, int], list[Worker]] = {}
+    for worker in workers:
+        step = worker[0]
+        logical = step.group_id or step.step_id
+        index = re.search(r"/s(\d+)$", step.step_id) if step.group_id else None
+        phase, target = where.get(logical, (-1, -1))
+        tasks.setdefault((phase, target, int(index.group(1)) if index else step.shard), []).append(worker)
+    return list(tasks.values())
 
 
 def _price(  # noqa: PLR0913  # the worker size, region and Spot, not grouped yet
@@ -175,10 +198,15 @@ def _price(  # noqa: PLR0913  # the worker size, region and Spot, not grouped ye
 ) -> CostEstimate:
     """Price these worker tasks (a step's shards run together); steps without a worker did not run."""
     prices, notes = prices_for(region)
-    task_s = [seconds + TASK_OVERHEAD_S for _, seconds in workers]
-    billed_s = sum(_billed_s(seconds) for seconds in task_s)
+    tasks = worker_tasks(plan, workers)
+    # A task's first step pays its start-up, each later one the hand-over; Fargate bills the task whole.
+    on_task = [
+        [(step, seconds + (TASK_OVERHEAD_S if i == 0 else WARM_STEP_OVERHEAD_S)) for i, (step, seconds) in enumerate(task)]
+        for task in tasks
+    ]
+    billed_s = sum(_billed_s(sum(seconds for _, seconds in task)) for task in on_task)
     step_s: dict[str, float] = {}  # a step lasts as long as its slowest shard
-    for (step, _), seconds in zip(workers, task_s):
+    for step, seconds in (worker for task in on_task for worker in task):
         key = step.group_id or step.step_id
         step_s[key] = max(step_s.get(key, 0.0), seconds)
     # Each phase benchmarks its targets `concurrency` at a time; phases run one after the other.
@@ -198,7 +226,8 @@ def _price(  # noqa: PLR0913  # the worker size, region and Spot, not grouped ye
             billed_s / 3600 * worker_vcpu,
             "vCPU-hours",
             prices.fargate_vcpu_hour * discount,
-            f"{len(workers)} tasks x {worker_vcpu:g} vCPU, {TASK_OVERHEAD_S} s start-up each, at least {FARGATE_MINIMUM_S} s",
+            f"{len(tasks)} tasks for {len(workers)} steps (one per target, phase and shard) x {worker_vcpu:g} vCPU, "
+            f"{TASK_OVERHEAD_S} s start-up each, {WARM_STEP_OVERHEAD_S} s per later step, at least {FARGATE_MINIMUM_S} s",
         ),
         _line(
             f"{kind} memory",
@@ -241,7 +270,9 @@ def _price(  # noqa: PLR0913  # the worker size, region and Spot, not grouped ye
     # Each tool run of a step (an SLO search's probes too) uploads its own output and log.
     s3_puts = sum(S3_PUTS_PER_STEP * step.tool_runs + seconds // S3_UPLOAD_EVERY_S for step, seconds in workers) + 1
     dynamodb_writes = (
-        DYNAMODB_WRITES_PER_STEP * len(workers) + DYNAMODB_WRITES_PER_TARGET * target_passes + DYNAMODB_WRITES_PER_CAMPAIGN
+        (DYNAMODB_WRITES_PER_STEP + DYNAMODB_WRITES_PER_SLOT_STEP) * len(workers)
+        + DYNAMODB_WRITES_PER_TARGET * target_passes
+        + DYNAMODB_WRITES_PER_CAMPAIGN
     )
     lines += [
         _line("Lambda requests", requests, "requests", prices.lambda_request),
@@ -262,7 +293,7 @@ def _price(  # noqa: PLR0913  # the worker size, region and Spot, not grouped ye
         worker_vcpu=worker_vcpu,
         worker_memory_gb=worker_memory_gb,
         spot=spot,
-        tasks=len(workers),
+        tasks=len(tasks),
         worker_task_s=round(billed_s, 3),
         wall_s=round(wall_s, 3),
         lines=lines,

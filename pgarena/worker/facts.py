@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import os
 import platform
+import secrets
+import socket
 import sys
 import time
 import urllib.request
@@ -113,6 +115,16 @@ def _task(notes: list[str]) -> EcsTask | None:
     except (OSError, ValueError) as error:
         notes.append(f"task metadata: {error}")
         return None
+
+
+def worker_identity() -> str:
+    """This worker, as the steps it runs record it: the ECS task's ARN, else host:pid:nonce (the nonce
+    tells apart containers that share the host's name and network and each run as pid 1), so that a
+    phase's steps tell whether they ran on one worker."""
+    task = _task([])
+    if task is not None and task.task_arn:
+        return task.task_arn
+    return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
 
 
 def round_trip_ms(endpoint: Endpoint, samples: int = RTT_SAMPLES, application_name: str = "pgarena-rtt") -> list[float]:

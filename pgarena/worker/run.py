@@ -5,10 +5,8 @@ The Fargate container's entrypoint and the local runtime's worker processes both
 
 from __future__ import annotations
 
-import gzip
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -30,14 +28,16 @@ from pgarena.analysis.slo import probe_result, search
 from pgarena.aws.barrier import DynamoBarrier
 from pgarena.aws.settings import WorkerEnv
 from pgarena.aws.store import ResultStore
+from pgarena.aws.worker_slots import DynamoWorkerSlots
 from pgarena.campaign.ports import Barrier as StartBarrier
-from pgarena.campaign.ports import Store
+from pgarena.campaign.ports import Store, WorkerSlots
 from pgarena.model.errors import KILLED, ErrorInfo, ErrorKind, WorkerStopped, error_info
 from pgarena.model.monitor import ConnectionReport
 from pgarena.model.plan import PHASE_BARRIER_TIMEOUT_S, WORKER_HARD_STOP_GRACE_S, Step
 from pgarena.model.redact import Redactor
 from pgarena.model.results import Barrier, StepSummary, now_iso
 from pgarena.model.slo import SloProbe
+from pgarena.model.warm import IDLE_TIMEOUT_S, SLOT_BEAT_S, SLOT_POLL_S, Assignment, WorkerSlot
 from pgarena.server.credentials import local_ca, resolve_password
 from pgarena.server.monitor import Monitor
 from pgarena.server.replication import LAG_SERIES, ReplicationMonitor
@@ -46,7 +46,7 @@ from pgarena.tools.processes import die_with_parent
 from pgarena.tools.registry import tool_for
 from pgarena.tools.runner import Measured, tool_environment
 from pgarena.worker.evidence import Evidence
-from pgarena.worker.facts import worker_facts
+from pgarena.worker.facts import worker_facts, worker_identity
 from pgarena.worker.harness import CostMeter
 
 if TYPE_CHECKING:
@@ -189,17 +189,15 @@ def with_lock_waits(error: ErrorInfo | None, connections: ConnectionReport | Non
     return error.model_copy(update={"message": f"{error.message}; the monitor last saw {waits}"})
 
 
-def _gzip(path: Path) -> Path:
-    target = path.parent / "upload" / (path.name + ".gz")
-    target.parent.mkdir(exist_ok=True)
-    with path.open("rb") as source, gzip.open(target, "wb") as out:
-        shutil.copyfileobj(source, out)
-    return target
-
-
-def run_step(  # noqa: PLR0915  # a step's whole life: start, stream, probes, upload
-    step: Step, store: Store, barriers: StartBarrier, workdir: Path, upload_every_s: float = UPLOAD_EVERY_S
+def run_step(  # noqa: PLR0913, PLR0915  # a step's whole life: start, stream, probes, upload; who ran it
+    step: Step,
+    store: Store,
+    barriers: StartBarrier,
+    workdir: Path,
+    upload_every_s: float = UPLOAD_EVERY_S,
+    served: tuple[str, int] | None = None,
 ) -> StepSummary:
+    """`served`: the worker's identity and how many steps it has run with this one (its facts say so)."""
     meter = CostMeter()
     evidence = Evidence(store)  # the final uploads, with each file's size and sha256 for the summary
     step = step.model_copy(update={"endpoint": local_ca(step.endpoint)})  # the tool's libpq reads a CA file
@@ -217,6 +215,8 @@ def run_step(  # noqa: PLR0915  # a step's whole life: start, stream, probes, up
     postmaster_before = read_postmaster_start(step.endpoint) or step.postmaster_started_at
     version = tool_version(argv[0])
     facts = worker_facts(step.endpoint, {step.tool: version})  # before the barrier too: 20 round trips
+    if served is not None:
+        facts = facts.model_copy(update={"worker_id": served[0], "step_of_worker": served[1]})
     barrier = _barrier(step, barriers)
     started_at, t0 = now_iso(), time.monotonic()
     try:
@@ -238,8 +238,7 @@ def run_step(  # noqa: PLR0915  # a step's whole life: start, stream, probes, up
         raise WorkerStopped(raw=store.put_file(raw_key, raw_path)) from None
     wall_s, finished_at = time.monotonic() - t0, now_iso()
     raw = [evidence.put_file(raw_key, raw_path)]  # upload before parsing: the raw output is the evidence
-    for artifact in tool.artifacts(workdir):
-        raw.append(evidence.put_file(f"{step.raw_prefix}/{artifact.name}.gz", _gzip(artifact), "application/gzip"))
+    raw.extend(evidence.put_logs(step.raw_prefix, tool.artifacts(workdir)))
     connections = None
     if monitor is not None:
         connections = monitor.report()
@@ -337,8 +336,7 @@ def _probe(  # noqa: PLR0913  # run_step's context, passed down to one probe
     except WorkerStopped:
         raise WorkerStopped(raw=evidence.store.put_file(raw_key, raw_path)) from None
     raw = [evidence.put_file(raw_key, raw_path)]
-    for artifact in tool.artifacts(probe_dir):
-        raw.append(evidence.put_file(f"{prefix}/{artifact.name}.gz", _gzip(artifact), "application/gzip"))
+    raw.extend(evidence.put_logs(prefix, tool.artifacts(probe_dir)))
     with meter.log_processing():
         measured = tool.measure(probe_step, raw_path.read_text(errors="replace"), exit_code, probe_dir)
     return probe_result(slo, rate_tps, measured.tps, measured.latency, measured.progress, raw, measured.error)
@@ -470,25 +468,25 @@ def heartbeat_every_s(env_s: float, timeout_s: int) -> float:
     return min(env_s, timeout_s / 3)
 
 
-def main() -> int:
-    env = WorkerEnv.from_env()
-    step = Step.model_validate_json(env.step)
-    _stop_on_sigterm()
+def _serve(  # noqa: PLR0913  # one step's life in a worker: its assignment, the clients, who runs it
+    assignment: Assignment,
+    env: WorkerEnv,
+    sfn: SFNClient,
+    store: ResultStore,
+    served: tuple[str, int],
+    before_answer: Callable[[], object] = lambda: None,
+) -> ErrorInfo | None:
+    """Run one assigned step under its heartbeat and hard stop, record it, call `before_answer` (a warm
+    worker renews its slot's beat, so that the next step's offer finds it live), then answer the task
+    token. The step's error, None when it succeeded."""
+    step, task_token = assignment.step, assignment.task_token
     with hard_stop(step.timeout_s + WORKER_HARD_STOP_GRACE_S):
-        # In another region's worker site the task's own region is not the results': name it for every client.
-        region = env.results_region
-        sfn = boto3.client("stepfunctions", region_name=region)
-        store = ResultStore(
-            env.results_bucket,
-            env.results_table,
-            s3=boto3.client("s3", region_name=region),
-            dynamodb=boto3.client("dynamodb", region_name=region),
-        )
         beat_s = heartbeat_every_s(env.heartbeat_s, step.heartbeat_timeout_s)
-        with heartbeat(sfn, env.task_token, beat_s), tempfile.TemporaryDirectory(prefix="pgarena-") as tmp:
+        with heartbeat(sfn, task_token, beat_s), tempfile.TemporaryDirectory(prefix="pgarena-") as tmp:
             summary = None
             try:
-                summary = run_step(step, store, DynamoBarrier(store.dynamodb, store.table), Path(tmp), env.upload_every_s)
+                barriers = DynamoBarrier(store.dynamodb, store.table)
+                summary = run_step(step, store, barriers, Path(tmp), env.upload_every_s, served)
                 error = summary.error
             except (WorkerStopped, Exception) as failure:  # told to the state machine rather than leave it waiting
                 error = error_info(failure)
@@ -497,11 +495,101 @@ def main() -> int:
             if summary is None:
                 assert error is not None  # every way out without a summary set it
                 _record_failure(step, store, error)
+        if error is None or error.kind != ErrorKind.WORKER_STOPPED:
+            _best_effort(before_answer)
         try:
             if error is None:
-                sfn.send_task_success(taskToken=env.task_token, output=json.dumps({"step_id": step.step_id}))
-                return 0
-            sfn.send_task_failure(taskToken=env.task_token, error=error.kind, cause=error.cause())
+                sfn.send_task_success(taskToken=task_token, output=json.dumps({"step_id": step.step_id}))
+            else:
+                sfn.send_task_failure(taskToken=task_token, error=error.kind, cause=error.cause())
         except Exception as unsent:  # the execution was stopped or timed out: the summary is what counts
             logger.warning("state machine not told", step_id=step.step_id, error=str(unsent))
-        return 1
+    return error
+
+
+def _best_effort(call: Callable[[], object]) -> object:
+    try:
+        return call()
+    except Exception as error:  # the slot is an optimisation: the step's answer matters more
+        logger.warning("worker slot not updated", error=str(error))
+        return None
+
+
+def next_assignment(  # noqa: PLR0913  # the slot, its worker, and the clock and sleep tests drive
+    slots: WorkerSlots,
+    slot: WorkerSlot,
+    worker: str,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+    idle_timeout_s: float = IDLE_TIMEOUT_S,
+) -> Assignment | None:
+    """Wait at the slot (marked idle already) for the phase's next step; None when another worker holds
+    the slot, or after idle_timeout_s with none (the slot is then marked gone, so that a step dispatched
+    at that moment starts a new worker instead of waiting on this one)."""
+    deadline = last_beat = clock()
+    deadline += idle_timeout_s
+    while True:
+        state = slots.read(slot)
+        if state is None or state.worker != worker:
+            return None
+        if state.state == "assigned" and state.assignment is not None:
+            if slots.claim(slot, worker, state.seq):
+                return state.assignment
+            continue  # withdrawn meanwhile: read again
+        if clock() > deadline and slots.leave(slot, worker):
+            return None
+        if clock() - last_beat > SLOT_BEAT_S:
+            slots.beat(slot, worker)
+            last_beat = clock()
+        sleep(SLOT_POLL_S)
+
+
+def main() -> int:
+    """Run the step the worker was started with; a warm worker (given its slot) then runs the phase's next
+    steps on that slot as the launch function hands them over, until the slot's last or an idle time-out."""
+    env = WorkerEnv.from_env()
+    _stop_on_sigterm()
+    # In another region's worker site the task's own region is not the results': name it for every client.
+    region = env.results_region
+    sfn = boto3.client("stepfunctions", region_name=region)
+    store = ResultStore(
+        env.results_bucket,
+        env.results_table,
+        s3=boto3.client("s3", region_name=region),
+        dynamodb=boto3.client("dynamodb", region_name=region),
+    )
+    worker = worker_identity()
+    first = Assignment(step=Step.model_validate_json(env.step), task_token=env.task_token, last=env.last_step)
+    if env.slot is None:  # started for one step
+        return 0 if _serve(first, env, sfn, store, (worker, 1)) is None else 1
+    slot = WorkerSlot.model_validate_json(env.slot)
+    slots = DynamoWorkerSlots(store.dynamodb, store.table)
+    slots.register(slot, worker)
+    return serve_slot(first, slot, slots, worker, lambda a, n, finishing: _serve(a, env, sfn, store, (worker, n), finishing))
+
+
+def serve_slot(
+    first: Assignment,
+    slot: WorkerSlot,
+    slots: WorkerSlots,
+    worker: str,
+    serve: Callable[[Assignment, int, Callable[[], object]], ErrorInfo | None],
+) -> int:
+    """The warm worker's loop: each assignment served, then the next one waited for at the slot; the
+    exit code of the last step (0: it succeeded)."""
+    assignment: Assignment | None = first
+    served, error = 0, None
+    while assignment is not None:
+        served += 1
+        error = serve(assignment, served, lambda: slots.finishing(slot, worker))
+        if assignment.last or (error is not None and error.kind == ErrorKind.WORKER_STOPPED):
+            break
+        assignment = None
+        try:
+            with hard_stop(IDLE_TIMEOUT_S + WORKER_HARD_STOP_GRACE_S):
+                if _best_effort(lambda: slots.idle(slot, worker)):
+                    assignment = next_assignment(slots, slot, worker)
+        except WorkerStopped:  # stopped between steps (a cancelled campaign): no step of its to record
+            logger.info("stopped while waiting for the next step", worker=worker)
+            _best_effort(lambda: slots.leave(slot, worker))
+    return 0 if error is None else 1

@@ -21,7 +21,7 @@ import pg8000.dbapi
 import pytest
 
 from pgarena.local.embedded import EmbeddedProcess
-from pgarena.local.runtime import LocalRuntime
+from pgarena.local.runtime import TABLE, LocalRuntime
 from pgarena.planning.campaign import parse_campaign
 
 pytestmark = pytest.mark.integration
@@ -130,14 +130,27 @@ def terminate_backends(server):
 def kill_worker(server, runtime, step_id):
     """SIGKILL the worker running `step_id` and the tool it started, as a Fargate task dies."""
     wait_for_run(server.endpoint)
+    os.killpg(_worker_running(runtime, step_id), signal.SIGKILL)
+
+
+def _worker_running(runtime, step_id):
+    """The pid of the worker running `step_id`: the one started for it (its RunTask environment names
+    it), or the warm worker whose slot holds it (pgarena.aws.worker_slots: busy with that assignment;
+    its id is host:pid:nonce)."""
     for process in list(runtime.workers.processes.values()):
         if process.poll() is not None:
             continue
         environ = Path(f"/proc/{process.pid}/environ").read_bytes().split(b"\0")
         step = next((e[len(b"PGARENA_STEP=") :] for e in environ if e.startswith(b"PGARENA_STEP=")), b"{}")
         if json.loads(step).get("step_id") == step_id:
-            os.killpg(process.pid, signal.SIGKILL)
-            return
+            return process.pid
+    slots = runtime.dynamodb.scan(
+        TableName=TABLE, FilterExpression="begins_with(pk, :w)", ExpressionAttributeValues={":w": {"S": "worker#"}}
+    )
+    for item in slots["Items"]:
+        assignment = json.loads(item.get("assignment", {}).get("S", "{}"))
+        if item["state"]["S"] == "busy" and assignment.get("step", {}).get("step_id") == step_id:
+            return int(item["worker"]["S"].split(":")[1])
     raise LookupError(f"no worker runs {step_id}")
 
 

@@ -27,12 +27,16 @@ from pgarena.aws.items import marshal
 from pgarena.aws.leases import LeaseStore
 from pgarena.aws.ledger import Ledger
 from pgarena.aws.store import ResultStore, create_results_table
+from pgarena.aws.worker_slots import DynamoWorkerSlots
 from pgarena.campaign.finalize import finalize_stopped
+from pgarena.campaign.launch import launch
 from pgarena.campaign.leases import holder_id, lease_key
 from pgarena.local.endpoints import LambdaContext
 from pgarena.model import layout
 from pgarena.model.errors import PgarenaError
+from pgarena.model.plan import ShardRef
 from pgarena.model.results import ProgressSample, StepSummary
+from pgarena.model.warm import WorkerSlot
 from pgarena.planning.campaign import parse_campaign
 from pgarena.planning.planner import plan_campaign
 from pgarena.report import REPORT_FILES
@@ -140,6 +144,13 @@ def _summary(step, **changes) -> StepSummary:
     return StepSummary(**{**fields, **changes})
 
 
+class _Started:
+    """ECS RunTask as the launch function sees it (no results call of its own)."""
+
+    def launch(self, step, task_token, slot=None, last=True):
+        return "arn:aws:ecs:us-east-1:123456789012:task/c/1", []
+
+
 def _handler(name: str):
     module = __import__(f"functions.{name}.handler", fromlist=["handler"])
     return lambda event: module.handler(event, LambdaContext(f"pgarena-{name}"))
@@ -172,12 +183,16 @@ def _record(aws: Recorder, component: Component, plan) -> list[Call]:  # noqa: C
         LeaseStore(store.dynamodb, TABLE).acquire(
             lease_key(target.endpoint), holder_id(plan.campaign_id, target.name), 5, 100, 60
         )
+    slots, slot = DynamoWorkerSlots(store.dynamodb, TABLE), WorkerSlot(campaign_id=plan.campaign_id, phase=1, target=0, shard=0)
     if component is Component.LAUNCH_WORKER:
         state.put_preflight(plan.campaign_id, 1, 0, preflight_result(target))
     # An endpoint's CA bundle kept in the bucket (sslrootcert s3://...), which preflight and the worker fetch.
     ca = target.endpoint.model_copy(update={"sslrootcert": f"s3://{BUCKET}/{layout.CA_BUNDLE_PREFIX}{uuid.uuid4().hex}.pem"})
     if component in {Component.PREFLIGHT, Component.WORKER}:
         store.put_bytes(ca.sslrootcert.removeprefix(f"s3://{BUCKET}/"), b"-----BEGIN CERTIFICATE-----", "text/plain")
+    if component is Component.LAUNCH_WORKER:
+        slots.register(slot, "w1")  # a warm worker, idle at its slot
+        slots.idle(slot, "w1")
     if component is Component.COST_GUARD:
         over_cap = _plan("c2").model_copy(update={"cost": plan.cost.model_copy(update={"cap_usd": 0.0001})})
         state.put_plan(over_cap, "e2")
@@ -206,7 +221,11 @@ def _record(aws: Recorder, component: Component, plan) -> list[Call]:  # noqa: C
         state.put_preflight(plan.campaign_id, 1, 0, preflight_result(target))
         local_ca(ca)
     elif component is Component.LAUNCH_WORKER:
-        state.preflight(plan.campaign_id, 1, 0)  # the shard's step; then ecs:RunTask (not the results')
+        # The shard's step, offered to the slot's worker, which never takes it: withdrawn, then ecs:RunTask
+        # (not the results').
+        ticks = iter(range(0, 1000, 5))
+        ref = ShardRef(campaign_id=plan.campaign_id, phase=1, target=0, step=0, shard=0)
+        launch(ref, "token", state, _Started(), slots, clock=lambda: float(next(ticks)), sleep=lambda s: None)
     elif component is Component.RELEASE_LEASE:
         _handler("release_lease")({"campaign_id": plan.campaign_id, "phase": 1, "target": 0})
     elif component is Component.WORKER:
@@ -216,6 +235,14 @@ def _record(aws: Recorder, component: Component, plan) -> list[Call]:  # noqa: C
         store.put_json(f"{run.raw_prefix}/summary.json", {})
         wait_at_barrier(store.dynamodb, TABLE, plan.campaign_id, "group", 0, 1, sleep=lambda s: None)
         store.put_summary(_summary(run, raw=[raw], progress=[ProgressSample(elapsed_s=1.0, tps=10.0)]))
+        # A warm worker at its slot: registered, free, beating, waiting for a step, then leaving.
+        slots.register(slot, "w1")
+        slots.finishing(slot, "w1")
+        slots.idle(slot, "w1")
+        slots.beat(slot, "w1")
+        slots.read(slot)
+        slots.claim(slot, "w1", 1)
+        slots.leave(slot, "w1")
     elif component is Component.AGGREGATE:
         _handler("aggregate")({"campaign_id": plan.campaign_id, "started_at": started_at})
     elif component is Component.FINALIZE_STOPPED:

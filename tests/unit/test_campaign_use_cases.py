@@ -103,7 +103,7 @@ class MemoryLauncher:
         self.failures = failures or []
         self.launched: list[tuple[Step, str]] = []
 
-    def launch(self, step: Step, task_token: str) -> tuple[str | None, list[Any]]:
+    def launch(self, step: Step, task_token: str, slot: Any = None, last: bool = True) -> tuple[str | None, list[Any]]:
         if self.failures:
             return None, self.failures
         self.launched.append((step, task_token))
@@ -153,10 +153,10 @@ def test_a_shard_is_launched_from_preflight_s_answer_and_a_refused_launch_is_lau
 
     # When its first step's only shard is launched
     launcher = MemoryLauncher()
-    step, worker = launch(SHARD, "token-1", records, launcher)
+    step, worker, started = launch(SHARD, "token-1", records, launcher)
 
     # Then the launcher got the step preflight kept, with the task token
-    assert worker == "task-1" and launcher.launched == [(step, "token-1")] and step.target == first.name
+    assert worker == "task-1" and started and launcher.launched == [(step, "token-1")] and step.target == first.name
 
     # And a launch the platform refuses fails as LaunchFailed (the state machine retries it)
     with pytest.raises(PgarenaError) as refused:

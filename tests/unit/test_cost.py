@@ -60,23 +60,24 @@ def test_worker_time_is_each_run_duration_and_a_load_estimate_plus_start_up():
     # When estimated with 1 vCPU and 2 GB workers
     e = cost.estimate(p, 1, 2, "us-east-1")
 
-    # Then Fargate bills the runs' duration, the load estimate and each task's start-up
+    # Then Fargate bills one warm worker: the runs' duration, the load estimate, one start-up and a
+    # hand-over per later step
     load_s = cost.INIT_BASE_S + cost.INIT_PER_SIZE_S * 10
-    expected_s = 3 * 600 + load_s + 4 * cost.TASK_OVERHEAD_S
-    assert (e.tasks, e.worker_task_s) == (4, pytest.approx(expected_s))
+    expected_s = 3 * 600 + load_s + cost.TASK_OVERHEAD_S + 3 * cost.WARM_STEP_OVERHEAD_S
+    assert (e.tasks, e.worker_task_s) == (1, pytest.approx(expected_s))
     assert line(e, "Fargate vCPU").quantity == pytest.approx(expected_s / 3600, abs=1e-6)
     assert line(e, "Fargate memory").quantity == pytest.approx(2 * expected_s / 3600, abs=1e-6)
     assert line(e, "Fargate vCPU").unit_price_usd == cost.PRICES["us-east-1"].fargate_vcpu_hour
 
 
 def test_a_short_task_is_billed_fargate_minimum():
-    # Given a 1 s run: with its start-up it stays under a minute
-    e = cost.estimate(plan(duration_s=1, scale=1), 1, 2, "us-east-1")
+    # Given two repetitions of a 1 s run: the second phase's worker runs that one step, under a minute
+    e = cost.estimate(plan(duration_s=1, scale=1, repetitions=2), 1, 2, "us-east-1")
 
-    # Then the run's task is billed a minute, beside the load's task
-    load_s = cost.INIT_BASE_S + cost.INIT_PER_SIZE_S + cost.TASK_OVERHEAD_S
-    assert 1 + cost.TASK_OVERHEAD_S < cost.FARGATE_MINIMUM_S < load_s
-    assert e.worker_task_s == cost.FARGATE_MINIMUM_S + load_s
+    # Then its task is billed a minute, beside the first phase's (the load, then a run)
+    first_s = cost.INIT_BASE_S + cost.INIT_PER_SIZE_S + cost.TASK_OVERHEAD_S + 1 + cost.WARM_STEP_OVERHEAD_S
+    assert 1 + cost.TASK_OVERHEAD_S < cost.FARGATE_MINIMUM_S < first_s
+    assert (e.tasks, e.worker_task_s) == (2, cost.FARGATE_MINIMUM_S + first_s)
 
 
 def test_targets_cost_their_hourly_price_for_the_campaign_wall_time():
@@ -184,10 +185,11 @@ def test_a_sharded_run_bills_one_task_per_worker_but_lasts_as_long_as_one():
     single, sharded = sharded_plan(1), sharded_plan(3)
     one, three = cost.estimate(single, 1, 2, "us-east-1"), cost.estimate(sharded, 1, 2, "us-east-1")
 
-    # Then the split run starts two more tasks, each billed the run's duration, in the same wall time
+    # Then the split run starts two more tasks, each billed the run's duration; the step lasts as long as
+    # its slowest shard: a new worker's start-up, where the single worker was warm from the load
     assert three.tasks == one.tasks + 2
     assert three.worker_task_s == pytest.approx(one.worker_task_s + 2 * (600 + cost.TASK_OVERHEAD_S))
-    assert three.wall_s == one.wall_s
+    assert three.wall_s == one.wall_s + cost.TASK_OVERHEAD_S - cost.WARM_STEP_OVERHEAD_S
 
 
 def test_measured_shards_are_priced_one_task_each():

@@ -105,3 +105,23 @@ def test_a_pair_with_incomplete_evidence_is_failed_and_re_run():
     assert a.status == "failed" and a.error == error
     assert [w.status for w in a.workloads] == ["failed", "succeeded"] and a.workloads[0].error == error
     assert failed_pairs(marked) == {"a": ["tpcb"]}
+
+
+def test_logs_are_kept_compressed_with_the_size_and_checksum_of_what_was_uploaded(tmp_path):
+    # Given three thread files of a transaction log (pgbench -j 3)
+    logs = []
+    for i in range(3):
+        log = tmp_path / f"pgbench_log.42{'.' + str(i) if i else ''}"
+        log.write_bytes(b"".join(b"%d %d 1234 0 1700000000 5\n" % (i, n) for n in range(20_000)))
+        logs.append(log)
+    uploads = Uploads()
+    evidence = Evidence(uploads)
+    # When the worker keeps them (compressed side by side, hashed as written)
+    keys = evidence.put_logs("c1/raw/a/tpcb/c2-r1", logs)
+    # Then each is uploaded under its own name, in order, decompresses to the log, and its record is the upload's
+    assert keys == [f"c1/raw/a/tpcb/c2-r1/{log.name}.gz" for log in logs]
+    for key, log in zip(keys, logs):
+        assert gzip.decompress(uploads.files[key]) == log.read_bytes()
+        uploaded = tmp_path / "uploaded.gz"
+        uploaded.write_bytes(uploads.files[key])
+        assert evidence.of([key])[key] == raw_file(uploaded)

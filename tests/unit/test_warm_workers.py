@@ -1,0 +1,226 @@
+"""Warm workers: the launch function hands each step to its slot's live worker (campaign, phase, target,
+shard) and starts one only when none takes it; a worker waits at its slot for the next step.
+
+Slots are the real adapter (pgarena.aws.worker_slots) on a moto table; the workers are simulated by
+the same calls pgarena.worker.run makes around each step (finishing, idle, claim).
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from pgarena.analysis.aggregate import worker_changes
+from pgarena.aws.campaign_state import CampaignState
+from pgarena.aws.store import ResultStore, create_results_table
+from pgarena.aws.worker_slots import DynamoWorkerSlots
+from pgarena.campaign.launch import launch
+from pgarena.model.plan import ShardRef, Step
+from pgarena.model.results import StepSummary, WorkerFacts
+from pgarena.model.warm import HANDOVER_S, IDLE_TIMEOUT_S, Assignment, WorkerSlot, last_on_slot
+from pgarena.planning.campaign import parse_campaign
+from pgarena.planning.cost import estimate
+from pgarena.planning.planner import plan_campaign
+from pgarena.planning.shards import shard
+from pgarena.worker.run import next_assignment
+from tests.unit.test_campaign_state import preflight_result
+
+TABLE = "results"
+CLIENT_COUNTS = [1, 2, 4, 8, 16, 32, 64, 128]
+
+
+@pytest.fixture
+def aws(monkeypatch):
+    for name, value in {
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+    }.items():
+        monkeypatch.setenv(name, value)
+    with mock_aws():
+        boto3.client("s3").create_bucket(Bucket=TABLE)
+        create_results_table(boto3.client("dynamodb"), TABLE)
+        yield ResultStore(TABLE, TABLE, s3=boto3.client("s3"), dynamodb=boto3.client("dynamodb"))
+
+
+def sweep(targets: int, repetitions: int, workers: int) -> Any:
+    """4 targets x 8 client counts x 3 repetitions (three interleaved phases), each run in `workers` shards."""
+    return plan_campaign(
+        parse_campaign(
+            {
+                "campaign": "sweep",
+                "repetitions": repetitions,
+                "targets": [
+                    {"name": f"t{i}", "provider": "self-hosted", "endpoint": {"host": f"10.0.0.{i + 1}", "user": "bench"}}
+                    for i in range(targets)
+                ],
+                "workloads": [
+                    {
+                        "name": "tpcb",
+                        "tool": "pgbench",
+                        "init": {"scale": 1},
+                        "run": {"clients": CLIENT_COUNTS, "duration_s": 60, "workers": workers},
+                    }
+                ],
+            }
+        ),
+        "c1",
+    )
+
+
+class Fleet:
+    """ECS RunTask and the workers it starts, as pgarena.worker.run behaves at its slot: registered when
+    started, beating just before it answers, idle after unless the step was its last, taking an offer
+    at its next poll."""
+
+    def __init__(self, slots: DynamoWorkerSlots) -> None:
+        self.slots = slots
+        self.run_tasks: list[str] = []
+        self.waiting: dict[str, WorkerSlot] = {}  # worker -> its slot, while it waits for a step
+
+    def launch(
+        self, step: Step, task_token: str, slot: WorkerSlot | None = None, last: bool = True
+    ) -> tuple[str | None, list[Any]]:
+        assert slot is not None
+        worker = f"task-{len(self.run_tasks) + 1}"
+        self.run_tasks.append(worker)
+        self.slots.register(slot, worker)
+        return worker, []
+
+    def poll(self, seconds: float) -> None:
+        """The waiting workers' next read of their slot: an offered step is taken."""
+        for worker, slot in list(self.waiting.items()):
+            state = self.slots.read(slot)
+            if state is not None and state.state == "assigned" and state.worker == worker:
+                assert self.slots.claim(slot, worker, state.seq)
+                del self.waiting[worker]
+
+    def finish(self, slot: WorkerSlot, worker: str, last: bool) -> None:
+        self.slots.finishing(slot, worker)
+        if not last:
+            assert self.slots.idle(slot, worker)
+            self.waiting[worker] = slot
+
+
+def test_a_sweep_starts_one_worker_per_target_phase_and_shard(aws):
+    # Given 4 targets x 8 client counts x 3 repetitions in 2 shards, each phase's preflight answered
+    plan = sweep(targets=4, repetitions=3, workers=2)
+    records = CampaignState(aws)
+    for phase in plan.phases:
+        for index, target in enumerate(phase.targets):
+            records.put_preflight("c1", phase.phase, index, preflight_result(target))
+    slots = DynamoWorkerSlots(aws.dynamodb, TABLE)
+    fleet = Fleet(slots)
+    ran_on: dict[tuple[int, int, int], set[str]] = {}
+    steps = 0
+    # When the state machine runs every phase, target, step and shard in order
+    for phase in plan.phases:
+        for index, target in enumerate(phase.targets):
+            groups = preflight_result(target).steps
+            for number, group in enumerate(groups):
+                for k in range(len(group.shards)):
+                    ref = ShardRef(campaign_id="c1", phase=phase.phase, target=index, step=number, shard=k)
+                    step, worker, _ = launch(ref, f"token-{steps}", records, fleet, slots, sleep=fleet.poll)
+                    assert step.step_id == group.shards[k].step_id
+                    fleet.finish(WorkerSlot.of(ref), worker, last_on_slot(groups, number, k))
+                    ran_on.setdefault((phase.phase, index, k), set()).add(worker)
+                    steps += 1
+    # Then RunTask ran once per target, phase and shard (24), not once per step and shard
+    assert len(plan.phases) == 3 and steps == 184
+    assert len(fleet.run_tasks) == 24 == len(ran_on)
+    # And each slot's steps all ran on its one worker
+    assert all(len(workers) == 1 for workers in ran_on.values())
+    # And the estimate counts the same worker tasks
+    assert estimate(plan, 1.0, 2.0, "us-east-1").tasks == 24
+
+
+def test_a_worker_that_does_not_take_its_step_is_replaced(aws):
+    # Given a slot whose worker showed idle, then died (it will never read its slot again)
+    plan = sweep(targets=1, repetitions=1, workers=1)
+    records = CampaignState(aws)
+    records.put_preflight("c1", 1, 0, preflight_result(plan.phases[0].targets[0]))
+    slots = DynamoWorkerSlots(aws.dynamodb, TABLE)
+    fleet = Fleet(slots)
+    ref = ShardRef(campaign_id="c1", phase=1, target=0, step=1, shard=0)
+    slot = WorkerSlot.of(ref)
+    slots.register(slot, "dead")
+    assert slots.idle(slot, "dead")
+    ticks = itertools.count(0.0, 1.0)
+    # When the next step is launched and the hand-over wait passes
+    step, worker, started = launch(ref, "token", records, fleet, slots, clock=lambda: next(ticks), sleep=lambda s: None)
+    assert step.step_id.endswith("c1-r1")
+    # Then its offer was withdrawn and a new worker started for the step
+    assert started and fleet.run_tasks == [worker] and worker != "dead"
+    assert next(ticks) > HANDOVER_S
+    # And the dead worker, were it to come back, can no longer take the step
+    assert not slots.claim(slot, "dead", 1)
+    assert slots.read(slot).worker == worker
+
+
+def test_an_idle_worker_takes_the_next_step_then_leaves_after_the_idle_time_out(aws):
+    # Given a worker idle at its slot
+    slots = DynamoWorkerSlots(aws.dynamodb, TABLE)
+    slot = WorkerSlot(campaign_id="c1", phase=1, target=0, shard=0)
+    slots.register(slot, "w1")
+    assert slots.idle(slot, "w1")
+    step = shard(sweep(targets=1, repetitions=1, workers=1).phases[0].targets[0].steps[1]).shards[0]
+    offered = Assignment(step=step, task_token="token-2", last=False)
+    assert slots.offer(slot, offered) is not None
+    # When it polls: it takes the offered step
+    ticks = itertools.count(0.0, 1.0)
+    taken = next_assignment(slots, slot, "w1", clock=lambda: next(ticks), sleep=lambda s: None)
+    assert taken == offered and slots.read(slot).state == "busy"
+    # And when it polls again with nothing offered, it leaves after the idle time-out
+    assert slots.idle(slot, "w1")
+    assert next_assignment(slots, slot, "w1", clock=lambda: next(ticks), sleep=lambda s: None) is None
+    assert next(ticks) > IDLE_TIMEOUT_S
+    # Then the slot is gone: the next step's offer fails, so the launch function starts a new worker
+    assert slots.read(slot).state == "gone" and slots.offer(slot, offered) is None
+
+
+def test_a_worker_replaced_at_its_slot_stops_waiting(aws):
+    # Given a worker idle at its slot, whose slot another worker took (the first was taken for dead)
+    slots = DynamoWorkerSlots(aws.dynamodb, TABLE)
+    slot = WorkerSlot(campaign_id="c1", phase=1, target=0, shard=0)
+    slots.register(slot, "w1")
+    assert slots.idle(slot, "w1")
+    slots.register(slot, "w2")
+    # When the first polls, then Then it exits at once, and cannot show itself idle there either
+    assert next_assignment(slots, slot, "w1", sleep=lambda s: pytest.fail("waited")) is None
+    assert not slots.idle(slot, "w1")
+
+
+def test_a_shards_last_step_is_the_last_that_has_that_shard():
+    # Given a load on one worker, then runs of 1 client (one shard) and more (two shards)
+    groups = [shard(step) for step in sweep(targets=1, repetitions=1, workers=2).phases[0].targets[0].steps]
+    sizes = [len(group.shards) for group in groups]
+    assert sizes[:2] == [1, 1] and set(sizes[2:]) == {2}
+    # Then each shard index's last step is the phase's last, and no earlier one
+    last = len(groups) - 1
+    assert [last_on_slot(groups, i, 0) for i in range(len(groups))] == [False] * last + [True]
+    assert [last_on_slot(groups, i, 1) for i in range(2, len(groups))] == [False] * (last - 2) + [True]
+
+
+def _ran(step_id: str, repetition: int, worker: str, cpu: str = "cpu A") -> StepSummary:
+    return StepSummary(
+        campaign_id="c1", step_id=step_id, target="t0", workload="tpcb", kind="run", tool="pgbench", repetition=repetition,
+        status="succeeded", started_at="t", finished_at="t", wall_s=1.0, worker=WorkerFacts(worker_id=worker, cpu_model=cpu),
+    )  # fmt: skip
+
+
+def test_the_results_say_when_a_phases_steps_ran_on_more_than_one_worker():
+    # Given repetition 1 on one worker per shard, and repetition 2 whose worker was replaced mid-phase
+    summaries = [
+        _ran("t0/tpcb/c2-r1/s0", 1, "w1"),
+        _ran("t0/tpcb/c2-r1/s1", 1, "w2"),
+        _ran("t0/tpcb/c4-r1/s0", 1, "w1"),
+        _ran("t0/tpcb/c4-r1/s1", 1, "w2"),
+        _ran("t0/tpcb/c2-r2", 2, "w3"),
+        _ran("t0/tpcb/c4-r2", 2, "w4", "cpu B"),
+    ]
+    # Then only repetition 2 is named, with its workers' CPUs (shards on their own workers are expected)
+    assert worker_changes(summaries) == ["tpcb repetition 2: 2 steps on 2 workers (cpu A, cpu B)"]
