@@ -183,13 +183,30 @@ def squeeze_after_preflight(server, runtime, campaign_id, name, stop, held):  # 
             stop.wait(0.05)
 
 
-def time_out_statements_after_preflight(server, runtime, campaign_id, name):
+def time_out_statements_after_preflight(server, runtime, campaign_id, name, done):
     """Once preflight has passed, a statement_timeout for the benchmark's role: every later session has it, so
-    loading the data is cancelled (and preflight's own queries never are)."""
+    loading the data is cancelled (and preflight's own queries never are). `done` is set once it holds: the
+    target's workers wait for it (hold_workers), however late this thread runs on a loaded machine."""
     wait_for_preflight(runtime, campaign_id, name)
     conn = connect(server.endpoint)
     conn.cursor().execute(f"alter role bench set statement_timeout = '{STATEMENT_TIMEOUT}'")
     conn.close()
+    done.set()
+
+
+def hold_workers(runtime, name, until):
+    """The ECS stand-in starts no worker for target `name` before `until` is set (or the injection deadline
+    passes): a fault set "after preflight" is then in place before the target's first worker connects."""
+    run_task = runtime.workers.run_task
+
+    def held(request):
+        environment = request.get("overrides", {}).get("containerOverrides", [{}])[0].get("environment", [])
+        step = json.loads(next((e["value"] for e in environment if e["name"] == "PGARENA_STEP"), "{}"))
+        if step.get("target") == name:
+            until.wait(INJECT_DEADLINE_S)
+        return run_task(request)
+
+    runtime.workers.run_task = held
 
 
 @pytest.fixture(scope="module")
@@ -249,6 +266,8 @@ def faults(servers, tmp_path_factory):
     injector = Injector()
     with LocalRuntime(tmp_path_factory.mktemp("fault-results")) as runtime:
         # Given both campaigns started, and each fault waiting for its moment
+        impatient_set = threading.Event()
+        hold_workers(runtime, "impatient", impatient_set)
         main_run, lost_run = runtime.start(main), runtime.start(lost)
         injector.at("restarted", crash_and_restart, servers["restarted"])
         injector.at("terminated", terminate_backends, servers["terminated"])
@@ -270,6 +289,7 @@ def faults(servers, tmp_path_factory):
             runtime,
             main_run.campaign_id,
             "impatient",
+            impatient_set,
         )
         # When they run to their end
         runs = {"main": runtime.wait(main_run), "lost": runtime.wait(lost_run)}
