@@ -53,7 +53,7 @@ def test_a_campaign_on_an_external_site_runs_green_as_external_tasks(runtime):
     (target,) = run.results.targets
     assert target.status == "succeeded", [target.error, *(w.error for w in target.workloads)]
     tasks = list(runtime.workers.tasks.values())
-    assert len(tasks) == 2  # init and run
+    assert len(tasks) == 1  # one warm worker for the phase: init, then run
     assert {(task["launchType"], task["containerInstanceArn"].rsplit(":", 1)[1]) for task in tasks} == {("EXTERNAL", INSTANCE)}
     # with the placement constraint the launcher sent, as RunTask would receive it in AWS
     assert all(task["clusterArn"].endswith("cluster/pgarena-local") for task in tasks)

@@ -45,7 +45,7 @@ WORKLOAD = {
 }
 INJECT_DEADLINE_S = 60
 # Far shorter than loading scale 1 takes (100,000 rows copied, then indexed).
-STATEMENT_TIMEOUT = "50ms"
+STATEMENT_TIMEOUT = "2s"  # the load waits this long on the lock; the run's statements take milliseconds
 
 
 def connect(endpoint, application_name="fault-injector"):
@@ -183,14 +183,22 @@ def squeeze_after_preflight(server, runtime, campaign_id, name, stop, held):  # 
             stop.wait(0.05)
 
 
-def time_out_statements_after_preflight(server, runtime, campaign_id, name, done):
-    """Once preflight has passed, a statement_timeout for the benchmark's role: every later session has it, so
-    loading the data is cancelled (and preflight's own queries never are). `done` is set once it holds: the
-    target's workers wait for it (hold_workers), however late this thread runs on a loaded machine."""
+def time_out_statements_after_preflight(server, runtime, campaign_id, name, done, held):  # noqa: PLR0913  # the fault's server, runtime and campaign, what it tells and what it holds
+    """Once preflight has passed, a statement_timeout for the benchmark's role (every later session has it) and a
+    lock the load must wait for: its first statement (pgbench -i drops pgbench_accounts) waits on the lock held
+    here until the timeout cancels it. The run then finds no pgbench_branches and fails as the tool does; its
+    few short statements stay far below the timeout. Nothing depends on how fast the load would have been.
+    `done` is set once both hold: the target's workers wait for it (hold_workers)."""
     wait_for_preflight(runtime, campaign_id, name)
     conn = connect(server.endpoint)
     conn.cursor().execute(f"alter role bench set statement_timeout = '{STATEMENT_TIMEOUT}'")
     conn.close()
+    locker = connect(server.endpoint)
+    locker.autocommit = False
+    cursor = locker.cursor()
+    cursor.execute("create table if not exists pgbench_accounts (aid int)")
+    cursor.execute("lock table pgbench_accounts in access exclusive mode")
+    held.append(locker)  # kept, lock and all, until the campaigns end
     done.set()
 
 
@@ -290,6 +298,7 @@ def faults(servers, tmp_path_factory):
             main_run.campaign_id,
             "impatient",
             impatient_set,
+            held,
         )
         # When they run to their end
         runs = {"main": runtime.wait(main_run), "lost": runtime.wait(lost_run)}
