@@ -52,7 +52,7 @@ from pgarena.model import layout
 from pgarena.model.errors import DiskFull, ErrorInfo
 from pgarena.model.matrix import Campaign, Endpoint, Replica, Target
 from pgarena.model.results import CampaignResults, TargetResult, now_iso
-from pgarena.model.sites import SITE_ATTRIBUTE
+from pgarena.model.sites import SITE_ATTRIBUTE, SITES_CONTEXT_KEY
 from pgarena.remote.execution import new_campaign_id
 from pgarena.remote.follow import POLL_S, Event, follow, probe_counter, step_event
 from pgarena.remote.subjects import Subjects
@@ -338,9 +338,15 @@ class LocalRuntime:
             "POWERTOOLS_LOG_LEVEL": os.environ.get("POWERTOOLS_LOG_LEVEL", "WARNING"),
         }
 
+    def _synthesized(self) -> Path:
+        """The app synthesized as deployed with this runtime's worker sites (their grants: RunTask, PassRole,
+        the site's parameter)."""
+        sites = [{"region": region} for region in self.site_regions]
+        return assets.synthesized_app(context={SITES_CONTEXT_KEY: sites} if sites else None)
+
     def _asset_handlers(self) -> dict[str, assets.AssetFunction]:
         """Each function of the synthesized template, served from its asset (--aws-strict)."""
-        found = assets.function_assets(assets.synthesized_app())
+        found = assets.function_assets(self._synthesized())
         missing = sorted(set(FUNCTIONS) - set(found))
         if missing:
             raise assets.AssetError(f"the synthesized template has no function for {', '.join(missing)}")
@@ -429,7 +435,7 @@ class LocalRuntime:
             # signing as its role (component_env).
             template = self.iam_template
             if template is None and self.aws_strict:
-                template = local_iam.load_template(assets.synthesized_app())
+                template = local_iam.load_template(self._synthesized())
             if template is not None:
                 self._enforce_iam(stack, template)
             self.sfn = boto3.client("stepfunctions", region_name=REGION)
