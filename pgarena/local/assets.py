@@ -157,6 +157,14 @@ def _synthesize(repo_root: Path, outdir: Path, context: Mapping[str, Any]) -> st
     return template_file
 
 
+def home_template(cloud_assembly: Path) -> dict[str, Any]:
+    """The home stack's template (the one whose roles the runtime enforces): a worker site's stack beside it
+    holds only the site's capacity and execution role."""
+    manifest = json.loads((cloud_assembly / _COMPLETE).read_text())
+    template: dict[str, Any] = json.loads((cloud_assembly / manifest["template"]).read_text())
+    return template
+
+
 def function_assets(cloud_assembly: Path) -> dict[str, FunctionAsset]:
     """Every Lambda function of the synthesized template, by its folder in functions/."""
     manifest = json.loads((cloud_assembly / _COMPLETE).read_text())

@@ -435,7 +435,7 @@ class LocalRuntime:
             # signing as its role (component_env).
             template = self.iam_template
             if template is None and self.aws_strict:
-                template = local_iam.load_template(self._synthesized())
+                template = assets.home_template(self._synthesized())
             if template is not None:
                 self._enforce_iam(stack, template)
             self.sfn = boto3.client("stepfunctions", region_name=REGION)

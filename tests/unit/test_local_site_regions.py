@@ -10,11 +10,13 @@ from typing import IO
 
 import boto3
 import pytest
+from botocore.exceptions import ClientError
 from moto import mock_aws
 from typer.testing import CliRunner
 
 from pgarena.aws.sites import SITE_CLUSTER_NAME, SITE_TASK_FAMILY, ssm_site_reader
 from pgarena.cli import app
+from pgarena.local import iam as local_iam
 from pgarena.local.endpoints import EcsEndpoint, cluster_region, region_of
 from pgarena.local.resume import named_regions
 from pgarena.local.runtime import CLUSTER_ARN, publish_sites, region_site
@@ -143,3 +145,28 @@ def test_a_local_run_refuses_a_region_it_was_not_given_before_starting_anything(
 def test_site_region_goes_with_local_only(tmp_path):
     result = CliRunner().invoke(app, ["run", "--aws", "--site-region", FAR, "--matrix", _far_matrix_file(tmp_path)])
     assert result.exit_code == 2 and "--site-region and --external-site go with --local" in result.stderr
+
+
+def test_under_enforced_iam_a_site_parameter_is_read_by_its_arn(aws_credentials):
+    with mock_aws():
+        # Given both sites published, and a user granted one site's parameter by ARN, as launch_worker's role is
+        publish_sites((FAR, "ap-south-1"))
+        iam_client = boto3.client("iam", region_name=HOME)
+        iam_client.create_user(UserName="launcher")
+        grant = {
+            "Effect": "Allow",
+            "Action": "ssm:GetParameter",
+            "Resource": f"arn:aws:ssm:{FAR}:123456789012:parameter/pgarena/sites/{FAR}",
+        }
+        policy = json.dumps({"Version": "2012-10-17", "Statement": [grant]})
+        iam_client.put_user_policy(UserName="launcher", PolicyName="site", PolicyDocument=policy)
+        key = iam_client.create_access_key(UserName="launcher")["AccessKey"]
+        session = boto3.session.Session(key["AccessKeyId"], key["SecretAccessKey"])
+
+        # When it reads them with IAM enforced
+        with local_iam.enforced():
+            read = ssm_site_reader(lambda region: session.client("ssm", region_name=region))
+            # Then the granted one is read; the other region's is refused
+            assert read(FAR) == region_site(FAR)
+            with pytest.raises(ClientError, match="not authorized to perform: ssm:GetParameter"):
+                read("ap-south-1")
