@@ -84,18 +84,3 @@ def test_a_region_the_runtime_does_not_serve_is_refused_before_anything_starts(r
     text = f"{run.status} {run.error} {run.results.error if run.results else ''}"
     assert "placement.region" in text and "'ap-south-1'" in text and "pgarena:sites" in text, text
     assert len(runtime.workers.tasks) == started
-
-
-def test_under_aws_strict_the_site_s_grants_let_its_target_run_green(tmp_path, worker_image):
-    # Given the strict runtime serving the site: the synthesized stack's roles enforced, as deployed with
-    # the site in pgarena:sites (launch_worker may read the site's parameter in its region)
-    with LocalRuntime(tmp_path, aws_strict=True, site_regions=(FAR,)) as strict:
-        # When a target placed there runs
-        run = strict.run(parse_campaign(matrix("site-regions-strict", FAR, home=False)))
-        tasks = list(strict.workers.tasks)
-
-    # Then it succeeds, its workers (containers) launched as the site's tasks and reporting home
-    assert run.status == "SUCCEEDED", run.error
-    (far,) = run.results.targets
-    assert far.status == "succeeded", [far.error, *(w.error for w in far.workloads)]
-    assert len(tasks) == 2 and all(arn.split(":")[3] == FAR for arn in tasks)
