@@ -127,18 +127,19 @@ def _print_problems(source: object, problems: list[Problem]) -> None:
         errors.print(f"  {problem.path}: {problem.message}", markup=False, highlight=False)
 
 
-def _check_local_sites_or_exit(matrix: Path, campaign: Campaign, external_sites: list[str]) -> None:
-    """The local runtime serves its own region and the external sites given: anything else is refused before
-    it starts, as Validate And Plan would refuse it, with the local fix."""
+def _check_local_sites_or_exit(matrix: Path, campaign: Campaign, external_sites: list[str], site_regions: list[str]) -> None:
+    """The local runtime serves its own region, the site regions and the external sites given: anything else
+    is refused before it starts, as Validate And Plan would refuse it, with the local fix."""
     from pgarena.local.endpoints import REGION as LOCAL_REGION
 
-    problems = site_problems(campaign, SiteMap(home_region=LOCAL_REGION, external=frozenset(external_sites)))
+    sites = SiteMap(home_region=LOCAL_REGION, regions=frozenset(site_regions), external=frozenset(external_sites))
+    problems = site_problems(campaign, sites)
     if not problems:
         return
     _print_problems(matrix, problems)
     errors.print(
-        f"locally: pass --external-site NAME for each placement.site; placement.region can only be {LOCAL_REGION}, "
-        "the local runtime's",
+        f"locally: pass --external-site NAME for each placement.site and --site-region REGION for each "
+        f"placement.region other than {LOCAL_REGION}, the local runtime's own",
         markup=False,
         highlight=False,
     )
@@ -355,6 +356,14 @@ def run(
             "pgarena:external_sites would; its workers start as EXTERNAL tasks on this machine (repeatable)",
         ),
     ] = None,
+    site_region: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--site-region",
+            help="with --local: serve a worker site in this region (placement.region), as a stack deployed with it "
+            "in pgarena:sites would; its workers are launched through that region's ECS (repeatable)",
+        ),
+    ] = None,
     aws: Annotated[
         bool,
         typer.Option(
@@ -381,9 +390,11 @@ def run(
     if local == aws:
         errors.print("choose where the campaign runs: --local (this machine) or --aws (the deployed stack)")
         raise typer.Exit(2)
-    if aws and (aws_strict or container_workers or external_site):
+    if aws and (aws_strict or container_workers or external_site or site_region):
         # These change how the local runtime runs; in AWS, Lambda, Fargate and the stack's sites already are what they imitate.
-        errors.print("--aws-strict, --container-workers and --external-site go with --local: remove them from a --aws run")
+        errors.print(
+            "--aws-strict, --container-workers, --site-region and --external-site go with --local: remove them from a --aws run"
+        )
         raise typer.Exit(2)
     campaign, given_id = _load_input_or_exit(matrix)
     if given_id:
@@ -409,7 +420,7 @@ def run(
     from pgarena.local.runtime import run_local
     from pgarena.model.errors import DiskFull
 
-    _check_local_sites_or_exit(matrix, campaign, external_site or [])
+    _check_local_sites_or_exit(matrix, campaign, external_site or [], site_region or [])
     # Ctrl-C stops the campaign (workers, leases) and still writes a results.json marked cancelled.
     mode = "locally, as AWS would run it" if aws_strict else "locally"
     try:
@@ -422,6 +433,7 @@ def run(
                 aws_strict=aws_strict,
                 container_workers=container_workers or aws_strict,
                 external_sites=tuple(external_site or ()),
+                site_regions=tuple(site_region or ()),
             )
     except (AssetError, StrictLimitError, DockerError, LeaseDirError) as error:
         _fail(str(error))

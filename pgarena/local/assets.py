@@ -96,8 +96,10 @@ class FunctionAsset:
         return resolved
 
 
-def _source_key(repo_root: Path) -> str:
+def _source_key(repo_root: Path, context: Mapping[str, Any] | None = None) -> str:
     digest = hashlib.sha256(f"format {SYNTH_FORMAT}\n".encode())
+    if context:  # another context is another template (a site's grants)
+        digest.update(json.dumps(context, sort_keys=True).encode() + b"\0")
     for source in SYNTH_SOURCES:
         root = repo_root / source
         files = [root] if root.is_file() else sorted(p for p in root.rglob("*") if p.is_file())
@@ -108,16 +110,17 @@ def _source_key(repo_root: Path) -> str:
     return digest.hexdigest()[:16]
 
 
-def synthesized_app(repo_root: Path = REPO_ROOT) -> Path:
-    """The cloud assembly (cdk.out) of the app as it is in `repo_root`, synthesized once per source state."""
-    key = _source_key(repo_root)
+def synthesized_app(repo_root: Path = REPO_ROOT, context: Mapping[str, Any] | None = None) -> Path:
+    """The cloud assembly (cdk.out) of the app as it is in `repo_root`, synthesized once per source state;
+    `context` over cdk.json's, as `cdk deploy -c` gives it."""
+    key = _source_key(repo_root, context)
     cache_root = repo_root / SYNTH_CACHE_DIR
     outdir = cache_root / key
     with _synth_lock:
         if outdir in _synthesized or (outdir / _COMPLETE).is_file():
             _synthesized[outdir] = outdir
             return outdir
-        build_once(outdir, _COMPLETE, lambda staging: {"template": _synthesize(repo_root, staging)})
+        build_once(outdir, _COMPLETE, lambda staging: {"template": _synthesize(repo_root, staging, context or {})})
         _prune(cache_root, keep=outdir)
         _synthesized[outdir] = outdir
         return outdir
@@ -130,7 +133,7 @@ def _prune(cache_root: Path, keep: Path, kept: int = 3) -> None:
         shutil.rmtree(old, ignore_errors=True)
 
 
-def _synthesize(repo_root: Path, outdir: Path) -> str:
+def _synthesize(repo_root: Path, outdir: Path, context: Mapping[str, Any]) -> str:
     # The CDK app's package lives in cdk/ (cdk.json runs `python3 cdk/app.py`), outside the pgarena package.
     cdk_dir = str(repo_root / "cdk")
     if cdk_dir not in sys.path:
@@ -144,7 +147,7 @@ def _synthesize(repo_root: Path, outdir: Path) -> str:
             f"--aws-strict synthesizes the CDK app: install the cdk extra (`pip install -e '.[cdk]'`): {error}"
         ) from error
     log.info("synthesizing the CDK app for the strict runtime into %s", outdir)
-    app = App(context=cdk_json_context(repo_root / "cdk.json"), outdir=str(outdir))
+    app = App(context={**cdk_json_context(repo_root / "cdk.json"), **context}, outdir=str(outdir))
     stack = build(app, repo_root)
     try:
         app.synth()
@@ -152,6 +155,14 @@ def _synthesize(repo_root: Path, outdir: Path) -> str:
         log.warning("cdk synth reported: %s", error)
     template_file: str = stack.template_file
     return template_file
+
+
+def home_template(cloud_assembly: Path) -> dict[str, Any]:
+    """The home stack's template (the one whose roles the runtime enforces): a worker site's stack beside it
+    holds only the site's capacity and execution role."""
+    manifest = json.loads((cloud_assembly / _COMPLETE).read_text())
+    template: dict[str, Any] = json.loads((cloud_assembly / manifest["template"]).read_text())
+    return template
 
 
 def function_assets(cloud_assembly: Path) -> dict[str, FunctionAsset]:

@@ -33,6 +33,8 @@ Handler = Callable[[dict[str, Any], Any], Any]  # (event, context) -> a JSON-ser
 
 ACCOUNT = "123456789012"
 REGION = "us-east-1"
+# Credential=AKID/20240101/eu-west-1/ecs/aws4_request: a request's region is its signature's.
+_CREDENTIAL_SCOPE = re.compile(r"Credential=[^/,\s]+/\d{8}/(?P<region>[^/,\s]+)/")
 FUNCTIONS = (
     "validate",
     "cost_guard",
@@ -88,11 +90,33 @@ class _Server:
         self.httpd.server_close()
 
 
+def region_of(authorization: str) -> str | None:
+    """The region of a SigV4 Authorization header's credential scope (None when it has none)."""
+    match = _CREDENTIAL_SCOPE.search(authorization)
+    return match["region"] if match else None
+
+
+def cluster_region(cluster: str) -> str | None:
+    """The region of a cluster ARN (None for a cluster given by name: the endpoint's own)."""
+    parts = cluster.split(":")
+    return parts[3] if cluster.startswith("arn:") and len(parts) > 5 else None
+
+
+def cluster_name(cluster: str) -> str:
+    """A cluster's name, from its ARN or as given; ECS's `default` when none is."""
+    return cluster.rsplit("/", 1)[-1] or "default"
+
+
 class _Quiet(BaseHTTPRequestHandler):
     raw: bytes = b""
 
     def log_message(self, *args: object) -> None:  # the runtime shows progress its own way
         pass
+
+    @property
+    def region(self) -> str:
+        """The region the request was signed for (its credential scope's): the regional endpoint it meant."""
+        return region_of(self.headers.get("Authorization") or "") or REGION
 
     def _signed(self, keys: RunKeys) -> bool:
         """Whether the request is one of the run's callers'; if not, it is answered 403 here."""
@@ -182,6 +206,10 @@ class InvalidParameter(Exception):
     pass
 
 
+class ClusterNotFound(Exception):
+    """A cluster ARN of another region than the endpoint's: ECS is regional, and finds no such cluster."""
+
+
 class Workers(Protocol):
     """How a task's worker starts on this machine, and what stopping it for good takes."""
 
@@ -252,7 +280,7 @@ def task_stopped_event(task: dict[str, Any], stopped_reason: str, container_reas
         "source": "aws.ecs",
         "detail-type": "ECS Task State Change",
         "account": ACCOUNT,
-        "region": REGION,
+        "region": task["taskArn"].split(":")[3],
         "resources": [task["taskArn"]],
         "detail": {
             "clusterArn": task.get("clusterArn"),
@@ -282,6 +310,16 @@ def _last_lines(log_path: Path) -> str:
     except OSError:
         return ""
     return " | ".join(lines[-REASON_LINES:])
+
+
+def _check_request(request: dict[str, Any], region: str) -> None:
+    """What ECS refuses before placing anything: a cluster of another region, overrides past its limit."""
+    cluster = request.get("cluster", "")
+    if cluster_region(cluster) not in (None, region):
+        raise ClusterNotFound(f"Cluster not found: {cluster} is not a cluster of {region}")
+    size = len(json.dumps(request.get("overrides", {}).get("containerOverrides", []), separators=(",", ":")))
+    if size > MAX_OVERRIDES_CHARS:
+        raise InvalidParameter(f"Container Overrides length must be at most {MAX_OVERRIDES_CHARS} (was {size})")
 
 
 # A memberOf placement constraint on a container instance attribute (cluster query language), the one
@@ -346,9 +384,11 @@ class EcsEndpoint(_Server):
                 body = self._body()
                 if action == "RunTask":
                     try:
-                        self._reply(endpoint.run_task(body))
+                        self._reply(endpoint.run_task(body, self.region))
                     except InvalidParameter as error:
                         self._reply({"__type": "InvalidParameterException", "message": str(error)}, status=400)
+                    except ClusterNotFound as error:
+                        self._reply({"__type": "ClusterNotFoundException", "message": str(error)}, status=400)
                     except WorkerUserError as error:  # no worker can start on this machine: said once, not retried
                         self._reply({"__type": "ClientException", "message": str(error)}, status=400)
                 elif action == "StopTask":
@@ -362,12 +402,13 @@ class EcsEndpoint(_Server):
 
         super().__init__(Ecs)
 
-    def run_task(self, request: dict[str, Any]) -> dict[str, Any]:
+    def run_task(self, request: dict[str, Any], region: str = REGION) -> dict[str, Any]:
         """As ECS does: a repeated clientToken returns the task it started (no second worker), and
-        container overrides past 8,192 characters are refused."""
-        size = len(json.dumps(request.get("overrides", {}).get("containerOverrides", []), separators=(",", ":")))
-        if size > MAX_OVERRIDES_CHARS:
-            raise InvalidParameter(f"Container Overrides length must be at most {MAX_OVERRIDES_CHARS} (was {size})")
+        container overrides past 8,192 characters are refused. `region`: the regional endpoint the request
+        was sent to (a worker site's, for one in another region); its cluster must be there, and the task
+        is that region's (its ARN, and the AWS_REGION its worker is given, as Fargate gives a task its own)."""
+        cluster = request.get("cluster", "")
+        _check_request(request, region)
         token = request.get("clientToken")
         with self.lock:
             if token and token in self.tokens:
@@ -376,12 +417,13 @@ class EcsEndpoint(_Server):
         if placed is None:
             return {"tasks": [], "failures": [{"arn": request.get("cluster", ""), "reason": CONSTRAINT_UNSATISFIED}]}
         task_id = uuid.uuid4().hex
-        task_arn = f"arn:aws:ecs:{REGION}:{ACCOUNT}:task/pgarena-local/{task_id}"
+        task_arn = f"arn:aws:ecs:{region}:{ACCOUNT}:task/{cluster_name(cluster)}/{task_id}"
         overrides = request.get("overrides", {}).get("containerOverrides", [{}])[0].get("environment", [])
         refusal = override_refusal(overrides)
         if refusal is not None:
             raise InvalidParameter(refusal)
-        env = {**self.worker_env, **{item["name"]: item["value"] for item in overrides}}
+        env = {**self.worker_env, "AWS_REGION": region, "AWS_DEFAULT_REGION": region}
+        env.update({item["name"]: item["value"] for item in overrides})
         self.logs_dir.mkdir(parents=True, exist_ok=True)
         log_path = self.logs_dir / f"worker-{task_id}.log"
         task = {

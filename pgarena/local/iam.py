@@ -17,7 +17,8 @@ What moto (5.2, moto/iam/access_control.py and moto/core/authorization.py) evalu
   never matches); `_authorize_dynamodb` below supplies the table's ARN, and authorizes
   TransactWriteItems / TransactGetItems per item as AWS does (PutItem, UpdateItem, ...). Secrets
   Manager (the secret's ARN) and Step Functions (the state machine's or execution's ARN; the task
-  token calls are "*" in AWS too) get theirs the same way. Any other service is checked on the
+  token calls are "*" in AWS too) and SSM (the parameter's ARN: a worker site's, read by launch_worker)
+  get theirs the same way. Any other service is checked on the
   action alone, against "*": a grant scoped to a resource ARN never matches there.
   (Lambda and ECS are the runtime's own endpoints, not moto: Invoke, RunTask and PassRole are
   not authorized locally.)
@@ -337,19 +338,32 @@ def _secret_resource(self: Any) -> str:
     return f"arn:{PARTITION}:secretsmanager:{self.region}:{self.current_account}:secret:{secret_id}"
 
 
+def _parameter_resource(self: Any) -> str:
+    # An SSM parameter's ARN holds its name without the leading slash: parameter/pgarena/sites/eu-west-1.
+    name = self._get_param("Name")
+    if not isinstance(name, str) or not name:
+        return "*"
+    if name.startswith("arn:"):
+        return name
+    return f"arn:{PARTITION}:ssm:{self.region}:{self.current_account}:parameter/{name.lstrip('/')}"
+
+
 @contextmanager
 def enforced() -> Iterator[None]:
     """moto authorizes every request (this process: the in-process mock and any ThreadedMotoServer),
-    DynamoDB and Secrets Manager against their resources' ARNs; restored on exit."""
+    DynamoDB, Secrets Manager and SSM parameters against their resources' ARNs; restored on exit."""
     from moto.core.authorization import enable_iam_authentication
     from moto.dynamodb.responses import DynamoHandler
     from moto.secretsmanager.responses import SecretsManagerResponse
+    from moto.ssm.responses import SimpleSystemManagerResponse
     from moto.stepfunctions.responses import StepFunctionResponse
 
     patches = [
         (DynamoHandler, "_authenticate_and_authorize_normal_action", _authorize_dynamodb),
         (SecretsManagerResponse, "_determine_resource", _secret_resource),
         (SecretsManagerResponse, "_authenticate_and_authorize_normal_action", _authorize_json),
+        (SimpleSystemManagerResponse, "_determine_resource", _parameter_resource),
+        (SimpleSystemManagerResponse, "_authenticate_and_authorize_normal_action", _authorize_json),
         (StepFunctionResponse, "_determine_resource", _state_machine_resource),
         (StepFunctionResponse, "_authenticate_and_authorize_normal_action", _authorize_json),
     ]

@@ -11,6 +11,7 @@ from typing import Any
 
 from pgarena.analysis.evidence import incomplete
 from pgarena.analysis.rerun import Rerun, combine, copy_raw, load_original, plan_reruns, with_failed_pairs
+from pgarena.local.endpoints import REGION
 from pgarena.local.progress import evidence_failure, kept_steps, salvage
 from pgarena.local.runtime import MATRIX_FILE, LocalRuntime
 from pgarena.model.errors import ErrorInfo
@@ -66,6 +67,12 @@ def named_sites(campaign: Campaign) -> tuple[str, ...]:
     return tuple(dict.fromkeys(sites))
 
 
+def named_regions(campaign: Campaign, home_region: str = REGION) -> tuple[str, ...]:
+    """The regions other than home a campaign's targets are placed in, each once, in the targets' order."""
+    regions = [target.placement.region for target in campaign.targets if target.placement and target.placement.region]
+    return tuple(dict.fromkeys(region for region in regions if region != home_region))
+
+
 def resume_local(
     folder: Path,
     out_dir: Path | None = None,
@@ -96,7 +103,7 @@ def resume_local(
     done: list[tuple[Rerun, CampaignResults, Path]] = []
     cancelled = False
     # The external sites its targets name: the first run served them, or it would have been refused.
-    with LocalRuntime(out_dir, servers_root, external_sites=named_sites(matrix)) as runtime:
+    with LocalRuntime(out_dir, servers_root, external_sites=named_sites(matrix), site_regions=named_regions(matrix)) as runtime:
         for rerun in reruns:
             run = runtime.run(rerun.campaign, on_event)
             cancelled = run.results is not None and run.results.status == "cancelled"

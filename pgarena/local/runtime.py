@@ -34,6 +34,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from pgarena.aws.access import RESULTS_TABLE_PLACEHOLDER, Component
 from pgarena.aws.campaign_state import CampaignState
+from pgarena.aws.sites import SITE_CLUSTER_NAME, SITE_TASK_FAMILY, WorkerSite, site_parameter_name
 from pgarena.aws.store import ResultStore, create_results_table
 from pgarena.campaign.finalize import store_writer
 from pgarena.local import assets, containers, limits, signing
@@ -51,7 +52,7 @@ from pgarena.model import layout
 from pgarena.model.errors import DiskFull, ErrorInfo
 from pgarena.model.matrix import Campaign, Endpoint, Replica, Target
 from pgarena.model.results import CampaignResults, TargetResult, now_iso
-from pgarena.model.sites import SITE_ATTRIBUTE
+from pgarena.model.sites import SITE_ATTRIBUTE, SITES_CONTEXT_KEY
 from pgarena.remote.execution import new_campaign_id
 from pgarena.remote.follow import POLL_S, Event, follow, probe_counter, step_event
 from pgarena.remote.subjects import Subjects
@@ -92,6 +93,25 @@ def external_instances(sites: tuple[str, ...]) -> dict[str, dict[str, str]]:
     }
 
 
+def region_site(region: str) -> WorkerSite:
+    """The worker site a site stack deployed in `region` publishes (pgarena.aws.sites), as the local runtime
+    serves it: its named cluster and task family in that region; no network (the local ECS endpoint places
+    no task in one)."""
+    return WorkerSite(
+        region=region,
+        cluster_arn=f"arn:aws:ecs:{region}:{ACCOUNT}:cluster/{SITE_CLUSTER_NAME}",
+        task_definition_arn=f"arn:aws:ecs:{region}:{ACCOUNT}:task-definition/{SITE_TASK_FAMILY}:1",
+    )
+
+
+def publish_sites(regions: tuple[str, ...]) -> None:
+    """Each region's site parameter written in that region's SSM, as its site stack's deploy writes it."""
+    for region in regions:
+        boto3.client("ssm", region_name=region).put_parameter(
+            Name=site_parameter_name(region), Value=region_site(region).model_dump_json(), Type="String", Overwrite=True
+        )
+
+
 # What the template's CloudFormation references in the functions' environment stand for here (--aws-strict).
 LOCAL_RESOURCES = {
     "RESULTS_BUCKET": BUCKET,
@@ -100,7 +120,7 @@ LOCAL_RESOURCES = {
     "TASK_DEFINITION_ARN": TASK_DEFINITION_ARN,
     "WORKER_SUBNETS": "",  # the local ECS endpoint places no task in a network
     "WORKER_SECURITY_GROUPS": "",
-    # Named in RunTask's overrides for another region's site only; the local runtime has none.
+    # Named in RunTask's overrides for another region's site only (site_regions).
     "WORKER_TASK_ROLE_ARN": f"arn:aws:iam::{ACCOUNT}:role/pgarena-local-worker",
 }
 
@@ -250,7 +270,9 @@ class LocalRuntime:
     run as containers of the worker image (module docstring); by default as aws_strict says. external_sites:
     the external sites (ECS Anywhere) this runtime serves, as a stack deployed with them in
     pgarena:external_sites would: their targets' workers start as EXTERNAL tasks, placed on a local
-    "registered instance" carrying the site's attribute."""
+    "registered instance" carrying the site's attribute. site_regions: the other regions with a worker site,
+    as a stack deployed with them in pgarena:sites would: each site's parameter is in its region's SSM, and
+    its targets' workers are launched through that region's ECS (the local endpoint, signed for the region)."""
 
     def __init__(
         self,
@@ -263,6 +285,7 @@ class LocalRuntime:
         worker_size: containers.WorkerSize = containers.WorkerSize(),
         host: StateMachineHost | None = None,
         external_sites: tuple[str, ...] = (),
+        site_regions: tuple[str, ...] = (),
     ):
         self.host: StateMachineHost = host or MotoHost()
         if (iam_template is not None or aws_strict) and self.host.name != "moto":
@@ -270,8 +293,10 @@ class LocalRuntime:
             raise ValueError(f"aws_strict and iam_template need the moto host: the {self.host.name} host enforces no IAM")
         self.out_dir = out_dir
         self.external_sites = external_sites
-        # What Validate And Plan and launch_worker read of the stack's external sites (the template's are none).
+        self.site_regions = site_regions
+        # What Validate And Plan and launch_worker read of the stack's sites (the template's are none).
         self.sites_env = {
+            "WORKER_SITE_REGIONS": ",".join(site_regions),
             "WORKER_EXTERNAL_SITES": ",".join(external_sites),
             "EXTERNAL_TASK_DEFINITION_ARN": EXTERNAL_TASK_DEFINITION_ARN if external_sites else "",
         }
@@ -314,9 +339,15 @@ class LocalRuntime:
             "POWERTOOLS_LOG_LEVEL": os.environ.get("POWERTOOLS_LOG_LEVEL", "WARNING"),
         }
 
+    def _synthesized(self) -> Path:
+        """The app synthesized as deployed with this runtime's worker sites (their grants: RunTask, PassRole,
+        the site's parameter)."""
+        sites = [{"region": region} for region in self.site_regions]
+        return assets.synthesized_app(context={SITES_CONTEXT_KEY: sites} if sites else None)
+
     def _asset_handlers(self) -> dict[str, assets.AssetFunction]:
         """Each function of the synthesized template, served from its asset (--aws-strict)."""
-        found = assets.function_assets(assets.synthesized_app())
+        found = assets.function_assets(self._synthesized())
         missing = sorted(set(FUNCTIONS) - set(found))
         if missing:
             raise assets.AssetError(f"the synthesized template has no function for {', '.join(missing)}")
@@ -405,13 +436,14 @@ class LocalRuntime:
             # signing as its role (component_env).
             template = self.iam_template
             if template is None and self.aws_strict:
-                template = local_iam.load_template(assets.synthesized_app())
+                template = assets.home_template(self._synthesized())
             if template is not None:
                 self._enforce_iam(stack, template)
             self.sfn = boto3.client("stepfunctions", region_name=REGION)
             self.s3 = boto3.client("s3", region_name=REGION)
             self.dynamodb = boto3.client("dynamodb", region_name=REGION)
             self.machine_arn = _create_resources(self.sfn, self.s3, self.dynamodb, self.aws_strict)
+            publish_sites(self.site_regions)
             self.store = ResultStore(BUCKET, TABLE, s3=self.s3, dynamodb=self.dynamodb)
         except BaseException:
             stack.close()
@@ -695,10 +727,11 @@ def run_local(
     container_workers: bool | None = None,
     worker_size: containers.WorkerSize = containers.WorkerSize(),
     external_sites: tuple[str, ...] = (),
+    site_regions: tuple[str, ...] = (),
 ) -> LocalRun:
     """Run one campaign through the state machine on this machine; results land in out_dir/<campaign_id>/.
     aws_strict: as AWS would run it (LocalRuntime); container_workers: workers as containers of the image;
-    external_sites: the external sites served (LocalRuntime)."""
+    external_sites, site_regions: the external sites and the other regions' worker sites served (LocalRuntime)."""
     with LocalRuntime(
         out_dir,
         servers_root,
@@ -708,5 +741,6 @@ def run_local(
         container_workers,
         worker_size,
         external_sites=external_sites,
+        site_regions=site_regions,
     ) as runtime:
         return runtime.run(campaign, on_event)
