@@ -23,4 +23,4 @@ def test_under_aws_strict_the_site_s_grants_let_its_target_run_green(tmp_path, w
     assert run.status == "SUCCEEDED", run.error
     (far,) = run.results.targets
     assert far.status == "succeeded", [far.error, *(w.error for w in far.workloads)]
-    assert len(tasks) == 2 and all(arn.split(":")[3] == FAR for arn in tasks)
+    assert len(tasks) == 1 and all(arn.split(":")[3] == FAR for arn in tasks)
