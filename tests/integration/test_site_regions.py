@@ -71,7 +71,8 @@ def test_a_target_in_a_served_region_runs_green_through_its_site(runtime):
         "home": {("us-east-1", CLUSTER_ARN)},
         "far": {(FAR, region_site(FAR).cluster_arn)},
     }
-    assert sum(1 for task in runtime.workers.tasks.values() if target_of(task) == "far") == 1  # one warm worker for the phase: init, then run
+    # one warm worker for the phase: init, then run
+    assert sum(1 for task in runtime.workers.tasks.values() if target_of(task) == "far") == 1
 
 
 def test_a_region_the_runtime_does_not_serve_is_refused_before_anything_starts(runtime):
