@@ -470,13 +470,18 @@ def test_worker_task_role_grants(default_synth):
 def test_worker_may_use_the_start_barrier(default_synth):
     # Given the worker's task role statements (sharded steps and consolidation phases meet at a barrier)
     role_id = _task_definition(default_synth)["TaskRoleArn"]["Fn::GetAtt"][0]
-    statement = cfn.statement_with(cfn.statements_of_role(default_synth, role_id), "dynamodb:UpdateItem")
+    updates = [s for s in cfn.statements_of_role(default_synth, role_id) if "dynamodb:UpdateItem" in cfn.as_list(s["Action"])]
 
-    # When reading the grant / Then it checks in (UpdateItem) and polls (GetItem) barrier items only
-    assert (sorted(cfn.as_list(statement["Action"])), statement["Condition"]) == (
-        ["dynamodb:GetItem", "dynamodb:UpdateItem"],
-        {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": [access.BARRIERS.leading_keys]}},
-    )
+    # When reading the grants / Then it checks in (UpdateItem) and polls (GetItem) barrier items, and its
+    # own slot's items (warm workers) apart: no update on any other key
+    grants = {
+        tuple(s["Condition"]["ForAllValues:StringLike"]["dynamodb:LeadingKeys"]): sorted(cfn.as_list(s["Action"]))
+        for s in updates
+    }
+    assert grants == {
+        (access.BARRIERS.leading_keys,): ["dynamodb:GetItem", "dynamodb:UpdateItem"],
+        (access.WORKERS.leading_keys,): ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"],
+    }
 
 
 def test_cluster_has_container_insights(default_synth):

@@ -207,12 +207,12 @@ def hold_workers(runtime, name, until):
     passes): a fault set "after preflight" is then in place before the target's first worker connects."""
     run_task = runtime.workers.run_task
 
-    def held(request):
+    def held(request, *where):  # RunTask's request, and where it was sent
         environment = request.get("overrides", {}).get("containerOverrides", [{}])[0].get("environment", [])
         step = json.loads(next((e["value"] for e in environment if e["name"] == "PGARENA_STEP"), "{}"))
         if step.get("target") == name:
             until.wait(INJECT_DEADLINE_S)
-        return run_task(request)
+        return run_task(request, *where)
 
     runtime.workers.run_task = held
 
