@@ -34,16 +34,18 @@ def run(tmp_path_factory):
     refused = []
     launch = EcsEndpoint.run_task
 
-    def run_task(self, request):
+    def run_task(self, request, *where):  # RunTask's request, and where it was sent
         environment = request["overrides"]["containerOverrides"][0]["environment"]
         step = json.loads(next(item["value"] for item in environment if item["name"] == "PGARENA_STEP"))
         if step["shards"] > 1 and step["shard"] == 1:
             refused.append(step["step_id"])
             return {"tasks": [], "failures": [{"arn": "arn:aws:ecs:task", "reason": "RESOURCE:MEMORY"}]}
-        return launch(self, request)
+        return launch(self, request, *where)
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(EcsEndpoint, "run_task", run_task)
+        # launch_worker's own retries on capacity are tested apart (test_launch): here one RunTask per attempt
+        patch.setattr("pgarena.aws.launch.LAUNCH_ATTEMPTS", 1)
         # When the campaign runs
         result = run_local(parse_campaign(MATRIX), tmp_path_factory.mktemp("results"))
     assert refused, "the second shard was never launched"
