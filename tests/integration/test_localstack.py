@@ -116,6 +116,8 @@ def shape(value: Any, campaign_id: str, key: str = "") -> Any:
         return value
     if isinstance(value, int | float):
         return value if key in STRUCTURAL_NUMBERS else "<number>"
+    if key == "worker_id":  # host:pid:nonce of the warm worker that ran the step
+        return "<worker>"
     text = str(value).replace(campaign_id, "<campaign>")
     return TRANSACTION_LOG.sub("transactions.<pid>.gz", ISO_TIME.sub("<time>", text))
 
