@@ -380,11 +380,6 @@ def _monitor(step: Step, workdir: Path) -> Iterator[Monitor | None]:
 # Step Functions' answers to a heartbeat once it has stopped waiting for this task (timed out, the
 # execution stopped or failed): the step is over for the campaign, so the load must stop too.
 TASK_GONE = frozenset({"TaskTimedOut", "TaskDoesNotExist", "InvalidToken"})
-# A token handed over before the interpreter has registered it: a warm worker takes its step while the
-# launch function that offered it is still running, and LocalStack (like moto before
-# pgarena.local.interpreter) answers InvalidToken until that function has returned. AWS accepts a beat from
-# the moment the task is scheduled; until one beat has passed, InvalidToken is "not yet" for this long.
-EARLY_TOKEN_GRACE_S = 30.0
 
 
 def _stop_self() -> None:
@@ -399,15 +394,11 @@ def heartbeat(sfn: SFNClient, task_token: str, every_s: float, on_gone: Callable
     stop = threading.Event()
 
     def beat() -> None:
-        accepted, first = False, time.monotonic()
         while True:  # the first beat at once: starting up already used some of the heartbeat timeout
             try:
                 sfn.send_task_heartbeat(taskToken=task_token)
-                accepted = True
             except ClientError as error:
-                code = error.response.get("Error", {}).get("Code")
-                early = code == "InvalidToken" and not accepted and time.monotonic() - first < EARLY_TOKEN_GRACE_S
-                if code in TASK_GONE and not early:
+                if error.response.get("Error", {}).get("Code") in TASK_GONE:
                     logger.warning("the state machine gave this step up: stopping", error=str(error))
                     on_gone()
                     return

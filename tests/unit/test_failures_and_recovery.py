@@ -172,24 +172,6 @@ def test_a_worker_whose_heartbeat_is_refused_stops_at_once():
         assert stopped.wait(30)
 
 
-def test_a_token_not_yet_registered_is_beaten_again_and_one_refused_after_a_beat_passed_stops_the_worker():
-    # Given an interpreter that knows the token only from its third beat on (LocalStack, while the launch
-    # function that handed a warm worker its step has not returned), then gives the step up
-    class Late:
-        calls = 0
-
-        def send_task_heartbeat(self, taskToken):
-            Late.calls += 1
-            if Late.calls <= 2 or Late.calls >= 5:
-                raise ClientError({"Error": {"Code": "InvalidToken", "Message": "Invalid Token"}}, "SendTaskHeartbeat")
-
-    gone = threading.Event()
-    # When the worker beats / Then the early refusals do not stop it; the one after accepted beats does
-    with heartbeat(Late(), "token", every_s=0.01, on_gone=gone.set):
-        assert gone.wait(30)
-    assert Late.calls == 5
-
-
 def test_a_worker_keeps_going_through_a_transient_heartbeat_error():
     class Flaky:
         calls = 0
