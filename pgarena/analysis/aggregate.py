@@ -392,19 +392,12 @@ def aggregate(  # noqa: PLR0913  # everything a campaign left behind, in separat
     keys = frozenset(raw_keys)
     results = [_target_result(t, by_name.get(t.name), by_step, plan.campaign_id, series or {}, keys) for t in plan.targets]
     computed = compute(results, plan.campaign_id, plan.ranking, plan.repetitions)
-    return CampaignResults(
+    return computed.results(
         campaign_id=plan.campaign_id,
         campaign=plan.campaign,
         started_at=started_at,
         finished_at=finished_at,
-        targets=computed.targets,
-        ranking=computed.ranked.entries,
-        comparisons=computed.ranked.comparisons,
-        noise=computed.ranked.noise,
-        footing=computed.ranked.footing,
-        metrics=computed.metrics,
         scenarios=scenarios(plan, computed.targets, computed.metrics),
-        statistics=computed.statistics,
         run_order=plan.run_order,
     )
 

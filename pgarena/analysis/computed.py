@@ -5,12 +5,13 @@ warnings. results.json stores all of it; every reader (report, CLI, CSVs, `compa
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from pgarena.analysis.metrics import campaign_statistics, target_metrics, with_points, with_stability
 from pgarena.analysis.ranking import Ranked, rank
 from pgarena.model.matrix import RankingConfig
 from pgarena.model.metrics import TargetMetrics
-from pgarena.model.results import Statistics, TargetResult
+from pgarena.model.results import CampaignResults, Statistics, TargetResult
 
 
 @dataclass(frozen=True)
@@ -19,6 +20,20 @@ class Computed:
     metrics: list[TargetMetrics]
     ranked: Ranked
     statistics: Statistics
+
+    def results(self, **campaign: Any) -> CampaignResults:
+        """The campaign's results: every computed figure, with what `campaign` says of the campaign itself
+        (its id, name, times, run order...)."""
+        return CampaignResults(
+            targets=self.targets,
+            ranking=self.ranked.entries,
+            comparisons=self.ranked.comparisons,
+            noise=self.ranked.noise,
+            footing=self.ranked.footing,
+            metrics=self.metrics,
+            statistics=self.statistics,
+            **campaign,
+        )
 
 
 def compute(targets: list[TargetResult], campaign_id: str, ranking: RankingConfig | None, repetitions: int) -> Computed:

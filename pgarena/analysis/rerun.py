@@ -148,19 +148,12 @@ def combine(
         targets.append(kept)
     # The kept runs' figures are computed again with the re-runs': the ranking and comparisons span both.
     computed = compute([t.model_copy(update={"points": []}) for t in targets], campaign_id, matrix.ranking, matrix.repetitions)
-    return CampaignResults(
+    return computed.results(
         campaign_id=campaign_id,
         campaign=original.campaign,
         started_at=original.started_at,
         finished_at=max([original.finished_at, *(r.finished_at for _, r in reruns)]),
-        targets=computed.targets,
-        ranking=computed.ranked.entries,
-        comparisons=computed.ranked.comparisons,
-        noise=computed.ranked.noise,
-        footing=computed.ranked.footing,
-        metrics=computed.metrics,
         resumed_from=[*original.resumed_from, original.campaign_id, *(r.campaign_id for _, r in reruns)],
-        statistics=computed.statistics,
         run_order=original.run_order,  # the re-runs' own orders are in their results.json
     )
 
