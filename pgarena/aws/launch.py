@@ -9,13 +9,14 @@ site's machines only (a placement constraint on their `pgarena.site` attribute).
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from pgarena.aws.settings import LauncherEnv
+from pgarena.aws.settings import STEP_VAR, TASK_TOKEN_VAR, LauncherEnv
 from pgarena.aws.sites import SiteReadError, WorkerSite
 from pgarena.aws.throttling import backoff_s, is_throttling, patiently
 from pgarena.model.errors import ErrorKind, failure
@@ -36,6 +37,23 @@ LAUNCH_BACKOFF_CAP_S = 8.0
 EXTERNAL_LAUNCH_TYPE = "EXTERNAL"
 # RunTask's startedBy: what the stack's rule on stopped tasks (task_stopped) and Ctrl-C's ListTasks pick out.
 STARTED_BY = "pgarena"
+
+
+def container_environment(overrides: Mapping[str, Any]) -> dict[str, str]:
+    """The environment RunTask's overrides (a request's, or a described task's) give the worker's container."""
+    return {
+        item["name"]: item.get("value", "")
+        for container in overrides.get("containerOverrides") or []
+        for item in container.get("environment", [])
+    }
+
+
+def step_field(environment: Mapping[str, str], name: str) -> str:
+    """A field of the step a worker's environment carries ("" when it carries no step, or not as JSON)."""
+    try:
+        return str(json.loads(environment.get(STEP_VAR) or "{}").get(name, ""))
+    except (ValueError, AttributeError):
+        return ""
 
 
 def client_token(step: Step, task_token: str, attempt: int = 0) -> str:
@@ -78,8 +96,8 @@ def run_task_request(  # noqa: PLR0913  # the shard, its token, where it runs, i
                 {
                     "name": site.container_name,
                     "environment": [
-                        {"name": "PGARENA_STEP", "value": step.model_dump_json()},
-                        {"name": "PGARENA_TASK_TOKEN", "value": task_token},
+                        {"name": STEP_VAR, "value": step.model_dump_json()},
+                        {"name": TASK_TOKEN_VAR, "value": task_token},
                         {"name": "RESULTS_BUCKET", "value": env.results_bucket},
                         {"name": "RESULTS_TABLE", "value": env.results_table},
                         {"name": "RESULTS_REGION", "value": env.region},

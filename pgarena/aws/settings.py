@@ -97,9 +97,14 @@ def site_map(home_region: str, site_regions: str, external_sites: str = "") -> S
     return SiteMap(home_region=home_region, regions=frozenset(_split(site_regions)), external=frozenset(_split(external_sites)))
 
 
+# What RunTask's overrides give a worker's container (pgarena.aws.launch.run_task_request).
+STEP_VAR = "PGARENA_STEP"
+TASK_TOKEN_VAR = "PGARENA_TASK_TOKEN"
+
+
 class WorkerEnv(FromEnv):
-    step: str = Field(alias="PGARENA_STEP", description="the Step as JSON")
-    task_token: str = Field(alias="PGARENA_TASK_TOKEN")
+    step: str = Field(alias=STEP_VAR, description="the Step as JSON")
+    task_token: str = Field(alias=TASK_TOKEN_VAR)
     slot: str | None = Field(None, alias="PGARENA_WORKER_SLOT", description="the WorkerSlot as JSON: stay for its next step")
     last_step: bool = Field(True, alias="PGARENA_LAST_STEP", description="no later step of the phase on this slot")
     results_bucket: str = Field(alias="RESULTS_BUCKET")

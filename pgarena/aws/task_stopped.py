@@ -8,19 +8,18 @@ A task that did start is left alone: its worker answers for itself, or the heart
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING
 
 from botocore.exceptions import ClientError
 from pydantic import BaseModel, Field
 
+from pgarena.aws.launch import step_field
+from pgarena.aws.settings import TASK_TOKEN_VAR
 from pgarena.model.errors import ErrorInfo, ErrorKind
 
 if TYPE_CHECKING:
     from mypy_boto3_stepfunctions import SFNClient
 
-TASK_TOKEN_VAR = "PGARENA_TASK_TOKEN"
-STEP_VAR = "PGARENA_STEP"
 # ECS's stopCode for a task whose containers never ran.
 FAILED_TO_START = "TaskFailedToStart"
 # The error the step fails with (the class-name form of the kind, as every Catch reads it back).
@@ -78,13 +77,6 @@ def _environment(detail: TaskDetail) -> dict[str, str]:
     return {item.name: item.value for override in detail.overrides.containerOverrides for item in override.environment}
 
 
-def _step_id(environment: dict[str, str]) -> str:
-    try:
-        return str(json.loads(environment.get(STEP_VAR) or "{}").get("step_id", ""))
-    except ValueError:
-        return ""
-
-
 def reason(detail: TaskDetail) -> str:
     """ECS's stoppedReason with each container's reason (unless the stoppedReason already says it) and exit code."""
     parts = [detail.stoppedReason or "stopped"]
@@ -113,7 +105,7 @@ def unstarted_worker(change: TaskStateChange) -> UnstartedWorker | None:
     message = f"the worker's task stopped before its container ran ({detail.stopCode or 'no stop code'}): {reason(detail)}"
     return UnstartedWorker(
         task_arn=detail.taskArn,
-        step_id=_step_id(environment),
+        step_id=step_field(environment, "step_id"),
         task_token=token,
         error=ErrorInfo(kind=ErrorKind.WORKER_DID_NOT_START, message=message),
     )

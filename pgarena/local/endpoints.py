@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import IO, Any, Protocol, Self
 from urllib.parse import unquote
 
+from pgarena.aws.launch import step_field
 from pgarena.local.children import Children
 from pgarena.local.signing import RunKeys
 from pgarena.local.task_env import WorkerUserError, override_refusal, own_user, process_environment, worker_command
@@ -296,14 +297,6 @@ def task_stopped_event(task: dict[str, Any], stopped_reason: str, container_reas
     }
 
 
-def _campaign_of(env: Mapping[str, str]) -> str:
-    """The campaign a worker's step belongs to ("" when its step cannot be read)."""
-    try:
-        return str(json.loads(env.get("PGARENA_STEP") or "{}").get("campaign_id", ""))
-    except (ValueError, AttributeError):
-        return ""
-
-
 def _last_lines(log_path: Path) -> str:
     try:
         lines = [line.strip() for line in log_path.read_text(errors="replace").splitlines() if line.strip()]
@@ -445,7 +438,7 @@ class EcsEndpoint(_Server):
                 if token:
                     self.tokens[token] = task
             return {"tasks": [task], "failures": []}
-        campaign_id = _campaign_of(env)
+        campaign_id = step_field(env, "campaign_id")
         if self.children is not None:
             self.children.add(campaign_id, "worker", process.pid, group=True, container=self.workers.container(task_id))
         with self.lock:

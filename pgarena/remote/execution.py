@@ -19,6 +19,7 @@ from botocore.exceptions import NoRegionError
 from pydantic import BaseModel
 
 from pgarena.aws.campaign_state import CampaignState
+from pgarena.aws.launch import STARTED_BY, container_environment, step_field
 from pgarena.aws.schedule import EXECUTION_NAME_MAX
 from pgarena.aws.store import ResultStore
 from pgarena.model import layout
@@ -140,16 +141,14 @@ def campaign_tasks(ecs: ECSClient, cluster_arn: str, campaign_id: str) -> list[s
     """The ARNs of the campaign's workers still running: pgarena's tasks whose step belongs to it."""
     arns = [
         arn
-        for page in ecs.get_paginator("list_tasks").paginate(cluster=cluster_arn, startedBy="pgarena", desiredStatus="RUNNING")
+        for page in ecs.get_paginator("list_tasks").paginate(cluster=cluster_arn, startedBy=STARTED_BY, desiredStatus="RUNNING")
         for arn in page["taskArns"]
     ]
     found = []
     for i in range(0, len(arns), 100):  # DescribeTasks takes at most 100
         for task in ecs.describe_tasks(cluster=cluster_arn, tasks=arns[i : i + 100])["tasks"]:
-            for container in task.get("overrides", {}).get("containerOverrides", []):
-                step = next((e.get("value", "") for e in container.get("environment", []) if e.get("name") == "PGARENA_STEP"), "")
-                if step and json.loads(step).get("campaign_id") == campaign_id:
-                    found.append(task["taskArn"])
+            if step_field(container_environment(task.get("overrides", {})), "campaign_id") == campaign_id:
+                found.append(task["taskArn"])
     return found
 
 

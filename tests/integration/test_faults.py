@@ -20,6 +20,7 @@ from pathlib import Path
 import pg8000.dbapi
 import pytest
 
+from pgarena.aws.launch import container_environment, step_field
 from pgarena.local.embedded import EmbeddedProcess
 from pgarena.local.runtime import TABLE, LocalRuntime
 from pgarena.planning.campaign import parse_campaign
@@ -208,9 +209,7 @@ def hold_workers(runtime, name, until):
     run_task = runtime.workers.run_task
 
     def held(request, *where):  # RunTask's request, and where it was sent
-        environment = request.get("overrides", {}).get("containerOverrides", [{}])[0].get("environment", [])
-        step = json.loads(next((e["value"] for e in environment if e["name"] == "PGARENA_STEP"), "{}"))
-        if step.get("target") == name:
+        if step_field(container_environment(request.get("overrides", {})), "target") == name:
             until.wait(INJECT_DEADLINE_S)
         return run_task(request, *where)
 

@@ -5,6 +5,8 @@ import json
 
 import pytest
 
+from pgarena.aws.launch import container_environment
+from pgarena.aws.settings import STEP_VAR
 from pgarena.local.endpoints import EcsEndpoint
 from pgarena.local.runtime import run_local
 from pgarena.model.errors import ErrorKind
@@ -35,8 +37,7 @@ def run(tmp_path_factory):
     launch = EcsEndpoint.run_task
 
     def run_task(self, request, *where):  # RunTask's request, and where it was sent
-        environment = request["overrides"]["containerOverrides"][0]["environment"]
-        step = json.loads(next(item["value"] for item in environment if item["name"] == "PGARENA_STEP"))
+        step = json.loads(container_environment(request["overrides"])[STEP_VAR])
         if step["shards"] > 1 and step["shard"] == 1:
             refused.append(step["step_id"])
             return {"tasks": [], "failures": [{"arn": "arn:aws:ecs:task", "reason": "RESOURCE:MEMORY"}]}

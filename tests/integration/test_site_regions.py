@@ -8,6 +8,8 @@ import json
 
 import pytest
 
+from pgarena.aws.launch import container_environment
+from pgarena.aws.settings import STEP_VAR
 from pgarena.local.runtime import CLUSTER_ARN, LocalRuntime, region_site
 from pgarena.planning.campaign import parse_campaign
 
@@ -38,9 +40,7 @@ def matrix(campaign: str, far_region: str, home: bool = True) -> dict:
 
 def target_of(task: dict) -> str:
     """The target a task's worker measured, from the step RunTask's overrides carried."""
-    environment = task["overrides"]["containerOverrides"][0]["environment"]
-    step = next(item["value"] for item in environment if item["name"] == "PGARENA_STEP")
-    return json.loads(step)["target"]
+    return json.loads(container_environment(task["overrides"])[STEP_VAR])["target"]
 
 
 @pytest.fixture(scope="module")
