@@ -17,7 +17,7 @@ from pgarena.aws.settings import ResultsEnv, TableEnv
 from pgarena.aws.store import ResultStore
 from pgarena.aws.worker_slots import DynamoWorkerSlots
 from pgarena.campaign.leases import Leases
-from pgarena.local.leases import FileLeases
+from pgarena.local.leases import LocalLeases
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -56,8 +56,10 @@ class Dependencies(Generic[Env]):
     @cached_property
     def leases(self) -> Leases:
         # The local runtime runs these same handlers with a lease directory: its campaigns, each with its
-        # own moto, share leases in files as executions in one AWS account share the table's.
+        # own moto, share leases in files as executions in one AWS account share the table's (a target
+        # preflighted on its site leases in the table, where its release looks too: LocalLeases).
         lease_dir = self.env.lease_dir if isinstance(self.env, ResultsEnv) else None  # only ResultsEnv's handlers lease
+        table = LeaseStore(self.dynamodb, self.env.results_table)
         if lease_dir:
-            return FileLeases(Path(lease_dir))
-        return LeaseStore(self.dynamodb, self.env.results_table)
+            return LocalLeases(Path(lease_dir), table)
+        return table

@@ -1,4 +1,5 @@
-"""Preflight Target: live server facts and the connection budget, before any benchmark connection."""
+"""Preflight Target: live server facts and the connection budget, before any benchmark connection, for a
+target preflighted at home (one on a site is preflighted by a worker there: pgarena.worker.preflight)."""
 
 from typing import Any
 
@@ -10,6 +11,7 @@ from functions.observability import logger, tracer
 from pgarena.aws.settings import ResultsEnv
 from pgarena.campaign.preflight import preflight
 from pgarena.model.plan import TargetRef
+from pgarena.model.results import PreflightOrigin
 
 
 class PreflightEvent(TargetRef):
@@ -21,7 +23,8 @@ class PreflightEvent(TargetRef):
 @event_parser(model=PreflightEvent)
 def handler(event: PreflightEvent, context: LambdaContext) -> dict[str, Any]:
     deps = Dependencies.of(ResultsEnv)
-    ref, server = preflight(event, deps.store, deps.records, deps.leases)
+    origin = PreflightOrigin(site=deps.env.region, runner="function")
+    ref, server = preflight(event, deps.store, deps.records, deps.leases, origin)
     logger.info(
         "preflight passed",
         target=ref.name,

@@ -25,4 +25,4 @@ def handler(event: ValidateEvent, context: LambdaContext) -> dict[str, Any]:
     deps = Dependencies.of(SitesEnv)
     plan = claim_and_plan(event.input, event.execution_name, deps.store, deps.records, deps.env.sites)
     logger.info("campaign planned", campaign_id=plan.campaign_id, targets=len(plan.targets), phases=len(plan.phases))
-    return PlanRef.of(plan).model_dump(mode="json")
+    return PlanRef.of(plan, deps.env.sites).model_dump(mode="json")

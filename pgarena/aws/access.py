@@ -226,12 +226,18 @@ ACCESS: Mapping[Component, tuple[Grant, ...]] = MappingProxyType(
         ),
         # The shard's step from preflight's steps, offered to the slot's warm worker (WorkerSlots.offer,
         # taken, withdraw: conditional updates and reads); ecs:RunTask and iam:PassRole (compute grants,
-        # not here) when none takes it.
+        # not here) when none takes it. A target preflighted on its site: its placement from the plan.
         Component.LAUNCH_WORKER: (
             BucketGrant(PREFLIGHT_STEPS, (A.GET_OBJECT,)),
             TableGrant(WORKERS, (A.GET_ITEM, A.UPDATE_ITEM)),
+            BucketGrant(PLAN, (A.GET_OBJECT,)),
         ),
-        Component.RELEASE_LEASE: (TableGrant(LEASES, (A.GET_ITEM, A.PUT_ITEM)), BucketGrant(PLAN, (A.GET_OBJECT,))),
+        # LeaseStore.release under the key the target's preflight made (its answer), else one made from the plan.
+        Component.RELEASE_LEASE: (
+            TableGrant(LEASES, (A.GET_ITEM, A.PUT_ITEM)),
+            BucketGrant(PLAN, (A.GET_OBJECT,)),
+            BucketGrant(PREFLIGHT_STEPS, (A.GET_OBJECT,)),
+        ),
         # finalize: the plan, the cost decision and the outcomes (CampaignState), ResultStore.summaries
         # (query), each sharded step's series (read), what lost workers left (list), Ledger.settle (read,
         # update), then results.json and the reports.
@@ -272,9 +278,14 @@ ACCESS: Mapping[Component, tuple[Grant, ...]] = MappingProxyType(
         Component.TASK_STOPPED: (),
         # ResultStore.put_summary (its progress series, then a conditional put), wait_at_barrier (update,
         # read), raw output uploaded tagged; its slot (WorkerSlots: registered with a put, then conditional
-        # updates and reads while it waits for the next step).
+        # updates and reads while it waits for the next step). A worker that preflights its target on its
+        # site does what the preflight function does: Component.PREFLIGHT's grants on leases, plan and records.
         Component.WORKER: (
             TableGrant(SUMMARIES, (A.PUT_ITEM,)),
+            TableGrant(LEASES, (A.GET_ITEM, A.PUT_ITEM)),
+            BucketGrant(PREFLIGHT_EVIDENCE, (A.PUT_OBJECT,)),
+            BucketGrant(PLAN, (A.GET_OBJECT,)),
+            BucketGrant(PREFLIGHT_STEPS, (A.PUT_OBJECT,)),
             BucketGrant(PROGRESS, (A.PUT_OBJECT,)),
             BucketGrant(CA_BUNDLES, (A.GET_OBJECT,)),
             TableGrant(WORKERS, (A.GET_ITEM, A.PUT_ITEM, A.UPDATE_ITEM)),

@@ -20,7 +20,7 @@ from pgarena.aws.settings import STEP_VAR, TASK_TOKEN_VAR, LauncherEnv
 from pgarena.aws.sites import SiteReadError, WorkerSite
 from pgarena.aws.throttling import backoff_s, is_throttling, patiently
 from pgarena.model.errors import ErrorKind, failure
-from pgarena.model.plan import Step
+from pgarena.model.plan import Work
 from pgarena.model.sites import site_constraint
 from pgarena.model.warm import WorkerSlot
 
@@ -56,7 +56,7 @@ def step_field(environment: Mapping[str, str], name: str) -> str:
         return ""
 
 
-def client_token(step: Step, task_token: str, attempt: int = 0) -> str:
+def client_token(step: Work, task_token: str, attempt: int = 0) -> str:
     """ECS's idempotency token: a launch Lambda retried after a RunTask that did start a task gets that
     task back instead of a second worker. The task token is new for each attempt of the state; `attempt`
     counts RunTasks refused for capacity (no task started), each asked anew."""
@@ -70,7 +70,7 @@ def capacity_failures(failures: list[Any]) -> bool:
 
 
 def run_task_request(  # noqa: PLR0913  # the shard, its token, where it runs, its slot, and the attempt
-    step: Step,
+    step: Work,
     task_token: str,
     env: LauncherEnv,
     site: WorkerSite | None = None,
@@ -130,7 +130,7 @@ def run_task_request(  # noqa: PLR0913  # the shard, its token, where it runs, i
 
 
 def external_run_task_request(  # noqa: PLR0913  # the shard, its token, the site, and its slot
-    step: Step, task_token: str, env: LauncherEnv, site: str, slot: WorkerSlot | None = None, last: bool = True
+    step: Work, task_token: str, env: LauncherEnv, site: str, slot: WorkerSlot | None = None, last: bool = True
 ) -> dict[str, Any]:
     """The RunTask request for one shard on external site `site`: the home cluster, its EXTERNAL task
     definition (same image and task role as Fargate's, bridge network: no subnets), the site's machines only."""
@@ -162,7 +162,7 @@ class EcsLauncher:
         self.sleep = sleep
 
     def launch(
-        self, step: Step, task_token: str, slot: WorkerSlot | None = None, last: bool = True
+        self, step: Work, task_token: str, slot: WorkerSlot | None = None, last: bool = True
     ) -> tuple[str | None, list[Any]]:
         """RunTask, again after a backoff with jitter while ECS is throttled or out of capacity (a few times:
         the state machine retries LaunchFailed past that); the task, or the last failures."""
@@ -192,7 +192,7 @@ class EcsLauncher:
                 return (tasks[0]["taskArn"] if tasks else None), failures
         return None, failures
 
-    def _external_request(self, step: Step, task_token: str, site: str, slot: WorkerSlot | None, last: bool) -> dict[str, Any]:
+    def _external_request(self, step: Work, task_token: str, site: str, slot: WorkerSlot | None, last: bool) -> dict[str, Any]:
         sites = self.env.sites
         if not sites.serves_site(site):
             # Validate And Plan refuses this; a stack redeployed without the site since then lands here.
@@ -204,7 +204,7 @@ class EcsLauncher:
             raise failure(ErrorKind.LAUNCH_FAILED, f"external site {site!r}: the launcher has no EXTERNAL task definition")
         return external_run_task_request(step, task_token, self.env, site, slot, last)
 
-    def _site_of(self, step: Step) -> tuple[ECSClient, WorkerSite | None]:
+    def _site_of(self, step: Work) -> tuple[ECSClient, WorkerSite | None]:
         region = step.placement.region if step.placement else None
         sites = self.env.sites
         if not sites.serves(region):

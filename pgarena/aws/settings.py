@@ -30,6 +30,7 @@ class ResultsEnv(TableEnv):
     lease_dir: str | None = Field(
         None, alias="PGARENA_LEASE_DIR", description="local runtimes: leases in files shared across processes"
     )
+    region: str = Field("us-east-1", alias="AWS_REGION", description="the home region (where preflight ran, when here)")
 
 
 def _split(value: str) -> list[str]:
@@ -84,7 +85,6 @@ class LauncherEnv(TableEnv):
 class SitesEnv(ResultsEnv):
     """Validate And Plan: the regions the stack's workers can run in (a placement elsewhere is refused)."""
 
-    region: str = Field("us-east-1", alias="AWS_REGION")
     site_regions: str = Field("", alias="WORKER_SITE_REGIONS")
     external_sites: str = Field("", alias="WORKER_EXTERNAL_SITES")
 

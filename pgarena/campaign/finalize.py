@@ -23,7 +23,7 @@ from pgarena.model.execution import ExecutionRequest, execution_request
 from pgarena.model.ledger import CostDecision
 from pgarena.model.matrix_errors import MatrixError
 from pgarena.model.outcomes import TargetOutcome
-from pgarena.model.plan import Plan
+from pgarena.model.plan import Plan, planned_target
 from pgarena.model.results import CampaignResults, now_iso
 from pgarena.model.series import SeriesOnDemand, ShardSeries
 from pgarena.planning.campaign import parse_campaign
@@ -48,8 +48,10 @@ def finalize(
     leases: Leases | None = None,
     ending: Ending = "completed",
     finished_at: str | None = None,
+    lease_keys: Mapping[str, str] | None = None,
 ) -> tuple[CampaignResults, str, list[str]]:
-    """Aggregate, settle, publish, release. Returns the results, results.json's key and the report names."""
+    """Aggregate, settle, publish, release (`lease_keys`: a target's lease key as its preflight made it,
+    by target name). Returns the results, results.json's key and the report names."""
     finished_at = finished_at or now_iso()
     outcomes = list(outcomes)
     summaries = store.summaries(plan.campaign_id)
@@ -71,7 +73,8 @@ def finalize(
     reports = publish_results(results, store_writer(store, plan.campaign_id))
     if leases is not None:  # idempotent: a target whose lease was already released is a no-op
         for target in plan.targets:
-            leases.release(lease_key(target.endpoint), holder_id(plan.campaign_id, target.name))
+            key = (lease_keys or {}).get(target.name) or lease_key(target.endpoint)
+            leases.release(key, holder_id(plan.campaign_id, target.name))
     return results, layout.results_key(plan.campaign_id), reports
 
 
@@ -130,7 +133,14 @@ def finalize_stopped(
         # Validate had not answered: an id that already has files is another campaign's, never overwritten.
         if plan is None or store.campaign_traces(plan.campaign_id):
             return None
-    results, _, _ = finalize(plan, outcomes, store, started_at, cost=cost, ledger=ledger, leases=leases, ending=ending)
+    keys = {
+        planned_target(plan, phase, index).name: result.lease_key
+        for (phase, index), result in preflights.items()
+        if result.lease_key
+    }
+    results, _, _ = finalize(
+        plan, outcomes, store, started_at, cost=cost, ledger=ledger, leases=leases, ending=ending, lease_keys=keys
+    )
     return results
 
 

@@ -8,7 +8,8 @@ from collections.abc import Callable
 
 from pgarena.campaign.ports import Launcher, Records, WorkerSlots
 from pgarena.model.errors import ErrorKind, failure
-from pgarena.model.plan import ShardRef, Step
+from pgarena.model.plan import PreflightTask, ShardRef, Step, TargetRef, planned_target
+from pgarena.model.sites import SiteMap
 from pgarena.model.warm import HANDOVER_POLL_S, HANDOVER_S, Assignment, WorkerSlot, last_on_slot
 
 
@@ -36,6 +37,26 @@ def launch(  # noqa: PLR0913  # the shard, its token, and the three ports it goe
         # A launch failure is transient more often than not: the state machine retries LaunchFailed.
         raise failure(ErrorKind.LAUNCH_FAILED, f"ECS could not start the worker: {failures}")
     return planned, started, True
+
+
+def launch_preflight(
+    ref: TargetRef, task_token: str, records: Records, launcher: Launcher, sites: SiteMap
+) -> tuple[PreflightTask, str]:
+    """Preflight On Site: the target's preflight started as a worker task on its site, as a step is, given
+    the slot of the phase's shard 0: the worker then serves the phase's steps there, so that preflighting
+    on the site costs no cold start of its own. (task, worker id)."""
+    target = planned_target(records.plan(ref.campaign_id), ref.phase, ref.target)
+    site = sites.preflight_site(target.placement)
+    if site is None:  # the plan's refs said otherwise: a stack redeployed without the site since Validate And Plan
+        raise failure(
+            ErrorKind.INVALID_MATRIX, f"{target.name}: the stack has no site for its placement (sites: {sites.describe()})"
+        )
+    task = PreflightTask.of(ref, target, site)
+    slot = WorkerSlot(campaign_id=ref.campaign_id, phase=ref.phase, target=ref.target, shard=0)
+    started, failures = launcher.launch(task, task_token, slot, last=False)
+    if started is None or failures:
+        raise failure(ErrorKind.LAUNCH_FAILED, f"ECS could not start the worker for {target.name}'s preflight: {failures}")
+    return task, started
 
 
 def hand_over(

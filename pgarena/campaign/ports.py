@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     from pgarena.model.ledger import Booking, CostDecision, LedgerEntry
     from pgarena.model.outcomes import TargetOutcome
-    from pgarena.model.plan import Plan, PreflightResult, Step
+    from pgarena.model.plan import Plan, PreflightResult, Work
     from pgarena.model.results import StepSummary
     from pgarena.model.warm import Assignment, WorkerSlot
 
@@ -75,10 +75,11 @@ class Barrier(Protocol):
 
 
 class Launcher(Protocol):
-    """Starts one worker for one step; it answers the state machine's task token itself."""
+    """Starts one worker for one step (or one target's preflight on its site); it answers the state
+    machine's task token itself."""
 
     def launch(
-        self, step: Step, task_token: str, slot: WorkerSlot | None = None, last: bool = True
+        self, step: Work, task_token: str, slot: WorkerSlot | None = None, last: bool = True
     ) -> tuple[str | None, list[Any]]:
         """(the started worker's id, or None; the platform's failures). A worker given `slot` registers
         there and, unless the step is its `last`, waits there for the next one."""

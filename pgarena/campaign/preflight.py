@@ -12,7 +12,7 @@ from pgarena.model.errors import ErrorKind, PgarenaError, error_info, failure
 from pgarena.model.layout import evidence_key
 from pgarena.model.plan import PlannedTarget, PreflightRef, PreflightResult, Step, TargetRef, campaign_tag, planned_target
 from pgarena.model.redact import redact
-from pgarena.model.results import ServerInfo
+from pgarena.model.results import PreflightOrigin, ServerInfo
 from pgarena.planning.budget import apply_budget, compute_budget, held_by_other_campaigns
 from pgarena.planning.shards import shard
 from pgarena.server.facts import disclose, read_facts, read_sessions
@@ -22,12 +22,16 @@ from pgarena.server.restarts import postmaster_started_at, reachable_address, re
 LEASE_POLL_S = 2.0
 
 
-def preflight(ref: TargetRef, store: Store, records: Records, leases: Leases) -> tuple[PreflightRef, ServerInfo]:
+def preflight(
+    ref: TargetRef, store: Store, records: Records, leases: Leases, origin: PreflightOrigin
+) -> tuple[PreflightRef, ServerInfo]:
     """One target of one phase: budget and lease, its evidence beside its raw output (a failure's too:
-    results.json points at it), its clamped and sharded steps kept for the launches."""
+    results.json points at it), its clamped and sharded steps kept for the launches. `origin`: where this
+    runs (the home function, or a worker on the target's site), recorded in both."""
     campaign_id = ref.campaign_id
     target = planned_target(records.plan(campaign_id), ref.phase, ref.target)
     key = evidence_key(campaign_id, target.name)
+    ran = origin.model_dump(mode="json")
     try:
         result = _lease_budget(target, campaign_id, leases)
     except PgarenaError as error:
@@ -37,10 +41,12 @@ def preflight(ref: TargetRef, store: Store, records: Records, leases: Leases) ->
                 "target": target.name,
                 "host": target.endpoint.host,
                 "port": target.endpoint.port,
+                "preflight": ran,
                 "error": redact(error.info().model_dump()),
             },
         )
         raise
+    result.server = result.server.model_copy(update={"preflight": origin})
     store.put_json(key, {"target": target.name, "server": result.server.model_dump(mode="json")})
     # The steps (clamped, sharded) stay in the bucket; the state gets their indices and timers.
     records.put_preflight(campaign_id, ref.phase, ref.target, result)
@@ -109,15 +115,17 @@ def _lease_budget(target: PlannedTarget, campaign_id: str, leases: Leases) -> Pr
     if endpoint.use_resolved_address and address:
         facts_for_workers["hostaddr"] = address
     steps = [step.model_copy(update=facts_for_workers) for step in steps]
-    return PreflightResult(server=server, steps=[shard(step) for step in steps])
-
-
-def release(target: PlannedTarget, campaign_id: str, leases: Leases) -> None:
-    leases.release(lease_key(target.endpoint), holder_id(campaign_id, target.name))
+    return PreflightResult(server=server, steps=[shard(step) for step in steps], lease_key=key)
 
 
 def release_target(ref: TargetRef, records: Records, leases: Leases) -> PlannedTarget:
-    """Release Connection Lease: after the target's steps, or after its failure."""
+    """Release Connection Lease: after the target's steps, or after its failure. The lease is given back
+    under the key its preflight made (on the target's site a name may resolve as it does nowhere else);
+    a preflight that kept no answer leased nothing, or is released under the key made here."""
     target = planned_target(records.plan(ref.campaign_id), ref.phase, ref.target)
-    release(target, ref.campaign_id, leases)
+    try:
+        key = records.preflight(ref.campaign_id, ref.phase, ref.target).lease_key
+    except Exception:  # no answer kept: preflight failed (most often before it leased)
+        key = None
+    leases.release(key or lease_key(target.endpoint), holder_id(ref.campaign_id, target.name))
     return target

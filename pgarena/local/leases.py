@@ -106,3 +106,17 @@ def default_lease_dir() -> Path:
     """Where local runtimes keep their shared leases: the user's runtime dir, else /tmp."""
     runtime = os.environ.get("XDG_RUNTIME_DIR")
     return Path(runtime) / "pgarena-leases" if runtime else Path(tempfile.gettempdir()) / "pgarena-leases"
+
+
+class LocalLeases(FileLeases):
+    """The local runtime's handlers' leases: in files, shared by every local runtime on this machine. A
+    target preflighted on its site was leased by a worker there, in the results table (the one lease store
+    a site reaches, as in AWS; this runtime's own moto), so a release gives the holder's slots back in both."""
+
+    def __init__(self, directory: Path, table: Leases, clock: Callable[[], float] = time.time):
+        super().__init__(directory, clock)
+        self.table = table
+
+    def release(self, key: str, holder: str) -> None:
+        super().release(key, holder)
+        self.table.release(key, holder)

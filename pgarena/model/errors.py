@@ -150,6 +150,12 @@ class LaunchFailed(PgarenaError):
 RAISED: dict[ErrorKind, type[PgarenaError]] = {cls.kind: cls for cls in PgarenaError.__subclasses__()}
 
 
+def error_name(kind: ErrorKind | str) -> str:
+    """The Error a state's Catch and Retry match for a kind: its exception's name (ConnectionRefused), as
+    a Lambda function raising it reports it; a worker answering a task token sends the same."""
+    return "".join(part.capitalize() for part in str(kind).split("_"))
+
+
 def failure(kind: ErrorKind | str, message: str, raw: str | None = None) -> PgarenaError:
     """The exception of a kind (`error_info(text, ...).kind` picks one from a tool's or driver's text)."""
     return RAISED[ErrorKind(kind)](message, raw)

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import hashlib
-from typing import Any
+import json
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -19,6 +20,7 @@ from pgarena.model.matrix import (
     Scenario,
 )
 from pgarena.model.results import RunOrder, ServerInfo
+from pgarena.model.sites import SiteMap
 from pgarena.tools.spec import StepKind
 from pgarena.tools.workloads import ToolStep
 
@@ -214,6 +216,9 @@ class PhaseRef(Boundary):
     phase: int
     concurrency: int
     last_target: int
+    on_site: list[int] = Field(
+        default_factory=list, description="the indices of the phase's targets whose preflight runs on their site"
+    )
 
 
 class PlanRef(Boundary):
@@ -223,10 +228,19 @@ class PlanRef(Boundary):
     phases: list[PhaseRef]
 
     @classmethod
-    def of(cls, plan: Plan) -> PlanRef:
+    def of(cls, plan: Plan, sites: SiteMap | None = None) -> PlanRef:
+        """`sites`: the stack's, which tell the targets preflighted on their site from those preflighted at home."""
         return cls(
             campaign_id=plan.campaign_id,
-            phases=[PhaseRef(phase=p.phase, concurrency=p.concurrency, last_target=len(p.targets) - 1) for p in plan.phases],
+            phases=[
+                PhaseRef(
+                    phase=p.phase,
+                    concurrency=p.concurrency,
+                    last_target=len(p.targets) - 1,
+                    on_site=[i for i, t in enumerate(p.targets) if sites is not None and sites.preflight_site(t.placement)],
+                )
+                for p in plan.phases
+            ],
         )
 
 
@@ -238,6 +252,58 @@ class StepRef(Boundary):
     last_shard: int
     timeout_s: int
     heartbeat_timeout_s: int
+
+
+# Preflight On Site's timers (statemachines/campaign.asl.json; tests/unit/test_preflight_on_site.py keeps them
+# equal): a worker's cold start on its site is allowed the heartbeat timeout steps get by default, and the
+# whole task that plus the longest lease wait (lease_wait_s, at most 600 s) and the server's answers.
+PREFLIGHT_HEARTBEAT_TIMEOUT_S = 300
+PREFLIGHT_TIMEOUT_S = 1200
+PREFLIGHT = "preflight"
+
+
+class PreflightTask(Boundary):
+    """A target's preflight as a worker task on its site: what RunTask's overrides carry in place of a Step
+    (the same variable, so that what reads a task's campaign, target or id reads it from either)."""
+
+    kind: Literal["preflight"] = "preflight"
+    step_id: str = Field(description="the task's id: ECS's idempotency token and the logs name it")
+    campaign_id: str
+    phase: int
+    index: int = Field(description="the target's index in the phase (TargetRef.target)")
+    target: str = Field(description="the target's name")
+    site: str = Field(description="the site it runs on: a worker site's region, or an external site's name")
+    placement: Placement | None = None
+    timeout_s: int = PREFLIGHT_TIMEOUT_S
+    heartbeat_timeout_s: int = PREFLIGHT_HEARTBEAT_TIMEOUT_S
+
+    @classmethod
+    def of(cls, ref: TargetRef, target: PlannedTarget, site: str) -> PreflightTask:
+        return cls(
+            step_id=f"{PREFLIGHT}-p{ref.phase}-t{ref.target}",
+            campaign_id=ref.campaign_id,
+            phase=ref.phase,
+            index=ref.target,
+            target=target.name,
+            site=site,
+            placement=target.placement,
+        )
+
+    @property
+    def ref(self) -> TargetRef:
+        return TargetRef(campaign_id=self.campaign_id, phase=self.phase, target=self.index)
+
+
+# What one worker task is given: a step, or a target's preflight on its site.
+Work = Step | PreflightTask
+
+
+def is_preflight(work: str) -> bool:
+    """Whether a worker's task (RunTask's STEP_VAR, as JSON) is a preflight rather than a step."""
+    try:
+        return isinstance(decoded := json.loads(work), dict) and decoded.get("kind") == PREFLIGHT
+    except ValueError:
+        return False
 
 
 class PreflightRef(Boundary):
@@ -261,6 +327,9 @@ class PreflightResult(BaseModel):
 
     server: ServerInfo
     steps: list[StepGroup] = Field(description="the steps to run, in order, each split into its shards")
+    lease_key: str | None = Field(
+        None, description="the lease's key as preflight made it, from its site's resolver: the release gives it back there"
+    )
 
     def step_refs(self) -> list[StepRef]:
         """The items of Run Steps In Order: indices and the two timers its Task state reads from the state."""

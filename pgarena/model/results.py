@@ -185,6 +185,14 @@ class StepSummary(BaseModel):
     error: ErrorInfo | None = None
 
 
+class PreflightOrigin(BaseModel):
+    """Where a target's preflight ran: the home stack's function, or a worker on the target's site."""
+
+    site: str = Field(description="the region it ran in, or the external site's name")
+    runner: Literal["function", "worker"] = Field(description="function: the home preflight Lambda; worker: a task on the site")
+    worker_id: str | None = Field(None, description="the worker's id (its task ARN in ECS), as its steps' facts give it")
+
+
 class ServerInfo(BaseModel):
     """What preflight read from the live server, and the connection budget it derived."""
 
@@ -207,6 +215,7 @@ class ServerInfo(BaseModel):
     extensions: dict[str, str] = Field(default_factory=dict, description="installed extensions (pg_extension) -> version")
     database_size_bytes: int | None = Field(None, description="pg_database_size of the benchmark database at preflight")
     unreadable: list[str] = Field(default_factory=list, description="facts the role could not read, and why")
+    preflight: PreflightOrigin | None = Field(None, description="where preflight ran")
 
 
 class ShardResult(BaseModel):

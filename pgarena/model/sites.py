@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from pgarena.model.matrix import Campaign
+from pgarena.model.matrix import Campaign, Placement
 from pgarena.model.matrix_errors import Problem
 
 # What the user runs once a region is added to the context (cdk/README.md; docs/guide/05-deploy.md, "Sites").
@@ -46,6 +46,15 @@ class SiteMap(BaseModel):
 
     def serves_site(self, site: str | None) -> bool:
         return site is None or site in self.external
+
+    def preflight_site(self, placement: Placement | None) -> str | None:
+        """The site a target's preflight runs on as a worker task (its external site, or its region when a
+        worker site's); None: at home, in the preflight function (docs/guide/05-deploy.md, Where preflight runs)."""
+        if placement is None:
+            return None
+        if placement.site is not None:
+            return placement.site
+        return placement.region if self.is_remote(placement.region) else None
 
     def describe(self) -> str:
         others = ", ".join(sorted(self.regions))

@@ -94,7 +94,8 @@ LAMBDA_SHAPE: dict[str, tuple[int, float]] = {
 # (a unit test walks the file and keeps these equal); retries and failures add a few.
 TRANSITIONS_PER_CAMPAIGN = 5  # Validate And Plan, Check Cost Cap, Within Cost Cap?, Run Phases In Order, Aggregate And Rank
 TRANSITIONS_PER_PHASE = 2  # List Phase Targets, Benchmark Targets
-TRANSITIONS_PER_TARGET = 4  # Preflight Target, Run Steps In Order, Release Connection Lease, Target Finished
+# Where Preflight Runs, Preflight Target (or Preflight On Site), Run Steps In Order, Release Connection Lease, Target Finished
+TRANSITIONS_PER_TARGET = 5
 TRANSITIONS_PER_STEP = 2  # List Shards, Run Shards Together
 TRANSITIONS_PER_WORKER = 1  # Run Worker Task, once per shard
 

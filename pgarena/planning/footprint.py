@@ -12,7 +12,7 @@ from pydantic import BaseModel
 from pgarena.model.matrix import Campaign
 from pgarena.planning.cost import endpoint_plan
 from pgarena.planning.history import HISTORY_LIMIT_EVENTS, count_history
-from pgarena.planning.limits import PHASE_REF_BYTES, STATE_LIMIT_BYTES, STEP_REF_BYTES
+from pgarena.planning.limits import STATE_LIMIT_BYTES, STEP_REF_BYTES, phase_refs_bytes
 from pgarena.planning.planner import passes, step_shapes
 from pgarena.planning.shards import run_workers, split_clients
 
@@ -50,7 +50,7 @@ def footprint(campaign: Campaign) -> Footprint:
                 series = max(series, k * seconds * SERIES_PARSED_BYTES_PER_S)
     return Footprint(
         history_events=count_history(campaign).events,
-        largest_state_bytes=max(len(passes(campaign)) * PHASE_REF_BYTES, steps * STEP_REF_BYTES),
+        largest_state_bytes=max(phase_refs_bytes(campaign), steps * STEP_REF_BYTES),
         plan_bytes=len(endpoint_plan(campaign).model_dump_json()),  # embedded targets priced as endpoints
         largest_progress_samples=samples,
         shards_per_step=shards,

@@ -3,7 +3,8 @@
 Step Functions fails an execution whose history passes 25,000 events
 (https://docs.aws.amazon.com/step-functions/latest/dg/service-quotas.html). Each state of
 statemachines/campaign.asl.json writes a fixed number of events per run of it (calibrated against
-moto's GetExecutionHistory: tests/integration/test_history_events.py); the campaign's shape gives how
+moto's GetExecutionHistory: tests/integration/test_history_events.py, and test_site_regions.py for a
+target preflighted on its site); the campaign's shape gives how
 many times each runs. A shard's worker adds its Map iteration and its task, so the count grows with
 targets x client counts x repetitions x workers.
 """
@@ -34,8 +35,10 @@ ITERATION_EVENTS = 2  # MapIterationStarted, MapIterationSucceeded
 CAMPAIGN_EVENTS = EXECUTION_EVENTS + 3 * LAMBDA_TASK_EVENTS + PASS_EVENTS + MAP_EVENTS
 # The phase's iteration, List Phase Targets, Benchmark Targets.
 PHASE_EVENTS = ITERATION_EVENTS + PASS_EVENTS + MAP_EVENTS
-# The target's iteration, Preflight Target, Run Steps In Order, Release Connection Lease, Target Finished.
-TARGET_EVENTS = ITERATION_EVENTS + 2 * LAMBDA_TASK_EVENTS + MAP_EVENTS + DYNAMODB_TASK_EVENTS
+# The target's iteration, Where Preflight Runs, Preflight Target, Run Steps In Order, Release Connection
+# Lease, Target Finished. A target preflighted on its site runs Preflight On Site instead: a token task.
+TARGET_EVENTS = ITERATION_EVENTS + PASS_EVENTS + 2 * LAMBDA_TASK_EVENTS + MAP_EVENTS + DYNAMODB_TASK_EVENTS
+ON_SITE_PREFLIGHT_EVENTS = TOKEN_TASK_EVENTS - LAMBDA_TASK_EVENTS
 # The step's iteration, List Shards, Run Shards Together.
 STEP_EVENTS = ITERATION_EVENTS + PASS_EVENTS + MAP_EVENTS
 # The shard's iteration and Run Worker Task.
@@ -87,8 +90,16 @@ def count_history(campaign: Campaign) -> HistoryCount:
         for name, events in by_workload.items():
             extra[name] += n * events
     target_runs = sum(targets)
+    # Counted on its site when placed anywhere: the matrix alone does not tell whether a region is the stack's own.
+    on_site = [bool(t.placement and (t.placement.site or t.placement.region)) for t in campaign.targets]
+    on_site_runs = sum(sum(on_site[:n]) for n in targets)
     events = (
-        CAMPAIGN_EVENTS + len(phases) * PHASE_EVENTS + target_runs * TARGET_EVENTS + steps * STEP_EVENTS + shards * SHARD_EVENTS
+        CAMPAIGN_EVENTS
+        + len(phases) * PHASE_EVENTS
+        + target_runs * TARGET_EVENTS
+        + on_site_runs * ON_SITE_PREFLIGHT_EVENTS
+        + steps * STEP_EVENTS
+        + shards * SHARD_EVENTS
     )
     return HistoryCount(
         events=events, phases=len(phases), target_runs=target_runs, steps=steps, shards=shards, shard_events_by_workload=extra

@@ -26,10 +26,19 @@ RUNTASK_RESERVED_CHARS = 3_800
 # rest of the plan is in the bucket; failure messages get the reserve.
 STATE_LIMIT_BYTES = 262_144
 STATE_RESERVED_BYTES = 64_000
-PHASE_REF_BYTES = 64
+PHASE_REF_BYTES = 80
 STEP_REF_BYTES = 96
+# A phase's ref lists the targets preflighted on their site (PhaseRef.on_site): an index and a comma each.
+ON_SITE_INDEX_BYTES = 5
 # States.ArrayRange (List Phase Targets) makes at most this many items.
 MAX_MAP_ITEMS = 1_000
+
+
+def phase_refs_bytes(campaign: Campaign) -> int:
+    """Validate And Plan's answer at most: its phases' refs, each listing every target placed on a site
+    (counted whether or not the stack treats its region as home: the matrix alone does not tell)."""
+    placed = sum(1 for target in campaign.targets if target.placement and (target.placement.site or target.placement.region))
+    return len(passes(campaign)) * (PHASE_REF_BYTES + ON_SITE_INDEX_BYTES * placed)
 
 
 def limit_problems(campaign: Campaign) -> list[Problem]:
@@ -150,12 +159,12 @@ def _state_problems(campaign: Campaign) -> list[Problem]:
 def _plan_problems(campaign: Campaign, budget: int) -> list[Problem]:
     problems = []
     phases = passes(campaign)
-    if len(phases) * PHASE_REF_BYTES > budget:
+    if (refs_bytes := phase_refs_bytes(campaign)) > budget:
         problems.append(
             Problem(
                 path="$.repetitions",
                 message=f"{len(phases):,} phases (one per workload and repetition) make Validate And Plan's answer about "
-                f"{len(phases) * PHASE_REF_BYTES // 1024:,} KB, and a state in Step Functions holds {STATE_LIMIT_BYTES // 1024} KB "
+                f"{refs_bytes // 1024:,} KB, and a state in Step Functions holds {STATE_LIMIT_BYTES // 1024} KB "
                 f"({STATE_RESERVED_BYTES // 1000} KB kept for failure messages): fewer repetitions or workloads, or split the campaign",
             )
         )

@@ -26,16 +26,19 @@ from botocore.exceptions import ClientError
 from pgarena.analysis.catch_up import replication_result, run_seconds
 from pgarena.analysis.slo import probe_result, search
 from pgarena.aws.barrier import DynamoBarrier
+from pgarena.aws.campaign_state import CampaignState
+from pgarena.aws.leases import LeaseStore
 from pgarena.aws.settings import WorkerEnv
 from pgarena.aws.store import ResultStore
 from pgarena.aws.worker_slots import DynamoWorkerSlots
 from pgarena.campaign.ports import Barrier as StartBarrier
 from pgarena.campaign.ports import Store, WorkerSlots
-from pgarena.model.errors import KILLED, ErrorInfo, ErrorKind, WorkerStopped, error_info
+from pgarena.campaign.preflight import preflight
+from pgarena.model.errors import KILLED, ErrorInfo, ErrorKind, WorkerStopped, error_info, error_name
 from pgarena.model.monitor import ConnectionReport
-from pgarena.model.plan import PHASE_BARRIER_TIMEOUT_S, WORKER_HARD_STOP_GRACE_S, Step
+from pgarena.model.plan import PHASE_BARRIER_TIMEOUT_S, WORKER_HARD_STOP_GRACE_S, PreflightTask, Step, is_preflight
 from pgarena.model.redact import Redactor
-from pgarena.model.results import Barrier, StepSummary, now_iso
+from pgarena.model.results import Barrier, PreflightOrigin, StepSummary, now_iso
 from pgarena.model.slo import SloProbe
 from pgarena.model.warm import IDLE_TIMEOUT_S, SLOT_BEAT_S, SLOT_POLL_S, Assignment, WorkerSlot
 from pgarena.server.credentials import local_ca, resolve_password
@@ -545,8 +548,9 @@ def next_assignment(  # noqa: PLR0913  # the slot, its worker, and the clock and
 
 
 def main() -> int:
-    """Run the step the worker was started with; a warm worker (given its slot) then runs the phase's next
-    steps on that slot as the launch function hands them over, until the slot's last or an idle time-out."""
+    """Run the step the worker was started with (or its target's preflight); a warm worker (given its slot)
+    then runs the phase's next steps on that slot as the launch function hands them over, until the slot's
+    last or an idle time-out."""
     env = WorkerEnv.from_env()
     _stop_on_sigterm()
     # In another region's worker site the task's own region is not the results': name it for every client.
@@ -559,37 +563,92 @@ def main() -> int:
         dynamodb=boto3.client("dynamodb", region_name=region),
     )
     worker = worker_identity()
-    first = Assignment(step=Step.model_validate_json(env.step), task_token=env.task_token, last=env.last_step)
+    first: Assignment | Callable[[Callable[[], object]], ErrorInfo | None]
+    if is_preflight(env.step):
+        task = PreflightTask.model_validate_json(env.step)
+        first = lambda finishing: _serve_preflight(task, env, sfn, store, worker, finishing)  # noqa: E731  # bound here, served below
+    else:
+        first = Assignment(step=Step.model_validate_json(env.step), task_token=env.task_token, last=env.last_step)
     if env.slot is None:  # started for one step
-        return 0 if _serve(first, env, sfn, store, (worker, 1)) is None else 1
+        error = first(lambda: None) if callable(first) else _serve(first, env, sfn, store, (worker, 1))
+        return 0 if error is None else 1
     slot = WorkerSlot.model_validate_json(env.slot)
     slots = DynamoWorkerSlots(store.dynamodb, store.table)
     slots.register(slot, worker)
     return serve_slot(first, slot, slots, worker, lambda a, n, finishing: _serve(a, env, sfn, store, (worker, n), finishing))
 
 
+def _serve_preflight(  # noqa: PLR0913  # the task, the worker's clients, who runs it, and its slot's renewal
+    task: PreflightTask,
+    env: WorkerEnv,
+    sfn: SFNClient,
+    store: ResultStore,
+    worker: str,
+    before_answer: Callable[[], object],
+) -> ErrorInfo | None:
+    """The target's preflight here, on its site (pgarena.campaign.preflight: the same use case as the home
+    function's, leasing in the results table), under a heartbeat and hard stop as a step; the task token
+    answered with preflight's answer, or with its failure named as the function's would be."""
+    origin = PreflightOrigin(site=task.site, runner="worker", worker_id=worker)
+    error, answer = None, None
+    with hard_stop(task.timeout_s + WORKER_HARD_STOP_GRACE_S):
+        with heartbeat(sfn, env.task_token, heartbeat_every_s(env.heartbeat_s, task.heartbeat_timeout_s)):
+            try:
+                ref, server = preflight(task.ref, store, CampaignState(store), LeaseStore(store.dynamodb, store.table), origin)
+                answer = ref.model_dump_json()
+                logger.info("preflight passed", target=task.target, site=task.site, allowed=server.allowed)
+            except (WorkerStopped, Exception) as failure:  # told to the state machine rather than leave it waiting
+                error = error_info(failure)
+                logger.warning("preflight failed", target=task.target, kind=error.kind, error=error.message)
+        if error is None:
+            _best_effort(before_answer)
+        try:
+            if answer is not None:
+                sfn.send_task_success(taskToken=env.task_token, output=answer)
+            else:
+                assert error is not None
+                sfn.send_task_failure(taskToken=env.task_token, error=error_name(error.kind), cause=error.cause())
+        except Exception as unsent:  # the execution was stopped or timed out meanwhile
+            logger.warning("state machine not told", target=task.target, error=str(unsent))
+    return error
+
+
 def serve_slot(
-    first: Assignment,
+    first: Assignment | Callable[[Callable[[], object]], ErrorInfo | None],
     slot: WorkerSlot,
     slots: WorkerSlots,
     worker: str,
     serve: Callable[[Assignment, int, Callable[[], object]], ErrorInfo | None],
 ) -> int:
     """The warm worker's loop: each assignment served, then the next one waited for at the slot; the
-    exit code of the last step (0: it succeeded)."""
-    assignment: Assignment | None = first
+    exit code of the last step (0: it succeeded). `first` may be the target's preflight on its site
+    (a callable given the slot's renewal): its steps then follow here, unless it failed."""
+    assignment: Assignment | None = None
     served, error = 0, None
+    if callable(first):
+        error = first(lambda: slots.finishing(slot, worker))
+        if error is not None:  # no step follows a failed preflight
+            _best_effort(lambda: slots.leave(slot, worker))
+            return 1
+        assignment = _next(slot, slots, worker)
+    else:
+        assignment = first
     while assignment is not None:
         served += 1
         error = serve(assignment, served, lambda: slots.finishing(slot, worker))
         if assignment.last or (error is not None and error.kind == ErrorKind.WORKER_STOPPED):
             break
-        assignment = None
-        try:
-            with hard_stop(IDLE_TIMEOUT_S + WORKER_HARD_STOP_GRACE_S):
-                if _best_effort(lambda: slots.idle(slot, worker)):
-                    assignment = next_assignment(slots, slot, worker)
-        except WorkerStopped:  # stopped between steps (a cancelled campaign): no step of its to record
-            logger.info("stopped while waiting for the next step", worker=worker)
-            _best_effort(lambda: slots.leave(slot, worker))
+        assignment = _next(slot, slots, worker)
     return 0 if error is None else 1
+
+
+def _next(slot: WorkerSlot, slots: WorkerSlots, worker: str) -> Assignment | None:
+    """Shown idle at the slot, the phase's next step when one comes (None: the idle time-out, or stopped)."""
+    try:
+        with hard_stop(IDLE_TIMEOUT_S + WORKER_HARD_STOP_GRACE_S):
+            if _best_effort(lambda: slots.idle(slot, worker)):
+                return next_assignment(slots, slot, worker)
+    except WorkerStopped:  # stopped between steps (a cancelled campaign): no step of its to record
+        logger.info("stopped while waiting for the next step", worker=worker)
+        _best_effort(lambda: slots.leave(slot, worker))
+    return None

@@ -1,12 +1,14 @@
 """An external site (ECS Anywhere) under `--aws-strict`: the runtime serves the site as a stack deployed with it
-in pgarena:external_sites would, and a target placed there runs green, its workers started as EXTERNAL tasks
-on the local "registered instance" carrying the site's attribute; a site the runtime does not serve is refused
-before any database is touched."""
+in pgarena:external_sites would, and a target placed there runs green, its preflight and its workers started as
+EXTERNAL tasks on the local "registered instance" carrying the site's attribute (a Lambda cannot run there);
+a site the runtime does not serve is refused before any database is touched."""
 
 import pytest
 
 from pgarena.local.runtime import LocalRuntime
+from pgarena.model.results import PreflightOrigin
 from pgarena.planning.campaign import parse_campaign
+from tests.integration.test_site_regions import preflight_evidence, work_of
 
 pytestmark = pytest.mark.integration
 
@@ -53,10 +55,15 @@ def test_a_campaign_on_an_external_site_runs_green_as_external_tasks(runtime):
     (target,) = run.results.targets
     assert target.status == "succeeded", [target.error, *(w.error for w in target.workloads)]
     tasks = list(runtime.workers.tasks.values())
-    assert len(tasks) == 1  # one warm worker for the phase: init, then run
+    assert len(tasks) == 1  # one warm worker for the phase: its preflight, then init and run
+    assert [work_of(task)["kind"] for task in tasks] == ["preflight"]
     assert {(task["launchType"], task["containerInstanceArn"].rsplit(":", 1)[1]) for task in tasks} == {("EXTERNAL", INSTANCE)}
     # with the placement constraint the launcher sent, as RunTask would receive it in AWS
     assert all(task["clusterArn"].endswith("cluster/pgarena-local") for task in tasks)
+    # And the preflight ran on the site, in the container that then ran the steps (its results and its record say so)
+    worker_id = target.workloads[0].worker.worker_id
+    assert target.server.preflight == PreflightOrigin(site=SITE, runner="worker", worker_id=worker_id)
+    assert preflight_evidence(runtime, run.campaign_id, "far")["server"]["preflight"]["site"] == SITE
 
 
 def test_a_site_the_runtime_does_not_serve_is_refused_before_anything_starts(runtime):

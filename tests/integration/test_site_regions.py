@@ -1,25 +1,34 @@
 """A worker site in another region, served locally as a deployed site stack would be: the site's parameter
 in that region's SSM, WORKER_SITE_REGIONS set for Validate And Plan and launch_worker, and launch_worker's
 RunTask sent to that region's ECS (the local endpoint, signed for the region). A target placed there runs
-green with its workers launched through the site; a region the runtime does not serve is refused before any
-database is touched."""
+green with its workers launched through the site, its preflight too (a worker task there, which then serves
+the phase's steps); a preflight refused on the site ends its target as the home function's refusal does; a
+region the runtime does not serve is refused before any database is touched."""
 
 import json
 
 import pytest
 
+from pgarena.aws.campaign_state import CampaignState
 from pgarena.aws.launch import container_environment
+from pgarena.aws.leases import LeaseStore
 from pgarena.aws.settings import STEP_VAR
-from pgarena.local.runtime import CLUSTER_ARN, LocalRuntime, region_site
+from pgarena.campaign.leases import holder_id
+from pgarena.local.runtime import CLUSTER_ARN, TABLE, LocalRuntime, region_site
+from pgarena.model import layout
+from pgarena.model.results import PreflightOrigin
 from pgarena.planning.campaign import parse_campaign
+from pgarena.planning.history import count_history
 
 pytestmark = pytest.mark.integration
 
 FAR = "eu-west-1"
 
 
-def matrix(campaign: str, far_region: str, home: bool = True) -> dict:
-    far = {"name": "far", "provider": "embedded", "embedded": {"settings": {"fsync": "off"}}, "placement": {"region": far_region}}
+def matrix(campaign: str, far_region: str | None, home: bool = True, far_settings: dict | None = None) -> dict:
+    far = {"name": "far", "provider": "embedded", "embedded": {"settings": {"fsync": "off", **(far_settings or {})}}}
+    if far_region:
+        far["placement"] = {"region": far_region}
     return {
         "campaign": campaign,
         "connections": {"monitor_interval_s": 1},
@@ -38,9 +47,19 @@ def matrix(campaign: str, far_region: str, home: bool = True) -> dict:
     }
 
 
+def work_of(task: dict) -> dict:
+    """What RunTask's overrides gave a task's worker: a step, or a target's preflight."""
+    return json.loads(container_environment(task["overrides"])[STEP_VAR])
+
+
 def target_of(task: dict) -> str:
-    """The target a task's worker measured, from the step RunTask's overrides carried."""
-    return json.loads(container_environment(task["overrides"])[STEP_VAR])["target"]
+    """The target a task's worker measured (or preflighted), from what RunTask's overrides carried."""
+    return work_of(task)["target"]
+
+
+def preflight_evidence(runtime: LocalRuntime, campaign_id: str, target: str) -> dict:
+    """The target's preflight record in the bucket, beside its raw output."""
+    return runtime.store.get_json(layout.evidence_key(campaign_id, target))
 
 
 @pytest.fixture(scope="module")
@@ -52,7 +71,8 @@ def runtime(tmp_path_factory):
 def test_a_target_in_a_served_region_runs_green_through_its_site(runtime):
     # Given one target at home and one placed in the region the runtime serves a site in
     # When the campaign runs
-    run = runtime.run(parse_campaign(matrix("site-regions", FAR)))
+    campaign = parse_campaign(matrix("site-regions", FAR))
+    run = runtime.run(campaign)
 
     # Then both succeed, and the far target is reported at its site
     assert run.status == "SUCCEEDED", run.error
@@ -71,8 +91,54 @@ def test_a_target_in_a_served_region_runs_green_through_its_site(runtime):
         "home": {("us-east-1", CLUSTER_ARN)},
         "far": {(FAR, region_site(FAR).cluster_arn)},
     }
-    # one warm worker for the phase: init, then run
-    assert sum(1 for task in runtime.workers.tasks.values() if target_of(task) == "far") == 1
+    # one warm worker for the phase: its preflight there, then init and run
+    (far_task,) = [task for task in runtime.workers.tasks.values() if target_of(task) == "far"]
+    assert work_of(far_task)["kind"] == "preflight" and work_of(far_task)["site"] == FAR
+
+    # And the far target's preflight ran on its site, in the worker that then ran its steps (as recorded in
+    # its results and its preflight record), the home target's in the home function
+    worker = far.workloads[0].worker
+    assert far.server.preflight == PreflightOrigin(site=FAR, runner="worker", worker_id=worker.worker_id)
+    assert worker.step_of_worker == 2  # the init, then the run: preflight is no step
+    assert preflight_evidence(runtime, run.campaign_id, "far")["server"]["preflight"]["worker_id"] == worker.worker_id
+    assert home.server.preflight == PreflightOrigin(site="us-east-1", runner="function")
+
+    # And the execution's history holds the events validation counted, Preflight On Site's token task included
+    assert run.history_events == count_history(campaign).events
+
+    # And the lease the site's worker took in the results table was given back by the home release
+    _, _, preflights = CampaignState(runtime.store).recorded(run.campaign_id)
+    (on_site,) = [p for p in preflights.values() if p.server.preflight and p.server.preflight.runner == "worker"]
+    assert on_site.lease_key
+    leases = LeaseStore(runtime.store.dynamodb, TABLE)
+    assert holder_id(run.campaign_id, "far") not in leases.holders(on_site.lease_key)
+
+
+def test_a_preflight_refused_on_its_site_fails_its_target_as_at_home_and_loses_nothing_else(runtime):
+    # Given a far server whose connection budget cannot hold the workload's clients, placed in the site's
+    # region beside a home target, and the same server preflighted at home
+    small = {"max_connections": "8"}
+    on_site = runtime.run(parse_campaign(matrix("site-preflight-refused", FAR, far_settings=small)))
+    at_home = runtime.run(parse_campaign(matrix("home-preflight-refused", None, home=False, far_settings=small)))
+
+    # Then the campaign succeeds with the home target's results, and the far target failed on its site
+    assert on_site.status == "SUCCEEDED", on_site.error
+    home, far = on_site.results.targets
+    assert home.status == "succeeded" and home.workloads[0].tps > 0, home.error
+    assert far.status == "failed" and far.error.kind == "budget_refused", far.error
+    record = preflight_evidence(runtime, on_site.campaign_id, "far")
+    assert record["preflight"]["runner"] == "worker" and record["preflight"]["site"] == FAR
+    assert record["error"]["kind"] == "budget_refused"
+
+    # And it failed as the home function's preflight fails it: the same kind and message
+    (refused_at_home,) = at_home.results.targets
+    assert preflight_evidence(runtime, at_home.campaign_id, "far")["preflight"]["runner"] == "function"
+    assert (refused_at_home.status, refused_at_home.error.kind) == ("failed", "budget_refused")
+    assert far.error.message == refused_at_home.error.message
+
+    # And no step of it started: its only task was its preflight
+    far_tasks = [work_of(t) for t in runtime.workers.tasks.values() if work_of(t)["campaign_id"] == on_site.campaign_id]
+    assert [w["kind"] for w in far_tasks if w["target"] == "far"] == ["preflight"]
 
 
 def test_a_region_the_runtime_does_not_serve_is_refused_before_anything_starts(runtime):

@@ -29,13 +29,15 @@ from pgarena.aws.ledger import Ledger
 from pgarena.aws.store import ResultStore, create_results_table
 from pgarena.aws.worker_slots import DynamoWorkerSlots
 from pgarena.campaign.finalize import finalize_stopped
-from pgarena.campaign.launch import launch
+from pgarena.campaign.launch import launch, launch_preflight
 from pgarena.campaign.leases import holder_id, lease_key
+from pgarena.campaign.preflight import preflight
 from pgarena.local.endpoints import LambdaContext
 from pgarena.model import layout
 from pgarena.model.errors import PgarenaError
-from pgarena.model.plan import ShardRef
-from pgarena.model.results import ProgressSample, StepSummary
+from pgarena.model.plan import ShardRef, TargetRef
+from pgarena.model.results import PreflightOrigin, ProgressSample, StepSummary
+from pgarena.model.sites import SiteMap
 from pgarena.model.warm import WorkerSlot
 from pgarena.planning.campaign import parse_campaign
 from pgarena.planning.planner import plan_campaign
@@ -119,9 +121,11 @@ def aws(monkeypatch) -> Iterator[Recorder]:
     boto3.DEFAULT_SESSION = None
 
 
-def _plan(campaign_id: str = "c1"):
+def _plan(campaign_id: str = "c1", placement: dict | None = None):
     data = json.loads((FIXTURES / "matrices" / "minimal.json").read_text())
     data["targets"] = data["targets"][:1]
+    if placement:
+        data["targets"][0]["placement"] = placement
     data["targets"][0]["hourly_cost_usd"] = 1.0
     data["targets"][0]["endpoint"]["port"] = 1  # nothing listens: preflight fails at once
     data["cost"] = {"monthly_cap_usd": 100.0}
@@ -186,6 +190,7 @@ def _record(aws: Recorder, component: Component, plan) -> list[Call]:  # noqa: C
     slots, slot = DynamoWorkerSlots(store.dynamodb, TABLE), WorkerSlot(campaign_id=plan.campaign_id, phase=1, target=0, shard=0)
     if component is Component.LAUNCH_WORKER:
         state.put_preflight(plan.campaign_id, 1, 0, preflight_result(target))
+        state.put_plan(_plan("c3", {"site": "gcp"}), "e3")  # a target preflighted on its site
     # An endpoint's CA bundle kept in the bucket (sslrootcert s3://...), which preflight and the worker fetch.
     ca = target.endpoint.model_copy(update={"sslrootcert": f"s3://{BUCKET}/{layout.CA_BUNDLE_PREFIX}{uuid.uuid4().hex}.pem"})
     if component in {Component.PREFLIGHT, Component.WORKER}:
@@ -226,6 +231,9 @@ def _record(aws: Recorder, component: Component, plan) -> list[Call]:  # noqa: C
         ticks = iter(range(0, 1000, 5))
         ref = ShardRef(campaign_id=plan.campaign_id, phase=1, target=0, step=0, shard=0)
         launch(ref, "token", state, _Started(), slots, clock=lambda: float(next(ticks)), sleep=lambda s: None)
+        # A target's preflight on its site: its placement from the plan, then ecs:RunTask there.
+        sites = SiteMap(home_region="us-east-1", external=frozenset({"gcp"}))
+        launch_preflight(TargetRef(campaign_id="c3", phase=1, target=0), "token", state, _Started(), sites)
     elif component is Component.RELEASE_LEASE:
         _handler("release_lease")({"campaign_id": plan.campaign_id, "phase": 1, "target": 0})
     elif component is Component.WORKER:
@@ -243,6 +251,16 @@ def _record(aws: Recorder, component: Component, plan) -> list[Call]:  # noqa: C
         slots.read(slot)
         slots.claim(slot, "w1", 1)
         slots.leave(slot, "w1")
+        # A target's preflight on its site (run._serve_preflight): what the preflight function does, the
+        # others' slots read and its own taken, a target it could not reach recorded, one it reached kept.
+        leases = LeaseStore(store.dynamodb, TABLE)
+        key, holder = lease_key(target.endpoint), holder_id(plan.campaign_id, target.name)
+        leases.held_by_others(key, holder)
+        leases.acquire(key, holder, 5, 100, 60.0)
+        origin = PreflightOrigin(site="eu-west-1", runner="worker", worker_id="w1")
+        with pytest.raises(PgarenaError):
+            preflight(TargetRef(campaign_id=plan.campaign_id, phase=1, target=0), store, state, leases, origin)
+        state.put_preflight(plan.campaign_id, 1, 0, preflight_result(target))
     elif component is Component.AGGREGATE:
         _handler("aggregate")({"campaign_id": plan.campaign_id, "started_at": started_at})
     elif component is Component.FINALIZE_STOPPED:

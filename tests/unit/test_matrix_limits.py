@@ -15,6 +15,7 @@ from pgarena.model.plan import PhaseRef, PlanRef, StepRef
 from pgarena.planning.campaign import load_campaign, parse_campaign
 from pgarena.planning.limits import (
     MAX_MAP_ITEMS,
+    ON_SITE_INDEX_BYTES,
     PHASE_REF_BYTES,
     RUNTASK_OVERRIDES_LIMIT_CHARS,
     STATE_LIMIT_BYTES,
@@ -136,9 +137,11 @@ def test_a_plan_far_past_256_kb_is_accepted_its_state_carries_refs_only():
 def test_the_ref_sizes_validation_counts_bound_the_real_refs():
     # Given the largest values a ref can hold
     phase = PhaseRef(phase=MAX_MAP_ITEMS * 100, concurrency=40, last_target=MAX_MAP_ITEMS - 1)
+    on_site = PhaseRef(phase=MAX_MAP_ITEMS * 100, concurrency=40, last_target=MAX_MAP_ITEMS - 1, on_site=list(range(990, 1000)))
     step = StepRef(index=99_999, last_shard=39, timeout_s=MAX_DURATION_S * 2, heartbeat_timeout_s=86_400)
     # Then each, with the comma that separates it in its list, is within the bytes validation counts
     assert len(phase.model_dump_json()) + 1 <= PHASE_REF_BYTES
+    assert len(on_site.model_dump_json()) + 1 <= PHASE_REF_BYTES + 10 * ON_SITE_INDEX_BYTES
     assert len(step.model_dump_json()) + 1 <= STEP_REF_BYTES
 
 
