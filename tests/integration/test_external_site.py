@@ -16,17 +16,18 @@ SITE = "gcp-local"
 INSTANCE = f"container-instance/pgarena-local/{SITE}"
 
 
-def matrix(campaign: str, site: str) -> dict:
+def matrix(campaign: str, site: str, far_settings: dict | None = None, home: bool = False) -> dict:
     return {
         "campaign": campaign,
         "connections": {"monitor_interval_s": 1},
         "targets": [
+            *([{"name": "home", "provider": "embedded", "embedded": {"settings": {"fsync": "off"}}}] if home else []),
             {
                 "name": "far",
                 "provider": "embedded",
-                "embedded": {"settings": {"fsync": "off"}},
+                "embedded": {"settings": {"fsync": "off", **(far_settings or {})}},
                 "placement": {"site": site},
-            }
+            },
         ],
         "workloads": [
             {
@@ -64,6 +65,28 @@ def test_a_campaign_on_an_external_site_runs_green_as_external_tasks(runtime):
     worker_id = target.workloads[0].worker.worker_id
     assert target.server.preflight == PreflightOrigin(site=SITE, runner="worker", worker_id=worker_id)
     assert preflight_evidence(runtime, run.campaign_id, "far")["server"]["preflight"]["site"] == SITE
+
+
+def test_a_preflight_refused_on_the_site_fails_its_target_and_keeps_the_home_target_s_results(runtime):
+    # Given a far server whose budget cannot hold the clients, on the external site, beside a home target
+    run = runtime.run(parse_campaign(matrix("external-refused", SITE, {"max_connections": "8"}, home=True)))
+
+    # Then the campaign succeeds with the home target's results; the far target failed budget_refused, its
+    # record written on the site by the container that preflighted it (the task role's grants)
+    assert run.status == "SUCCEEDED", run.error
+    home, far = run.results.targets
+    assert home.status == "succeeded" and home.workloads[0].tps > 0, home.error
+    assert far.status == "failed" and far.error.kind == "budget_refused", far.error
+    assert "lower clients to" in far.error.message
+    record = preflight_evidence(runtime, run.campaign_id, "far")
+    assert (record["preflight"]["runner"], record["preflight"]["site"], record["error"]["kind"]) == (
+        "worker",
+        SITE,
+        "budget_refused",
+    )
+    # And its only task was its preflight: no step of it started
+    mine = [work_of(t) for t in runtime.workers.tasks.values() if work_of(t)["campaign_id"] == run.campaign_id]
+    assert [w["kind"] for w in mine if w["target"] == "far"] == ["preflight"]
 
 
 def test_a_site_the_runtime_does_not_serve_is_refused_before_anything_starts(runtime):
