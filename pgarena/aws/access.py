@@ -256,8 +256,9 @@ ACCESS: Mapping[Component, tuple[Grant, ...]] = MappingProxyType(
             BucketGrant(RESULTS, (A.PUT_OBJECT,)),
             BucketGrant(REPORTS, (A.PUT_OBJECT,)),
         ),
-        # An execution stopped, failed or timed out ends through the same finalize as aggregate's, and
-        # gives its leases back (LeaseStore.release: read, then a conditional put). Stopped before
+        # An execution stopped, failed or timed out ends through the same finalize as aggregate's (its
+        # workers' slots closed first), and gives its leases back (LeaseStore.release: read, then a
+        # conditional put). Stopped before
         # Validate answered, it first looks whether its campaign id is another's (campaign_traces).
         Component.FINALIZE_STOPPED: (
             TableGrant(WORKERS, (A.GET_ITEM, A.UPDATE_ITEM)),

@@ -581,7 +581,7 @@ class LocalRuntime:
             # moto fails a Task whose result is past 256 KiB itself, naming the service, not the state.
             if status.get("error") == limits.DATA_LIMIT_ERROR:
                 status = {**status, "cause": limits.unfinished_state_cause(history)}
-            self._finalize_stopped(execution.arn, status["status"], status["startDate"])
+            self.execution_stopped(execution.arn, status["status"], status["startDate"])
         error = None if status["status"] == "SUCCEEDED" else f"{status.get('error')}: {status.get('cause')}"
         transitions = sum(1 for event in history if event["type"].endswith("StateEntered"))
         return self._collect(execution, status["status"], error, transitions, len(history))
@@ -645,9 +645,9 @@ class LocalRuntime:
         for _ in range(2):  # a worker may have been launched while the execution stopped: look twice
             self.workers.stop_campaign(execution.campaign_id)
             time.sleep(POLL_S)
-        self._finalize_stopped(execution.arn, ending, started)
+        self.execution_stopped(execution.arn, ending, started)
 
-    def _finalize_stopped(self, execution_arn: str, status: str, started: datetime) -> None:
+    def execution_stopped(self, execution_arn: str, status: str, started: datetime) -> None:
         """What EventBridge's execution status change does in AWS: the finalize_stopped function ends it."""
         change = {
             "source": "aws.states",
@@ -688,7 +688,7 @@ class LocalRuntime:
                         arn = item["executionArn"]
                         if arn not in finalized and arn not in self.own_executions:
                             finalized.add(arn)
-                            self._finalize_stopped(arn, status, item["startDate"])
+                            self.execution_stopped(arn, status, item["startDate"])
 
         watcher = threading.Thread(target=watch, name="status-change-rule", daemon=True)
         watcher.start()
