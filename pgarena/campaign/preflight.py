@@ -6,13 +6,15 @@ from __future__ import annotations
 import time
 
 from pgarena.campaign.leases import Leases, holder_id, lease_key
-from pgarena.campaign.ports import Records, Store
+from pgarena.campaign.ports import Records, Store, WorkerSlots
+from pgarena.campaign.slots import close_slots
 from pgarena.model.budget import COORDINATOR_CONNECTIONS
 from pgarena.model.errors import ErrorKind, PgarenaError, error_info, failure
 from pgarena.model.layout import evidence_key
 from pgarena.model.plan import PlannedTarget, PreflightRef, PreflightResult, Step, TargetRef, campaign_tag, planned_target
 from pgarena.model.redact import redact
 from pgarena.model.results import ServerInfo
+from pgarena.model.warm import TARGET_FAILED, TARGET_FINISHED, slots_of
 from pgarena.planning.budget import apply_budget, compute_budget, held_by_other_campaigns
 from pgarena.planning.shards import shard
 from pgarena.server.facts import disclose, read_facts, read_sessions
@@ -116,8 +118,15 @@ def release(target: PlannedTarget, campaign_id: str, leases: Leases) -> None:
     leases.release(lease_key(target.endpoint), holder_id(campaign_id, target.name))
 
 
-def release_target(ref: TargetRef, records: Records, leases: Leases) -> PlannedTarget:
-    """Release Connection Lease: after the target's steps, or after its failure."""
+def release_target(
+    ref: TargetRef, records: Records, leases: Leases, slots: WorkerSlots | None = None, failed: bool = False
+) -> PlannedTarget:
+    """Release Connection Lease: after the target's steps, or after its failure. No step of its phase
+    will come to its workers' slots either: closed, so that a worker idle there leaves now (slots from
+    the plan: its preflight, which may have failed, may have split the steps into fewer shards)."""
     target = planned_target(records.plan(ref.campaign_id), ref.phase, ref.target)
     release(target, ref.campaign_id, leases)
+    if slots is not None:
+        which = slots_of(ref.campaign_id, ref.phase, ref.target, [shard(step) for step in target.steps])
+        close_slots(slots, which, TARGET_FAILED if failed else TARGET_FINISHED)
     return target

@@ -601,7 +601,7 @@ class LocalRuntime:
             # moto fails a Task whose result is past 256 KiB itself, naming the service, not the state.
             if status.get("error") == limits.DATA_LIMIT_ERROR:
                 status = {**status, "cause": limits.unfinished_state_cause(history)}
-            self._finalize_stopped(execution.arn, status["status"], status["startDate"])
+            self.execution_stopped(execution.arn, status["status"], status["startDate"])
         error = None if status["status"] == "SUCCEEDED" else f"{status.get('error')}: {status.get('cause')}"
         transitions = sum(1 for event in history if event["type"].endswith("StateEntered"))
         return self._collect(execution, status["status"], error, transitions, len(history))
@@ -665,7 +665,7 @@ class LocalRuntime:
         for _ in range(2):  # a worker may have been launched while the execution stopped: look twice
             self._stop_workers(execution.campaign_id, cause)
             time.sleep(POLL_S)
-        self._finalize_stopped(execution.arn, ending, started)
+        self.execution_stopped(execution.arn, ending, started)
 
     def _stop_workers(self, campaign_id: str, reason: str) -> None:
         """As `pgarena run --aws`'s Ctrl-C does (pgarena.remote.workers): StopTask on the campaign's workers in
@@ -676,7 +676,7 @@ class LocalRuntime:
             log.warning("%s", problem)
         self.workers.wait_stopped([arn for arns in stopped.tasks.values() for arn in arns])
 
-    def _finalize_stopped(self, execution_arn: str, status: str, started: datetime) -> None:
+    def execution_stopped(self, execution_arn: str, status: str, started: datetime) -> None:
         """What EventBridge's execution status change does in AWS: the finalize_stopped function ends it."""
         change = {
             "source": "aws.states",
@@ -723,7 +723,7 @@ class LocalRuntime:
                         arn = item["executionArn"]
                         if arn not in finalized and arn not in self.own_executions:
                             finalized.add(arn)
-                            self._finalize_stopped(arn, status, item["startDate"])
+                            self.execution_stopped(arn, status, item["startDate"])
 
         watcher = threading.Thread(target=watch, name="status-change-rule", daemon=True)
         watcher.start()
