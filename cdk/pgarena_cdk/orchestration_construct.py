@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ from constructs import Construct
 
 from pgarena.aws.access import RESULTS_TABLE_PLACEHOLDER, Component
 from pgarena.aws.sites import SITE_CLUSTER_NAME, SITE_TASK_FAMILY, site_execution_role_name, site_parameter_name
+from pgarena.aws.task_stopped import rule_pattern
 from pgarena_cdk import constants
 from pgarena_cdk.bundling import dependencies_layer_code
 from pgarena_cdk.compute_construct import ComputeConstruct
@@ -31,6 +33,132 @@ RUNTIME = lambda_.Runtime.PYTHON_3_12
 # x86_64: hdrhistogram publishes no aarch64 wheels, and the tests import-test the bundles on this
 # (x86_64) machine with the runtime's interpreter.
 ARCHITECTURE = lambda_.Architecture.X86_64
+
+
+TASK_STOPPED_WILDCARD = (
+    "Task-token callbacks (states:SendTaskFailure) do not support resource-level permissions; "
+    "the token read from the stopped task's overrides is the authorization."
+)
+
+
+@dataclass(frozen=True)
+class FunctionCode:
+    """What every pgarena function is built from: the repository's code, the dependencies layer, and how long
+    its logs are kept."""
+
+    code: lambda_.Code
+    layers: list[lambda_.ILayerVersion]
+    log_retention: logs.RetentionDays
+
+
+def repository_code(repo_root: Path) -> lambda_.Code:
+    return lambda_.Code.from_asset(str(repo_root), exclude=constants.LAMBDA_CODE_EXCLUDE)
+
+
+def dependencies_layer(scope: Construct, repo_root: Path) -> lambda_.LayerVersion:
+    return lambda_.LayerVersion(
+        scope,
+        "DependenciesLayer",
+        code=dependencies_layer_code(repo_root, RUNTIME, ARCHITECTURE),
+        compatible_runtimes=[RUNTIME],
+        compatible_architectures=[ARCHITECTURE],
+        description="pgarena's third-party dependencies (pyproject.toml), bundled at synth",
+    )
+
+
+def build_function(  # noqa: PLR0913  # the function's spec, settings, code, network and wildcard's reason
+    scope: Construct,
+    spec: constants.FunctionSpec,
+    environment: dict[str, str],
+    source: FunctionCode,
+    placement: PlacementConstruct | None = None,
+    wildcard_reason: str | None = None,
+) -> lambda_.Function:
+    """A pgarena function: its own role and log group, active tracing, the layer; in `placement`'s subnets when given."""
+    log_group = logs.LogGroup(scope, f"{spec.construct_id}LogGroup", retention=source.log_retention)
+    # An explicit role instead of the AWSLambdaBasicExecutionRole managed policy: logs go to this
+    # function's own log group only.
+    role = iam.Role(
+        scope,
+        f"{spec.construct_id}Role",
+        assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+        description=f"pgarena {spec.handler}",
+    )
+    log_group.grant_write(role)
+    wildcard_reasons = ["X-Ray trace segments and telemetry (active tracing) do not support resource-level permissions."]
+    if wildcard_reason:
+        wildcard_reasons.append(wildcard_reason)
+    network: dict[str, Any] = {}  # lambda_.Function keywords, absent outside a VPC
+    if placement is not None:
+        wildcard_reasons.append(_grant_network_interfaces(role))
+        network = {
+            "vpc": placement.vpc,
+            "vpc_subnets": placement.subnet_selection,
+            "security_groups": placement.security_groups,
+        }
+    function = lambda_.Function(
+        scope,
+        spec.construct_id,
+        runtime=RUNTIME,
+        architecture=ARCHITECTURE,
+        handler=spec.handler,
+        code=source.code,
+        layers=source.layers,
+        role=role,
+        log_group=log_group,
+        tracing=lambda_.Tracing.ACTIVE,
+        memory_size=spec.memory_mib,
+        timeout=Duration.seconds(spec.timeout_s),
+        environment={
+            "POWERTOOLS_SERVICE_NAME": constants.SERVICE_NAME,
+            "POWERTOOLS_LOG_LEVEL": constants.POWERTOOLS_LOG_LEVEL,
+            **environment,
+        },
+        **network,
+    )
+    acknowledge(role, "AwsSolutions-IAM5", " ".join(wildcard_reasons), finding="Resource::*")
+    acknowledge(
+        function,
+        "AwsSolutions-L1",
+        "Pinned to python3.12 on purpose: the dependency layer is built from cp312 wheels, the worker "
+        "image runs the same interpreter and the tests import every handler's bundle with it.",
+    )
+    return function
+
+
+def _grant_network_interfaces(role: iam.Role) -> str:
+    """What Lambda needs to attach a function to subnets; returns the reason for its wildcard."""
+    role.add_to_policy(
+        iam.PolicyStatement(
+            actions=[
+                "ec2:CreateNetworkInterface",
+                "ec2:DescribeNetworkInterfaces",
+                "ec2:DescribeSubnets",
+                "ec2:DeleteNetworkInterface",
+                "ec2:AssignPrivateIpAddresses",
+                "ec2:UnassignPrivateIpAddresses",
+            ],
+            resources=["*"],
+        )
+    )
+    return (
+        "Lambda's network-interface actions (those of AWSLambdaVPCAccessExecutionRole) are granted on * "
+        "as in that managed policy; the function runs in the given subnets only."
+    )
+
+
+def fail_steps_of_unstarted_workers(scope: Construct, function: lambda_.Function, cluster_arn: str) -> events.Rule:
+    """The rule on `cluster_arn`'s stopped worker tasks (pgarena.aws.task_stopped.rule_pattern), to the
+    task_stopped `function` of the same region (rules are regional), allowed SendTaskFailure only."""
+    function.add_to_role_policy(iam.PolicyStatement(actions=["states:SendTaskFailure"], resources=["*"]))
+    pattern = rule_pattern(cluster_arn)
+    return events.Rule(
+        scope,
+        "WorkerTaskStoppedRule",
+        description="pgarena: fail at once the step of a worker whose task stopped before it ran",
+        event_pattern=events.EventPattern(source=pattern["source"], detail_type=pattern["detail-type"], detail=pattern["detail"]),
+        targets=[events_targets.LambdaFunction(function, retry_attempts=2)],
+    )
 
 
 def _role(function: lambda_.Function) -> iam.IRole:
@@ -57,7 +185,7 @@ class OrchestrationConstruct(Construct):
         self._settings = settings
         self._table = table
         self._bucket = bucket
-        self._code = lambda_.Code.from_asset(str(repo_root), exclude=constants.LAMBDA_CODE_EXCLUDE)
+        self._code = repository_code(repo_root)
         self._layers = self._build_layers(repo_root)
         results_env = {"RESULTS_BUCKET": bucket.bucket_name, "RESULTS_TABLE": table.table_name}
 
@@ -166,29 +294,10 @@ class OrchestrationConstruct(Construct):
 
     def _fail_steps_of_unstarted_workers(self, compute: ComputeConstruct) -> lambda_.Function:
         """A worker task that stops before its container runs never beats: ECS's task state change hands the
-        stop to task_stopped, which fails the step with ECS's stoppedReason (pgarena.aws.task_stopped)."""
-        function = self._build_function(
-            constants.TASK_STOPPED,
-            environment={},
-            wildcard_reason="Task-token callbacks (states:SendTaskFailure) do not support resource-level permissions; "
-            "the token read from the stopped task's overrides is the authorization.",
-        )
-        function.add_to_role_policy(iam.PolicyStatement(actions=["states:SendTaskFailure"], resources=["*"]))
-        events.Rule(
-            self,
-            "WorkerTaskStoppedRule",
-            description="pgarena: fail at once the step of a worker whose task stopped before it ran",
-            event_pattern=events.EventPattern(
-                source=["aws.ecs"],
-                detail_type=["ECS Task State Change"],
-                detail={
-                    "clusterArn": [compute.cluster.cluster_arn],
-                    "lastStatus": ["STOPPED"],
-                    "startedBy": [constants.WORKER_STARTED_BY],
-                },
-            ),
-            targets=[events_targets.LambdaFunction(function, retry_attempts=2)],
-        )
+        stop to task_stopped, which fails the step with ECS's stoppedReason (pgarena.aws.task_stopped). This
+        rule covers the home cluster (Fargate and the external sites' EXTERNAL tasks); each site stack has its own."""
+        function = self._build_function(constants.TASK_STOPPED, environment={}, wildcard_reason=TASK_STOPPED_WILDCARD)
+        fail_steps_of_unstarted_workers(self, function, compute.cluster.cluster_arn)
         return function
 
     def add_function(self, spec: constants.FunctionSpec, environment: dict[str, str]) -> lambda_.Function:
@@ -196,15 +305,7 @@ class OrchestrationConstruct(Construct):
         return self._build_function(spec, environment=environment)
 
     def _build_layers(self, repo_root: Path) -> list[lambda_.ILayerVersion]:
-        layer = lambda_.LayerVersion(
-            self,
-            "DependenciesLayer",
-            code=dependencies_layer_code(repo_root, RUNTIME, ARCHITECTURE),
-            compatible_runtimes=[RUNTIME],
-            compatible_architectures=[ARCHITECTURE],
-            description="pgarena's third-party dependencies (pyproject.toml), bundled at synth",
-        )
-        return [layer]
+        return [dependencies_layer(self, repo_root)]
 
     def _launcher_environment(
         self, placement: PlacementConstruct, compute: ComputeConstruct, external_sites: ExternalSitesConstruct | None
@@ -233,78 +334,17 @@ class OrchestrationConstruct(Construct):
         placement: PlacementConstruct | None = None,
         wildcard_reason: str | None = None,
     ) -> lambda_.Function:
-        log_group = logs.LogGroup(self, f"{spec.construct_id}LogGroup", retention=self._settings.log_retention)
-        # An explicit role instead of the AWSLambdaBasicExecutionRole managed policy: logs go to this
-        # function's own log group only.
-        role = iam.Role(
+        function = build_function(
             self,
-            f"{spec.construct_id}Role",
-            assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
-            description=f"pgarena {spec.handler}",
+            spec,
+            environment,
+            FunctionCode(self._code, self._layers, self._settings.log_retention),
+            placement,
+            wildcard_reason,
         )
-        log_group.grant_write(role)
-        wildcard_reasons = ["X-Ray trace segments and telemetry (active tracing) do not support resource-level permissions."]
-        if wildcard_reason:
-            wildcard_reasons.append(wildcard_reason)
-        network: dict[str, Any] = {}  # lambda_.Function keywords, absent outside a VPC
-        if placement is not None:
-            wildcard_reasons.append(self._grant_network_interfaces(role))
-            network = {
-                "vpc": placement.vpc,
-                "vpc_subnets": placement.subnet_selection,
-                "security_groups": placement.security_groups,
-            }
-        function = lambda_.Function(
-            self,
-            spec.construct_id,
-            runtime=RUNTIME,
-            architecture=ARCHITECTURE,
-            handler=spec.handler,
-            code=self._code,
-            layers=self._layers,
-            role=role,
-            log_group=log_group,
-            tracing=lambda_.Tracing.ACTIVE,
-            memory_size=spec.memory_mib,
-            timeout=Duration.seconds(spec.timeout_s),
-            environment={
-                "POWERTOOLS_SERVICE_NAME": constants.SERVICE_NAME,
-                "POWERTOOLS_LOG_LEVEL": constants.POWERTOOLS_LOG_LEVEL,
-                **environment,
-            },
-            **network,
-        )
-        acknowledge(role, "AwsSolutions-IAM5", " ".join(wildcard_reasons), finding="Resource::*")
         # Table and bucket grants come from the access map, never written here.
-        grant_access(role, spec.component, self._table, self._bucket)
-        acknowledge(
-            function,
-            "AwsSolutions-L1",
-            "Pinned to python3.12 on purpose: the dependency layer is built from cp312 wheels, the worker "
-            "image runs the same interpreter and the tests import every handler's bundle with it.",
-        )
+        grant_access(_role(function), spec.component, self._table, self._bucket)
         return function
-
-    @staticmethod
-    def _grant_network_interfaces(role: iam.Role) -> str:
-        """What Lambda needs to attach a function to subnets; returns the reason for its wildcard."""
-        role.add_to_policy(
-            iam.PolicyStatement(
-                actions=[
-                    "ec2:CreateNetworkInterface",
-                    "ec2:DescribeNetworkInterfaces",
-                    "ec2:DescribeSubnets",
-                    "ec2:DeleteNetworkInterface",
-                    "ec2:AssignPrivateIpAddresses",
-                    "ec2:UnassignPrivateIpAddresses",
-                ],
-                resources=["*"],
-            )
-        )
-        return (
-            "Lambda's network-interface actions (those of AWSLambdaVPCAccessExecutionRole) are granted on * "
-            "as in that managed policy; the function runs in the given subnets only."
-        )
 
     def _grant_launch_worker(self, function: lambda_.Function, compute: ComputeConstruct) -> None:
         function.add_to_role_policy(

@@ -8,6 +8,11 @@ report (they run as the home stack's task role, named in RunTask's overrides).
 The home stack is environment-agnostic and cannot reference this one's tokens, so the cluster, task
 family and execution role have fixed names (pgarena.aws.sites) and the rest is published in an SSM
 parameter of this region that launch_worker reads.
+
+A worker task here that stops before it runs is told by ECS to this region's EventBridge only: the stack
+has its own rule on its cluster and its own task_stopped function, which fails the step in the home region
+the task's overrides name (pgarena.aws.task_stopped; docs/guide/05-deploy.md, "Sites", says why not a
+rule forwarding to the home region's bus).
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from typing import Any
 from aws_cdk import CfnOutput, Environment, Stack, Tags
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecs as ecs
+from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_ssm as ssm
 from constructs import Construct
@@ -25,6 +31,14 @@ from constructs import Construct
 from pgarena.aws.sites import SITE_CLUSTER_NAME, SITE_TASK_FAMILY, site_execution_role_name, site_parameter_name
 from pgarena_cdk import constants
 from pgarena_cdk.compute_construct import build_execution_role, build_worker_task_definition
+from pgarena_cdk.orchestration_construct import (
+    TASK_STOPPED_WILDCARD,
+    FunctionCode,
+    build_function,
+    dependencies_layer,
+    fail_steps_of_unstarted_workers,
+    repository_code,
+)
 from pgarena_cdk.placement_construct import PlacementConstruct
 from pgarena_cdk.settings import DeploySettings, SiteSpec
 
@@ -65,9 +79,18 @@ class WorkerSiteStack(Stack):
             self, settings, repo_root, self.execution_role, self.log_group, family=SITE_TASK_FAMILY
         )
         self.parameter = self._publish(settings)
+        self.task_stopped_function = self._fail_steps_of_unstarted_workers(settings, repo_root)
         CfnOutput(self, "WorkerClusterArn", value=self.cluster.cluster_arn)
         CfnOutput(self, constants.OUTPUT_WORKER_SECURITY_GROUPS, value=self.placement.security_group_ids_csv)
         CfnOutput(self, constants.OUTPUT_WORKER_SUBNETS, value=self.placement.subnet_ids_csv)
+
+    def _fail_steps_of_unstarted_workers(self, settings: DeploySettings, repo_root: Path) -> lambda_.Function:
+        """This region's task_stopped function (the home stack's code and layer) behind the rule on this
+        site's cluster: a worker that never starts here fails its step at once, as one at home does."""
+        source = FunctionCode(repository_code(repo_root), [dependencies_layer(self, repo_root)], settings.log_retention)
+        function = build_function(self, constants.TASK_STOPPED, {}, source, wildcard_reason=TASK_STOPPED_WILDCARD)
+        fail_steps_of_unstarted_workers(self, function, self.cluster.cluster_arn)
+        return function
 
     def _publish(self, settings: DeploySettings) -> ssm.StringParameter:
         """The site as launch_worker reads it (pgarena.aws.sites.WorkerSite)."""

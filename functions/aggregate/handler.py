@@ -26,7 +26,9 @@ class AggregateEvent(BaseModel):
 @event_parser(model=AggregateEvent)
 def handler(event: AggregateEvent, context: LambdaContext) -> dict[str, Any]:
     deps = Dependencies.of(ResultsEnv)
-    results, key, reports = aggregate_and_rank(event.campaign_id, event.started_at, deps.store, deps.records, deps.ledger)
+    results, key, reports = aggregate_and_rank(
+        event.campaign_id, event.started_at, deps.store, deps.records, deps.ledger, deps.worker_slots
+    )
     logger.info("reports written", campaign_id=event.campaign_id, files=reports)
     if results.cost is not None:
         logger.info(

@@ -44,6 +44,7 @@ def handler(event: StatusChange, context: LambdaContext) -> dict[str, Any]:
         leases=deps.leases,
         ending=ENDINGS[event.detail.status],
         execution_name=event.detail.executionArn.rsplit(":", 1)[1],  # the campaign id of a bare matrix's execution
+        slots=deps.worker_slots,
     )
     if results is None:  # it stopped before it had a plan: nothing was leased, booked or run
         logger.info("stopped before planning", execution=event.detail.executionArn)

@@ -13,7 +13,10 @@ from pgarena.model.plan import TargetRef
 
 
 class ReleaseEvent(TargetRef):
-    """The target whose slots go back (Release Connection Lease's payload)."""
+    """The target whose slots go back (Release Connection Lease's payload; Release Lease After Failure's
+    says `failed`)."""
+
+    failed: bool = False
 
 
 @logger.inject_lambda_context
@@ -21,6 +24,6 @@ class ReleaseEvent(TargetRef):
 @event_parser(model=ReleaseEvent)
 def handler(event: ReleaseEvent, context: LambdaContext) -> dict[str, Any]:
     deps = Dependencies.of(ResultsEnv)
-    target = release_target(event, deps.records, deps.leases)
-    logger.info("lease released", target=target.name)
+    target = release_target(event, deps.records, deps.leases, deps.worker_slots, event.failed)
+    logger.info("lease released, worker slots closed", target=target.name, failed=event.failed)
     return {"released": target.name}

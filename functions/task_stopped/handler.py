@@ -1,5 +1,6 @@
 """Worker Task Stopped: ECS's task state change (EventBridge) for a worker whose task stopped before its
-container ran fails its step at once, with ECS's reason (pgarena.aws.task_stopped)."""
+container ran fails its step at once, with ECS's reason (pgarena.aws.task_stopped). One function per
+region with workers (home, each site): the step is failed in the home region its worker reports to."""
 
 from typing import Any
 
@@ -18,6 +19,6 @@ def handler(event: TaskStateChange, context: LambdaContext) -> dict[str, Any]:
     worker = unstarted_worker(event)
     if worker is None:
         return {"failed_step": False}
-    failed = fail_step(boto3.client("stepfunctions"), worker)
+    failed = fail_step(boto3.client("stepfunctions", region_name=worker.home_region), worker)
     logger.info("worker did not start", step_id=worker.step_id, task_arn=worker.task_arn, step_failed=failed)
     return {"failed_step": failed, "step_id": worker.step_id}

@@ -232,16 +232,21 @@ ACCESS: Mapping[Component, tuple[Grant, ...]] = MappingProxyType(
             TableGrant(WORKERS, (A.GET_ITEM, A.UPDATE_ITEM)),
             BucketGrant(PLAN, (A.GET_OBJECT,)),
         ),
-        # LeaseStore.release under the key the target's preflight made (its answer), else one made from the plan.
+        # The lease given back under the key the target's preflight made (its answer; else one made from
+        # the plan), the target's workers' slots closed (WorkerSlots.close: a conditional update, then a
+        # read of one closed already).
         Component.RELEASE_LEASE: (
             TableGrant(LEASES, (A.GET_ITEM, A.PUT_ITEM)),
             BucketGrant(PLAN, (A.GET_OBJECT,)),
             BucketGrant(PREFLIGHT_STEPS, (A.GET_OBJECT,)),
+            TableGrant(WORKERS, (A.GET_ITEM, A.UPDATE_ITEM)),
         ),
-        # finalize: the plan, the cost decision and the outcomes (CampaignState), ResultStore.summaries
-        # (query), each sharded step's series (read), what lost workers left (list), Ledger.settle (read,
-        # update), then results.json and the reports.
+        # finalize: the workers' slots closed (WorkerSlots.close, read: when each worker left), the plan,
+        # the cost decision and the outcomes (CampaignState), ResultStore.summaries (query), each sharded
+        # step's series (read), what lost workers left (list), Ledger.settle (read, update), then
+        # results.json and the reports.
         Component.AGGREGATE: (
+            TableGrant(WORKERS, (A.GET_ITEM, A.UPDATE_ITEM)),
             TableGrant(SUMMARIES, (A.QUERY,)),
             TableGrant(OUTCOMES, (A.QUERY,)),
             TableGrant(LEDGER, (A.GET_ITEM, A.UPDATE_ITEM)),
@@ -254,10 +259,12 @@ ACCESS: Mapping[Component, tuple[Grant, ...]] = MappingProxyType(
             BucketGrant(RESULTS, (A.PUT_OBJECT,)),
             BucketGrant(REPORTS, (A.PUT_OBJECT,)),
         ),
-        # An execution stopped, failed or timed out ends through the same finalize as aggregate's, and
-        # gives its leases back (LeaseStore.release: read, then a conditional put). Stopped before
+        # An execution stopped, failed or timed out ends through the same finalize as aggregate's (its
+        # workers' slots closed first), and gives its leases back (LeaseStore.release: read, then a
+        # conditional put). Stopped before
         # Validate answered, it first looks whether its campaign id is another's (campaign_traces).
         Component.FINALIZE_STOPPED: (
+            TableGrant(WORKERS, (A.GET_ITEM, A.UPDATE_ITEM)),
             BucketGrant(CAMPAIGN_FILES, (A.LIST_BUCKET,)),
             TableGrant(BARRIERS, (A.QUERY,)),
             TableGrant(SUMMARIES, (A.QUERY,)),

@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from pgarena.aws.settings import STEP_VAR, TASK_TOKEN_VAR, LauncherEnv
+from pgarena.aws.settings import RESULTS_REGION_VAR, STEP_VAR, TASK_TOKEN_VAR, LauncherEnv
 from pgarena.aws.sites import SiteReadError, WorkerSite
 from pgarena.aws.throttling import backoff_s, is_throttling, patiently
 from pgarena.model.errors import ErrorKind, failure
@@ -100,7 +100,7 @@ def run_task_request(  # noqa: PLR0913  # the shard, its token, where it runs, i
                         {"name": TASK_TOKEN_VAR, "value": task_token},
                         {"name": "RESULTS_BUCKET", "value": env.results_bucket},
                         {"name": "RESULTS_TABLE", "value": env.results_table},
-                        {"name": "RESULTS_REGION", "value": env.region},
+                        {"name": RESULTS_REGION_VAR, "value": env.region},
                         *(
                             [
                                 {"name": "PGARENA_WORKER_SLOT", "value": slot.model_dump_json()},

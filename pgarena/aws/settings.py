@@ -100,6 +100,8 @@ def site_map(home_region: str, site_regions: str, external_sites: str = "") -> S
 # What RunTask's overrides give a worker's container (pgarena.aws.launch.run_task_request).
 STEP_VAR = "PGARENA_STEP"
 TASK_TOKEN_VAR = "PGARENA_TASK_TOKEN"
+# The home region a worker reports to (results, table, task token), whichever region it runs in.
+RESULTS_REGION_VAR = "RESULTS_REGION"
 
 
 class WorkerEnv(FromEnv):
@@ -112,7 +114,7 @@ class WorkerEnv(FromEnv):
     heartbeat_s: float = Field(10.0, alias="PGARENA_HEARTBEAT_S")
     upload_every_s: float = Field(15.0, alias="PGARENA_UPLOAD_EVERY_S", gt=0, description="raw output chunk cadence")
     # A worker in another region's site still reports to the home region (results, table, task token).
-    results_region: str | None = Field(None, alias="RESULTS_REGION")
+    results_region: str | None = Field(None, alias=RESULTS_REGION_VAR)
 
 
 class CostGuardEnv(TableEnv):

@@ -4,17 +4,24 @@ timeout. ECS's task state change (EventBridge, or the local ECS stand-in) names 
 overrides RunTask was given; the step is failed at once with ECS's reason.
 
 A task that did start is left alone: its worker answers for itself, or the heartbeat timeout tells.
+
+EventBridge rules are regional, and so are ECS's state changes: each site region's stack has its own rule
+on its cluster and its own task_stopped function (the home stack's, for the home cluster and the external
+sites' EXTERNAL tasks in it). The step's token belongs to the home region's state machine, which the
+worker's overrides name (RESULTS_REGION, where it reports): the function answers there, wherever it runs.
+docs/guide/05-deploy.md ("Sites") says why a function per region rather than forwarding to home's bus.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 from pydantic import BaseModel, Field
 
-from pgarena.aws.launch import step_field
-from pgarena.aws.settings import TASK_TOKEN_VAR
+from pgarena.aws.launch import STARTED_BY, step_field
+from pgarena.aws.settings import RESULTS_REGION_VAR, TASK_TOKEN_VAR
 from pgarena.model.errors import ErrorInfo, ErrorKind
 
 if TYPE_CHECKING:
@@ -26,6 +33,33 @@ FAILED_TO_START = "TaskFailedToStart"
 ERROR_NAME = "".join(part.capitalize() for part in ErrorKind.WORKER_DID_NOT_START.split("_"))
 # SendTaskFailure's answers for a token no longer waited for: the worker answered, or the state gave up.
 CLOSED_TOKEN_ERRORS = frozenset({"TaskTimedOut", "TaskDoesNotExist", "InvalidToken"})
+ECS_SOURCE = "aws.ecs"
+TASK_STATE_CHANGE = "ECS Task State Change"
+
+
+def rule_pattern(cluster_arn: str) -> dict[str, Any]:
+    """The EventBridge pattern of the rule on one cluster's stopped worker tasks: the home stack's on its
+    cluster, each site stack's on its own (cdk/pgarena_cdk), and the local stand-in's routing."""
+    return {
+        "source": [ECS_SOURCE],
+        "detail-type": [TASK_STATE_CHANGE],
+        "detail": {"clusterArn": [cluster_arn], "lastStatus": ["STOPPED"], "startedBy": [STARTED_BY]},
+    }
+
+
+def matches(pattern: Mapping[str, Any], event: Mapping[str, Any]) -> bool:
+    """Whether `event` matches `pattern` as EventBridge matches one of exact values: each field's value is
+    one of the listed, nested fields alike; a field the pattern names and the event lacks never matches."""
+    for key, wanted in pattern.items():
+        if key not in event:
+            return False
+        value = event[key]
+        if isinstance(wanted, Mapping):
+            if not isinstance(value, Mapping) or not matches(wanted, value):
+                return False
+        elif value not in wanted:
+            return False
+    return True
 
 
 class KeyValue(BaseModel):
@@ -71,6 +105,8 @@ class UnstartedWorker(BaseModel):
     step_id: str
     task_token: str = Field(repr=False)
     error: ErrorInfo
+    # The home region, whose state machine waits on the token (None: the function's own, as for a home task).
+    home_region: str | None = None
 
 
 def _environment(detail: TaskDetail) -> dict[str, str]:
@@ -108,6 +144,7 @@ def unstarted_worker(change: TaskStateChange) -> UnstartedWorker | None:
         step_id=step_field(environment, "step_id"),
         task_token=token,
         error=ErrorInfo(kind=ErrorKind.WORKER_DID_NOT_START, message=message),
+        home_region=environment.get(RESULTS_REGION_VAR) or None,
     )
 
 

@@ -1,9 +1,10 @@
 """The warm workers' slots on the results table (the pgarena.campaign.ports.WorkerSlots port).
 
-One item per slot (pgarena.model.warm.WorkerSlot), written by two parties: the worker that holds it
-(`worker`: registered, idle with a beat, busy) and the launch function, which offers an idle worker the
-next step. Every change is a conditional update, so that of an offer and a worker leaving, or of a
-withdrawn offer and a late claim, exactly one happens.
+One item per slot (pgarena.model.warm.WorkerSlot), written by three parties: the worker that holds it
+(`worker`: registered, idle with a beat, busy, gone), the launch function, which offers an idle worker
+the next step, and whatever ends the target's phase or the campaign, which closes it. Every change is a
+conditional update, so that of an offer and a worker leaving, of a withdrawn offer and a late claim, or
+of an offer and a close, exactly one happens.
 """
 
 from __future__ import annotations
@@ -11,19 +12,18 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from botocore.exceptions import ClientError
 
 from pgarena.aws import access
 from pgarena.aws.items import marshal, unmarshal
 from pgarena.campaign.ports import SlotState
-from pgarena.model.warm import FRESH_S, Assignment, WorkerSlot
+from pgarena.model.warm import ASSIGNED, BUSY, CLOSED, FRESH_S, GONE, IDLE, Assignment, WorkerSlot
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
-BUSY, IDLE, ASSIGNED, GONE = "busy", "idle", "assigned", "gone"
 _NAMES = {"#s": "state"}
 
 
@@ -37,8 +37,15 @@ class DynamoWorkerSlots:
         self.table = table
         self.clock = clock
 
-    def _update(self, slot: WorkerSlot, expression: str, condition: str, values: dict[str, Any]) -> dict[str, Any] | None:
-        """The item after a conditional update, or None when the condition did not hold."""
+    def _update(  # the update, its condition and values, and which item to answer
+        self,
+        slot: WorkerSlot,
+        expression: str,
+        condition: str,
+        values: dict[str, Any],
+        returned: Literal["ALL_NEW", "ALL_OLD"] = "ALL_NEW",
+    ) -> dict[str, Any] | None:
+        """The item after (or before) a conditional update, or None when the condition did not hold."""
         try:
             answer = self.dynamodb.update_item(
                 TableName=self.table,
@@ -47,23 +54,19 @@ class DynamoWorkerSlots:
                 ConditionExpression=condition,
                 ExpressionAttributeNames=_NAMES,  # every expression names the state (DynamoDB refuses unused names)
                 ExpressionAttributeValues=marshal(values),
-                ReturnValues="ALL_NEW",
+                ReturnValues=returned,
             )
         except ClientError as error:
             if error.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
                 return None
             raise
-        return unmarshal(answer["Attributes"])
+        return unmarshal(answer.get("Attributes") or {})
 
     def read(self, slot: WorkerSlot) -> SlotState | None:
         item = self.dynamodb.get_item(
             TableName=self.table, Key=access.worker_slot_key(slot.campaign_id, slot.name), ConsistentRead=True
         ).get("Item")
-        if not item:
-            return None
-        data = unmarshal(item)
-        assignment = Assignment.model_validate_json(data["assignment"]) if data.get("assignment") else None
-        return SlotState(state=data["state"], worker=data["worker"], seq=int(data["seq"]), assignment=assignment)
+        return _state(unmarshal(item)) if item else None
 
     # --- the launch function's side -----------------------------------------------------------------
     def offer(self, slot: WorkerSlot, assignment: Assignment) -> SlotState | None:
@@ -94,16 +97,41 @@ class DynamoWorkerSlots:
         )
         return done is not None
 
-    # --- the worker's side ----------------------------------------------------------------------------
-    def register(self, slot: WorkerSlot, worker: str) -> None:
-        """A new worker holds the slot from now on (one it replaces sees another name there and exits)."""
-        self.dynamodb.put_item(
-            TableName=self.table,
-            Item={
-                **access.worker_slot_key(slot.campaign_id, slot.name),
-                **marshal({"state": BUSY, "worker": worker, "seq": 0, "beat": _epoch(self.clock())}),
-            },
+    # --- the side that ends a target's phase or the campaign ----------------------------------------------
+    def close(self, slot: WorkerSlot, why: str) -> SlotState | None:
+        """No step will come to the slot again: offers, claims and beats fail from now on, its idle worker
+        leaves at its next poll, a worker started for it late does not register. Made even when no worker
+        registered yet; a slot closed already keeps its first reason. The slot as it was before, or None
+        when it was closed already or had no item."""
+        before = self._update(
+            slot,
+            "SET #s = :closed, close_reason = :why, closed_at = :now REMOVE assignment",
+            "attribute_not_exists(#s) OR #s <> :closed",
+            {":closed": CLOSED, ":why": why, ":now": _epoch(self.clock())},
+            returned="ALL_OLD",
         )
+        return _state(before) if before else None
+
+    # --- the worker's side ----------------------------------------------------------------------------
+    def register(self, slot: WorkerSlot, worker: str) -> bool:
+        """A new worker holds the slot from now on (one it replaces sees another name there and exits);
+        False when the slot is closed: its step was given up before the worker started."""
+        try:
+            self.dynamodb.put_item(
+                TableName=self.table,
+                Item={
+                    **access.worker_slot_key(slot.campaign_id, slot.name),
+                    **marshal({"state": BUSY, "worker": worker, "seq": 0, "beat": _epoch(self.clock())}),
+                },
+                ConditionExpression="attribute_not_exists(#s) OR #s <> :closed",
+                ExpressionAttributeNames=_NAMES,
+                ExpressionAttributeValues=marshal({":closed": CLOSED}),
+            )
+        except ClientError as error:
+            if error.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
+                return False
+            raise
+        return True
 
     def finishing(self, slot: WorkerSlot, worker: str) -> None:
         """The worker is about to answer its step: its beat renewed, so that the next step's offer finds
@@ -114,12 +142,12 @@ class DynamoWorkerSlots:
 
     def idle(self, slot: WorkerSlot, worker: str) -> bool:
         """The worker answered its step and waits for the next (one offered meanwhile stays offered);
-        False when it no longer holds the slot."""
+        False when it no longer holds the slot, or the slot is closed."""
         values = {":idle": IDLE, ":busy": BUSY, ":now": _epoch(self.clock()), ":me": worker}
         if self._update(slot, "SET #s = :idle, beat = :now", "worker = :me AND #s = :busy", values) is not None:
             return True
         state = self.read(slot)
-        return state is not None and state.worker == worker
+        return state is not None and state.worker == worker and state.state != CLOSED
 
     def beat(self, slot: WorkerSlot, worker: str) -> None:
         """An idle worker is still there (an offer may have come meanwhile: nothing to renew then)."""
@@ -132,7 +160,27 @@ class DynamoWorkerSlots:
         condition = "worker = :me AND #s = :assigned AND seq = :seq"
         return self._update(slot, "SET #s = :busy, beat = :now", condition, values) is not None
 
-    def leave(self, slot: WorkerSlot, worker: str) -> bool:
-        """The worker exits; False when a step was offered meanwhile (it takes that one instead)."""
-        values = {":gone": GONE, ":me": worker, ":idle": IDLE}
-        return self._update(slot, "SET #s = :gone", "worker = :me AND #s = :idle", values) is not None
+    def leave(self, slot: WorkerSlot, worker: str, why: str) -> bool:
+        """The worker exits, saying why and when; False when a step was offered meanwhile (it takes that
+        one instead) or it no longer holds the slot. On a closed slot the leaving is noted beside the close."""
+        values = {":gone": GONE, ":me": worker, ":idle": IDLE, ":busy": BUSY, ":why": why, ":now": _epoch(self.clock())}
+        left = "SET #s = :gone, leave_reason = :why, left_at = :now"
+        if self._update(slot, left, "worker = :me AND (#s = :idle OR #s = :busy)", values) is not None:
+            return True
+        values = {":me": worker, ":closed": CLOSED, ":why": why, ":now": _epoch(self.clock())}
+        noted = self._update(slot, "SET leave_reason = :why, left_at = :now", "worker = :me AND #s = :closed", values)
+        return noted is not None
+
+
+def _state(data: dict[str, Any]) -> SlotState:
+    assignment = Assignment.model_validate_json(data["assignment"]) if data.get("assignment") else None
+    left_at = data.get("left_at")
+    return SlotState(
+        state=data["state"],
+        worker=data.get("worker", ""),
+        seq=int(data.get("seq", 0)),
+        assignment=assignment,
+        closed=data.get("close_reason"),
+        left=data.get("leave_reason"),
+        left_at=float(left_at) if left_at is not None else None,
+    )

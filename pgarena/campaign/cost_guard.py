@@ -3,6 +3,7 @@ in the month's ledger when the campaign ends."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import UTC, datetime
 
 from pgarena.campaign.ports import Ledger, Records
@@ -75,8 +76,10 @@ def settle_campaign(
     started_at: str,
     finished_at: str,
     ledger: Ledger,
+    departures: Mapping[str, float] | None = None,
 ) -> CampaignCost:
-    """Price what ran, record it in the ledger in place of the estimate, and say both for results.json."""
+    """Price what ran, record it in the ledger in place of the estimate, and say both for results.json.
+    `departures`: when each worker left, where its slot recorded it (pgarena.campaign.slots)."""
     estimate = decision.estimate
     report = CampaignCost(
         region=estimate.region,
@@ -89,12 +92,13 @@ def settle_campaign(
     )
     if not decision.booked:
         return report
-    tool_s = {s.step_id: s.wall_s for s in summaries}
-    launched_without_summary = {o.step_id for target in outcomes for o in target.steps} - set(tool_s)
+    launched_without_summary = {o.step_id for target in outcomes for o in target.steps} - {s.step_id for s in summaries}
     wall_s = _seconds_between(started_at, finished_at) or estimate.wall_s
     spent = cost.actual(
         plan,
-        cost.measured_workers(plan, tool_s, launched_without_summary),
+        summaries,
+        launched_without_summary,
+        departures or {},
         wall_s,
         estimate.worker_vcpu,
         estimate.worker_memory_gb,
@@ -102,4 +106,4 @@ def settle_campaign(
         estimate.spot,
     )
     ledger.settle(decision.month, decision.campaign_id, spent.total_usd)
-    return report.model_copy(update={"actual_usd": spent.total_usd})
+    return report.model_copy(update={"actual_usd": spent.total_usd, "actual_workers": spent.tasks})

@@ -16,7 +16,8 @@ from pgarena.analysis.aggregate import aggregate
 from pgarena.analysis.cancel import stopped_outcomes
 from pgarena.campaign.cost_guard import settle_campaign
 from pgarena.campaign.leases import Leases, holder_id, lease_key
-from pgarena.campaign.ports import Ledger, Records, Store
+from pgarena.campaign.ports import Ledger, Records, Store, WorkerSlots
+from pgarena.campaign.slots import close_slots
 from pgarena.model import layout
 from pgarena.model.errors import PgarenaError
 from pgarena.model.execution import ExecutionRequest, execution_request
@@ -26,6 +27,7 @@ from pgarena.model.outcomes import TargetOutcome
 from pgarena.model.plan import Plan, planned_target
 from pgarena.model.results import CampaignResults, now_iso
 from pgarena.model.series import SeriesOnDemand, ShardSeries
+from pgarena.model.warm import CAMPAIGN_ENDED, WorkerSlot, campaign_slots
 from pgarena.planning.campaign import parse_campaign
 from pgarena.planning.planner import plan_campaign
 from pgarena.report import Writer, publish_results
@@ -48,10 +50,14 @@ def finalize(
     leases: Leases | None = None,
     ending: Ending = "completed",
     finished_at: str | None = None,
+    slots: WorkerSlots | None = None,
+    closing: Sequence[WorkerSlot] = (),
     lease_keys: Mapping[str, str] | None = None,
 ) -> tuple[CampaignResults, str, list[str]]:
-    """Aggregate, settle, publish, release (`lease_keys`: a target's lease key as its preflight made it,
-    by target name). Returns the results, results.json's key and the report names."""
+    """Close the workers' slots (`closing`: an idle worker leaves now), aggregate, settle, publish,
+    release (`lease_keys`: a target's lease key as its preflight made it, by target name). Returns the
+    results, results.json's key and the report names."""
+    departures = close_slots(slots, closing, CAMPAIGN_ENDED.format(ending)) if slots is not None else {}
     finished_at = finished_at or now_iso()
     outcomes = list(outcomes)
     summaries = store.summaries(plan.campaign_id)
@@ -68,7 +74,7 @@ def finalize(
     if ending != "completed":
         results = results.model_copy(update={"status": ending})
     if cost is not None and ledger is not None:
-        spent = settle_campaign(cost, plan, ran, summaries, started_at, finished_at, ledger)
+        spent = settle_campaign(cost, plan, ran, summaries, started_at, finished_at, ledger, departures)
         results = results.model_copy(update={"cost": spent})
     reports = publish_results(results, store_writer(store, plan.campaign_id))
     if leases is not None:  # idempotent: a target whose lease was already released is a no-op
@@ -116,6 +122,7 @@ def finalize_stopped(
     leases: Leases,
     ending: Ending,
     execution_name: str,
+    slots: WorkerSlots | None = None,
 ) -> CampaignResults | None:
     """An execution that never reached Aggregate And Rank (stopped, failed, timed out): read back what its
     states kept (the Records port) and finalize. None when it had no valid plan of its own
@@ -139,17 +146,29 @@ def finalize_stopped(
         if result.lease_key
     }
     results, _, _ = finalize(
-        plan, outcomes, store, started_at, cost=cost, ledger=ledger, leases=leases, ending=ending, lease_keys=keys
+        plan,
+        outcomes,
+        store,
+        started_at,
+        cost=cost,
+        ledger=ledger,
+        leases=leases,
+        ending=ending,
+        slots=slots,
+        closing=campaign_slots(plan.campaign_id, preflights),  # none before Validate answered
+        lease_keys=keys,
     )
     return results
 
 
-def aggregate_and_rank(
-    campaign_id: str, started_at: str, store: Store, records: Records, ledger: Ledger
+def aggregate_and_rank(  # the campaign, and the ports finalize goes through
+    campaign_id: str, started_at: str, store: Store, records: Records, ledger: Ledger, slots: WorkerSlots | None = None
 ) -> tuple[CampaignResults, str, list[str]]:
     """Aggregate And Rank, the state machine's last state: the plan, the cost decision and the outcomes
     read back from where the states kept them, then finalize."""
     plan, cost, preflights = records.recorded(campaign_id)
     if plan is None:
         raise RuntimeError(f"campaign {campaign_id} has no plan in the results bucket: Validate And Plan keeps it")
-    return finalize(plan, records.outcomes(plan, preflights), store, started_at, cost=cost, ledger=ledger)
+    outcomes = records.outcomes(plan, preflights)
+    closing = campaign_slots(campaign_id, preflights)
+    return finalize(plan, outcomes, store, started_at, cost=cost, ledger=ledger, slots=slots, closing=closing)

@@ -10,7 +10,7 @@ from pgarena.campaign.ports import Launcher, Records, WorkerSlots
 from pgarena.model.errors import ErrorKind, failure
 from pgarena.model.plan import PreflightTask, ShardRef, Step, TargetRef, planned_target
 from pgarena.model.sites import SiteMap
-from pgarena.model.warm import HANDOVER_POLL_S, HANDOVER_S, Assignment, WorkerSlot, last_on_slot
+from pgarena.model.warm import ASSIGNED, HANDOVER_POLL_S, HANDOVER_S, Assignment, WorkerSlot, last_on_slot
 
 
 def launch(  # noqa: PLR0913  # the shard, its token, and the three ports it goes through
@@ -74,7 +74,7 @@ def hand_over(
     deadline = clock() + HANDOVER_S
     while clock() < deadline:
         now = slots.read(slot)
-        if now is None or now.seq != offered.seq or now.state != "assigned":
+        if now is None or now.seq != offered.seq or now.state != ASSIGNED:
             return offered.worker  # taken (or the slot moved on: either way no longer ours to give)
         sleep(HANDOVER_POLL_S)
     return None if slots.withdraw(slot, offered.seq) else offered.worker

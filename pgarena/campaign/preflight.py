@@ -6,13 +6,15 @@ from __future__ import annotations
 import time
 
 from pgarena.campaign.leases import Leases, holder_id, lease_key
-from pgarena.campaign.ports import Records, Store
+from pgarena.campaign.ports import Records, Store, WorkerSlots
+from pgarena.campaign.slots import close_slots
 from pgarena.model.budget import COORDINATOR_CONNECTIONS
 from pgarena.model.errors import ErrorKind, PgarenaError, error_info, failure
 from pgarena.model.layout import evidence_key
 from pgarena.model.plan import PlannedTarget, PreflightRef, PreflightResult, Step, TargetRef, campaign_tag, planned_target
 from pgarena.model.redact import redact
 from pgarena.model.results import PreflightOrigin, ServerInfo
+from pgarena.model.warm import TARGET_FAILED, TARGET_FINISHED, slots_of
 from pgarena.planning.budget import apply_budget, compute_budget, held_by_other_campaigns
 from pgarena.planning.shards import shard
 from pgarena.server.facts import disclose, read_facts, read_sessions
@@ -118,14 +120,21 @@ def _lease_budget(target: PlannedTarget, campaign_id: str, leases: Leases) -> Pr
     return PreflightResult(server=server, steps=[shard(step) for step in steps], lease_key=key)
 
 
-def release_target(ref: TargetRef, records: Records, leases: Leases) -> PlannedTarget:
+def release_target(
+    ref: TargetRef, records: Records, leases: Leases, slots: WorkerSlots | None = None, failed: bool = False
+) -> PlannedTarget:
     """Release Connection Lease: after the target's steps, or after its failure. The lease is given back
     under the key its preflight made (on the target's site a name may resolve as it does nowhere else);
-    a preflight that kept no answer leased nothing, or is released under the key made here."""
+    a preflight that kept no answer leased nothing, or is released under the key made here. No step of
+    its phase will come to its workers' slots either: closed, so that a worker idle there leaves now
+    (slots from the plan: its preflight, which may have failed, may have split the steps into fewer shards)."""
     target = planned_target(records.plan(ref.campaign_id), ref.phase, ref.target)
     try:
         key = records.preflight(ref.campaign_id, ref.phase, ref.target).lease_key
     except Exception:  # no answer kept: preflight failed (most often before it leased)
         key = None
     leases.release(key or lease_key(target.endpoint), holder_id(ref.campaign_id, target.name))
+    if slots is not None:
+        which = slots_of(ref.campaign_id, ref.phase, ref.target, [shard(step) for step in target.steps])
+        close_slots(slots, which, TARGET_FAILED if failed else TARGET_FINISHED)
     return target

@@ -48,8 +48,9 @@ FUNCTIONS = (
 )
 
 
-def function_arn(name: str) -> str:
-    return f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:pgarena-{name.replace('_', '-')}"
+def function_arn(name: str, region: str = REGION) -> str:
+    """A function's ARN; a site region's (its own task_stopped) has the same name, and the same handler here."""
+    return f"arn:aws:lambda:{region}:{ACCOUNT}:function:pgarena-{name.replace('_', '-')}"
 
 
 def load_handlers() -> dict[str, Handler]:
@@ -101,6 +102,10 @@ def cluster_region(cluster: str) -> str | None:
     """The region of a cluster ARN (None for a cluster given by name: the endpoint's own)."""
     parts = cluster.split(":")
     return parts[3] if cluster.startswith("arn:") and len(parts) > 5 else None
+
+
+def _task_region(task_arn: str) -> str:
+    return task_arn.split(":")[3]
 
 
 def cluster_name(cluster: str) -> str:
@@ -364,7 +369,6 @@ class EcsEndpoint(_Server):
         self.workers: Workers = workers or ProcessWorkers(own_user())
         self.logs_dir = logs_dir
         self.processes: dict[str, subprocess.Popen[bytes]] = {}
-        self.campaigns: dict[str, str] = {}  # task ARN -> campaign id, to stop one campaign's workers
         self.tokens: dict[str, dict[str, Any]] = {}  # RunTask clientToken -> the task it started
         self.tasks: dict[str, dict[str, Any]] = {}  # task ARN -> the task as RunTask described it
         self.lock = threading.Lock()
@@ -374,26 +378,28 @@ class EcsEndpoint(_Server):
                 if not self._signed(keys):
                     return
                 action = self.headers.get("X-Amz-Target", "").rsplit(".", 1)[-1]
-                body = self._body()
-                if action == "RunTask":
-                    try:
-                        self._reply(endpoint.run_task(body, self.region))
-                    except InvalidParameter as error:
-                        self._reply({"__type": "InvalidParameterException", "message": str(error)}, status=400)
-                    except ClusterNotFound as error:
-                        self._reply({"__type": "ClusterNotFoundException", "message": str(error)}, status=400)
-                    except WorkerUserError as error:  # no worker can start on this machine: said once, not retried
-                        self._reply({"__type": "ClientException", "message": str(error)}, status=400)
-                elif action == "StopTask":
-                    self._reply(endpoint.stop_task(body["task"]))
-                elif action == "ListTasks":  # `pgarena run --aws` pointed at this runtime finds a campaign's workers
-                    self._reply(endpoint.list_tasks(body.get("startedBy")))
-                elif action == "DescribeTasks":
-                    self._reply(endpoint.describe_tasks(body.get("tasks", [])))
-                else:
-                    self._reply({"__type": "InvalidParameterException", "message": f"{action} is not served locally"}, status=400)
+                try:
+                    self._reply(endpoint.answer(action, self._body(), self.region))
+                except InvalidParameter as error:
+                    self._reply({"__type": "InvalidParameterException", "message": str(error)}, status=400)
+                except ClusterNotFound as error:
+                    self._reply({"__type": "ClusterNotFoundException", "message": str(error)}, status=400)
+                except WorkerUserError as error:  # no worker can start on this machine: said once, not retried
+                    self._reply({"__type": "ClientException", "message": str(error)}, status=400)
 
         super().__init__(Ecs)
+
+    def answer(self, action: str, body: dict[str, Any], region: str) -> dict[str, Any]:
+        """The action's answer from `region`'s ECS (the request's signature names it)."""
+        if action == "RunTask":
+            return self.run_task(body, region)
+        if action == "StopTask":
+            return self.stop_task(body["task"], region, body.get("reason", ""))
+        if action == "ListTasks":  # Ctrl-C and the runtime's cancel find a campaign's workers, site by site
+            return self.list_tasks(body.get("cluster", ""), body.get("startedBy"), region)
+        if action == "DescribeTasks":
+            return self.describe_tasks(body.get("tasks", []), region)
+        raise InvalidParameter(f"{action} is not served locally")
 
     def run_task(self, request: dict[str, Any], region: str = REGION) -> dict[str, Any]:
         """As ECS does: a repeated clientToken returns the task it started (no second worker), and
@@ -435,6 +441,7 @@ class EcsEndpoint(_Server):
             # RunTask succeeded, then the task stopped without running: ECS tells through the task's state change.
             self._stopped(task, "CannotStartContainerError: the worker could not be started", f"{type(error).__name__}: {error}")
             with self.lock:
+                self.tasks[task_arn] = task
                 if token:
                     self.tokens[token] = task
             return {"tasks": [task], "failures": []}
@@ -443,7 +450,6 @@ class EcsEndpoint(_Server):
             self.children.add(campaign_id, "worker", process.pid, group=True, container=self.workers.container(task_id))
         with self.lock:
             self.processes[task_arn] = process
-            self.campaigns[task_arn] = campaign_id
             self.tasks[task_arn] = task
             if token:
                 self.tokens[token] = task
@@ -480,39 +486,50 @@ class EcsEndpoint(_Server):
         if self.on_stopped is not None:
             self.on_stopped(task_stopped_event(task, stopped_reason, container_reason))
 
-    def stop_task(self, task_arn: str) -> dict[str, Any]:
+    def stop_task(self, task_arn: str, region: str = REGION, reason: str = "") -> dict[str, Any]:
+        """StopTask: SIGTERM to the task's worker (ECS's SIGTERM; wait_stopped is its stop timeout), its
+        stoppedReason kept. ECS is regional: a task of another region is not found."""
         with self.lock:
+            task = self.tasks.get(task_arn) if _task_region(task_arn) == region else None
             process = self.processes.get(task_arn)
+            if task is not None:
+                task.update({"desiredStatus": "STOPPED", "stoppedReason": reason})
+        if task is None:
+            raise InvalidParameter(f"The referenced task was not found: {task_arn} in {region}")
         if process is not None and process.poll() is None:
             process.terminate()
-        return {"task": {"taskArn": task_arn, "lastStatus": "STOPPED"}}
+        return {"task": {**task, "lastStatus": self._status(task_arn)}}
 
-    def list_tasks(self, started_by: str | None) -> dict[str, Any]:
-        """ListTasks with desiredStatus RUNNING: the workers whose process still runs."""
+    def list_tasks(self, cluster: str, started_by: str | None, region: str = REGION) -> dict[str, Any]:
+        """ListTasks with desiredStatus RUNNING: the workers of one cluster of `region` whose process still runs."""
         with self.lock:
             arns = [
                 arn
                 for arn, process in self.processes.items()
-                if process.poll() is None and started_by in (None, self.tasks[arn]["startedBy"])
+                if process.poll() is None
+                and _task_region(arn) == region
+                and cluster_name(self.tasks[arn].get("clusterArn") or "") == cluster_name(cluster)
+                and started_by in (None, self.tasks[arn]["startedBy"])
             ]
         return {"taskArns": arns}
 
-    def describe_tasks(self, task_arns: list[str]) -> dict[str, Any]:
+    def describe_tasks(self, task_arns: list[str], region: str = REGION) -> dict[str, Any]:
         with self.lock:
-            found = [{**self.tasks[arn], "lastStatus": self._status(arn)} for arn in task_arns if arn in self.tasks]
-        missing = [{"arn": arn, "reason": "MISSING"} for arn in task_arns if arn not in self.tasks]
+            known = [arn for arn in task_arns if arn in self.tasks and _task_region(arn) == region]
+            found = [{**self.tasks[arn], "lastStatus": self._status(arn)} for arn in known]
+        missing = [{"arn": arn, "reason": "MISSING"} for arn in task_arns if arn not in known]
         return {"tasks": found, "failures": missing}
 
     def _status(self, task_arn: str) -> str:
-        return "RUNNING" if self.processes[task_arn].poll() is None else "STOPPED"
+        process = self.processes.get(task_arn)
+        return "RUNNING" if process is not None and process.poll() is None else "STOPPED"
 
-    def stop_campaign(self, campaign_id: str, timeout_s: float = 10) -> int:
-        """StopTask for every running worker of one campaign (SIGTERM: each records what it was doing and
-        exits); wait for them, then kill what is left. Returns how many were running."""
+    def wait_stopped(self, task_arns: list[str], timeout_s: float = 10) -> None:
+        """Wait for the tasks StopTask was sent to, then kill what is left (ECS's stop timeout: SIGKILL after
+        SIGTERM). Only these: a worker no StopTask reached keeps running, as it would in AWS."""
         with self.lock:
-            running = {arn: p for arn, p in self.processes.items() if self.campaigns.get(arn) == campaign_id and p.poll() is None}
-        self._stop(running, timeout_s)
-        return len(running)
+            processes = {arn: self.processes[arn] for arn in task_arns if arn in self.processes}
+        self._stop(processes, timeout_s)
 
     def stop_all(self) -> None:
         with self.lock:

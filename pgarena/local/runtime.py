@@ -34,8 +34,9 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from pgarena.aws.access import RESULTS_TABLE_PLACEHOLDER, Component
 from pgarena.aws.campaign_state import CampaignState
-from pgarena.aws.sites import SITE_CLUSTER_NAME, SITE_TASK_FAMILY, WorkerSite, site_parameter_name
+from pgarena.aws.sites import SITE_CLUSTER_NAME, SITE_TASK_FAMILY, WorkerSite, site_parameter_name, ssm_site_reader
 from pgarena.aws.store import ResultStore, create_results_table
+from pgarena.aws.task_stopped import matches, rule_pattern
 from pgarena.campaign.finalize import store_writer
 from pgarena.local import assets, containers, limits, signing
 from pgarena.local import iam as local_iam
@@ -52,15 +53,18 @@ from pgarena.model import layout
 from pgarena.model.errors import DiskFull, ErrorInfo
 from pgarena.model.matrix import Campaign, Endpoint, Replica, Target
 from pgarena.model.results import CampaignResults, TargetResult, now_iso
-from pgarena.model.sites import SITE_ATTRIBUTE, SITES_CONTEXT_KEY
+from pgarena.model.sites import SITE_ATTRIBUTE, SITES_CONTEXT_KEY, SiteMap
 from pgarena.remote.execution import new_campaign_id
 from pgarena.remote.follow import POLL_S, Event, follow, probe_counter, step_event
 from pgarena.remote.subjects import Subjects
+from pgarena.remote.workers import stop_campaign_workers, worker_clusters
 from pgarena.report import publish_results
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
+    from mypy_boto3_ecs import ECSClient
     from mypy_boto3_s3 import S3Client
+    from mypy_boto3_ssm import SSMClient
     from mypy_boto3_stepfunctions import SFNClient
 
 log = logging.getLogger(__name__)
@@ -110,6 +114,15 @@ def publish_sites(regions: tuple[str, ...]) -> None:
         boto3.client("ssm", region_name=region).put_parameter(
             Name=site_parameter_name(region), Value=region_site(region).model_dump_json(), Type="String", Overwrite=True
         )
+
+
+def _ecs_in(region: str) -> ECSClient:
+    """The region's ECS: the local endpoint, signed for the region (it answers as that region's)."""
+    return boto3.client("ecs", region_name=region)
+
+
+def _ssm_in(region: str) -> SSMClient:
+    return boto3.client("ssm", region_name=region)
 
 
 # What the template's CloudFormation references in the functions' environment stand for here (--aws-strict).
@@ -294,6 +307,13 @@ class LocalRuntime:
         self.out_dir = out_dir
         self.external_sites = external_sites
         self.site_regions = site_regions
+        self.site_map = SiteMap(home_region=REGION, regions=frozenset(site_regions), external=frozenset(external_sites))
+        # The task-stopped rules the stacks deploy, by region: home's on its cluster, each site's on its own.
+        self.task_stopped_rules = [
+            (REGION, rule_pattern(CLUSTER_ARN)),
+            *((region, rule_pattern(region_site(region).cluster_arn)) for region in site_regions),
+        ]
+        self.task_stopped_deliveries: list[tuple[str, str]] = []  # (the rule's region, the task) as delivered
         # What Validate And Plan and launch_worker read of the stack's sites (the template's are none).
         self.sites_env = {
             "WORKER_SITE_REGIONS": ",".join(site_regions),
@@ -581,7 +601,7 @@ class LocalRuntime:
             # moto fails a Task whose result is past 256 KiB itself, naming the service, not the state.
             if status.get("error") == limits.DATA_LIMIT_ERROR:
                 status = {**status, "cause": limits.unfinished_state_cause(history)}
-            self._finalize_stopped(execution.arn, status["status"], status["startDate"])
+            self.execution_stopped(execution.arn, status["status"], status["startDate"])
         error = None if status["status"] == "SUCCEEDED" else f"{status.get('error')}: {status.get('cause')}"
         transitions = sum(1 for event in history if event["type"].endswith("StateEntered"))
         return self._collect(execution, status["status"], error, transitions, len(history))
@@ -643,11 +663,20 @@ class LocalRuntime:
         self.sfn.stop_execution(executionArn=execution.arn, error=error, cause=cause)
         started = self.sfn.describe_execution(executionArn=execution.arn)["startDate"]
         for _ in range(2):  # a worker may have been launched while the execution stopped: look twice
-            self.workers.stop_campaign(execution.campaign_id)
+            self._stop_workers(execution.campaign_id, cause)
             time.sleep(POLL_S)
-        self._finalize_stopped(execution.arn, ending, started)
+        self.execution_stopped(execution.arn, ending, started)
 
-    def _finalize_stopped(self, execution_arn: str, status: str, started: datetime) -> None:
+    def _stop_workers(self, campaign_id: str, reason: str) -> None:
+        """As `pgarena run --aws`'s Ctrl-C does (pgarena.remote.workers): StopTask on the campaign's workers in
+        every site's cluster, each through its region's ECS; then ECS's stop timeout for those tasks."""
+        clusters, problems = worker_clusters(self.site_map, CLUSTER_ARN, ssm_site_reader(_ssm_in))
+        stopped = stop_campaign_workers(_ecs_in, clusters, campaign_id, reason)
+        for problem in [*problems, *stopped.problems]:
+            log.warning("%s", problem)
+        self.workers.wait_stopped([arn for arns in stopped.tasks.values() for arn in arns])
+
+    def execution_stopped(self, execution_arn: str, status: str, started: datetime) -> None:
         """What EventBridge's execution status change does in AWS: the finalize_stopped function ends it."""
         change = {
             "source": "aws.states",
@@ -661,11 +690,17 @@ class LocalRuntime:
             log.error("finalizing the %s campaign failed: %s", status.lower(), answer["Payload"].read().decode())
 
     def _task_stopped(self, change: dict[str, Any]) -> None:
-        """What EventBridge's rule on the workers' task state changes does in AWS: task_stopped fails the
-        step of a worker that never ran."""
+        """What EventBridge's rules on the workers' task state changes do in AWS: the state change goes to the
+        rule of its region on its cluster (the home stack's, or the site stack's in the site's region), whose
+        task_stopped function fails the step of a worker that never ran. A change no rule matches is dropped."""
+        region = next((region for region, pattern in self.task_stopped_rules if matches(pattern, change)), None)
+        if region is None:
+            log.warning("no rule takes the stop of %s: its step waits for the heartbeat timeout", change["detail"]["taskArn"])
+            return
+        self.task_stopped_deliveries.append((region, change["detail"]["taskArn"]))
         try:
-            answer = boto3.client("lambda", region_name=REGION).invoke(
-                FunctionName=function_arn("task_stopped"), Payload=json.dumps(change).encode()
+            answer = boto3.client("lambda", region_name=region).invoke(
+                FunctionName=function_arn("task_stopped", region), Payload=json.dumps(change).encode()
             )
         except (BotoCoreError, ClientError) as error:  # the runtime stopping: its step ends with it
             log.warning("the stop of a worker that did not start could not be reported: %s", error)
@@ -688,7 +723,7 @@ class LocalRuntime:
                         arn = item["executionArn"]
                         if arn not in finalized and arn not in self.own_executions:
                             finalized.add(arn)
-                            self._finalize_stopped(arn, status, item["startDate"])
+                            self.execution_stopped(arn, status, item["startDate"])
 
         watcher = threading.Thread(target=watch, name="status-change-rule", daemon=True)
         watcher.start()

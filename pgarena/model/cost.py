@@ -37,7 +37,10 @@ class CostEstimate(BaseModel):
     worker_vcpu: float
     worker_memory_gb: float
     spot: bool = False
-    tasks: int = Field(description="worker tasks: one per target, phase and shard (a warm worker runs the phase's steps)")
+    tasks: int = Field(
+        description="worker tasks: estimated one per target, phase and shard (a warm worker runs the phase's steps); "
+        "once run, the workers the steps recorded"
+    )
     worker_task_s: float = Field(description="billed Fargate seconds over all worker tasks")
     wall_s: float = Field(description="the campaign's wall time, start to results")
     lines: list[CostLine]

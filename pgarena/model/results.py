@@ -338,7 +338,10 @@ class CampaignCost(BaseModel):
 
     region: str
     estimated_usd: float
-    actual_usd: float | None = Field(None, description="priced from the workers' measured times and the wall time")
+    actual_usd: float | None = Field(None, description="priced from the workers the steps recorded and the wall time")
+    actual_workers: int | None = Field(
+        None, description="worker tasks the actual cost counts: the workers the steps recorded (a replaced one twice)"
+    )
     bound_usd: float | None = Field(None, description="the most the campaign could have cost: every step to its timeout")
     cap_usd: float | None = None
     monthly_cap_usd: float | None = None

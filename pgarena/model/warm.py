@@ -7,12 +7,16 @@ by RunTask, which registers there. Why an item and not a queue or an activity: d
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from pydantic import BaseModel, Field
 
-from pgarena.model.plan import Boundary, ShardRef, Step, StepGroup
+from pgarena.model.plan import Boundary, PreflightResult, ShardRef, Step, StepGroup
 
 # A worker with no next step this long exits: a phase's steps follow each other within seconds (the
-# state machine's own transitions), so only a phase cut short (a failed target) leaves a worker waiting.
+# state machine's own transitions). A phase cut short (its target failed, the campaign stopped) closes
+# its slots, so its worker leaves at its next poll: the time-out is the backstop for a close that
+# never came (the closing function failed, the execution vanished).
 IDLE_TIMEOUT_S = 120.0
 # How often an idle worker reads its slot for the next step (a GetItem each: idle workers exist only
 # between steps, and a step waits on this poll), and how often the launch function reads whether it
@@ -45,6 +49,21 @@ class WorkerSlot(Boundary):
         return f"{self.phase}#{self.target}#{self.shard}"
 
 
+# A slot's states: its worker busy on a step, idle waiting for the next, a step offered to it (assigned),
+# its worker gone, or the slot closed (no step will come).
+BUSY, IDLE, ASSIGNED, GONE, CLOSED = "busy", "idle", "assigned", "gone", "closed"
+# Why a slot closed (its item's `closed`): no step will be offered there again. Release Connection Lease
+# closes a target's slots when its phase's steps ended, or were cut short; finalize every slot of the
+# campaign, with how it ended (campaign_completed, campaign_cancelled, campaign_failed).
+TARGET_FINISHED, TARGET_FAILED = "target_finished", "target_failed"
+CAMPAIGN_ENDED = "campaign_{}"
+# Why its worker left (its item's `left`, with `left_at`): after the slot's last step, its idle time-out,
+# stopped (StopTask, a step the state machine gave up), or on finding its slot closed.
+LEFT_LAST_STEP, LEFT_IDLE_TIMEOUT, LEFT_STOPPED, LEFT_CLOSED = "last_step", "idle_timeout", "stopped", "slot_closed"
+# A worker started for its target's preflight on its site, which failed: no step of the phase follows.
+LEFT_PREFLIGHT_FAILED = "preflight_failed"
+
+
 class Assignment(BaseModel):
     """One step given to a worker: the step, the task token it answers, and whether it is its slot's last."""
 
@@ -62,3 +81,13 @@ def last_on_slot(steps: list[StepGroup], index: int, shard: int) -> bool:
 def slot_count(steps: list[StepGroup]) -> int:
     """Workers a target's phase starts when every one stays warm: one per shard index."""
     return max((len(group.shards) for group in steps), default=0)
+
+
+def slots_of(campaign_id: str, phase: int, target: int, steps: list[StepGroup]) -> list[WorkerSlot]:
+    """Every slot a target's phase may have had a worker on."""
+    return [WorkerSlot(campaign_id=campaign_id, phase=phase, target=target, shard=k) for k in range(slot_count(steps))]
+
+
+def campaign_slots(campaign_id: str, preflights: Mapping[tuple[int, int], PreflightResult]) -> list[WorkerSlot]:
+    """Every slot the campaign may have had a worker on: those of each (phase, target) preflight answered."""
+    return [slot for (phase, target), answer in preflights.items() for slot in slots_of(campaign_id, phase, target, answer.steps)]

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import heapq
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
+from datetime import datetime
 
 from pgarena.model.cost import CostEstimate, CostLine, RegionPrices
 from pgarena.model.matrix import Campaign, Endpoint
@@ -22,6 +23,7 @@ from pgarena.model.plan import (
     Plan,
     Step,
 )
+from pgarena.model.results import StepSummary
 from pgarena.planning.planner import plan_campaign
 from pgarena.planning.shards import shard
 
@@ -188,36 +190,78 @@ def worker_tasks(plan: Plan, workers: list[Worker]) -> list[list[Worker]]:
     return list(tasks.values())
 
 
-def _price(  # noqa: PLR0913  # the worker size, region and Spot, not grouped yet
-    plan: Plan,
-    workers: list[Worker],
-    wall_s: float | None,
-    worker_vcpu: float,
-    worker_memory_gb: float,
-    region: str,
-    spot: bool,
-) -> CostEstimate:
-    """Price these worker tasks (a step's shards run together); steps without a worker did not run."""
-    prices, notes = prices_for(region)
-    tasks = worker_tasks(plan, workers)
-    # A task's first step pays its start-up, each later one the hand-over; Fargate bills the task whole.
+def _slot_tasks(plan: Plan, workers: list[Worker]) -> tuple[list[float], float]:
+    """The estimate's worker tasks, one per slot (worker_tasks): each task's seconds, and the campaign's
+    wall time. A task's first step pays its start-up, each later one the hand-over; Fargate bills the
+    task whole."""
     on_task = [
         [(step, seconds + (TASK_OVERHEAD_S if i == 0 else WARM_STEP_OVERHEAD_S)) for i, (step, seconds) in enumerate(task)]
-        for task in tasks
+        for task in worker_tasks(plan, workers)
     ]
-    billed_s = sum(_billed_s(sum(seconds for _, seconds in task)) for task in on_task)
     step_s: dict[str, float] = {}  # a step lasts as long as its slowest shard
     for step, seconds in (worker for task in on_task for worker in task):
         key = step.group_id or step.step_id
         step_s[key] = max(step_s.get(key, 0.0), seconds)
     # Each phase benchmarks its targets `concurrency` at a time; phases run one after the other.
+    wall_s = CAMPAIGN_FIXED_S + sum(
+        makespan([TARGET_FIXED_S + sum(step_s.get(s.step_id, 0.0) for s in t.steps) for t in phase.targets], phase.concurrency)
+        for phase in plan.phases
+    )
+    return [sum(seconds for _, seconds in task) for task in on_task], wall_s
+
+
+def _epoch(timestamp: str) -> float | None:
+    try:
+        return datetime.fromisoformat(timestamp).timestamp()
+    except ValueError:
+        return None
+
+
+def recorded_tasks(summaries: Iterable[StepSummary], lost: Iterable[Worker], departures: Mapping[str, float]) -> list[float]:
+    """The worker tasks that ran, as their steps recorded them (`worker_id` in each step's facts): per
+    worker, one start-up and the span from its first step's start to its last step's end, plus its idle
+    time until it left when its slot recorded that (`departures`). A replaced worker is two workers. A
+    step whose summary names no worker (written before an old worker recorded one) is a task of its own;
+    so is a step launched that wrote no summary (`lost`: its worker died or was killed), up to its hard stop."""
+    spans: dict[str, tuple[float, float]] = {}
+    tasks: list[float] = []
+    for summary in summaries:
+        worker = summary.worker.worker_id if summary.worker else None
+        start, finished = _epoch(summary.started_at), _epoch(summary.finished_at)
+        if worker is None or start is None or finished is None:
+            tasks.append(TASK_OVERHEAD_S + summary.wall_s)
+            continue
+        # The step's end: its summary written, after the uploads and any SLO probes (the harness's wall,
+        # counted here from the tool's start: an upper bound by the few seconds before it).
+        end = max(finished, start + (summary.harness.wall_s if summary.harness else 0.0))
+        first, last = spans.get(worker, (start, end))
+        spans[worker] = (min(first, start), max(last, end))
+    for worker, (first, last) in spans.items():
+        idle_s = max(0.0, departures[worker] - last) if worker in departures else 0.0
+        tasks.append(TASK_OVERHEAD_S + (last - first) + idle_s)
+    tasks.extend(TASK_OVERHEAD_S + seconds for _, seconds in lost)
+    return tasks
+
+
+def _price(  # noqa: PLR0913  # the worker size, region and Spot, not grouped yet
+    plan: Plan,
+    workers: list[Worker],
+    task_s: list[float],
+    wall_s: float,
+    worker_vcpu: float,
+    worker_memory_gb: float,
+    region: str,
+    spot: bool,
+    basis: str,
+) -> CostEstimate:
+    """Price these worker tasks (`task_s`: each one's seconds before Fargate's minimum, counted as
+    `basis` says) and the steps they ran (`workers`: the requests each makes); steps without a worker
+    did not run."""
+    prices, notes = prices_for(region)
+    billed_s = sum(_billed_s(seconds) for seconds in task_s)
+    step_count = len({step.group_id or step.step_id for step, _ in workers})
     passes = [(phase.concurrency, phase.targets) for phase in plan.phases]
     target_passes = sum(len(targets) for _, targets in passes)
-    if wall_s is None:
-        wall_s = CAMPAIGN_FIXED_S + sum(
-            makespan([TARGET_FIXED_S + sum(step_s.get(s.step_id, 0.0) for s in t.steps) for t in targets], lanes)
-            for lanes, targets in passes
-        )
     wall_h = wall_s / 3600
     discount = (1 - prices.fargate_spot_discount) if spot else 1.0
     kind = "Fargate Spot" if spot else "Fargate"
@@ -227,8 +271,8 @@ def _price(  # noqa: PLR0913  # the worker size, region and Spot, not grouped ye
             billed_s / 3600 * worker_vcpu,
             "vCPU-hours",
             prices.fargate_vcpu_hour * discount,
-            f"{len(tasks)} tasks for {len(workers)} steps (one per target, phase and shard) x {worker_vcpu:g} vCPU, "
-            f"{TASK_OVERHEAD_S} s start-up each, {WARM_STEP_OVERHEAD_S} s per later step, at least {FARGATE_MINIMUM_S} s",
+            f"{len(task_s)} tasks for {len(workers)} steps ({basis}) x {worker_vcpu:g} vCPU, "
+            f"{TASK_OVERHEAD_S} s start-up each, at least {FARGATE_MINIMUM_S} s",
         ),
         _line(
             f"{kind} memory",
@@ -265,7 +309,7 @@ def _price(  # noqa: PLR0913  # the worker size, region and Spot, not grouped ye
         TRANSITIONS_PER_CAMPAIGN
         + TRANSITIONS_PER_PHASE * len(passes)
         + TRANSITIONS_PER_TARGET * target_passes
-        + TRANSITIONS_PER_STEP * len(step_s)
+        + TRANSITIONS_PER_STEP * step_count
         + TRANSITIONS_PER_WORKER * len(workers)
     )
     # Each tool run of a step (an SLO search's probes too) uploads its own output and log.
@@ -294,7 +338,7 @@ def _price(  # noqa: PLR0913  # the worker size, region and Spot, not grouped ye
         worker_vcpu=worker_vcpu,
         worker_memory_gb=worker_memory_gb,
         spot=spot,
-        tasks=len(tasks),
+        tasks=len(task_s),
         worker_task_s=round(billed_s, 3),
         wall_s=round(wall_s, 3),
         lines=lines,
@@ -317,22 +361,34 @@ def estimate(plan: Plan, worker_cpu: float, worker_memory_gb: float, region: str
 
     `worker_cpu` is in vCPU (Fargate CPU units / 1024). Spot prices vary; the cost guard prices on-demand.
     """
-    expected = _price(plan, _workers(plan, expected_work_s), None, worker_cpu, worker_memory_gb, region, spot)
-    bound = _price(plan, _workers(plan, bounded_work_s), None, worker_cpu, worker_memory_gb, region, spot)
+    priced = []
+    for seconds in (expected_work_s, bounded_work_s):
+        workers = _workers(plan, seconds)
+        task_s, wall_s = _slot_tasks(plan, workers)
+        basis = f"one per target, phase and shard, {WARM_STEP_OVERHEAD_S} s per later step"
+        priced.append(_price(plan, workers, task_s, wall_s, worker_cpu, worker_memory_gb, region, spot, basis))
+    expected, bound = priced
     return expected.model_copy(update={"bound_usd": bound.total_usd})
 
 
-def actual(  # noqa: PLR0913  # the worker size, region and Spot, not grouped yet
+def actual(  # noqa: PLR0913  # what ran, and the worker size, region and Spot, not grouped yet
     plan: Plan,
-    workers: list[Worker],
+    summaries: list[StepSummary],
+    lost: set[str],
+    departures: Mapping[str, float],
     wall_s: float,
     worker_cpu: float,
     worker_memory_gb: float,
     region: str,
     spot: bool = False,
 ) -> CostEstimate:
-    """What a finished campaign cost, priced like its estimate from measured tool seconds and wall time."""
-    return _price(plan, workers, wall_s, worker_cpu, worker_memory_gb, region, spot)
+    """What a finished campaign cost, priced like its estimate: its worker tasks as the steps recorded
+    them (recorded_tasks), the requests of the steps that ran, the targets over its wall time. `lost`:
+    the step and shard ids launched that wrote no summary."""
+    workers = measured_workers(plan, {s.step_id: s.wall_s for s in summaries}, lost)
+    tasks = recorded_tasks(summaries, [w for w in workers if w[0].step_id in lost], departures)
+    basis = "the workers the steps recorded, each from its first step's start to its last step's end"
+    return _price(plan, workers, tasks, wall_s, worker_cpu, worker_memory_gb, region, spot, basis)
 
 
 def measured_workers(plan: Plan, tool_s: dict[str, float], launched_without_summary: set[str]) -> list[Worker]:

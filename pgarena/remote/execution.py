@@ -11,6 +11,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -19,8 +20,8 @@ from botocore.exceptions import NoRegionError
 from pydantic import BaseModel
 
 from pgarena.aws.campaign_state import CampaignState
-from pgarena.aws.launch import STARTED_BY, container_environment, step_field
 from pgarena.aws.schedule import EXECUTION_NAME_MAX
+from pgarena.aws.sites import ssm_site_reader
 from pgarena.aws.store import ResultStore
 from pgarena.model import layout
 from pgarena.model.execution import CAMPAIGN_ID_KEY, MATRIX_KEY
@@ -29,6 +30,7 @@ from pgarena.model.results import CampaignResults
 from pgarena.model.sites import SiteMap
 from pgarena.remote.follow import Event, follow, no_subject, probe_counter, step_event
 from pgarena.remote.subjects import Subjects
+from pgarena.remote.workers import stop_campaign_workers, worker_clusters
 from pgarena.report import REPORT_FILES
 
 if TYPE_CHECKING:
@@ -38,6 +40,7 @@ if TYPE_CHECKING:
     from mypy_boto3_lambda import LambdaClient
     from mypy_boto3_s3 import S3Client
     from mypy_boto3_service_quotas import ServiceQuotasClient
+    from mypy_boto3_ssm import SSMClient
     from mypy_boto3_stepfunctions import SFNClient
 
 # The deployed stack (cdk/pgarena_cdk: STACK_ID and the outputs it exports under these names).
@@ -69,7 +72,8 @@ class StackOutputs(BaseModel):
     results_bucket: str
     results_table: str | None = None  # step lines in the progress; none without it
     worker_cluster_arn: str | None = None  # Ctrl-C stops the workers' tasks; without it they stop at their next heartbeat
-    sites: SiteMap | None = None  # read with the stack's outputs; unknown when every resource is given
+    # Read with the stack's outputs; unknown when every resource is given (Ctrl-C then stops the home cluster's only).
+    sites: SiteMap | None = None
 
 
 def new_campaign_id(name: str) -> str:
@@ -137,21 +141,6 @@ def execution_input(campaign: Campaign, campaign_id: str) -> str:
     return json.dumps({CAMPAIGN_ID_KEY: campaign_id, MATRIX_KEY: campaign.model_dump(mode="json", exclude_none=True)})
 
 
-def campaign_tasks(ecs: ECSClient, cluster_arn: str, campaign_id: str) -> list[str]:
-    """The ARNs of the campaign's workers still running: pgarena's tasks whose step belongs to it."""
-    arns = [
-        arn
-        for page in ecs.get_paginator("list_tasks").paginate(cluster=cluster_arn, startedBy=STARTED_BY, desiredStatus="RUNNING")
-        for arn in page["taskArns"]
-    ]
-    found = []
-    for i in range(0, len(arns), 100):  # DescribeTasks takes at most 100
-        for task in ecs.describe_tasks(cluster=cluster_arn, tasks=arns[i : i + 100])["tasks"]:
-            if step_field(container_environment(task.get("overrides", {})), "campaign_id") == campaign_id:
-                found.append(task["taskArn"])
-    return found
-
-
 def download_results(s3: S3Client, bucket: str, campaign_id: str, out_dir: Path) -> list[Path]:
     """results.json and the reports, into out_dir/<campaign_id>/; returns the files copied."""
     folder = out_dir / campaign_id
@@ -188,20 +177,36 @@ class AwsClients:
     cloudformation: CloudFormationClient
     service_quotas: ServiceQuotasClient
     lambda_: LambdaClient
+    # Another region's (a worker site's): ECS and SSM are regional.
+    ecs_in: Callable[[str], ECSClient]
+    ssm_in: Callable[[str], SSMClient]
 
 
 def aws_clients(region: str | None = None) -> AwsClients:
     """Clients as boto3 configures them (credentials, region, AWS_ENDPOINT_URL[_<SERVICE>])."""
     session = boto3.Session(region_name=region)
     try:
+        ecs = session.client("ecs")
+        home = ecs.meta.region_name
+
+        @cache
+        def ecs_in(region_: str) -> ECSClient:
+            return ecs if region_ == home else session.client("ecs", region_name=region_)
+
+        @cache
+        def ssm_in(region_: str) -> SSMClient:
+            return session.client("ssm", region_name=region_)
+
         return AwsClients(
             session.client("stepfunctions"),
             session.client("s3"),
             session.client("dynamodb"),
-            session.client("ecs"),
+            ecs,
             session.client("cloudformation"),
             session.client("service-quotas"),
             session.client("lambda"),
+            ecs_in,
+            ssm_in,
         )
     except NoRegionError:
         raise AwsRunError("no AWS region: pass --region or set AWS_REGION (or a profile's region)") from None
@@ -274,16 +279,20 @@ class AwsCampaign:
         return self._collect(campaign_id, arn, status["status"], error, t0, wait_s)
 
     def stop(self, campaign_id: str, arn: str, t0: float, on_event: Callable[[Event], None]) -> AwsRun:
-        """StopExecution, then StopTask the campaign's workers (each records its step as cancelled and
-        uploads its output); finalize_stopped, behind the EventBridge rule, writes results.json."""
+        """StopExecution, then StopTask the campaign's workers in every site (each records its step as cancelled
+        and uploads its output); finalize_stopped, behind the EventBridge rule, writes results.json."""
         self.clients.sfn.stop_execution(executionArn=arn, error="Cancelled", cause="stopped by the user (pgarena run --aws)")
         on_event(Event(time.monotonic() - t0, "state", "execution stopped"))
         stopped = 0
         if self.outputs.worker_cluster_arn:
-            for task in campaign_tasks(self.clients.ecs, self.outputs.worker_cluster_arn, campaign_id):
-                self.clients.ecs.stop_task(cluster=self.outputs.worker_cluster_arn, task=task, reason="pgarena run --aws: Ctrl-C")
-                stopped += 1
-            on_event(Event(time.monotonic() - t0, "state", f"stopped {stopped} worker task(s)"))
+            # Unknown sites (every resource given by option): the home cluster's, external sites' included.
+            sites = self.outputs.sites or SiteMap(home_region=self.clients.ecs.meta.region_name)
+            clusters, problems = worker_clusters(sites, self.outputs.worker_cluster_arn, ssm_site_reader(self.clients.ssm_in))
+            result = stop_campaign_workers(self.clients.ecs_in, clusters, campaign_id, "pgarena run --aws: Ctrl-C")
+            for problem in [*problems, *result.problems]:
+                on_event(Event(time.monotonic() - t0, "state", problem))
+            on_event(Event(time.monotonic() - t0, "state", result.describe()))
+            stopped = result.count
         run = self._collect(campaign_id, arn, "ABORTED", "cancelled", t0, self.results_wait_s)
         run.stopped_tasks = stopped
         return run

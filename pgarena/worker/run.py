@@ -38,9 +38,22 @@ from pgarena.model.errors import KILLED, ErrorInfo, ErrorKind, WorkerStopped, er
 from pgarena.model.monitor import ConnectionReport
 from pgarena.model.plan import PHASE_BARRIER_TIMEOUT_S, WORKER_HARD_STOP_GRACE_S, PreflightTask, Step, is_preflight
 from pgarena.model.redact import Redactor
-from pgarena.model.results import Barrier, PreflightOrigin, StepSummary, now_iso
+from pgarena.model.results import Barrier, PreflightOrigin, StepSummary, WorkerFacts, now_iso
 from pgarena.model.slo import SloProbe
-from pgarena.model.warm import IDLE_TIMEOUT_S, SLOT_BEAT_S, SLOT_POLL_S, Assignment, WorkerSlot
+from pgarena.model.warm import (
+    ASSIGNED,
+    CLOSED,
+    IDLE_TIMEOUT_S,
+    LEFT_CLOSED,
+    LEFT_IDLE_TIMEOUT,
+    LEFT_LAST_STEP,
+    LEFT_PREFLIGHT_FAILED,
+    LEFT_STOPPED,
+    SLOT_BEAT_S,
+    SLOT_POLL_S,
+    Assignment,
+    WorkerSlot,
+)
 from pgarena.server.credentials import local_ca, resolve_password
 from pgarena.server.monitor import Monitor
 from pgarena.server.replication import LAG_SERIES, ReplicationMonitor
@@ -443,13 +456,14 @@ def hard_stop(after_s: float, on_expiry: Callable[[], None] = _exit_now) -> Iter
         timer.cancel()
 
 
-def _record_failure(step: Step, store: Store, error: ErrorInfo) -> None:
-    """A failure before the tool produced a summary is still written down, with its kind and message:
-    the summary, not the task token's cause, is what results.json is built from (moto also drops the
-    cause of SendTaskFailure: moto/stepfunctions/responses.py passes only `error`)."""
+def _record_failure(step: Step, store: Store, error: ErrorInfo, served: tuple[str, int]) -> None:
+    """A failure before the tool produced a summary is still written down, with its kind and message and
+    the worker that had it: the summary, not the task token's cause, is what results.json is built from
+    (moto also drops the cause of SendTaskFailure: moto/stepfunctions/responses.py passes only `error`)."""
     now = now_iso()
     try:
-        store.put_summary(summarize(step, Measured(error=error), None, now, now, 0.0, [error.raw] if error.raw else [], None))
+        summary = summarize(step, Measured(error=error), None, now, now, 0.0, [error.raw] if error.raw else [], None)
+        store.put_summary(summary.model_copy(update={"worker": WorkerFacts(worker_id=served[0], step_of_worker=served[1])}))
     except Exception:  # best effort: the state machine still gets the failure
         logger.exception("could not record the failure", step_id=step.step_id)
 
@@ -497,7 +511,7 @@ def _serve(  # noqa: PLR0913  # one step's life in a worker: its assignment, the
                     logger.exception("worker crashed", step_id=step.step_id)
             if summary is None:
                 assert error is not None  # every way out without a summary set it
-                _record_failure(step, store, error)
+                _record_failure(step, store, error, served)
         if error is None or error.kind != ErrorKind.WORKER_STOPPED:
             _best_effort(before_answer)
         try:
@@ -527,19 +541,23 @@ def next_assignment(  # noqa: PLR0913  # the slot, its worker, and the clock and
     idle_timeout_s: float = IDLE_TIMEOUT_S,
 ) -> Assignment | None:
     """Wait at the slot (marked idle already) for the phase's next step; None when another worker holds
-    the slot, or after idle_timeout_s with none (the slot is then marked gone, so that a step dispatched
-    at that moment starts a new worker instead of waiting on this one)."""
+    the slot, when the slot was closed (the target's phase or the campaign ended: no step will come), or
+    after idle_timeout_s with none (the slot is then marked gone, so that a step dispatched at that
+    moment starts a new worker instead of waiting on this one)."""
     deadline = last_beat = clock()
     deadline += idle_timeout_s
     while True:
         state = slots.read(slot)
         if state is None or state.worker != worker:
             return None
-        if state.state == "assigned" and state.assignment is not None:
+        if state.state == CLOSED:
+            _best_effort(lambda: slots.leave(slot, worker, LEFT_CLOSED))
+            return None
+        if state.state == ASSIGNED and state.assignment is not None:
             if slots.claim(slot, worker, state.seq):
                 return state.assignment
             continue  # withdrawn meanwhile: read again
-        if clock() > deadline and slots.leave(slot, worker):
+        if clock() > deadline and slots.leave(slot, worker, LEFT_IDLE_TIMEOUT):
             return None
         if clock() - last_beat > SLOT_BEAT_S:
             slots.beat(slot, worker)
@@ -574,7 +592,9 @@ def main() -> int:
         return 0 if error is None else 1
     slot = WorkerSlot.model_validate_json(env.slot)
     slots = DynamoWorkerSlots(store.dynamodb, store.table)
-    slots.register(slot, worker)
+    if not slots.register(slot, worker):  # the target's phase or the campaign ended before this worker started
+        logger.info("slot closed before the worker started: its step was given up", slot=slot.name, worker=worker)
+        return 0
     return serve_slot(first, slot, slots, worker, lambda a, n, finishing: _serve(a, env, sfn, store, (worker, n), finishing))
 
 
@@ -622,33 +642,39 @@ def serve_slot(
 ) -> int:
     """The warm worker's loop: each assignment served, then the next one waited for at the slot; the
     exit code of the last step (0: it succeeded). `first` may be the target's preflight on its site
-    (a callable given the slot's renewal): its steps then follow here, unless it failed."""
-    assignment: Assignment | None = None
-    served, error = 0, None
+    (a callable given the slot's renewal): the phase's steps then follow here, unless it failed."""
+    assignment: Assignment | None
+    served, error, left = 0, None, ""
     if callable(first):
         error = first(lambda: slots.finishing(slot, worker))
         if error is not None:  # no step follows a failed preflight
-            _best_effort(lambda: slots.leave(slot, worker))
+            _best_effort(lambda: slots.leave(slot, worker, LEFT_PREFLIGHT_FAILED))
             return 1
-        assignment = _next(slot, slots, worker)
+        assignment, left = _next(slot, slots, worker)
     else:
         assignment = first
     while assignment is not None:
         served += 1
         error = serve(assignment, served, lambda: slots.finishing(slot, worker))
-        if assignment.last or (error is not None and error.kind == ErrorKind.WORKER_STOPPED):
+        stopped = error is not None and error.kind == ErrorKind.WORKER_STOPPED
+        if assignment.last or stopped:
+            left = LEFT_STOPPED if stopped else LEFT_LAST_STEP
             break
-        assignment = _next(slot, slots, worker)
+        assignment, left = _next(slot, slots, worker)
+    if left:  # the slot says why its worker left (the wait recorded its own); a next step starts a new one at once
+        _best_effort(lambda: slots.leave(slot, worker, left))
     return 0 if error is None else 1
 
 
-def _next(slot: WorkerSlot, slots: WorkerSlots, worker: str) -> Assignment | None:
-    """Shown idle at the slot, the phase's next step when one comes (None: the idle time-out, or stopped)."""
+def _next(slot: WorkerSlot, slots: WorkerSlots, worker: str) -> tuple[Assignment | None, str]:
+    """Shown idle at the slot, the phase's next step when one comes; else None and why the worker leaves
+    ("" when the wait recorded its own: the idle time-out, the slot closed or taken)."""
     try:
         with hard_stop(IDLE_TIMEOUT_S + WORKER_HARD_STOP_GRACE_S):
-            if _best_effort(lambda: slots.idle(slot, worker)):
-                return next_assignment(slots, slot, worker)
+            # Not idle there (replaced, the slot closed): the first read of the wait says which.
+            if _best_effort(lambda: slots.idle(slot, worker)) is not None:
+                return next_assignment(slots, slot, worker), ""
     except WorkerStopped:  # stopped between steps (a cancelled campaign): no step of its to record
         logger.info("stopped while waiting for the next step", worker=worker)
-        _best_effort(lambda: slots.leave(slot, worker))
-    return None
+        return None, LEFT_STOPPED
+    return None, ""

@@ -17,6 +17,7 @@ GIVEN_VPC = "us-west-2"
 GIVEN_SUBNETS = ["subnet-0123456789abcdef0", "subnet-0fedcba9876543210"]
 GIVEN_GROUP = "sg-0123456789abcdef0"
 LAUNCH_WORKER = "functions/launch_worker/handler.handler"
+TASK_STOPPED = "functions/task_stopped/handler.handler"
 
 
 @pytest.fixture(scope="module")
@@ -154,3 +155,54 @@ def test_workers_may_read_target_secrets_in_any_region(sites_synth):
     # A secret is read in its ARN's region: a site's, the stack's, or one with neither (a Cloud SQL password
     # kept beside its database); only secrets named pgarena/ in the stack's account
     assert secrets == [f"arn:<AWS::Partition>:secretsmanager:*:<AWS::AccountId>:secret:{constants.SECRET_NAME_PREFIX}*"]
+
+
+class _SiteSynth:
+    """A site's template, queried as tests.infrastructure.template queries the home stack's."""
+
+    def __init__(self, template: dict):
+        self.resources = template["Resources"]
+
+    def resources_of_type(self, type_: str) -> dict:
+        return {name: body for name, body in self.resources.items() if body["Type"] == type_}
+
+
+def _code_key(function: dict) -> str:
+    """The asset a function's code is (its S3 key: the asset's hash), whichever region's bucket holds it."""
+    return _joined(function["Code"]["S3Key"])
+
+
+@pytest.mark.parametrize("region", [NEW_VPC, GIVEN_VPC])
+def test_each_site_fails_at_once_the_step_of_a_worker_that_never_starts_in_its_cluster(sites_synth, region):
+    # Given a site's template (EventBridge rules are regional: the home stack's rule sees none of its tasks)
+    site = _SiteSynth(site_template(sites_synth, region))
+    (rule,) = site.resources_of_type("AWS::Events::Rule").values()
+    (cluster_id,) = site.resources_of_type("AWS::ECS::Cluster")
+    function_id = cfn.function_logical_id(site, TASK_STOPPED)
+
+    # Then its rule takes this cluster's stopped pgarena tasks, as the home stack's takes the home cluster's,
+    # to the site's own task_stopped function
+    pattern = rule["Properties"]["EventPattern"]
+    assert (pattern["source"], pattern["detail-type"]) == (["aws.ecs"], ["ECS Task State Change"])
+    assert pattern["detail"] == {
+        "clusterArn": [{"Fn::GetAtt": [cluster_id, "Arn"]}],
+        "lastStatus": ["STOPPED"],
+        "startedBy": ["pgarena"],
+    }
+    assert [t["Arn"] for t in rule["Properties"]["Targets"]] == [{"Fn::GetAtt": [function_id, "Arn"]}]
+    # and EventBridge may invoke it
+    (permission,) = site.resources_of_type("AWS::Lambda::Permission").values()
+    assert permission["Properties"]["Principal"] == "events.amazonaws.com"
+    assert permission["Properties"]["SourceArn"] == {
+        "Fn::GetAtt": [next(iter(site.resources_of_type("AWS::Events::Rule"))), "Arn"]
+    }
+
+    # And the function may fail a step and nothing else of Step Functions, the table, the bucket, ECS or IAM
+    actions = {a for st in cfn.statements_of_function(site, TASK_STOPPED) for a in cfn.as_list(st["Action"])}
+    assert {a for a in actions if a.startswith(("states:", "dynamodb:", "s3:", "ecs:", "iam:"))} == {"states:SendTaskFailure"}
+    # and it is the home stack's code (one asset), not in a VPC, with the home function's size
+    home = cfn.function(sites_synth, TASK_STOPPED)
+    function = cfn.function(site, TASK_STOPPED)
+    assert _code_key(function) == _code_key(home)
+    assert "VpcConfig" not in function
+    assert (function["MemorySize"], function["Timeout"]) == (home["MemorySize"], home["Timeout"])

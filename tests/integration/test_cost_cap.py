@@ -161,4 +161,7 @@ def test_campaign_under_its_caps_runs_and_the_ledger_gets_estimate_and_actual(ru
     entry = Ledger(runtime.dynamodb, TABLE).entry(cost.month, execution.campaign_id)
     assert (entry.status, entry.estimated_usd, entry.actual_usd) == ("settled", cost.estimated_usd, cost.actual_usd)
     assert 0 < cost.actual_usd < cost.estimated_usd <= 5.0  # 2 s runs cost less than the model's expectation
+    # And the actual counts the workers the steps recorded: one per target here, as the estimate's slots
+    recorded = {s.worker.worker_id for s in runtime.store.summaries(execution.campaign_id)}
+    assert cost.actual_workers == len(recorded) == 2
     assert Ledger(runtime.dynamodb, TABLE).total(cost.month) == pytest.approx(cost.actual_usd)

@@ -73,10 +73,10 @@ def test_a_second_ctrl_c_while_cancelling_leaves_a_folder_resume_completes(tmp_p
 
     with LocalRuntime(tmp_path) as runtime:
 
-        def ctrl_c_again(campaign_id):  # ... and again while the cancellation stops its workers
+        def ctrl_c_again(task_arns):  # ... and again while the cancellation stops its workers
             raise KeyboardInterrupt
 
-        runtime.workers.stop_campaign = ctrl_c_again
+        runtime.workers.wait_stopped = ctrl_c_again
         with pytest.raises(Interrupted) as interrupted:
             runtime.run(campaign("twice"), ctrl_c_after_the_first_step)
     folder = interrupted.value.folder

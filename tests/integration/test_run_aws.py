@@ -185,7 +185,7 @@ def test_run_aws_ctrl_c_stops_the_execution_and_its_workers(stand_in, server, tm
     # Then the execution is stopped (ABORTED) and so are its workers
     assert execution_status(stand_in, arn) == "ABORTED", output
     assert "execution stopped" in output and re.search(r"stopped [1-9]\d* worker task\(s\)", output), output
-    assert not stand_in.workers.list_tasks("pgarena")["taskArns"]
+    assert not stand_in.workers.list_tasks(CLUSTER_ARN, "pgarena")["taskArns"]
     # and the CLI exits as a cancelled run does, with finalize_stopped's results.json downloaded
     assert process.returncode == 130, output
     (folder,) = (tmp_path / "results").iterdir()

@@ -3,9 +3,17 @@ in that region's SSM, WORKER_SITE_REGIONS set for Validate And Plan and launch_w
 RunTask sent to that region's ECS (the local endpoint, signed for the region). A target placed there runs
 green with its workers launched through the site, its preflight too (a worker task there, which then serves
 the phase's steps); a preflight refused on the site ends its target as the home function's refusal does; a
-region the runtime does not serve is refused before any database is touched."""
+region the runtime does not serve is refused before any database is touched. Ctrl-C stops the far workers
+too, through the site's region; a far worker that never starts fails its step at once, through the site's
+own task-stopped rule."""
 
+import _thread
 import json
+import threading
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import IO
 
 import pytest
 
@@ -14,7 +22,9 @@ from pgarena.aws.launch import container_environment
 from pgarena.aws.leases import LeaseStore
 from pgarena.aws.settings import STEP_VAR
 from pgarena.campaign.leases import holder_id
+from pgarena.local.endpoints import ProcessWorkers
 from pgarena.local.runtime import CLUSTER_ARN, TABLE, LocalRuntime, region_site
+from pgarena.local.task_env import own_user
 from pgarena.model import layout
 from pgarena.model.results import PreflightOrigin
 from pgarena.planning.campaign import parse_campaign
@@ -23,9 +33,15 @@ from pgarena.planning.history import count_history
 pytestmark = pytest.mark.integration
 
 FAR = "eu-west-1"
+# Ctrl-C once the far run's uploaded output shows pgbench measuring (a loaded machine may take seconds).
+WAIT_FOR_PROGRESS_S = 120
+# Far past what the not-started test waits: a step failed within it failed through the stop, not a timeout.
+HEARTBEAT_TIMEOUT_S = 300
 
 
-def matrix(campaign: str, far_region: str | None, home: bool = True, far_settings: dict | None = None) -> dict:
+def matrix(
+    campaign: str, far_region: str | None, home: bool = True, far_settings: dict | None = None, duration_s: int = 2
+) -> dict:
     far = {"name": "far", "provider": "embedded", "embedded": {"settings": {"fsync": "off", **(far_settings or {})}}}
     if far_region:
         far["placement"] = {"region": far_region}
@@ -41,7 +57,7 @@ def matrix(campaign: str, far_region: str | None, home: bool = True, far_setting
                 "name": "sel",
                 "tool": "pgbench",
                 "init": {"scale": 1},
-                "run": {"clients": 2, "jobs": 1, "duration_s": 2, "builtin": "select-only", "progress_s": 1},
+                "run": {"clients": 2, "jobs": 1, "duration_s": duration_s, "builtin": "select-only", "progress_s": 1},
             }
         ],
     }
@@ -151,3 +167,102 @@ def test_a_region_the_runtime_does_not_serve_is_refused_before_anything_starts(r
     text = f"{run.status} {run.error} {run.results.error if run.results else ''}"
     assert "placement.region" in text and "'ap-south-1'" in text and "pgarena:sites" in text, text
     assert len(runtime.workers.tasks) == started
+
+
+def test_ctrl_c_stops_the_far_site_s_workers_through_its_region_and_loses_nothing_finished(runtime):
+    # Given a campaign with a home target and one in the far site, its run long enough to be interrupted
+    campaign = parse_campaign(matrix("site-regions-cancel", FAR, duration_s=30))
+    started = set(runtime.workers.tasks)
+    interrupted: list[str] = []
+
+    def interrupt_once_far_measures():
+        deadline = time.monotonic() + WAIT_FOR_PROGRESS_S
+        while time.monotonic() < deadline:
+            keys = runtime.store.keys("site-regions-cancel-")  # this campaign's: the module's others measured far too
+            log = next((k for k in keys if k.endswith("/raw/far/sel/c2-r1/pgbench.log")), None)
+            if log and b"progress:" in runtime.s3.get_object(Bucket=runtime.store.bucket, Key=log)["Body"].read():
+                break
+            time.sleep(0.2)
+        _thread.interrupt_main()  # what Ctrl-C does
+
+    def on_event(event):
+        if event.kind == "state" and event.text.startswith("Run Worker Task far/sel/") and not interrupted:
+            interrupted.append(event.text)
+            threading.Thread(target=interrupt_once_far_measures, daemon=True).start()
+
+    # When Ctrl-C comes while the far target's run is measuring
+    run = runtime.run(campaign, on_event)
+    far_tasks = {arn: task for arn, task in runtime.workers.tasks.items() if arn not in started and target_of(task) == "far"}
+    still_running = [arn for arn in far_tasks if runtime.workers.processes[arn].poll() is None]
+
+    # Then the campaign is cancelled, and the far worker was stopped through its site's region (StopTask's
+    # reason on its task there), its process gone before the cancel returned
+    assert interrupted and run.status == "ABORTED" and run.results.status == "cancelled", run.error
+    assert far_tasks and all(arn.split(":")[3] == FAR for arn in far_tasks)
+    assert {task.get("stoppedReason") for task in far_tasks.values()} == {"stopped by the user"}
+    assert still_running == []
+    # and its run step ended cancelled with what pgbench printed kept, its finished load kept
+    far = next(t for t in run.results.targets if t.name == "far")
+    assert far.site == FAR
+    assert far.loads[0].status == "succeeded" and far.loads[0].seconds > 0
+    (stopped,) = far.workloads
+    assert stopped.status == "failed" and stopped.error.kind == "cancelled"
+    log = next(p for p in stopped.raw if p.endswith("pgbench.log"))
+    progress = [line for line in (run.results_dir / log).read_text().splitlines() if line.startswith("progress:")]
+    assert 1 <= len(progress) < 30
+    # and the home target either finished before (kept) or never started (cancelled), never lost
+    home = next(t for t in run.results.targets if t.name == "home")
+    steps = [*home.loads, *home.workloads]
+    assert all(s.status == "succeeded" for s in steps) or all(s.error and s.error.kind == "cancelled" for s in steps)
+
+
+class FarWorkersCannotStart:
+    """The far site's workers cannot be started (their entrypoint is not there: ECS's CannotStartContainerError);
+    home workers start as usual."""
+
+    def __init__(self, workers, missing_entrypoint: Path) -> None:
+        self.workers = workers
+        self.missing = ProcessWorkers(own_user())
+        self.missing.command = [str(missing_entrypoint)]
+
+    def start(self, task_id: str, env: Mapping[str, str], log: IO[str]):
+        return (self.missing if env["AWS_REGION"] == FAR else self.workers).start(task_id, env, log)
+
+    def kill(self, task_id: str) -> None:
+        self.workers.kill(task_id)
+
+    def container(self, task_id: str) -> str | None:
+        return self.workers.container(task_id)
+
+    def never_ran(self, exit_code: int) -> bool:
+        return self.workers.never_ran(exit_code)
+
+
+# The campaign alone, well under the heartbeat timeout.
+@pytest.mark.timeout(240, func_only=True)
+def test_a_far_worker_that_never_starts_fails_its_step_at_once_through_the_site_s_rule(runtime, tmp_path, monkeypatch):
+    # Given far workers that cannot start, and a heartbeat timeout of 300 s
+    monkeypatch.setattr(runtime.workers, "workers", FarWorkersCannotStart(runtime.workers.workers, tmp_path / "no-entrypoint"))
+    delivered = len(runtime.task_stopped_deliveries)
+
+    # When the campaign runs
+    run = runtime.run(parse_campaign({**matrix("site-regions-unstarted", FAR), "heartbeat_timeout_s": HEARTBEAT_TIMEOUT_S}))
+
+    # Then the far target failed with worker_did_not_start, in the words of the stop, and the home one succeeded
+    assert run.results is not None, run.error
+    home, far = run.results.targets
+    assert home.status == "succeeded", home.error
+    assert far.status == "failed" and far.error is not None
+    assert far.error.kind == "worker_did_not_start", far.error
+    assert "CannotStartContainerError" in far.error.message and "no-entrypoint" in far.error.message
+    # and the stop reached the far site's own rule (its region's task_stopped), which failed the step in the
+    # home region with SendTaskFailure: no heartbeat timeout
+    deliveries = runtime.task_stopped_deliveries[delivered:]
+    assert deliveries and {region for region, _ in deliveries} == {FAR}
+    assert all(task.split(":")[3] == FAR for _, task in deliveries)
+    executions = runtime.sfn.list_executions(stateMachineArn=runtime.machine_arn)["executions"]
+    (execution,) = [e for e in executions if e["name"] == run.campaign_id]
+    history = runtime.sfn.get_execution_history(executionArn=execution["executionArn"], maxResults=1000)["events"]
+    failed = [e["taskFailedEventDetails"] for e in history if e["type"] == "TaskFailed"]
+    assert failed and {f["error"] for f in failed} == {"WorkerDidNotStart"}
+    assert not [e for e in history if e["type"] == "TaskTimedOut"]

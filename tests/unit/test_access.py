@@ -195,9 +195,12 @@ def _record(aws: Recorder, component: Component, plan) -> list[Call]:  # noqa: C
     ca = target.endpoint.model_copy(update={"sslrootcert": f"s3://{BUCKET}/{layout.CA_BUNDLE_PREFIX}{uuid.uuid4().hex}.pem"})
     if component in {Component.PREFLIGHT, Component.WORKER}:
         store.put_bytes(ca.sslrootcert.removeprefix(f"s3://{BUCKET}/"), b"-----BEGIN CERTIFICATE-----", "text/plain")
-    if component is Component.LAUNCH_WORKER:
-        slots.register(slot, "w1")  # a warm worker, idle at its slot
+    if component in {Component.LAUNCH_WORKER, Component.RELEASE_LEASE, Component.AGGREGATE, Component.FINALIZE_STOPPED}:
+        slots.register(slot, "w1")  # a warm worker, idle at its slot: handed a step, or its slot closed
         slots.idle(slot, "w1")
+    if component is Component.AGGREGATE:  # its target's release closed the slot: aggregate reads when its worker left
+        slots.leave(slot, "w1", "slot_closed")
+        slots.close(slot, "target_finished")
     if component is Component.COST_GUARD:
         over_cap = _plan("c2").model_copy(update={"cost": plan.cost.model_copy(update={"cap_usd": 0.0001})})
         state.put_plan(over_cap, "e2")
@@ -235,7 +238,9 @@ def _record(aws: Recorder, component: Component, plan) -> list[Call]:  # noqa: C
         sites = SiteMap(home_region="us-east-1", external=frozenset({"gcp"}))
         launch_preflight(TargetRef(campaign_id="c3", phase=1, target=0), "token", state, _Started(), sites)
     elif component is Component.RELEASE_LEASE:
-        _handler("release_lease")({"campaign_id": plan.campaign_id, "phase": 1, "target": 0})
+        # Its lease back and the target's worker slots closed; retried (the state's Retry), it finds them closed.
+        for _ in range(2):
+            _handler("release_lease")({"campaign_id": plan.campaign_id, "phase": 1, "target": 0, "failed": True})
     elif component is Component.WORKER:
         # What pgarena.worker.run does around its tool: raw output (tagged), the series, the barrier, the summary.
         local_ca(ca)  # the CA bundle its tool verifies the server with
@@ -250,7 +255,12 @@ def _record(aws: Recorder, component: Component, plan) -> list[Call]:  # noqa: C
         slots.beat(slot, "w1")
         slots.read(slot)
         slots.claim(slot, "w1", 1)
-        slots.leave(slot, "w1")
+        slots.leave(slot, "w1", "last_step")
+        # A later worker of the slot, which finds it closed: it does not register, or notes its leaving.
+        slots.register(slot, "w2")
+        slots.close(slot, "target_finished")  # what Release Connection Lease does (an update, as the worker's)
+        slots.register(slot, "w3")
+        slots.leave(slot, "w2", "slot_closed")
         # A target's preflight on its site (run._serve_preflight): what the preflight function does, the
         # others' slots read and its own taken, a target it could not reach recorded, one it reached kept.
         leases = LeaseStore(store.dynamodb, TABLE)
@@ -275,16 +285,18 @@ def _record(aws: Recorder, component: Component, plan) -> list[Call]:  # noqa: C
         # stopped after: what its states kept, read back
         started = {"executionStartedEventDetails": {"input": json.dumps({"campaign_id": plan.campaign_id, "matrix": matrix})}}
         ledger = Ledger(store.dynamodb, TABLE)
-        finalize_stopped(
-            [started],
-            started_at,
-            store,
-            CampaignState(store),
-            ledger=ledger,
-            leases=leases,
-            ending="cancelled",
-            execution_name="e1",
-        )
+        for _ in range(2):  # EventBridge delivers at least once: the second finds the worker slots closed
+            finalize_stopped(
+                [started],
+                started_at,
+                store,
+                CampaignState(store),
+                ledger=ledger,
+                leases=leases,
+                ending="cancelled",
+                execution_name="e1",
+                slots=DynamoWorkerSlots(store.dynamodb, TABLE),
+            )
     elif component is Component.START_CAMPAIGN:
         sfn = boto3.client("stepfunctions")
         role = "arn:aws:iam::123456789012:role/sfn"

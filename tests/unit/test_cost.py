@@ -5,6 +5,7 @@ import json
 import pytest
 
 from pgarena.model.plan import RUN_TIMEOUT_MARGIN_S, WORKER_HARD_STOP_GRACE_S
+from pgarena.model.results import HarnessCost, StepSummary, WorkerFacts
 from pgarena.planning import cost
 from pgarena.planning.campaign import parse_campaign
 from pgarena.planning.planner import plan_campaign
@@ -149,14 +150,23 @@ def test_expected_run_time_is_the_planned_duration():
     assert cost.expected_work_s(run) == 90 == run.timeout_s - RUN_TIMEOUT_MARGIN_S
 
 
+def summary_of(step, started_at, finished_at, wall_s, worker=None, harness_s=None):  # noqa: PLR0913  # a summary's timing fields
+    return StepSummary(
+        campaign_id=step.campaign_id, step_id=step.step_id, target=step.target, workload=step.workload, kind=step.kind,
+        tool=step.tool, status="succeeded", started_at=started_at, finished_at=finished_at, wall_s=wall_s,
+        worker=WorkerFacts(worker_id=worker) if worker else None,
+        harness=HarnessCost(wall_s=harness_s, cpu_s=0, tool_cpu_s=0, log_processing_s=0) if harness_s else None,
+    )  # fmt: skip
+
+
 def test_actual_prices_measured_seconds_and_leaves_out_steps_that_never_ran():
     # Given a plan of two steps of which only the load ran, for 3 s, in a 20 s campaign
     p = plan(hourly=3.6)
     (target,) = p.targets
-    work = cost.measured_workers(p, {target.steps[0].step_id: 3.0}, set())
+    ran = summary_of(target.steps[0], "2026-11-22T12:00:00+00:00", "2026-11-22T12:00:03+00:00", 3.0, "w1")
 
     # When priced / Then one task is billed (its minute) and the target costs 20 s
-    spent = cost.actual(p, work, 20.0, 1, 2, "us-east-1")
+    spent = cost.actual(p, [ran], set(), {}, 20.0, 1, 2, "us-east-1")
     assert (spent.tasks, spent.worker_task_s, spent.wall_s) == (1, cost.FARGATE_MINIMUM_S, 20.0)
     assert line(spent, "target t0").usd == pytest.approx(3.6 * 20 / 3600)
 
@@ -201,7 +211,11 @@ def test_measured_shards_are_priced_one_task_each():
     # When priced / Then three tasks are billed, and the step counts once in the wall time
     workers = cost.measured_workers(p, measured, set())
     assert sorted(w.step_id for w, _ in workers) == sorted(measured)
-    spent = cost.actual(p, workers, 700.0, 1, 2, "us-east-1")
+    summaries = [
+        summary_of(w, "2026-11-22T12:00:00+00:00", "2026-11-22T12:10:00+00:00", 600.0, f"w{i}")
+        for i, (w, _) in enumerate(workers)
+    ]
+    spent = cost.actual(p, summaries, set(), {}, 700.0, 1, 2, "us-east-1")
     assert spent.tasks == 3 and spent.worker_task_s == pytest.approx(3 * (600 + cost.TASK_OVERHEAD_S))
 
 

@@ -170,3 +170,42 @@ def test_under_enforced_iam_a_site_parameter_is_read_by_its_arn(aws_credentials)
             assert read(FAR) == region_site(FAR)
             with pytest.raises(ClientError, match="not authorized to perform: ssm:GetParameter"):
                 read("ap-south-1")
+
+
+class SleepingWorkers(RecordingWorkers):
+    """Workers that run until stopped (SIGTERM ends `sleep`)."""
+
+    def start(self, task_id: str, env: Mapping[str, str], log: IO[str]) -> subprocess.Popen[bytes]:
+        self.envs[task_id] = dict(env)
+        return subprocess.Popen(["sleep", "600"])
+
+
+def test_tasks_are_listed_described_and_stopped_only_through_their_own_region(tmp_path):
+    # Given the local ECS endpoint with a worker running in the home cluster and one in the eu-west-1 site's
+    credentials = new_credentials()
+    with EcsEndpoint({}, tmp_path, RunKeys([credentials]), workers=SleepingWorkers()) as endpoint:
+
+        def client(region: str):
+            session = boto3.session.Session(credentials.access_key_id, credentials.secret_access_key, region_name=region)
+            return session.client("ecs", endpoint_url=endpoint.url)
+
+        (home_task,) = run_in(client(HOME), CLUSTER_ARN)["tasks"]
+        (far_task,) = run_in(client(FAR), region_site(FAR).cluster_arn)["tasks"]
+        home, far = client(HOME), client(FAR)
+
+        # Then each region's ECS lists and describes its own tasks only, by cluster, as AWS's regional ECS does
+        assert home.list_tasks(cluster=CLUSTER_ARN)["taskArns"] == [home_task["taskArn"]]
+        assert home.list_tasks(cluster=SITE_CLUSTER_NAME)["taskArns"] == []
+        assert far.list_tasks(cluster=SITE_CLUSTER_NAME)["taskArns"] == [far_task["taskArn"]]
+        assert far.list_tasks(cluster=CLUSTER_ARN)["taskArns"] == []
+        assert home.describe_tasks(cluster=CLUSTER_ARN, tasks=[far_task["taskArn"]])["tasks"] == []
+        # and the home ECS cannot stop the far task; the far one can, keeping its reason
+        with pytest.raises(ClientError, match="not found"):
+            home.stop_task(cluster=CLUSTER_ARN, task=far_task["taskArn"], reason="Ctrl-C")
+        stopped = far.stop_task(cluster=SITE_CLUSTER_NAME, task=far_task["taskArn"], reason="Ctrl-C")["task"]
+        assert (stopped["desiredStatus"], stopped["stoppedReason"]) == ("STOPPED", "Ctrl-C")
+        endpoint.wait_stopped([far_task["taskArn"]])
+        (described,) = far.describe_tasks(cluster=SITE_CLUSTER_NAME, tasks=[far_task["taskArn"]])["tasks"]
+        assert described["lastStatus"] == "STOPPED"
+        # and a task no StopTask reached keeps running
+        assert home.list_tasks(cluster=CLUSTER_ARN)["taskArns"] == [home_task["taskArn"]]

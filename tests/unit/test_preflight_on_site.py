@@ -129,13 +129,17 @@ class Slots:
     def finishing(self, slot, worker):
         self.calls.append("finishing")
 
-    def leave(self, slot, worker):
-        self.calls.append("leave")
+    def leave(self, slot, worker, why):
+        self.calls.append(f"leave {why}")
         return True
 
     def idle(self, slot, worker):
         self.calls.append("idle")
-        return False  # the slot moved on: no step waited for
+        return False
+
+    def read(self, slot):
+        self.calls.append("read")
+        return None  # another worker holds it now: no step waited for
 
 
 SLOT = WorkerSlot(campaign_id="c1", phase=1, target=0, shard=0)
@@ -151,7 +155,7 @@ def test_a_worker_whose_preflight_failed_leaves_its_slot_and_waits_for_no_step()
         "w1",
         lambda assignment, n, finishing: served.append(assignment),
     )
-    assert code == 1 and served == [] and slots.calls == ["leave"]
+    assert code == 1 and served == [] and slots.calls == ["leave preflight_failed"]
 
 
 def test_a_worker_whose_preflight_passed_renews_its_slot_then_waits_there_for_the_first_step():
@@ -162,4 +166,4 @@ def test_a_worker_whose_preflight_passed_renews_its_slot_then_waits_there_for_th
         return None
 
     code = serve_slot(preflight, SLOT, slots, "w1", lambda assignment, n, finishing: None)  # type: ignore[arg-type]  # the calls serve_slot makes
-    assert code == 0 and slots.calls == ["finishing", "idle"]
+    assert code == 0 and slots.calls == ["finishing", "idle", "read"]

@@ -10,18 +10,22 @@ import pytest
 from moto import mock_aws
 from typer.testing import CliRunner
 
+from pgarena.aws.sites import SITE_CLUSTER_NAME, WorkerSite, site_parameter_name
 from pgarena.cli import app
 from pgarena.model import layout
 from pgarena.planning.campaign import parse_campaign
 from pgarena.remote.execution import (
+    OUTPUT_WORKER_SITE_REGIONS,
+    AwsCampaign,
     AwsRunError,
+    aws_clients,
     aws_problems,
-    campaign_tasks,
     download_results,
     execution_input,
     stack_outputs,
     wait_for_results,
 )
+from pgarena.remote.workers import campaign_tasks
 from pgarena.report import REPORT_FILES
 from tests.conftest import FIXTURES
 
@@ -119,6 +123,72 @@ def test_ctrl_c_stops_only_the_campaigns_own_workers(aws):
 
     # When looking for one campaign's tasks / Then only its own are found
     assert campaign_tasks(ecs, cluster, "mine-1") == [mine]
+
+
+SITE_REGION = "eu-west-1"
+
+
+def worker_cluster(region, name):
+    ecs = boto3.client("ecs", region_name=region)
+    cluster = ecs.create_cluster(clusterName=name)["cluster"]["clusterArn"]
+    ecs.register_task_definition(family="worker", containerDefinitions=[{"name": "worker", "image": "pgarena", "memory": 512}])
+    return ecs, cluster
+
+
+def started_execution():
+    sfn = boto3.client("stepfunctions")
+    machine = sfn.create_state_machine(
+        name="campaign",
+        definition=json.dumps({"StartAt": "Wait", "States": {"Wait": {"Type": "Wait", "Seconds": 3600, "End": True}}}),
+        roleArn="arn:aws:iam::123456789012:role/sfn",
+    )["stateMachineArn"]
+    return machine, sfn.start_execution(stateMachineArn=machine, name="mine-1")["executionArn"]
+
+
+def desired_status(ecs, cluster, task):
+    (described,) = ecs.describe_tasks(cluster=cluster, tasks=[task])["tasks"]
+    return described["desiredStatus"]
+
+
+@pytest.mark.parametrize("site_published", [True, False], ids=["site-published", "site-parameter-missing"])
+def test_ctrl_c_stops_the_campaigns_workers_in_every_sites_cluster(aws, tmp_path, site_published):
+    # Given a stack with a worker site in another region: the campaign's workers in the home cluster and in
+    # the site's (published in its region's parameter, as the site stack does), another campaign's in both
+    home_ecs, home_cluster = worker_cluster("us-east-1", "workers")
+    site_ecs, site_cluster = worker_cluster(SITE_REGION, SITE_CLUSTER_NAME)
+    if site_published:
+        site = WorkerSite(region=SITE_REGION, cluster_arn=site_cluster, task_definition_arn="worker:1")
+        boto3.client("ssm", region_name=SITE_REGION).put_parameter(
+            Name=site_parameter_name(SITE_REGION), Value=site.model_dump_json(), Type="String"
+        )
+    mine = {"home": run_worker(home_ecs, home_cluster, "mine-1"), "site": run_worker(site_ecs, site_cluster, "mine-1")}
+    others = {"home": run_worker(home_ecs, home_cluster, "other-1"), "site": run_worker(site_ecs, site_cluster, "other-1")}
+    machine, execution = started_execution()
+    boto3.client("s3").create_bucket(Bucket="results")
+    deploy({**OUTPUTS, "StateMachineArn": machine, "WorkerClusterArn": home_cluster, OUTPUT_WORKER_SITE_REGIONS: SITE_REGION})
+    clients = aws_clients("us-east-1")
+    outputs = stack_outputs(clients.cloudformation, "Pgarena", NOTHING_GIVEN)
+    events = []
+
+    # When Ctrl-C stops the campaign
+    run = AwsCampaign(clients, outputs, tmp_path, results_wait_s=0).stop("mine-1", execution, 0.0, events.append)
+
+    # Then its workers are stopped in each cluster, through that cluster's region, and no other campaign's
+    clusters = {"home": (home_ecs, home_cluster), "site": (site_ecs, site_cluster)}
+    stopped = {where for where, task in mine.items() if desired_status(*clusters[where], task) == "STOPPED"}
+    assert all(desired_status(*clusters[where], task) == "RUNNING" for where, task in others.items())
+    texts = [event.text for event in events]
+    if site_published:
+        assert stopped == {"home", "site"} and run.stopped_tasks == 2
+        assert f"stopped 2 worker task(s): 1 in us-east-1, 1 in {SITE_REGION}" in texts
+    else:
+        # And a site that cannot be read is said, the others still stopped
+        assert stopped == {"home"} and run.stopped_tasks == 1
+        assert any(
+            f"the worker site in {SITE_REGION} could not be read" in text and site_parameter_name(SITE_REGION) in text
+            for text in texts
+        ), texts
+    assert boto3.client("stepfunctions").describe_execution(executionArn=execution)["status"] == "ABORTED"
 
 
 def test_download_copies_results_and_reports_and_parses(aws, tmp_path):

@@ -14,7 +14,7 @@ import pytest
 from botocore.stub import Stubber
 
 from functions.task_stopped import handler as task_stopped_handler
-from pgarena.aws.task_stopped import ERROR_NAME, TaskStateChange, fail_step, unstarted_worker
+from pgarena.aws.task_stopped import ERROR_NAME, TaskStateChange, fail_step, matches, rule_pattern, unstarted_worker
 from pgarena.local.endpoints import EcsEndpoint, LambdaContext
 from pgarena.local.signing import RunKeys, new_credentials
 from pgarena.model.errors import Caught, ErrorKind, error_info
@@ -178,3 +178,45 @@ def test_the_local_ecs_reports_a_worker_that_never_ran_as_ecs_does(tmp_path, wor
     assert worker is not None and worker.task_arn == task_arn and worker.step_id == "s1" and worker.task_token == "tok"
     assert changes[0]["detail-type"] == "ECS Task State Change" and changes[0]["detail"]["startedBy"] == "pgarena"
     assert reason in worker.error.message
+
+
+def test_the_step_is_failed_in_the_home_region_the_worker_reports_to(monkeypatch):
+    # Given the stop of a worker in a site region, whose overrides name the home region it reports to
+    environment = [*_event()["detail"]["overrides"]["containerOverrides"][0]["environment"]]
+    environment.append({"name": "RESULTS_REGION", "value": "us-east-1"})
+    event = _event(taskArn="arn:aws:ecs:eu-west-1:111122223333:task/pgarena-workers/abc")
+    event["detail"]["overrides"]["containerOverrides"][0]["environment"] = environment
+    regions = []
+
+    class Sfn:
+        def send_task_failure(self, **kwargs):
+            pass
+
+    def client(service, region_name=None):
+        regions.append((service, region_name))
+        return Sfn()
+
+    monkeypatch.setattr(task_stopped_handler.boto3, "client", client)
+    # When this region's task_stopped function gets it (its own region eu-west-1)
+    monkeypatch.setenv("AWS_REGION", "eu-west-1")
+    answer = task_stopped_handler.handler(event, LambdaContext("pgarena-task-stopped"))
+    # Then it fails the step through the home region's Step Functions, where the token was issued
+    assert answer["failed_step"] is True
+    assert regions == [("stepfunctions", "us-east-1")]
+
+
+def test_a_rule_takes_its_own_cluster_s_stopped_pgarena_tasks_only():
+    home = "arn:aws:ecs:us-east-1:111122223333:cluster/PgarenaCluster"
+    site = "arn:aws:ecs:eu-west-1:111122223333:cluster/pgarena-workers"
+    stopped = _event()
+    # The fixture's stop is the home cluster's: the home rule takes it, a site's does not
+    assert matches(rule_pattern(home), stopped)
+    assert not matches(rule_pattern(site), stopped)
+    assert matches(rule_pattern(site), _event(clusterArn=site))
+    # nor any rule a running task, a task pgarena did not start, or an event of another source
+    assert not matches(rule_pattern(home), _event(lastStatus="RUNNING"))
+    assert not matches(rule_pattern(home), _event(startedBy="ecs-svc/123"))
+    assert not matches(rule_pattern(home), {**stopped, "source": "aws.states"})
+    without = _event()
+    del without["detail"]["startedBy"]
+    assert not matches(rule_pattern(home), without)

@@ -19,14 +19,28 @@ from pgarena.aws.campaign_state import CampaignState
 from pgarena.aws.store import ResultStore, create_results_table
 from pgarena.aws.worker_slots import DynamoWorkerSlots
 from pgarena.campaign.launch import launch
+from pgarena.campaign.slots import close_slots
+from pgarena.model.errors import WorkerStopped, error_info
 from pgarena.model.plan import ShardRef, Step
 from pgarena.model.results import StepSummary, WorkerFacts
-from pgarena.model.warm import HANDOVER_S, IDLE_TIMEOUT_S, Assignment, WorkerSlot, last_on_slot
+from pgarena.model.warm import (
+    CAMPAIGN_ENDED,
+    HANDOVER_S,
+    IDLE_TIMEOUT_S,
+    LEFT_CLOSED,
+    LEFT_LAST_STEP,
+    LEFT_STOPPED,
+    TARGET_FAILED,
+    Assignment,
+    WorkerSlot,
+    campaign_slots,
+    last_on_slot,
+)
 from pgarena.planning.campaign import parse_campaign
 from pgarena.planning.cost import estimate
 from pgarena.planning.planner import plan_campaign
 from pgarena.planning.shards import shard
-from pgarena.worker.run import next_assignment
+from pgarena.worker.run import next_assignment, serve_slot
 from tests.unit.test_campaign_state import preflight_result
 
 TABLE = "results"
@@ -224,3 +238,62 @@ def test_the_results_say_when_a_phases_steps_ran_on_more_than_one_worker():
     ]
     # Then only repetition 2 is named, with its workers' CPUs (shards on their own workers are expected)
     assert worker_changes(summaries) == ["tpcb repetition 2: 2 steps on 2 workers (cpu A, cpu B)"]
+
+
+def test_a_closed_slot_sends_its_idle_worker_away_at_once_and_says_why(aws):
+    # Given a worker idle at its slot, a step of the phase it could have been offered
+    slots = DynamoWorkerSlots(aws.dynamodb, TABLE)
+    slot = WorkerSlot(campaign_id="c1", phase=1, target=0, shard=0)
+    slots.register(slot, "w1")
+    assert slots.idle(slot, "w1")
+    step = shard(sweep(targets=1, repetitions=1, workers=1).phases[0].targets[0].steps[1]).shards[0]
+    # When its target's phase is cut short: the release closes its slots
+    assert close_slots(slots, [slot], TARGET_FAILED, clock=lambda: 1234.5) == {"w1": 1234.5}  # it leaves now
+    # Then the worker's next poll ends its wait, without waiting out the idle time-out
+    assert next_assignment(slots, slot, "w1", sleep=lambda s: pytest.fail("waited")) is None
+    # And the slot says why it closed and why its worker left; nothing can be offered there any more
+    state = slots.read(slot)
+    assert (state.state, state.closed, state.left) == ("closed", TARGET_FAILED, LEFT_CLOSED)
+    assert slots.offer(slot, Assignment(step=step, task_token="t", last=False)) is None
+    assert not slots.idle(slot, "w1")
+    # And a later close (the campaign's end) keeps the first reason, and reads when the worker left
+    departures = close_slots(slots, [slot], CAMPAIGN_ENDED.format("completed"))
+    assert slots.read(slot).closed == TARGET_FAILED and departures == {"w1": state.left_at}
+
+
+def test_a_worker_started_for_a_closed_slot_does_not_register(aws):
+    # Given a slot closed before any worker registered there (the campaign cancelled as RunTask started one)
+    slots = DynamoWorkerSlots(aws.dynamodb, TABLE)
+    slot = WorkerSlot(campaign_id="c1", phase=1, target=0, shard=1)
+    assert slots.close(slot, CAMPAIGN_ENDED.format("cancelled")) is None
+    # When the late worker starts / Then it is refused: it exits without loading the target
+    assert not slots.register(slot, "late")
+    assert slots.read(slot).closed == "campaign_cancelled" and slots.read(slot).worker == ""
+
+
+def test_a_worker_leaves_its_slot_saying_why(aws):
+    # Given workers serving their slots
+    slots = DynamoWorkerSlots(aws.dynamodb, TABLE)
+    done, stopped = (WorkerSlot(campaign_id="c1", phase=1, target=t, shard=0) for t in (0, 1))
+    step = shard(sweep(targets=1, repetitions=1, workers=1).phases[0].targets[0].steps[1]).shards[0]
+    served: list[str] = []
+
+    def serve(kind):
+        return lambda assignment, n, finishing: served.append(kind) or (None if kind == "ok" else error_info(WorkerStopped()))
+
+    # When one runs its slot's last step, and another is stopped on its step
+    slots.register(done, "w1")
+    assert serve_slot(Assignment(step=step, task_token="t1", last=True), done, slots, "w1", serve("ok")) == 0
+    slots.register(stopped, "w2")
+    assert serve_slot(Assignment(step=step, task_token="t2", last=False), stopped, slots, "w2", serve("stop")) == 1
+    # Then each slot says why its worker left: a next step's offer finds no one and starts a worker at once
+    assert [(s.state, s.left) for s in map(slots.read, (done, stopped))] == [("gone", LEFT_LAST_STEP), ("gone", LEFT_STOPPED)]
+    assert served == ["ok", "stop"]
+
+
+def test_every_slot_a_campaign_may_have_used_is_listed_from_its_preflights():
+    # Given two targets, the second's runs in two shards, each preflight answered
+    plan = sweep(targets=2, repetitions=1, workers=2)
+    preflights = {(1, i): preflight_result(t) for i, t in enumerate(plan.phases[0].targets)}
+    # Then every (phase, target, shard) is listed once
+    assert sorted(s.name for s in campaign_slots("c1", preflights)) == ["1#0#0", "1#0#1", "1#1#0", "1#1#1"]
