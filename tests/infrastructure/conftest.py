@@ -1,9 +1,11 @@
-"""Synthesis helpers for the infrastructure tests: each module synthesizes its app once."""
+"""Synthesis helpers for the infrastructure tests: the app is synthesized once per session for each context
+(a synthesis takes tens of seconds: jsii, cdk-nag), and the tests only read what it wrote."""
 
 from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -54,14 +56,29 @@ def synthesize(outdir: Path, **context_overrides) -> Synthesized:
 
 @pytest.fixture(scope="session")
 def synthesize_app():
-    """`synthesize(outdir, **context)`, for modules that synthesize the app with their own context."""
+    """`synthesize(outdir, **context)`, for a test whose synthesis fails (the others share `synthesized`)."""
     return synthesize
 
 
 @pytest.fixture(scope="session")
-def default_synth(tmp_path_factory) -> Synthesized:
-    """The app as `cdk synth` builds it from cdk.json alone: a new VPC. Synthesized once."""
-    return synthesize(tmp_path_factory.mktemp("cdk.out"))
+def synthesized(tmp_path_factory) -> Callable[..., Synthesized]:
+    """`synthesized(**context)`: the app with `context` over cdk.json's, synthesized once per session for each
+    context, so that modules asking for the same context share one synthesis."""
+    done: dict[str, Synthesized] = {}
+
+    def synthesized_with(**context_overrides) -> Synthesized:
+        key = json.dumps(context_overrides, sort_keys=True)
+        if key not in done:
+            done[key] = synthesize(tmp_path_factory.mktemp("cdk.out"), **context_overrides)
+        return done[key]
+
+    return synthesized_with
+
+
+@pytest.fixture(scope="session")
+def default_synth(synthesized) -> Synthesized:
+    """The app as `cdk synth` builds it from cdk.json alone: a new VPC."""
+    return synthesized()
 
 
 @pytest.fixture(scope="session")

@@ -19,9 +19,9 @@ UNRESTRICTED = "<any>"
 
 
 @pytest.fixture(scope="module")
-def synth(synthesize_app, tmp_path_factory):
+def synth(synthesized):
     # Given the app with schedules of both kinds, so that every component has its role
-    return synthesize_app(tmp_path_factory.mktemp("cdk.out"), **{constants.CONTEXT_SCHEDULES: SCHEDULES})
+    return synthesized(**{constants.CONTEXT_SCHEDULES: SCHEDULES})
 
 
 def _logical_id(synth, construct) -> str:

@@ -17,9 +17,9 @@ SITES = ["gcp-us-central1", "azure-eastus"]
 
 
 @pytest.fixture(scope="module")
-def external_synth(synthesize_app, tmp_path_factory):
+def external_synth(synthesized):
     # As `cdk deploy -c pgarena:external_sites=gcp-us-central1,azure-eastus` passes it
-    return synthesize_app(tmp_path_factory.mktemp("cdk.out"), **{constants.CONTEXT_EXTERNAL_SITES: ",".join(SITES)})
+    return synthesized(**{constants.CONTEXT_EXTERNAL_SITES: ",".join(SITES)})
 
 
 def _task_definitions(synth) -> dict[str, dict]:

@@ -15,10 +15,9 @@ SECURITY_GROUP_ID = "sg-0123456789abcdef0"
 
 
 @pytest.fixture(scope="module")
-def given_vpc_synth(synthesize_app, tmp_path_factory):
+def given_vpc_synth(synthesized):
     # Values as `cdk deploy -c key=value` passes them: strings, ids comma-separated.
-    return synthesize_app(
-        tmp_path_factory.mktemp("cdk.out"),
+    return synthesized(
         **{
             constants.CONTEXT_VPC_ID: VPC_ID,
             constants.CONTEXT_SUBNET_IDS: ",".join(SUBNET_IDS),

@@ -18,19 +18,20 @@ from pgarena.local import assets
 from pgarena.server.postgres import RDS_CA_BUNDLE
 from pgarena_cdk import bundling, constants
 from tests.infrastructure import template as cfn
+from tests.infrastructure.test_schedules import SCHEDULES
 
 pytestmark = pytest.mark.infrastructure
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-# A schedule whose matrix lives in S3 adds the start_campaign function: every handler is synthesized.
-SCHEDULES = [{"name": "nightly", "expression": "rate(1 day)", "matrix_s3_key": "matrices/nightly.json"}]
 # Every function the constants declare, so that a new one is import-tested without editing this list.
 HANDLERS = sorted(spec.handler for spec in vars(constants).values() if isinstance(spec, constants.FunctionSpec))
 
 
 @pytest.fixture(scope="module")
-def synth(synthesize_app, tmp_path_factory):
-    return synthesize_app(tmp_path_factory.mktemp("cdk.out"), **{constants.CONTEXT_SCHEDULES: SCHEDULES})
+def synth(synthesized):
+    # A schedule whose matrix lives in S3 adds the start_campaign function: every handler is synthesized (the
+    # synthesis test_schedules.py and test_access.py read too).
+    return synthesized(**{constants.CONTEXT_SCHEDULES: SCHEDULES})
 
 
 def _layer_dir(synth) -> Path:

@@ -33,14 +33,14 @@ SCHEDULES = [
 
 
 @pytest.fixture(scope="module")
-def scheduled_synth(synthesize_app, tmp_path_factory):
+def scheduled_synth(synthesized):
     # Given two schedules in the context: one with its matrix inline, one with its matrix in S3
-    return synthesize_app(tmp_path_factory.mktemp("cdk.out"), **{constants.CONTEXT_SCHEDULES: SCHEDULES})
+    return synthesized(**{constants.CONTEXT_SCHEDULES: SCHEDULES})
 
 
 @pytest.fixture(scope="module")
-def inline_only_synth(synthesize_app, tmp_path_factory):
-    return synthesize_app(tmp_path_factory.mktemp("cdk.out"), **{constants.CONTEXT_SCHEDULES: SCHEDULES[:1]})
+def inline_only_synth(synthesized):
+    return synthesized(**{constants.CONTEXT_SCHEDULES: SCHEDULES[:1]})
 
 
 def _schedules(synth) -> dict[str, dict]:
@@ -194,9 +194,9 @@ def test_start_campaign_environment_satisfies_its_settings(scheduled_synth):
     assert variables["STATE_MACHINE_ARN"] == {"Ref": _state_machine_id(scheduled_synth)}
 
 
-def test_default_context_has_no_schedule_resources(synthesize_app, tmp_path_factory):
+def test_default_context_has_no_schedule_resources(default_synth):
     # Given cdk.json's context alone (no schedules)
-    synth = synthesize_app(tmp_path_factory.mktemp("cdk.out"))
+    synth = default_synth
 
     # When counting the scheduler resources / Then there are none, and no start_campaign function
     types = {body["Type"] for body in synth.resources.values()}

@@ -21,13 +21,13 @@ TASK_STOPPED = "functions/task_stopped/handler.handler"
 
 
 @pytest.fixture(scope="module")
-def sites_synth(synthesize_app, tmp_path_factory):
+def sites_synth(synthesized):
     # As `cdk deploy -c pgarena:sites='[...]'` passes it: a JSON string.
     sites = [
         {"region": NEW_VPC},
         {"region": GIVEN_VPC, "vpcId": "vpc-0123456789abcdef0", "subnetIds": GIVEN_SUBNETS, "securityGroupIds": GIVEN_GROUP},
     ]
-    return synthesize_app(tmp_path_factory.mktemp("cdk.out"), **{constants.CONTEXT_SITES: json.dumps(sites)})
+    return synthesized(**{constants.CONTEXT_SITES: json.dumps(sites)})
 
 
 def site_template(synth, region: str) -> dict:

@@ -107,7 +107,7 @@ def test_validate_answers_any_matrix_with_a_plan_or_invalid_matrix(results_store
 
 @pytest.mark.parametrize("campaign_id", ["", "../escape", "a/b", "a b", "x" * 200, "ünï", 7])
 @pytest.mark.parametrize("given_as", ["campaign_id", "execution name"])
-def test_validate_refuses_campaign_ids_unfit_for_keys(campaign_id, given_as):
+def test_validate_refuses_campaign_ids_unfit_for_keys(results_store, campaign_id, given_as):
     execution_input, name = ({"campaign_id": campaign_id, "matrix": {}}, "ok") if given_as == "campaign_id" else ({}, campaign_id)
     with pytest.raises((InvalidMatrix, ValidationError), match=r"campaign id|execution_name"):
         _module("validate").handler({"input": execution_input, "execution_name": name}, LambdaContext(function_name="validate"))
