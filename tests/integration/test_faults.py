@@ -23,6 +23,7 @@ import pytest
 from pgarena.aws.launch import container_environment, step_field
 from pgarena.local.embedded import EmbeddedProcess
 from pgarena.local.runtime import TABLE, LocalRuntime
+from pgarena.model.layout import raw_key
 from pgarena.planning.campaign import parse_campaign
 
 pytestmark = pytest.mark.integration
@@ -128,9 +129,12 @@ def terminate_backends(server):
     conn.close()
 
 
-def kill_worker(server, runtime, step_id):
-    """SIGKILL the worker running `step_id` and the tool it started, as a Fargate task dies."""
+def kill_worker(server, runtime, campaign_id, step_id):
+    """SIGKILL the worker running `step_id` and the tool it started, as a Fargate task dies, once it has
+    uploaded a chunk of the run's output with progress in it (on a loaded machine the first chunk can come
+    later than the 2 s wait_for_run allows: the worker had then uploaded nothing to keep)."""
     wait_for_run(server.endpoint)
+    wait_for_text(runtime, raw_key(campaign_id, step_id, "pgbench.log"), "progress:")
     os.killpg(_worker_running(runtime, step_id), signal.SIGKILL)
 
 
@@ -165,6 +169,19 @@ def wait_for_key(runtime, key):
         except Exception:
             time.sleep(0.05)
     raise TimeoutError(f"{key} never appeared")
+
+
+def wait_for_text(runtime, key, text):
+    """Block until `key` is in the results bucket with `text` in it."""
+    deadline = time.monotonic() + INJECT_DEADLINE_S
+    while time.monotonic() < deadline:
+        try:
+            if text in runtime.s3.get_object(Bucket="pgarena-local-results", Key=key)["Body"].read().decode():
+                return
+        except runtime.s3.exceptions.NoSuchKey:
+            pass
+        time.sleep(0.05)
+    raise TimeoutError(f"{key} never held {text!r}")
 
 
 def wait_for_preflight(runtime, campaign_id, name):
@@ -278,7 +295,7 @@ def faults(servers, tmp_path_factory):
         main_run, lost_run = runtime.start(main), runtime.start(lost)
         injector.at("restarted", crash_and_restart, servers["restarted"])
         injector.at("terminated", terminate_backends, servers["terminated"])
-        injector.at("lost", kill_worker, servers["lost"], runtime, "lost/tpcb/c2-r1")
+        injector.at("lost", kill_worker, servers["lost"], runtime, lost_run.campaign_id, "lost/tpcb/c2-r1")
         injector.at(
             "squeezed",
             squeeze_after_preflight,
