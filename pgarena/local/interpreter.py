@@ -13,6 +13,10 @@
   (SendTaskSuccess) before that wait begins is answered at once, not after a heartbeat timeout.
 - SendTaskFailure's cause: moto's API layer passes the error on to the interpreter and drops the cause;
   AWS puts both in the TaskFailed event a Catch reads (a worker that did not start is told by its cause).
+- GetExecutionHistory's pages: moto answers the whole history, oldest first, whatever reverseOrder,
+  maxResults and nextToken say; AWS answers one page (100 events unless told, at most 1,000) in the order
+  asked. The runtime follows its execution by the newest events (pgarena.remote.follow): with moto's
+  answer each poll serialized the whole history, a cost that grew with every step.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from contextlib import contextmanager
 from typing import Any
 from unittest.mock import patch
 
-from moto.core.responses import EmptyResult
+from moto.core.responses import ActionResult, EmptyResult
 from moto.stepfunctions.parser.asl.eval.callback.callback import CallbackEndpoint, HeartbeatEndpoint
 from moto.stepfunctions.parser.asl.eval.environment import Environment
 from moto.stepfunctions.parser.asl.eval.program_state import ProgramStopped
@@ -67,14 +71,38 @@ def _send_task_failure_with_cause(self: StepFunctionResponse) -> Any:
     return EmptyResult()
 
 
+# GetExecutionHistory's page when maxResults is not given, and its largest.
+HISTORY_DEFAULT_PAGE, HISTORY_MAX_PAGE = 100, 1000
+
+
+def history_page(events: list[Any], reverse: bool, max_results: int | None, token: str | None) -> dict[str, Any]:
+    """One page of a history as GetExecutionHistory answers it (the next page's token: where it starts)."""
+    size, start = min(max_results or HISTORY_DEFAULT_PAGE, HISTORY_MAX_PAGE), int(token or 0)
+    ordered = events[::-1] if reverse else events
+    page: dict[str, Any] = {"events": ordered[start : start + size]}
+    if start + size < len(ordered):
+        page["nextToken"] = str(start + size)
+    return page
+
+
+def _get_execution_history_paged(self: StepFunctionResponse) -> Any:
+    events = self.stepfunction_backend.get_execution_history(self._get_param("executionArn"))["events"]
+    page = history_page(
+        events, bool(self._get_param("reverseOrder")), self._get_param("maxResults"), self._get_param("nextToken")
+    )
+    return ActionResult(page)
+
+
 @contextmanager
 def as_aws() -> Iterator[None]:
-    """While it lasts, a stop stands whatever comes after it, and a task's heartbeats and answer count from its scheduling."""
+    """While it lasts, a stop stands whatever comes after it, a task's heartbeats and answer count from its
+    scheduling, and the history is read a page at a time."""
     with (
         patch.object(Environment, "set_error", _unless_stopped(Environment.set_error)),
         patch.object(Environment, "set_timed_out", _unless_stopped(Environment.set_timed_out)),
         patch.object(CallbackEndpoint, "notify_heartbeat", _accept_early_heartbeat(CallbackEndpoint.notify_heartbeat)),
         patch.object(CallbackEndpoint, "setup_heartbeat_endpoint", _answered_at_once(CallbackEndpoint.setup_heartbeat_endpoint)),
         patch.object(StepFunctionResponse, "send_task_failure", _send_task_failure_with_cause),
+        patch.object(StepFunctionResponse, "get_execution_history", _get_execution_history_paged),
     ):
         yield
