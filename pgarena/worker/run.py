@@ -37,7 +37,7 @@ from pgarena.model.plan import PHASE_BARRIER_TIMEOUT_S, WORKER_HARD_STOP_GRACE_S
 from pgarena.model.redact import Redactor
 from pgarena.model.results import Barrier, StepSummary, now_iso
 from pgarena.model.slo import SloProbe
-from pgarena.model.warm import IDLE_TIMEOUT_S, SLOT_BEAT_S, SLOT_POLL_S, Assignment, WorkerSlot
+from pgarena.model.warm import IDLE_TIMEOUT_S, SLOT_BEAT_S, Assignment, WorkerSlot, slot_poll_s
 from pgarena.server.credentials import local_ca, resolve_password
 from pgarena.server.monitor import Monitor
 from pgarena.server.replication import LAG_SERIES, ReplicationMonitor
@@ -526,7 +526,7 @@ def next_assignment(  # noqa: PLR0913  # the slot, its worker, and the clock and
     """Wait at the slot (marked idle already) for the phase's next step; None when another worker holds
     the slot, or after idle_timeout_s with none (the slot is then marked gone, so that a step dispatched
     at that moment starts a new worker instead of waiting on this one)."""
-    deadline = last_beat = clock()
+    deadline = last_beat = since = clock()
     deadline += idle_timeout_s
     while True:
         state = slots.read(slot)
@@ -541,7 +541,7 @@ def next_assignment(  # noqa: PLR0913  # the slot, its worker, and the clock and
         if clock() - last_beat > SLOT_BEAT_S:
             slots.beat(slot, worker)
             last_beat = clock()
-        sleep(SLOT_POLL_S)
+        sleep(slot_poll_s(clock() - since))
 
 
 def main() -> int:
