@@ -21,6 +21,7 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -85,12 +86,23 @@ def history_page(events: list[Any], reverse: bool, max_results: int | None, toke
     return page
 
 
+def _events(execution: Any) -> list[Any]:
+    """The execution's events as they stand, not copied: moto's own reader deep-copies the whole history
+    (under the lock the interpreter takes to add an event) where a page is all that is answered."""
+    env = execution.exec_worker.env if execution.exec_worker is not None else None
+    if env is None:  # not started yet
+        return []
+    manager = env.event_manager
+    with manager._mutex:  # moto's EventManager keeps both private
+        return list(manager._history_event_list)
+
+
 def _get_execution_history_paged(self: StepFunctionResponse) -> Any:
-    events = self.stepfunction_backend.get_execution_history(self._get_param("executionArn"))["events"]
+    events = _events(self.stepfunction_backend.describe_execution(self._get_param("executionArn")))
     page = history_page(
         events, bool(self._get_param("reverseOrder")), self._get_param("maxResults"), self._get_param("nextToken")
     )
-    return ActionResult(page)
+    return ActionResult({**page, "events": copy.deepcopy(page["events"])})
 
 
 @contextmanager
