@@ -77,11 +77,20 @@ HISTORY_DEFAULT_PAGE, HISTORY_MAX_PAGE = 100, 1000
 
 
 def history_page(events: list[Any], reverse: bool, max_results: int | None, token: str | None) -> dict[str, Any]:
-    """One page of a history as GetExecutionHistory answers it (the next page's token: where it starts)."""
-    size, start = min(max_results or HISTORY_DEFAULT_PAGE, HISTORY_MAX_PAGE), int(token or 0)
-    ordered = events[::-1] if reverse else events
-    page: dict[str, Any] = {"events": ordered[start : start + size]}
-    if start + size < len(ordered):
+    """One page of a history (oldest first) as GetExecutionHistory answers it. The next page's token is where
+    it starts in the history, which only grows at its end: pages read while events are added neither skip
+    nor repeat one (newest first, a token counted from the newest would)."""
+    size = min(max_results or HISTORY_DEFAULT_PAGE, HISTORY_MAX_PAGE)
+    if reverse:
+        end = len(events) if token is None else int(token)
+        start = max(end - size, 0)
+        page: dict[str, Any] = {"events": events[start:end][::-1]}
+        if start > 0:
+            page["nextToken"] = str(start)
+        return page
+    start = int(token or 0)
+    page = {"events": events[start : start + size]}
+    if start + size < len(events):
         page["nextToken"] = str(start + size)
     return page
 

@@ -58,6 +58,9 @@ def test_history_pages_are_read_newest_first_as_aws_answers_them():
     assert [e["id"] for e in last["events"]] == [1] and "nextToken" not in last
     # And oldest first with no page size asked: AWS's 100, the whole of this history
     assert history_page(events, False, None, None) == {"events": events}
+    # And when events are added between two calls, the next page neither repeats nor skips one
+    grown = [*events, {"id": 8}, {"id": 9}]
+    assert [e["id"] for e in history_page(grown, True, 3, first["nextToken"])["events"]] == [4, 3, 2]
 
 
 def test_an_executions_history_is_answered_a_page_at_a_time_in_the_order_asked():
