@@ -4,7 +4,7 @@ the critical path, and state transitions (what Step Functions bills), for 1, 2, 
 the tool left out).
 
     .venv/bin/python bench/overhead.py [--duration 1] [--targets 1 2 4 8] [--steps 1 2 4 8 16 32] [--shards]
-        [--steps-are clients|repetitions] [--before REF]
+        [--steps-are clients|repetitions] [--before REF] [--rounds N]
 
 The servers are started once, before any campaign, and given to the campaigns as self-hosted
 endpoints: their start-up is no part of any campaign's wall time. Every run step lasts --duration
@@ -20,7 +20,8 @@ per shard).
 to a folder in the temporary directory with a virtualenv of its own (made once, reused by later runs),
 and this script, run there by a child process with that interpreter, measures each point right before or
 after this checkout does (the order alternates), on servers of its own. Slopes and their ratio are
-printed for both: the two sides meet the same load on a shared machine.
+printed for both: the two sides meet the same load on a shared machine. --rounds repeats the sweep (the
+slopes are fitted over every point measured), for a machine whose load comes and goes.
 """
 
 from __future__ import annotations
@@ -270,7 +271,7 @@ def sweep(
     alternates: neither side always runs first)."""
     rows: dict[str, list[Measured]] = {"targets": [], "steps": []}
     old_rows: dict[str, list[Measured]] = {"targets": [], "steps": []}
-    points = [("targets", n) for n in options.targets] + [("steps", k) for k in options.steps]
+    points = ([("targets", n) for n in options.targets] + [("steps", k) for k in options.steps]) * options.rounds
     for i, (what, count) in enumerate(points):
         if before is not None and i % 2 == 0:
             old_rows[what].append(before.measure(what, count))
@@ -316,6 +317,7 @@ def main() -> None:
     parser.add_argument("--shards", action="store_true", help="also the sharded-run table")
     parser.add_argument("--steps-are", choices=["clients", "repetitions"], default="clients", help="what a target's steps are")
     parser.add_argument("--before", metavar="REF", help="also measure this commit, point by point in the same run")
+    parser.add_argument("--rounds", type=int, default=1, help="sweeps, one after the other: each point measured this often")
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)  # the --before side's child
     options = parser.parse_args()
     answers = sys.stdout
