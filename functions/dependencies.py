@@ -27,27 +27,29 @@ if TYPE_CHECKING:
 
 Env = TypeVar("Env", bound=TableEnv)
 
-# What a client is made from: its region, credentials and endpoints. A warm Lambda container keeps its
-# clients from one invocation to the next, as AWS advises (making one costs about 4 ms of CPU, three or
-# four an invocation); the local runtime, which runs the handlers in its own process, changes keys and
-# endpoints from one run to the next: a new session then (it reads the keys once), and new clients.
-_MADE_FROM = ("AWS_REGION", "AWS_DEFAULT_REGION", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN")
+# What a client is made from: boto3's default session (which reads the keys once: the local runtime makes
+# a new one when its keys change), the region and the endpoints. A warm Lambda container keeps its clients
+# from one invocation to the next, as AWS advises (making one costs about 4 ms of CPU, three or four an
+# invocation); the local runtime, which runs the handlers in its own process, changes keys and endpoints
+# from one run to the next, and gets new clients then.
+_MADE_FROM = ("AWS_REGION", "AWS_DEFAULT_REGION")
 _clients: dict[tuple[str, str | None], Any] = {}
-_made_from: list[object] = [None, None]  # the environment the session was made from, the session
+_made_from: list[object] = [None, None]  # the session (held: its id is never another's), the environment
 _clients_lock = threading.Lock()
 
 
 def client(service: str, region: str | None = None) -> Any:
     """boto3's client for `service` (in `region`, else the environment's), made once for what it is made from."""
-    endpoints = sorted((k, v) for k, v in os.environ.items() if k.startswith("AWS_ENDPOINT_URL"))
-    made_from = ([os.environ.get(name) for name in _MADE_FROM], endpoints)
     with _clients_lock:  # a session is not thread-safe; its clients are
-        if made_from != _made_from[0]:
+        if boto3.DEFAULT_SESSION is None:
+            boto3.setup_default_session()
+        endpoints = sorted((k, v) for k, v in os.environ.items() if k.startswith("AWS_ENDPOINT_URL"))
+        environment = ([os.environ.get(name) for name in _MADE_FROM], endpoints)
+        if _made_from[0] is not boto3.DEFAULT_SESSION or _made_from[1] != environment:
             _clients.clear()
-            _made_from[:] = [made_from, boto3.session.Session()]
+            _made_from[:] = [boto3.DEFAULT_SESSION, environment]
         if (service, region) not in _clients:
-            session = cast("boto3.session.Session", _made_from[1])
-            _clients[service, region] = session.client(service, region_name=region)  # type: ignore[call-overload]  # a runtime name
+            _clients[service, region] = boto3.client(service, region_name=region)  # type: ignore[call-overload]  # a runtime name
         return _clients[service, region]
 
 

@@ -1,6 +1,8 @@
 """A function's AWS clients live as long as what they were made from: a warm Lambda container reuses them,
 the local runtime (every handler in its process, a new key and endpoints each run) gets new ones."""
 
+import boto3
+
 from functions.dependencies import client
 
 
@@ -14,8 +16,10 @@ def test_a_client_is_made_once_for_its_region_keys_and_endpoints(monkeypatch):
     assert client("dynamodb") is first
     # And another region or service has its own
     assert client("dynamodb", "eu-west-1") is not first and client("s3") is not first
-    # When the keys change (the next local run), Then a new client signs with the new key
+    # When the keys change (the next local run: a new default session, which reads them once), Then a new
+    # client signs with the new key
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIASECONDRUN")
+    monkeypatch.setattr(boto3, "DEFAULT_SESSION", None)
     second = client("dynamodb")
     assert second is not first and second._request_signer._credentials.access_key == "AKIASECONDRUN"
     # And so when the endpoints change
