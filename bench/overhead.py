@@ -4,7 +4,7 @@ the critical path, and state transitions (what Step Functions bills), for 1, 2, 
 the tool left out).
 
     .venv/bin/python bench/overhead.py [--duration 1] [--targets 1 2 4 8] [--steps 1 2 4 8 16 32] [--shards]
-        [--steps-are clients|repetitions]
+        [--steps-are clients|repetitions] [--before REF] [--rounds N]
 
 The servers are started once, before any campaign, and given to the campaigns as self-hosted
 endpoints: their start-up is no part of any campaign's wall time. Every run step lasts --duration
@@ -15,12 +15,21 @@ checkout's interpreter to measure that code with this same sweep. Slopes are lea
 overhead per added target (one step each) and per added step (one target). Goal: flat, i.e. a
 constant cost per target and per step. --shards adds the sharded-run table (start skew, transitions
 per shard).
+
+--before REF measures another commit in the same run, point by point: its tree is exported (git archive)
+to a folder in the temporary directory with a virtualenv of its own (made once, reused by later runs),
+and this script, run there by a child process with that interpreter, measures each point right before or
+after this checkout does (the order alternates), on servers of its own. Slopes and their ratio are
+printed for both: the two sides meet the same load on a shared machine. --rounds repeats the sweep (the
+slopes are fitted over every point measured), for a machine whose load comes and goes.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
+import os
 import resource
 import subprocess
 import sys
@@ -28,7 +37,7 @@ import tempfile
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import numpy as np
 
@@ -175,6 +184,131 @@ def shards(runtime: LocalRuntime, endpoint: Endpoint, duration_s: int) -> None:
     print(f"marginal transitions per added shard: {(run.state_transitions - first[1]) / (count - first[0]):.1f}")
 
 
+def before_python(ref: str) -> Path:
+    """The interpreter of a virtualenv holding commit `ref` of this repository (pgarena and its local
+    runtime, installed editable as the developers' guide does), made on first use."""
+    repo = Path(__file__).resolve().parents[1]
+    sha = subprocess.run(
+        ["git", "rev-parse", "--verify", f"{ref}^{{commit}}"], cwd=repo, check=True, capture_output=True, text=True
+    )
+    tree = Path(tempfile.gettempdir()) / f"pgarena-bench-{sha.stdout.strip()[:12]}"
+    python = tree / ".venv" / "bin" / "python"
+    if python.exists():
+        return python
+    print(f"exporting {ref} to {tree} and installing it (once)", flush=True)
+    tree.mkdir(exist_ok=True)
+    archive = subprocess.run(["git", "archive", sha.stdout.strip()], cwd=repo, check=True, capture_output=True)
+    subprocess.run(["tar", "-x", "-C", str(tree)], input=archive.stdout, check=True)
+    subprocess.run([sys.executable, "-m", "venv", str(tree / ".venv")], check=True)
+    subprocess.run([str(python), "-m", "pip", "install", "-q", "-e", ".[local]", "numpy"], cwd=tree, check=True)
+    return python
+
+
+class Before:
+    """This script run by another checkout's interpreter (--serve): it measures the points it is sent."""
+
+    def __init__(self, python: Path, duration: int, targets: int, steps_are: str):
+        argv = [
+            str(python),
+            __file__,
+            "--serve",
+            "--duration",
+            str(duration),
+            "--targets",
+            str(targets),
+            "--steps-are",
+            steps_are,
+        ]
+        self.process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self._read()  # its servers and runtime started
+
+    def _read(self) -> str:
+        assert self.process.stdout is not None
+        line = self.process.stdout.readline()
+        if not line:
+            raise SystemExit(f"the --before side ended (exit code {self.process.wait()})")
+        return line
+
+    def measure(self, what: str, count: int) -> Measured:
+        assert self.process.stdin is not None
+        self.process.stdin.write(f"{what} {count}\n")
+        self.process.stdin.flush()
+        return Measured(**json.loads(self._read()))
+
+    def close(self) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.close()
+        self.process.wait()
+
+
+def serve(runtime: LocalRuntime, endpoints: list[Endpoint], duration: int, steps_are: str, out: IO[str]) -> None:
+    """--serve: one point measured per line read ("targets N", "steps K"), answered as a JSON line."""
+    out.write("ready\n")
+    out.flush()
+    for n, line in enumerate(sys.stdin):
+        what, count = line.split()
+        if what == "targets":
+            measured = measure(runtime, f"before{n}", endpoints[: int(count)], 1, duration)
+        else:
+            measured = measure(runtime, f"before{n}", endpoints[:1], int(count), duration, steps_are)
+        out.write(json.dumps(dataclasses.asdict(measured)) + "\n")
+        out.flush()
+
+
+def compared(label: str, unit: str, before: list[Measured], after: list[Measured], x: str) -> None:
+    xs = [getattr(m, x) for m in after]
+    if len(set(xs)) < 2:
+        return
+    old, new = slope(xs, [m.overhead_s for m in before])[0], slope(xs, [m.overhead_s for m in after])[0]
+    ratio = f"{old / new:.1f}x lower" if new > 0 else "no cost left"
+    print(f"{label}: overhead {old:+.2f} s per added {unit} before, {new:+.2f} s after ({ratio})")
+
+
+def sweep(
+    runtime: LocalRuntime, endpoints: list[Endpoint], options: argparse.Namespace, before: Before | None
+) -> tuple[dict[str, list[Measured]], dict[str, list[Measured]]]:
+    """Every point measured here and, with --before, by the other side right before or after (the order
+    alternates: neither side always runs first)."""
+    rows: dict[str, list[Measured]] = {"targets": [], "steps": []}
+    old_rows: dict[str, list[Measured]] = {"targets": [], "steps": []}
+    points = ([("targets", n) for n in options.targets] + [("steps", k) for k in options.steps]) * options.rounds
+    for i, (what, count) in enumerate(points):
+        if before is not None and i % 2 == 0:
+            old_rows[what].append(before.measure(what, count))
+        if what == "targets":
+            rows[what].append(measure(runtime, f"targets{count}", endpoints[:count], 1, options.duration))
+        else:
+            rows[what].append(measure(runtime, f"steps{count}", endpoints[:1], count, options.duration, options.steps_are))
+        if before is not None and i % 2 == 1:
+            old_rows[what].append(before.measure(what, count))
+        then = f"before {old_rows[what][-1].overhead_s:.1f} s, " if before is not None else ""
+        print(f"{what} {count}: overhead {then}{rows[what][-1].overhead_s:.1f} s", flush=True)
+    return rows, old_rows
+
+
+def report(options: argparse.Namespace, rows: dict[str, list[Measured]], old_rows: dict[str, list[Measured]]) -> None:
+    steps_label = f"per step (1 target, steps are {options.steps_are})"
+    sides = [(f"before ({options.before})", old_rows), ("after (this checkout)", rows)] if options.before else [("", rows)]
+    for name, side in sides:
+        if name:
+            print(name)
+        table(side["targets"])
+        table(side["steps"])
+        fits("per target (1 step each)", "target", side["targets"], "targets")
+        fits(steps_label, "step", side["steps"], "steps")
+    if options.before:
+        compared("per target (1 step each)", "target", old_rows["targets"], rows["targets"], "targets")
+        compared(steps_label, "step", old_rows["steps"], rows["steps"], "steps")
+    every = rows["targets"] + rows["steps"]
+    cpu_all = [c for m in every for c in m.worker_cpu_s]
+    rss_all = [r for m in every for r in m.worker_rss_mib]
+    print(
+        f"worker footprint over {len(cpu_all)} worker processes (in their step, the tool left out): CPU "
+        f"median {float(np.median(cpu_all)):.2f} s, max {max(cpu_all):.2f} s; peak RSS median "
+        f"{float(np.median(rss_all)):.1f} MiB, max {max(rss_all):.1f} MiB"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--duration", type=int, default=1, help="seconds per run step")
@@ -182,31 +316,33 @@ def main() -> None:
     parser.add_argument("--steps", type=int, nargs="+", default=[1, 2, 4, 8, 16, 32], help="run steps per target")
     parser.add_argument("--shards", action="store_true", help="also the sharded-run table")
     parser.add_argument("--steps-are", choices=["clients", "repetitions"], default="clients", help="what a target's steps are")
+    parser.add_argument("--before", metavar="REF", help="also measure this commit, point by point in the same run")
+    parser.add_argument("--rounds", type=int, default=1, help="sweeps, one after the other: each point measured this often")
+    parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)  # the --before side's child
     options = parser.parse_args()
+    answers = sys.stdout
+    if options.serve:  # the answers keep stdout; whatever else would print there goes to stderr
+        answers = os.fdopen(os.dup(1), "w")
+        os.dup2(2, 1)
     with ExitStack() as stack, tempfile.TemporaryDirectory() as tmp:
-        servers = [EmbeddedProcess(f"overhead{i}", {"fsync": "off"}) for i in range(max(options.targets))]
+        servers = [EmbeddedProcess(f"overhead{i}-{os.getpid()}", {"fsync": "off"}) for i in range(max(options.targets))]
         endpoints = []
         for server in servers:
             endpoints.append(server.start())
             stack.callback(server.stop)
         runtime = stack.enter_context(LocalRuntime(Path(tmp) / "results"))
+        if options.serve:
+            serve(runtime, endpoints, options.duration, options.steps_are, answers)
+            return
+        before = None
+        if options.before:
+            before = Before(before_python(options.before), options.duration, max(options.targets), options.steps_are)
+            stack.callback(before.close)
         print(f"load at the start (loadavg): {Path('/proc/loadavg').read_text().strip()}", flush=True)
         cpu, rss = worker_start_up()
         print(f"worker start-up (interpreter + imports, before its step): {cpu:.2f} CPU-s, peak RSS {rss:.1f} MiB", flush=True)
-        by_targets = [measure(runtime, f"targets{n}", endpoints[:n], 1, options.duration) for n in options.targets]
-        table(by_targets)
-        by_steps = [measure(runtime, f"steps{k}", endpoints[:1], k, options.duration, options.steps_are) for k in options.steps]
-        table(by_steps)
-        fits("per target (1 step each)", "target", by_targets, "targets")
-        fits(f"per step (1 target, steps are {options.steps_are})", "step", by_steps, "steps")
-        every = [m for rows in (by_targets, by_steps) for m in rows]
-        cpu_all = [c for m in every for c in m.worker_cpu_s]
-        rss_all = [r for m in every for r in m.worker_rss_mib]
-        print(
-            f"worker footprint over {len(cpu_all)} worker processes (in their step, the tool left out): CPU "
-            f"median {float(np.median(cpu_all)):.2f} s, max {max(cpu_all):.2f} s; peak RSS median "
-            f"{float(np.median(rss_all)):.1f} MiB, max {max(rss_all):.1f} MiB"
-        )
+        rows, old_rows = sweep(runtime, endpoints, options, before)
+        report(options, rows, old_rows)
         if options.shards:
             shards(runtime, endpoints[0], options.duration)
         print(f"load at the end (loadavg): {Path('/proc/loadavg').read_text().strip()}")

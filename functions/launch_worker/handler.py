@@ -3,13 +3,12 @@ Site: start the target's preflight as a worker on its site. The worker answers t
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
-import boto3
 from aws_lambda_powertools.utilities.parser import event_parser
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from functions.dependencies import Dependencies
+from functions.dependencies import Dependencies, client
 from functions.observability import logger, tracer
 from pgarena.aws.launch import EcsLauncher
 from pgarena.aws.settings import LauncherEnv
@@ -23,11 +22,11 @@ if TYPE_CHECKING:
 
 
 def _ecs_in(region: str) -> ECSClient:
-    return boto3.client("ecs", region_name=region)
+    return cast("ECSClient", client("ecs", region))
 
 
 def _ssm_in(region: str) -> SSMClient:
-    return boto3.client("ssm", region_name=region)
+    return cast("SSMClient", client("ssm", region))
 
 
 # Created once per Lambda container: each site's parameter is read at its first launch only.
@@ -48,7 +47,7 @@ class LaunchEvent(TargetRef):
 @event_parser(model=LaunchEvent)
 def handler(event: LaunchEvent, context: LambdaContext) -> dict[str, Any]:
     deps = Dependencies.of(LauncherEnv)
-    launcher = EcsLauncher(boto3.client("ecs"), deps.env, ecs_in=_ecs_in, site_in=_site_in)
+    launcher = EcsLauncher(cast("ECSClient", client("ecs")), deps.env, ecs_in=_ecs_in, site_in=_site_in)
     if event.step is None:
         task, worker = launch_preflight(event, event.task_token, deps.records, launcher, deps.env.sites)
         logger.info("preflight launched on its site", target=task.target, site=task.site, worker=worker)

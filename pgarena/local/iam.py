@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -42,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from pgarena.aws.access import Component
+from pgarena.model.matrix import MAX_STARTED_TOGETHER
 
 # A CloudFormation template or an IAM policy document, as parsed JSON.
 Json = dict[str, Any]
@@ -394,17 +396,30 @@ def state_machine_signing_as(credentials: Credentials, tasks: str = DYNAMODB_TAS
     import importlib
 
     import boto3
+    from botocore.config import Config
 
     module: Any = importlib.import_module(tasks)
     original = module.boto_client_for
+    # One client per region and service while this lasts, as a Lambda task in AWS reaches a warm service:
+    # moto makes a client per task, and a new session's client loads the service's model anew (about
+    # 0.1 CPU-s a step, in the process that runs the interpreter). Clients are thread-safe; sessions are not.
+    clients: dict[tuple[str, str], Any] = {}
+    lock = threading.Lock()
 
     # moto calls it by keyword: the parameter names are moto's
     def signed(region: str, service: str, state_credentials: Any = None) -> Any:
-        client = original(region, service, state_credentials)
-        session = boto3.session.Session(
-            aws_access_key_id=credentials.access_key_id, aws_secret_access_key=credentials.secret_access_key
-        )
-        return session.client(service, region_name=region, endpoint_url=client.meta.endpoint_url, config=client.meta.config)  # type: ignore[call-overload]  # the service name is a runtime value
+        with lock:
+            if (region, service) not in clients:
+                client = original(region, service, state_credentials)
+                session = boto3.session.Session(
+                    aws_access_key_id=credentials.access_key_id, aws_secret_access_key=credentials.secret_access_key
+                )
+                # Room for every task of an inline Map at once (AWS runs at most 40 iterations together).
+                config = client.meta.config.merge(Config(max_pool_connections=MAX_STARTED_TOGETHER))
+                clients[region, service] = session.client(  # type: ignore[call-overload]  # the service name is a runtime value
+                    service, region_name=region, endpoint_url=client.meta.endpoint_url, config=config
+                )
+            return clients[region, service]
 
     module.boto_client_for = signed
     try:

@@ -13,16 +13,21 @@
   (SendTaskSuccess) before that wait begins is answered at once, not after a heartbeat timeout.
 - SendTaskFailure's cause: moto's API layer passes the error on to the interpreter and drops the cause;
   AWS puts both in the TaskFailed event a Catch reads (a worker that did not start is told by its cause).
+- GetExecutionHistory's pages: moto answers the whole history, oldest first, whatever reverseOrder,
+  maxResults and nextToken say; AWS answers one page (100 events unless told, at most 1,000) in the order
+  asked. The runtime follows its execution by the newest events (pgarena.remote.follow): with moto's
+  answer each poll serialized the whole history, a cost that grew with every step.
 """
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 from unittest.mock import patch
 
-from moto.core.responses import EmptyResult
+from moto.core.responses import ActionResult, EmptyResult
 from moto.stepfunctions.parser.asl.eval.callback.callback import CallbackEndpoint, HeartbeatEndpoint
 from moto.stepfunctions.parser.asl.eval.environment import Environment
 from moto.stepfunctions.parser.asl.eval.program_state import ProgramStopped
@@ -67,14 +72,58 @@ def _send_task_failure_with_cause(self: StepFunctionResponse) -> Any:
     return EmptyResult()
 
 
+# GetExecutionHistory's page when maxResults is not given, and its largest.
+HISTORY_DEFAULT_PAGE, HISTORY_MAX_PAGE = 100, 1000
+
+
+def history_page(events: list[Any], reverse: bool, max_results: int | None, token: str | None) -> dict[str, Any]:
+    """One page of a history (oldest first) as GetExecutionHistory answers it. The next page's token is where
+    it starts in the history, which only grows at its end: pages read while events are added neither skip
+    nor repeat one (newest first, a token counted from the newest would)."""
+    size = min(max_results or HISTORY_DEFAULT_PAGE, HISTORY_MAX_PAGE)
+    if reverse:
+        end = len(events) if token is None else int(token)
+        start = max(end - size, 0)
+        page: dict[str, Any] = {"events": events[start:end][::-1]}
+        if start > 0:
+            page["nextToken"] = str(start)
+        return page
+    start = int(token or 0)
+    page = {"events": events[start : start + size]}
+    if start + size < len(events):
+        page["nextToken"] = str(start + size)
+    return page
+
+
+def _events(execution: Any) -> list[Any]:
+    """The execution's events as they stand, not copied: moto's own reader deep-copies the whole history
+    (under the lock the interpreter takes to add an event) where a page is all that is answered."""
+    env = execution.exec_worker.env if execution.exec_worker is not None else None
+    if env is None:  # not started yet
+        return []
+    manager = env.event_manager
+    with manager._mutex:  # moto's EventManager keeps both private
+        return list(manager._history_event_list)
+
+
+def _get_execution_history_paged(self: StepFunctionResponse) -> Any:
+    events = _events(self.stepfunction_backend.describe_execution(self._get_param("executionArn")))
+    page = history_page(
+        events, bool(self._get_param("reverseOrder")), self._get_param("maxResults"), self._get_param("nextToken")
+    )
+    return ActionResult({**page, "events": copy.deepcopy(page["events"])})
+
+
 @contextmanager
 def as_aws() -> Iterator[None]:
-    """While it lasts, a stop stands whatever comes after it, and a task's heartbeats and answer count from its scheduling."""
+    """While it lasts, a stop stands whatever comes after it, a task's heartbeats and answer count from its
+    scheduling, and the history is read a page at a time."""
     with (
         patch.object(Environment, "set_error", _unless_stopped(Environment.set_error)),
         patch.object(Environment, "set_timed_out", _unless_stopped(Environment.set_timed_out)),
         patch.object(CallbackEndpoint, "notify_heartbeat", _accept_early_heartbeat(CallbackEndpoint.notify_heartbeat)),
         patch.object(CallbackEndpoint, "setup_heartbeat_endpoint", _answered_at_once(CallbackEndpoint.setup_heartbeat_endpoint)),
         patch.object(StepFunctionResponse, "send_task_failure", _send_task_failure_with_cause),
+        patch.object(StepFunctionResponse, "get_execution_history", _get_execution_history_paged),
     ):
         yield

@@ -76,6 +76,9 @@ STATE_MACHINE = "pgarena-campaign"
 # Raw output chunks are uploaded this often by local workers (moto S3 is free): a killed worker's
 # output is kept up to about a second before its end.
 LOCAL_UPLOAD_EVERY_S = 1.0
+# The history events a poll of the local execution reads a call: moto serializes each event it answers
+# in this process, so a poll reads about what is new (in AWS a call is what counts: 1,000 a page).
+LOCAL_HISTORY_PAGE = 20
 # The execution endings the deployed EventBridge rule sends to finalize_stopped.
 STOPPED_STATUSES: tuple[Literal["ABORTED", "FAILED", "TIMED_OUT"], ...] = ("ABORTED", "FAILED", "TIMED_OUT")
 # The original matrix, kept beside results.json: `pgarena resume` re-runs what failed from it.
@@ -585,6 +588,7 @@ class LocalRuntime:
             POLL_S,
             Subjects(CampaignState(self.store)),
             probe_counter(self.s3, BUCKET, execution.campaign_id),
+            LOCAL_HISTORY_PAGE,
         ):
             for event in [*poll.states, *poll.probes]:
                 on_event(event)

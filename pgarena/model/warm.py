@@ -18,10 +18,13 @@ from pgarena.model.plan import Boundary, PreflightResult, ShardRef, Step, StepGr
 # its slots, so its worker leaves at its next poll: the time-out is the backstop for a close that
 # never came (the closing function failed, the execution vanished).
 IDLE_TIMEOUT_S = 120.0
-# How often an idle worker reads its slot for the next step (a GetItem each: idle workers exist only
-# between steps, and a step waits on this poll), and how often the launch function reads whether it
-# was taken.
-SLOT_POLL_S = 0.2
+# How often an idle worker reads its slot for the next step (a GetItem each): every SLOT_POLL_S for
+# SLOT_FAST_S after its step, when the next step comes (the state machine's transitions and the launch
+# function take a fraction of a second, and the step waits on this poll), then every SLOT_IDLE_POLL_S
+# (a phase cut short). How often the launch function reads whether its offer was taken.
+SLOT_POLL_S = 0.05
+SLOT_FAST_S = 5.0
+SLOT_IDLE_POLL_S = 0.5
 HANDOVER_POLL_S = 0.1
 # An idle worker renews its beat this often; a beat older than FRESH_S means it is gone (killed, its
 # host lost) and the slot is not offered to it.
@@ -30,6 +33,11 @@ FRESH_S = 30.0
 # A live worker takes an offered step within a few polls; one that does not within this is taken for
 # dead, the offer is withdrawn and a new worker started (its step then runs there, nothing lost).
 HANDOVER_S = 15.0
+
+
+def slot_poll_s(idle_s: float) -> float:
+    """How long an idle worker sleeps between reads of its slot, idle_s after its step."""
+    return SLOT_POLL_S if idle_s < SLOT_FAST_S else SLOT_IDLE_POLL_S
 
 
 class WorkerSlot(Boundary):

@@ -131,17 +131,17 @@ def history(sfn: SFNClient, execution_arn: str) -> list[HistoryEventTypeDef]:
     return [event for page in pages for event in page["events"]]
 
 
-def new_events(sfn: SFNClient, execution_arn: str, after_id: int) -> list[HistoryEventTypeDef]:
+def new_events(sfn: SFNClient, execution_arn: str, after_id: int, page_size: int = HISTORY_PAGE) -> list[HistoryEventTypeDef]:
     """The events after the one numbered `after_id`, oldest first. Read newest first (reverseOrder), pages
     stopped at the first one holding an event already seen: a poll costs one call, whatever the history's
-    length. Events are kept by their ids, not their order: moto's server ignores reverseOrder and paging."""
+    length. Events are kept by their ids, not their order: a service may ignore reverseOrder and paging."""
     found: list[HistoryEventTypeDef] = []
     token: str | None = None
     while True:
         page = (
-            sfn.get_execution_history(executionArn=execution_arn, reverseOrder=True, maxResults=HISTORY_PAGE, nextToken=token)
+            sfn.get_execution_history(executionArn=execution_arn, reverseOrder=True, maxResults=page_size, nextToken=token)
             if token
-            else sfn.get_execution_history(executionArn=execution_arn, reverseOrder=True, maxResults=HISTORY_PAGE)
+            else sfn.get_execution_history(executionArn=execution_arn, reverseOrder=True, maxResults=page_size)
         )
         events = page["events"]
         found.extend(event for event in events if event["id"] > after_id)
@@ -158,11 +158,12 @@ def follow(
     poll_s: float = POLL_S,
     subject: Callable[[Any], str] = no_subject,
     probes: Callable[[str], int] | None = None,
+    page_size: int = HISTORY_PAGE,
 ) -> Iterator[Poll]:
     """Poll the execution until it ends (the last poll is the one that saw it end). `summaries` reads
     the steps finished so far (the results table); a step is reported once. `probes` says which SLO
     probe a running worker has reached (0: none): an SLO search is a step of several minutes. Each poll
-    reads only the events since the last; a throttled or failed call is retried after a backoff, never
+    reads only the events since the last, `page_size` a call; a throttled or failed call is retried after a backoff, never
     ends the watch while the execution runs (pgarena.aws.throttling)."""
     seen, reported = 0, set[str]()
     running: dict[str, int] = {}  # the workers started and not finished, with the last probe reported
@@ -171,7 +172,7 @@ def follow(
         status = patiently(lambda: sfn.describe_execution(executionArn=execution_arn))
         last_id = events[-1]["id"] if events else 0
         # Read after the status: an execution seen ended has all its events by then.
-        events.extend(patiently(partial(new_events, sfn, execution_arn, last_id)))
+        events.extend(patiently(partial(new_events, sfn, execution_arn, last_id, page_size)))
         steps = [s for s in patiently(lambda: list(summaries())) if s.step_id not in reported]
         reported.update(s.step_id for s in steps)
         states = state_events(events, seen, t0, subject)

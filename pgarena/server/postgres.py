@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import os
 import ssl
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -29,7 +31,8 @@ CLIENT_SESSIONS = (
 
 def _ssl_context(sslmode: str, sslrootcert: str | None = None) -> ssl.SSLContext | None:
     """libpq's sslmode for pg8000. A verifying mode trusts the endpoint's `sslrootcert` alone, as libpq does;
-    without one, the system CAs and the RDS bundle (libpq in the worker image: PGSSLROOTCERT, the same two)."""
+    without one, the system CAs and the RDS bundle (libpq in the worker image: PGSSLROOTCERT, the same two).
+    None: TLS only if the server offers it (allow, prefer) or never (disable): `_open`."""
     if sslmode in ("disable", "allow", "prefer"):
         return None
     context = ssl.create_default_context(cafile=sslrootcert)
@@ -42,6 +45,36 @@ def _ssl_context(sslmode: str, sslrootcert: str | None = None) -> ssl.SSLContext
         context.load_verify_locations(cafile=RDS_CA_BUNDLE)
     context.check_hostname = sslmode == "verify-full"
     return context
+
+
+# A context loads the system's CAs when it is made (about 20 ms of CPU), and a worker connects several times
+# a step (the server's start time before and after, its facts, the monitor): one per sslmode and CA file
+# for the process, a CA file read again when it changes.
+@functools.lru_cache(maxsize=16)
+def _shared_context(sslmode: str, sslrootcert: str | None, changed: tuple[int, int] | None) -> ssl.SSLContext | None:
+    return _ssl_context(sslmode, sslrootcert)
+
+
+def _context(sslmode: str, sslrootcert: str | None) -> ssl.SSLContext | None:
+    try:
+        changed = (os.stat(sslrootcert).st_mtime_ns, os.stat(sslrootcert).st_size) if sslrootcert else None
+    except OSError:  # no such file: ssl says so when the context is made
+        changed = None
+    return _shared_context(sslmode, sslrootcert, changed)
+
+
+def _encrypting_if_offered() -> ssl.SSLContext:
+    """allow's and prefer's TLS, unverified as libpq's: pg8000 makes one with the system's CAs loaded,
+    unused, at every connection."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    return context
+
+
+_IF_OFFERED = _encrypting_if_offered()
+# pg8000's answer to a server that refuses TLS when it was given a context.
+_REFUSED = "Server refuses SSL"
 
 
 def credential_of(endpoint: Endpoint) -> str:
@@ -57,16 +90,7 @@ def credential_of(endpoint: Endpoint) -> str:
 def connect(endpoint: Endpoint, application_name: str = "pgarena") -> Iterator[pg8000.dbapi.Connection]:
     password = resolve_password(endpoint)
     try:
-        conn = pg8000.dbapi.connect(
-            host=endpoint.host,
-            port=endpoint.port,
-            database=endpoint.dbname,
-            user=endpoint.user,
-            password=password,
-            ssl_context=_ssl_context(endpoint.sslmode, local_ca(endpoint).sslrootcert),
-            timeout=CONNECT_TIMEOUT_S,
-            application_name=application_name,
-        )
+        conn = _open(endpoint, password, application_name)
     except Exception as error:  # pg8000 and socket errors: classify by their text
         # pg8000 wraps socket errors; their cause says what went wrong (refused, DNS, ...).
         detail = f"{describe(error)} {error.__cause__ or ''}".strip()
@@ -88,6 +112,35 @@ def connect(endpoint: Endpoint, application_name: str = "pgarena") -> Iterator[p
         yield conn
     finally:
         conn.close()
+
+
+def _open(endpoint: Endpoint, password: str | None, application_name: str) -> pg8000.dbapi.Connection:
+    """A connection with TLS as the endpoint's sslmode asks: verified, required, or (allow, prefer) used
+    when the server offers it, a plain connection when it refuses."""
+    context: ssl.SSLContext | bool | None = _context(endpoint.sslmode, local_ca(endpoint).sslrootcert)
+    if context is None:
+        context = False if endpoint.sslmode == "disable" else _IF_OFFERED
+
+    def opened(ssl_context: ssl.SSLContext | bool) -> pg8000.dbapi.Connection:
+        return pg8000.dbapi.connect(
+            host=endpoint.host,
+            port=endpoint.port,
+            database=endpoint.dbname,
+            user=endpoint.user,
+            password=password,
+            ssl_context=ssl_context,
+            timeout=CONNECT_TIMEOUT_S,
+            application_name=application_name,
+        )
+
+    if context is not _IF_OFFERED:
+        return opened(context)
+    try:
+        return opened(context)
+    except pg8000.dbapi.InterfaceError as error:
+        if str(error) != _REFUSED:
+            raise
+    return opened(False)
 
 
 def describe(error: Exception) -> str:

@@ -50,9 +50,9 @@ from pgarena.model.warm import (
     LEFT_PREFLIGHT_FAILED,
     LEFT_STOPPED,
     SLOT_BEAT_S,
-    SLOT_POLL_S,
     Assignment,
     WorkerSlot,
+    slot_poll_s,
 )
 from pgarena.server.credentials import local_ca, resolve_password
 from pgarena.server.monitor import Monitor
@@ -544,7 +544,7 @@ def next_assignment(  # noqa: PLR0913  # the slot, its worker, and the clock and
     the slot, when the slot was closed (the target's phase or the campaign ended: no step will come), or
     after idle_timeout_s with none (the slot is then marked gone, so that a step dispatched at that
     moment starts a new worker instead of waiting on this one)."""
-    deadline = last_beat = clock()
+    deadline = last_beat = since = clock()
     deadline += idle_timeout_s
     while True:
         state = slots.read(slot)
@@ -562,7 +562,7 @@ def next_assignment(  # noqa: PLR0913  # the slot, its worker, and the clock and
         if clock() - last_beat > SLOT_BEAT_S:
             slots.beat(slot, worker)
             last_beat = clock()
-        sleep(SLOT_POLL_S)
+        sleep(slot_poll_s(clock() - since))
 
 
 def main() -> int:

@@ -1,17 +1,21 @@
-"""The Amazon RDS CA bundle pgarena ships, and what a verifying connection trusts with and without an
-endpoint's own sslrootcert (pg8000's TLS context, as libpq's sslmode means it)."""
+"""The Amazon RDS CA bundle pgarena ships, what a verifying connection trusts with and without an
+endpoint's own sslrootcert (pg8000's TLS context, as libpq's sslmode means it), and TLS asked for as the
+sslmode says, with a context made once per process."""
 
 from __future__ import annotations
 
 import datetime
 import ssl
 
+import pg8000.dbapi
 import pytest
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
+from pgarena.model.matrix import Endpoint
+from pgarena.server import postgres
 from pgarena.server.postgres import RDS_CA_BUNDLE, _ssl_context
 
 
@@ -73,3 +77,44 @@ def test_an_endpoints_own_sslrootcert_is_the_only_trust(tmp_path):
     assert context is not None
     assert [dict(entry[0] for entry in c["subject"])["commonName"] for c in context.get_ca_certs()] == ["own CA"]
     assert (context.verify_mode, context.check_hostname) == (ssl.CERT_REQUIRED, False)
+
+
+def test_a_context_is_made_once_per_process_and_again_when_its_ca_file_changes(tmp_path):
+    # Given verify-full without a CA file of its own: a context loads the system's CAs when it is made
+    # When two connections ask for it, Then they share one
+    assert postgres._context("verify-full", None) is postgres._context("verify-full", None)
+    # And given an endpoint's own CA file, When the file changes, Then the next connection reads it again
+    path = tmp_path / "ca.pem"
+    path.write_bytes(RDS_CA_BUNDLE.read_bytes())
+    first = postgres._context("verify-ca", str(path))
+    assert postgres._context("verify-ca", str(path)) is first
+    path.write_bytes(RDS_CA_BUNDLE.read_bytes() + b"\n")
+    assert postgres._context("verify-ca", str(path)) is not first
+
+
+@pytest.mark.parametrize(
+    ("sslmode", "server_offers_tls", "tried"),
+    [
+        ("prefer", True, ["if offered"]),
+        ("prefer", False, ["if offered", "plain"]),  # refused: a plain connection, as libpq's prefer
+        ("allow", False, ["if offered", "plain"]),
+        ("disable", True, ["plain"]),  # libpq's disable never asks for TLS
+        ("require", True, ["require"]),
+    ],
+)
+def test_tls_is_asked_for_as_the_sslmode_says(monkeypatch, sslmode, server_offers_tls, tried):
+    # Given a server that offers TLS or refuses it (pg8000's answer when it was given a context)
+    seen: list[str] = []
+
+    def connect(**kwargs):
+        context = kwargs["ssl_context"]
+        seen.append("plain" if context is False else "if offered" if context is postgres._IF_OFFERED else "require")
+        if context is not False and not server_offers_tls:
+            raise pg8000.dbapi.InterfaceError("Server refuses SSL")
+        return "connection"
+
+    monkeypatch.setattr(postgres.pg8000.dbapi, "connect", connect)
+    endpoint = Endpoint(host="db", port=5432, dbname="d", user="u", sslmode=sslmode)
+    # When a connection is opened, Then TLS was asked for as libpq would, and a connection made
+    assert postgres._open(endpoint, None, "pgarena") == "connection"
+    assert seen == tried

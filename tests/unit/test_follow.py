@@ -79,6 +79,7 @@ def test_new_events_stop_at_the_first_event_already_seen(sfn):
 
 def test_new_events_are_right_from_a_service_that_ignores_reverse_order(sfn):
     # moto's server answers the whole history, oldest first, whatever reverseOrder and maxResults say
+    # (pgarena.local.interpreter pages it as AWS does)
     client, stub = sfn
     stub.add_response("get_execution_history", _newest_first(1, 2, 3, 4, 5), _reverse())
     assert [e["id"] for e in new_events(client, ARN, after_id=3)] == [4, 5]
@@ -89,6 +90,15 @@ def test_new_events_page_on_until_the_seen_one(sfn):
     stub.add_response("get_execution_history", _newest_first(9, 8, next_token="p2"), _reverse())
     stub.add_response("get_execution_history", _newest_first(7, 6, next_token="p3"), _reverse("p2"))
     assert [e["id"] for e in new_events(client, ARN, after_id=6)] == [7, 8, 9]
+
+
+def test_new_events_read_the_page_size_asked(sfn):
+    # Given a service whose calls cost by the events they answer (the local runtime's moto serializes each)
+    client, stub = sfn
+    stub.add_response("get_execution_history", _newest_first(9, 8, next_token="p2"), {**_reverse(), "maxResults": 2})
+    stub.add_response("get_execution_history", _newest_first(7, 6), {**_reverse("p2"), "maxResults": 2})
+    # When reading what is new two events a call / Then each call asked for two
+    assert [e["id"] for e in new_events(client, ARN, after_id=6, page_size=2)] == [7, 8, 9]
 
 
 def test_each_poll_reads_only_new_events_and_the_watch_ends_with_the_execution(sfn, no_waiting):

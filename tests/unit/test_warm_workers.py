@@ -30,11 +30,15 @@ from pgarena.model.warm import (
     LEFT_CLOSED,
     LEFT_LAST_STEP,
     LEFT_STOPPED,
+    SLOT_FAST_S,
+    SLOT_IDLE_POLL_S,
+    SLOT_POLL_S,
     TARGET_FAILED,
     Assignment,
     WorkerSlot,
     campaign_slots,
     last_on_slot,
+    slot_poll_s,
 )
 from pgarena.planning.campaign import parse_campaign
 from pgarena.planning.cost import estimate
@@ -194,6 +198,23 @@ def test_an_idle_worker_takes_the_next_step_then_leaves_after_the_idle_time_out(
     assert next(ticks) > IDLE_TIMEOUT_S
     # Then the slot is gone: the next step's offer fails, so the launch function starts a new worker
     assert slots.read(slot).state == "gone" and slots.offer(slot, offered) is None
+
+
+def test_an_idle_worker_polls_fast_right_after_its_step_then_slowly(aws):
+    # Given a worker idle at its slot, nothing offered
+    slots = DynamoWorkerSlots(aws.dynamodb, TABLE)
+    slot = WorkerSlot(campaign_id="c1", phase=1, target=0, shard=0)
+    slots.register(slot, "w1")
+    assert slots.idle(slot, "w1")
+    # When it waits out its idle time-out, a second a poll on its clock
+    ticks = itertools.count(0.0, 1.0)
+    slept: list[float] = []
+    assert next_assignment(slots, slot, "w1", clock=lambda: next(ticks), sleep=slept.append, idle_timeout_s=20) is None
+    # Then it read its slot every SLOT_POLL_S while the next step would come (the step waits on that poll),
+    # then every SLOT_IDLE_POLL_S (a phase cut short: fewer reads)
+    assert slept[0] == SLOT_POLL_S < SLOT_IDLE_POLL_S == slept[-1]
+    assert slept == sorted(slept) and set(slept) == {SLOT_POLL_S, SLOT_IDLE_POLL_S}
+    assert [slot_poll_s(s) for s in (0.0, SLOT_FAST_S - 0.01, SLOT_FAST_S)] == [SLOT_POLL_S, SLOT_POLL_S, SLOT_IDLE_POLL_S]
 
 
 def test_a_worker_replaced_at_its_slot_stops_waiting(aws):
