@@ -43,5 +43,7 @@ def effects(comparisons: list[MetricComparison], than: str, single_workload: boo
         said = " and ".join(effect(c) for c in found)
         # "2.02x the tps [..] of b", "p95 latency 28% lower [..] than b": the last effect takes b
         joined = "of" if found[-1].higher_is_better else "than"
-        parts.append(f"{said} {joined} {than} {where(key, single_workload)}" if i == 0 else f"{where(key, single_workload)} {said}")
+        parts.append(
+            f"{said} {joined} {than} {where(key, single_workload)}" if i == 0 else f"{where(key, single_workload)} {said}"
+        )
     return "; ".join(parts)
