@@ -54,7 +54,7 @@ demo: $(DEMO_STAMP)
 lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/lint-imports
+	PYTHONPATH=cdk $(BIN)/lint-imports
 	$(BIN)/mypy
 
 test: lint

@@ -20,6 +20,7 @@ from pgarena.analysis.footing import describe
 from pgarena.analysis.headline import headline
 from pgarena.analysis.metrics import stored_metrics
 from pgarena.analysis.ranking import unranked_reasons
+from pgarena.aws.deployment import STACK_NAME
 from pgarena.model import matrix_reference
 from pgarena.model.comparison import Comparison
 from pgarena.model.matrix import Campaign, json_schema
@@ -28,7 +29,7 @@ from pgarena.model.metrics import TargetMetrics
 from pgarena.model.results import CampaignResults
 from pgarena.model.sites import SiteMap, site_problems
 from pgarena.planning.campaign import load_execution_input
-from pgarena.remote.execution import RESULTS_WAIT_S, STACK_NAME
+from pgarena.remote.execution import RESULTS_WAIT_S
 from pgarena.remote.follow import WORKER_STATE
 from pgarena.report import write_to_folder
 from pgarena.report.progress import CampaignProgress

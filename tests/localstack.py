@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pgarena.local.hosts import LAMBDA_FORWARD_ENV, LocalStackHost
-from pgarena.tools.processes import die_with_parent
+from pgarena.system.processes import die_with_parent
 
 ROOT = Path(__file__).parents[1]
 INSTALL = ROOT / "tools" / "localstack" / "install.sh"

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from pgarena.local.embedded import EmbeddedProcess
 from pgarena.server.postgres import connect
-from pgarena.tools.binaries import embedded_bin_dir
+from pgarena.system.binaries import embedded_bin_dir
 
 OUT = Path(__file__).resolve().parent.parent / "pgarena" / "model" / "setting_names"
 

@@ -2,14 +2,13 @@
 
 from typing import NamedTuple
 
-from pgarena.aws import launch
+from pgarena.aws import deployment
 from pgarena.aws.access import Component
 from pgarena.model import sites
 from pgarena.planning import fixed_cost
-from pgarena.remote import execution
 
 SERVICE_NAME = "pgarena"
-STACK_ID = execution.STACK_NAME  # `pgarena run --aws` finds the stack by this name
+STACK_ID = deployment.STACK_NAME  # `pgarena run --aws` finds the stack by this name
 
 # Context keys (cdk.json or `cdk synth -c key=value`).
 CONTEXT_VPC_ID = "pgarena:vpcId"
@@ -115,8 +114,6 @@ FINALIZE_STOPPED = FunctionSpec(
 # Started by EventBridge when a worker's task stops (no ASL placeholder): one that never ran fails its step
 # at once (SendTaskFailure with ECS's stoppedReason) instead of at the heartbeat timeout.
 TASK_STOPPED = FunctionSpec("TaskStoppedFunction", "functions/task_stopped/handler.handler", "", 256, 30, Component.TASK_STOPPED)
-# ECS's task state change that brings it: the stack's workers (RunTask's startedBy), stopped.
-WORKER_STARTED_BY = launch.STARTED_BY
 # The execution status changes that never reach Aggregate And Rank.
 STOPPED_STATUSES = ("ABORTED", "FAILED", "TIMED_OUT")
 # Started by EventBridge Scheduler, not by the state machine (no ASL placeholder): reads a schedule's
@@ -133,16 +130,15 @@ SCHEDULE_MAX_EVENT_AGE_S = 3600
 POWERTOOLS_LOG_LEVEL = "INFO"
 
 # Output names (those `pgarena run --aws` reads are named in pgarena.remote.execution).
-OUTPUT_STATE_MACHINE_ARN = execution.OUTPUT_STATE_MACHINE_ARN
-OUTPUT_RESULTS_BUCKET = execution.OUTPUT_RESULTS_BUCKET
-OUTPUT_RESULTS_TABLE = execution.OUTPUT_RESULTS_TABLE
-OUTPUT_WORKER_CLUSTER_ARN = execution.OUTPUT_WORKER_CLUSTER_ARN
+OUTPUT_STATE_MACHINE_ARN = deployment.OUTPUT_STATE_MACHINE_ARN
+OUTPUT_RESULTS_BUCKET = deployment.OUTPUT_RESULTS_BUCKET
+OUTPUT_RESULTS_TABLE = deployment.OUTPUT_RESULTS_TABLE
+OUTPUT_WORKER_CLUSTER_ARN = deployment.OUTPUT_WORKER_CLUSTER_ARN
 OUTPUT_WORKER_SECURITY_GROUPS = "WorkerSecurityGroupIds"
 OUTPUT_WORKER_SUBNETS = "WorkerSubnetIds"
 OUTPUT_NAT_EGRESS_IPS = "NatEgressIps"
-OUTPUT_WORKER_SITE_REGIONS = execution.OUTPUT_WORKER_SITE_REGIONS
-OUTPUT_EXTERNAL_SITES = execution.OUTPUT_EXTERNAL_SITES
+OUTPUT_WORKER_SITE_REGIONS = deployment.OUTPUT_WORKER_SITE_REGIONS
+OUTPUT_EXTERNAL_SITES = deployment.OUTPUT_EXTERNAL_SITES
 
 # A worker site's stack: one per region of pgarena:sites, named after the home stack.
 SITE_STACK_ID_PREFIX = f"{STACK_ID}-Site-"
-SITE_FLOW_LOG_RETENTION_DAYS = 30

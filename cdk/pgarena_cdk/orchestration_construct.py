@@ -18,8 +18,13 @@ from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
 from pgarena.aws.access import RESULTS_TABLE_PLACEHOLDER, Component
-from pgarena.aws.sites import SITE_CLUSTER_NAME, SITE_TASK_FAMILY, site_execution_role_name, site_parameter_name
-from pgarena.aws.task_stopped import rule_pattern
+from pgarena.aws.deployment import (
+    SITE_CLUSTER_NAME,
+    SITE_TASK_FAMILY,
+    rule_pattern,
+    site_execution_role_name,
+    site_parameter_name,
+)
 from pgarena_cdk import constants
 from pgarena_cdk.bundling import dependencies_layer_code
 from pgarena_cdk.compute_construct import ComputeConstruct
@@ -148,7 +153,7 @@ def _grant_network_interfaces(role: iam.Role) -> str:
 
 
 def fail_steps_of_unstarted_workers(scope: Construct, function: lambda_.Function, cluster_arn: str) -> events.Rule:
-    """The rule on `cluster_arn`'s stopped worker tasks (pgarena.aws.task_stopped.rule_pattern), to the
+    """The rule on `cluster_arn`'s stopped worker tasks (pgarena.aws.deployment.rule_pattern), to the
     task_stopped `function` of the same region (rules are regional), allowed SendTaskFailure only."""
     function.add_to_role_policy(iam.PolicyStatement(actions=["states:SendTaskFailure"], resources=["*"]))
     pattern = rule_pattern(cluster_arn)

@@ -6,7 +6,7 @@ nothing of the campaign: the state machine, the bucket and the table stay home, 
 report (they run as the home stack's task role, named in RunTask's overrides).
 
 The home stack is environment-agnostic and cannot reference this one's tokens, so the cluster, task
-family and execution role have fixed names (pgarena.aws.sites) and the rest is published in an SSM
+family and execution role have fixed names (pgarena.aws.deployment) and the rest is published in an SSM
 parameter of this region that launch_worker reads.
 
 A worker task here that stops before it runs is told by ECS to this region's EventBridge only: the stack
@@ -28,7 +28,7 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
-from pgarena.aws.sites import SITE_CLUSTER_NAME, SITE_TASK_FAMILY, site_execution_role_name, site_parameter_name
+from pgarena.aws.deployment import SITE_CLUSTER_NAME, SITE_TASK_FAMILY, site_execution_role_name, site_parameter_name
 from pgarena_cdk import constants
 from pgarena_cdk.compute_construct import build_execution_role, build_worker_task_definition
 from pgarena_cdk.orchestration_construct import (

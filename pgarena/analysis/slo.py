@@ -17,7 +17,7 @@ from pgarena.model.errors import ErrorInfo
 from pgarena.model.figures import Latency
 from pgarena.model.results import ProgressSample
 from pgarena.model.slo import SloProbe, SloSearch
-from pgarena.tools.spec import Slo
+from pgarena.model.tool_spec import Slo
 
 # pgbench --rate takes fractions; a tenth of a transaction per second is finer than any probe needs.
 RATE_DIGITS = 1

@@ -128,20 +128,6 @@ PROGRESS = ObjectKind("progress series", (layout.progress_key("*", "*"),))
 REPORTS = ObjectKind("reports", tuple(layout.report_key("*", f"*{suffix}") for suffix in layout.REPORT_SUFFIXES))
 SCHEDULE_MATRICES = ObjectKind("schedule matrices", (layout.matrix_key("*"),))
 CA_BUNDLES = ObjectKind("CA bundles", (f"{layout.CA_BUNDLE_PREFIX}*",))
-OBJECT_KINDS = (
-    RAW_OUTPUT,
-    PREFLIGHT_EVIDENCE,
-    RESULTS,
-    CAMPAIGN_FILES,
-    PLAN,
-    COST_DECISION,
-    PREFLIGHT_STEPS,
-    CAMPAIGN_STATE,
-    PROGRESS,
-    REPORTS,
-    SCHEDULE_MATRICES,
-    CA_BUNDLES,
-)
 
 
 class Action(StrEnum):

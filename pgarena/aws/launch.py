@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from pgarena.aws.deployment import STARTED_BY
 from pgarena.aws.settings import RESULTS_REGION_VAR, STEP_VAR, TASK_TOKEN_VAR, LauncherEnv
 from pgarena.aws.sites import SiteReadError, WorkerSite
 from pgarena.aws.throttling import backoff_s, is_throttling, patiently
@@ -35,8 +36,6 @@ LAUNCH_ATTEMPTS = 4
 LAUNCH_BACKOFF_CAP_S = 8.0
 
 EXTERNAL_LAUNCH_TYPE = "EXTERNAL"
-# RunTask's startedBy: what the stack's rule on stopped tasks (task_stopped) and Ctrl-C's ListTasks pick out.
-STARTED_BY = "pgarena"
 
 
 def container_environment(overrides: Mapping[str, Any]) -> dict[str, str]:

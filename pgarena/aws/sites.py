@@ -14,21 +14,10 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from pgarena.aws.deployment import site_parameter_name
+
 if TYPE_CHECKING:
     from mypy_boto3_ssm import SSMClient
-
-SITE_CLUSTER_NAME = "pgarena-workers"
-SITE_TASK_FAMILY = "pgarena-worker"
-SITE_PARAMETER_PREFIX = "/pgarena/sites/"
-
-
-def site_parameter_name(region: str) -> str:
-    return f"{SITE_PARAMETER_PREFIX}{region}"
-
-
-def site_execution_role_name(region: str) -> str:
-    """IAM names are account-wide: one execution role per site region (at most 64 characters)."""
-    return f"pgarena-worker-execution-{region}"
 
 
 class WorkerSite(BaseModel):

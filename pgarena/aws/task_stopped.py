@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import ClientError
 from pydantic import BaseModel, Field
 
-from pgarena.aws.launch import STARTED_BY, step_field
+from pgarena.aws.launch import step_field
 from pgarena.aws.settings import RESULTS_REGION_VAR, TASK_TOKEN_VAR
 from pgarena.model.errors import ErrorInfo, ErrorKind
 
@@ -33,18 +33,6 @@ FAILED_TO_START = "TaskFailedToStart"
 ERROR_NAME = "".join(part.capitalize() for part in ErrorKind.WORKER_DID_NOT_START.split("_"))
 # SendTaskFailure's answers for a token no longer waited for: the worker answered, or the state gave up.
 CLOSED_TOKEN_ERRORS = frozenset({"TaskTimedOut", "TaskDoesNotExist", "InvalidToken"})
-ECS_SOURCE = "aws.ecs"
-TASK_STATE_CHANGE = "ECS Task State Change"
-
-
-def rule_pattern(cluster_arn: str) -> dict[str, Any]:
-    """The EventBridge pattern of the rule on one cluster's stopped worker tasks: the home stack's on its
-    cluster, each site stack's on its own (cdk/pgarena_cdk), and the local stand-in's routing."""
-    return {
-        "source": [ECS_SOURCE],
-        "detail-type": [TASK_STATE_CHANGE],
-        "detail": {"clusterArn": [cluster_arn], "lastStatus": ["STOPPED"], "startedBy": [STARTED_BY]},
-    }
 
 
 def matches(pattern: Mapping[str, Any], event: Mapping[str, Any]) -> bool:

@@ -2,7 +2,7 @@
 embedded postmaster) is recorded in the campaign's folder (children.jsonl: pid, start time, program),
 so that the next `run --local` or `resume` stops what a coordinator that died without stopping them
 (SIGKILL, a crash, a power cut of the terminal) left running. The parent-death signal
-(pgarena.tools.processes) usually got there first; this is for what it cannot reach (a container, a
+(pgarena.system.processes) usually got there first; this is for what it cannot reach (a container, a
 process that ignored it, a platform without it).
 
 Only a process whose pid, start time and program all match the record is signalled: a pid reused since
@@ -22,7 +22,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from pgarena.model.process import ChildRecord
-from pgarena.tools.processes import identity, is_running, me, program
+from pgarena.system.processes import identity, is_running, me, program
 
 log = logging.getLogger(__name__)
 

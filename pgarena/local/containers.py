@@ -19,7 +19,7 @@ from typing import IO
 
 from pgarena import worker_image
 from pgarena.model.process import ProcessIdentity
-from pgarena.tools.processes import die_with_parent, is_running, me, spawn
+from pgarena.system.processes import die_with_parent, is_running, me, spawn
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 IMAGE_TAG = "pgarena-worker:local"

@@ -24,7 +24,7 @@ import sys
 from collections.abc import Callable
 
 from pgarena.local.embedded import EmbeddedStartError
-from pgarena.tools.processes import die_with_parent, spawn
+from pgarena.system.processes import die_with_parent, spawn
 
 CHUNK_BYTES = 64 * 1024
 QUEUED_CHUNKS = 256  # per direction: past this, reading the sender waits for the writer

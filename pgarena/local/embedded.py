@@ -17,8 +17,8 @@ from pgarena.local import benchmark_role
 from pgarena.local.server_binaries import UnsafeRuntimeDirError, runtime_bin_dir
 from pgarena.local.server_users import ServerUser, create_server_user, remove_server_user
 from pgarena.model.matrix import Endpoint
-from pgarena.tools.binaries import embedded_bin_dir
-from pgarena.tools.processes import die_with_parent, spawn
+from pgarena.system.binaries import embedded_bin_dir
+from pgarena.system.processes import die_with_parent, spawn
 
 START_TIMEOUT_S = 60
 READY_POLL_S = 0.1

@@ -28,7 +28,7 @@ from pgarena.local.children import Children
 from pgarena.local.signing import RunKeys
 from pgarena.local.task_env import WorkerUserError, override_refusal, own_user, process_environment, worker_command
 from pgarena.planning.limits import RUNTASK_OVERRIDES_LIMIT_CHARS
-from pgarena.tools.processes import die_with_parent, spawn
+from pgarena.system.processes import die_with_parent, spawn
 
 Handler = Callable[[dict[str, Any], Any], Any]  # (event, context) -> a JSON-serializable result
 

@@ -39,7 +39,6 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
-from pathlib import Path
 from typing import Any
 
 from pgarena.aws.access import Component
@@ -100,15 +99,6 @@ class LocalIam:
 
     components: Mapping[Component, Credentials]
     runtime: Credentials
-
-
-def load_template(cdk_out: Path) -> Json:
-    """The one stack template of a cloud assembly (`cdk synth`'s output directory)."""
-    templates = sorted(cdk_out.glob("*.template.json"))
-    if len(templates) != 1:
-        raise TemplateError(f"expected one *.template.json in {cdk_out}, found {[t.name for t in templates]}: run `cdk synth`")
-    template: Json = json.loads(templates[0].read_text())
-    return template
 
 
 def _get_att_id(value: Any) -> str | None:

@@ -18,7 +18,7 @@ from pathlib import Path
 from pgarena.campaign.leases import Leases
 from pgarena.model.lease import HOLDERS, Holder
 from pgarena.model.process import ProcessIdentity
-from pgarena.tools.processes import is_running, me
+from pgarena.system.processes import is_running, me
 
 log = logging.getLogger(__name__)
 

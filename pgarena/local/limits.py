@@ -26,7 +26,6 @@ DATA_LIMIT_ERROR = "States.DataLimitExceeded"
 MAX_INLINE_MAP_CONCURRENCY = MAX_STARTED_TOGETHER
 # The Map states whose iterations must run together: a step's shards, and a consolidation phase's targets.
 SHARDS_MAP = "Run Shards Together"
-TARGETS_MAP = "Benchmark Targets"
 
 
 class StrictLimitError(ValueError):

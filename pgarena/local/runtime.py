@@ -34,9 +34,10 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from pgarena.aws.access import RESULTS_TABLE_PLACEHOLDER, Component
 from pgarena.aws.campaign_state import CampaignState
-from pgarena.aws.sites import SITE_CLUSTER_NAME, SITE_TASK_FAMILY, WorkerSite, site_parameter_name, ssm_site_reader
+from pgarena.aws.deployment import SITE_CLUSTER_NAME, SITE_TASK_FAMILY, rule_pattern, site_parameter_name
+from pgarena.aws.sites import WorkerSite, ssm_site_reader
 from pgarena.aws.store import ResultStore, create_results_table
-from pgarena.aws.task_stopped import matches, rule_pattern
+from pgarena.aws.task_stopped import matches
 from pgarena.campaign.finalize import store_writer
 from pgarena.local import assets, containers, limits, signing
 from pgarena.local import iam as local_iam

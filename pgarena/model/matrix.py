@@ -13,10 +13,10 @@ from pydantic import Field, ValidationInfo, field_validator, model_validator
 # bounds fields (workers, consolidation steps); the others are in pgarena.planning.limits, which
 # measures the plan.
 from pgarena.model.known_settings import embedded_major, unknown_settings
-from pgarena.tools.spec import FAN_OUT_REASON as FAN_OUT_REASON
-from pgarena.tools.spec import MAX_CLIENTS, Name, Strict
-from pgarena.tools.spec import MAX_STARTED_TOGETHER as MAX_STARTED_TOGETHER
-from pgarena.tools.spec import NAME_PATTERN as NAME_PATTERN
+from pgarena.model.tool_spec import FAN_OUT_REASON as FAN_OUT_REASON
+from pgarena.model.tool_spec import MAX_CLIENTS, Name, Strict
+from pgarena.model.tool_spec import MAX_STARTED_TOGETHER as MAX_STARTED_TOGETHER
+from pgarena.model.tool_spec import NAME_PATTERN as NAME_PATTERN
 from pgarena.tools.workloads import Workload
 
 # A campaign id prefixes S3 keys and DynamoDB keys: <name>-<stamp>-<hex> locally, <schedule>-<execution id>

@@ -21,7 +21,7 @@ from pgarena.model.matrix import (
 )
 from pgarena.model.results import RunOrder, ServerInfo
 from pgarena.model.sites import SiteMap
-from pgarena.tools.spec import StepKind
+from pgarena.model.tool_spec import StepKind
 from pgarena.tools.workloads import ToolStep
 
 # A run gets its duration plus this before Step Functions gives up on it.

@@ -21,7 +21,7 @@ from pgarena.model.plan import (
     Step,
 )
 from pgarena.model.results import RunOrder, RunPass
-from pgarena.tools.spec import StepKind
+from pgarena.model.tool_spec import StepKind
 from pgarena.tools.workloads import Workload
 
 

@@ -20,6 +20,14 @@ from botocore.exceptions import NoRegionError
 from pydantic import BaseModel
 
 from pgarena.aws.campaign_state import CampaignState
+from pgarena.aws.deployment import (
+    OUTPUT_EXTERNAL_SITES,
+    OUTPUT_RESULTS_BUCKET,
+    OUTPUT_RESULTS_TABLE,
+    OUTPUT_STATE_MACHINE_ARN,
+    OUTPUT_WORKER_CLUSTER_ARN,
+    OUTPUT_WORKER_SITE_REGIONS,
+)
 from pgarena.aws.schedule import EXECUTION_NAME_MAX
 from pgarena.aws.sites import ssm_site_reader
 from pgarena.aws.store import ResultStore
@@ -43,16 +51,6 @@ if TYPE_CHECKING:
     from mypy_boto3_ssm import SSMClient
     from mypy_boto3_stepfunctions import SFNClient
 
-# The deployed stack (cdk/pgarena_cdk: STACK_ID and the outputs it exports under these names).
-STACK_NAME = "Pgarena"
-OUTPUT_STATE_MACHINE_ARN = "StateMachineArn"
-OUTPUT_RESULTS_BUCKET = "ResultsBucketName"
-OUTPUT_RESULTS_TABLE = "ResultsTableName"
-OUTPUT_WORKER_CLUSTER_ARN = "WorkerClusterArn"
-# The regions with a worker site besides the stack's own, comma-separated (none: the output is empty).
-OUTPUT_WORKER_SITE_REGIONS = "WorkerSiteRegions"
-# The external sites (ECS Anywhere) by name, comma-separated (none: the output is absent).
-OUTPUT_EXTERNAL_SITES = "ExternalSites"
 # After a stop or a failure, finalize_stopped (behind the EventBridge rule) writes results.json: wait this
 # long for it (a Lambda cold start and the aggregation of what finished).
 RESULTS_WAIT_S = 90.0

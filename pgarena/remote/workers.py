@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from pgarena.aws.launch import STARTED_BY, container_environment, step_field
+from pgarena.aws.deployment import STARTED_BY
+from pgarena.aws.launch import container_environment, step_field
 from pgarena.aws.sites import SiteReadError, WorkerSite
 from pgarena.model.sites import SiteMap
 

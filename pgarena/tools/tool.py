@@ -2,7 +2,7 @@
 package (pgarena.tools.<tool>.tool), found by name in pgarena.tools.registry.
 
 What the matrix and the planner ask of a tool (sizing, the steps a workload makes, connections, runs,
-sharding, the run record's warm-up, rate and SLO) is its schemas' part (pgarena.tools.spec): the
+sharding, the run record's warm-up, rate and SLO) is its schemas' part (pgarena.model.tool_spec): the
 matrix and the Lambda functions reach it without the worker's dependencies.
 """
 

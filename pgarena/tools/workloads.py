@@ -10,8 +10,8 @@ from typing import Annotated
 
 from pydantic import Field
 
+from pgarena.model.tool_spec import StepSpec, ToolWorkload
 from pgarena.tools.pgbench import spec as pgbench
-from pgarena.tools.spec import StepSpec, ToolWorkload
 from pgarena.tools.sysbench import spec as sysbench
 
 Workload = Annotated[pgbench.PgbenchWorkload | sysbench.SysbenchWorkload, Field(discriminator="tool")]

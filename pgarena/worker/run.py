@@ -58,7 +58,7 @@ from pgarena.server.credentials import local_ca, resolve_password
 from pgarena.server.monitor import Monitor
 from pgarena.server.replication import LAG_SERIES, ReplicationMonitor
 from pgarena.server.restarts import RESTART_SUSPECTS, RESTART_WAIT_S, read_postmaster_start, restart_evidence
-from pgarena.tools.processes import die_with_parent
+from pgarena.system.processes import die_with_parent
 from pgarena.tools.registry import tool_for
 from pgarena.tools.runner import Measured, tool_environment
 from pgarena.worker.evidence import Evidence

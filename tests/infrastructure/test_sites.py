@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from pgarena.aws.sites import SITE_CLUSTER_NAME, SITE_TASK_FAMILY, site_execution_role_name, site_parameter_name
+from pgarena.aws.deployment import SITE_CLUSTER_NAME, SITE_TASK_FAMILY, site_execution_role_name, site_parameter_name
 from pgarena_cdk import constants
 from tests.infrastructure import template as cfn
 

@@ -15,7 +15,7 @@ from pgarena.local.embedded import EmbeddedProcess
 from pgarena.local.runtime import run_local
 from pgarena.planning.campaign import parse_campaign
 from pgarena.server.postgres import connect
-from pgarena.tools.binaries import embedded_bin_dir
+from pgarena.system.binaries import embedded_bin_dir
 
 pytestmark = pytest.mark.integration
 

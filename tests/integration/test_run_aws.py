@@ -21,17 +21,17 @@ import time
 import boto3
 import pytest
 
-from pgarena.local.embedded import EmbeddedProcess
-from pgarena.local.endpoints import REGION
-from pgarena.local.runtime import BUCKET, CLUSTER_ARN, TABLE, LocalRuntime
-from pgarena.model.results import CampaignResults
-from pgarena.remote.execution import (
+from pgarena.aws.deployment import (
     OUTPUT_RESULTS_BUCKET,
     OUTPUT_RESULTS_TABLE,
     OUTPUT_STATE_MACHINE_ARN,
     OUTPUT_WORKER_CLUSTER_ARN,
     STACK_NAME,
 )
+from pgarena.local.embedded import EmbeddedProcess
+from pgarena.local.endpoints import REGION
+from pgarena.local.runtime import BUCKET, CLUSTER_ARN, TABLE, LocalRuntime
+from pgarena.model.results import CampaignResults
 from pgarena.report import REPORT_FILES
 
 pytestmark = pytest.mark.integration

@@ -7,7 +7,7 @@ import pytest
 
 from pgarena.local.children import CHILDREN_FILE, Children, reap
 from pgarena.model.process import ChildRecord, ProcessIdentity
-from pgarena.tools.processes import identity, me, program
+from pgarena.system.processes import identity, me, program
 
 
 @pytest.fixture

@@ -4,7 +4,7 @@ import subprocess
 
 from pgarena.local import containers
 from pgarena.model.process import ProcessIdentity
-from pgarena.tools.processes import me
+from pgarena.system.processes import me
 
 
 def test_a_container_gets_the_tasks_environment_by_name_only():

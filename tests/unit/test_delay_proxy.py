@@ -13,7 +13,7 @@ import pytest
 from pgarena.local.children import CHILDREN_FILE, reap
 from pgarena.local.delay_proxy import DelayProxy
 from pgarena.model.process import ChildRecord, ProcessIdentity
-from pgarena.tools.processes import identity, me, program
+from pgarena.system.processes import identity, me, program
 
 DELAY_MS = 20.0
 TIMEOUT_S = 30

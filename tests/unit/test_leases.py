@@ -21,7 +21,7 @@ from pgarena.local.progress import release_leases
 from pgarena.model.lease import Holder
 from pgarena.model.matrix import Endpoint
 from pgarena.model.process import ProcessIdentity
-from pgarena.tools.processes import me
+from pgarena.system.processes import me
 
 
 @pytest.fixture

@@ -14,7 +14,8 @@ from botocore.exceptions import ClientError
 from moto import mock_aws
 from typer.testing import CliRunner
 
-from pgarena.aws.sites import SITE_CLUSTER_NAME, SITE_TASK_FAMILY, ssm_site_reader
+from pgarena.aws.deployment import SITE_CLUSTER_NAME, SITE_TASK_FAMILY
+from pgarena.aws.sites import ssm_site_reader
 from pgarena.cli import app
 from pgarena.local import iam as local_iam
 from pgarena.local.endpoints import EcsEndpoint, cluster_region, region_of

@@ -12,6 +12,7 @@ from pgarena.cli import app
 from pgarena.model.matrix import Campaign
 from pgarena.model.matrix_errors import MatrixError
 from pgarena.model.plan import PhaseRef, PlanRef, StepRef
+from pgarena.model.tool_spec import MAX_DURATION_S
 from pgarena.planning.campaign import load_campaign, parse_campaign
 from pgarena.planning.limits import (
     MAX_MAP_ITEMS,
@@ -24,7 +25,6 @@ from pgarena.planning.limits import (
 )
 from pgarena.planning.planner import plan_campaign
 from pgarena.planning.shards import shard
-from pgarena.tools.spec import MAX_DURATION_S
 from tests.conftest import FIXTURES
 
 MINIMAL = json.loads((FIXTURES / "matrices" / "minimal.json").read_text())

@@ -10,12 +10,12 @@ import pytest
 from moto import mock_aws
 from typer.testing import CliRunner
 
-from pgarena.aws.sites import SITE_CLUSTER_NAME, WorkerSite, site_parameter_name
+from pgarena.aws.deployment import OUTPUT_WORKER_SITE_REGIONS, SITE_CLUSTER_NAME, site_parameter_name
+from pgarena.aws.sites import WorkerSite
 from pgarena.cli import app
 from pgarena.model import layout
 from pgarena.planning.campaign import parse_campaign
 from pgarena.remote.execution import (
-    OUTPUT_WORKER_SITE_REGIONS,
     AwsCampaign,
     AwsRunError,
     aws_clients,

@@ -8,15 +8,10 @@ import pytest
 from moto import mock_aws
 from typer.testing import CliRunner
 
+from pgarena.aws.deployment import SITE_CLUSTER_NAME, SITE_TASK_FAMILY, site_parameter_name
 from pgarena.aws.launch import EcsLauncher, run_task_request
 from pgarena.aws.settings import LauncherEnv, SitesEnv
-from pgarena.aws.sites import (
-    SITE_CLUSTER_NAME,
-    SITE_TASK_FAMILY,
-    WorkerSite,
-    site_parameter_name,
-    ssm_site_reader,
-)
+from pgarena.aws.sites import WorkerSite, ssm_site_reader
 from pgarena.campaign.claim import claim_and_plan
 from pgarena.cli import app
 from pgarena.model.errors import ErrorKind, InvalidMatrix, PgarenaError

@@ -10,12 +10,12 @@ from pgarena.model.matrix_errors import MatrixError
 from pgarena.model.plan import RUN_TIMEOUT_MARGIN_S
 from pgarena.model.results import CampaignResults, ProgressSample, StepSummary, TargetResult, WorkloadResult
 from pgarena.model.slo import SloProbe, SloSearch
+from pgarena.model.tool_spec import Slo
 from pgarena.planning.campaign import parse_campaign
 from pgarena.planning.cost import S3_PUTS_PER_STEP, estimate, expected_work_s
 from pgarena.planning.planner import plan_campaign
 from pgarena.remote.follow import Event
 from pgarena.report import build_reports
-from pgarena.tools.spec import Slo
 
 P99_50 = Slo(p99_ms=50.0, probes=5)
 

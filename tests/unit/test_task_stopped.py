@@ -14,7 +14,8 @@ import pytest
 from botocore.stub import Stubber
 
 from functions.task_stopped import handler as task_stopped_handler
-from pgarena.aws.task_stopped import ERROR_NAME, TaskStateChange, fail_step, matches, rule_pattern, unstarted_worker
+from pgarena.aws.deployment import rule_pattern
+from pgarena.aws.task_stopped import ERROR_NAME, TaskStateChange, fail_step, matches, unstarted_worker
 from pgarena.local.endpoints import EcsEndpoint, LambdaContext
 from pgarena.local.signing import RunKeys, new_credentials
 from pgarena.model.errors import Caught, ErrorKind, error_info

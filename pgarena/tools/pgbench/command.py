@@ -7,7 +7,7 @@ import shutil
 from pathlib import Path
 
 from pgarena.model.matrix import Endpoint
-from pgarena.tools.binaries import embedded_bin_dir
+from pgarena.system.binaries import embedded_bin_dir
 from pgarena.tools.pgbench.spec import PgbenchInit, PgbenchRun
 
 # pgbench --log writes <prefix>.<pid> and <prefix>.<pid>.<thread>: one line per transaction.

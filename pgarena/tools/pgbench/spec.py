@@ -1,5 +1,5 @@
 """pgbench's schemas: the matrix's pgbench workload and the run record a pgbench step carries. Pure:
-pydantic and pgarena.tools.spec only (the matrix is built on it)."""
+pydantic and pgarena.model.tool_spec only (the matrix is built on it)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from pgarena.tools.spec import (
+from pgarena.model.tool_spec import (
     FAN_OUT_REASON,
     MAX_CLIENTS,
     MAX_DURATION_S,

@@ -1,5 +1,5 @@
 """sysbench's schemas: the matrix's sysbench workload and the run record a sysbench step carries. Pure:
-pydantic and pgarena.tools.spec only (the matrix is built on it)."""
+pydantic and pgarena.model.tool_spec only (the matrix is built on it)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from pgarena.tools.spec import MAX_DURATION_S, Name, Slo, StepKind, StepSpec, Strict
+from pgarena.model.tool_spec import MAX_DURATION_S, Name, Slo, StepKind, StepSpec, Strict
 
 # The OLTP scripts Debian's sysbench 1.0 ships in /usr/share/sysbench (bulk_insert is left out:
 # it has no prepare step and does not use the sbtest tables).
