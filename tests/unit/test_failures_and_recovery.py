@@ -189,6 +189,29 @@ def test_a_worker_keeps_going_through_a_transient_heartbeat_error():
     assert not gone.is_set()
 
 
+@pytest.mark.parametrize("code", ["TaskTimedOut", "TaskDoesNotExist", "InvalidToken"])
+def test_step_functions_answers_that_mean_the_task_is_gone_are_told_as_gone(code):
+    class Answers:
+        def send_task_heartbeat(self, taskToken):
+            raise ClientError({"Error": {"Code": code, "Message": "gone"}}, "SendTaskHeartbeat")
+
+    assert SfnTaskToken(Answers(), "token").beat() is False
+
+
+def test_any_other_heartbeat_error_is_raised_for_the_next_beat_to_retry():
+    class Throttled:
+        def send_task_heartbeat(self, taskToken):
+            raise ClientError({"Error": {"Code": "ThrottlingException", "Message": "slow down"}}, "SendTaskHeartbeat")
+
+    class Accepted:
+        def send_task_heartbeat(self, taskToken):
+            return {}
+
+    with pytest.raises(ClientError):
+        SfnTaskToken(Throttled(), "token").beat()
+    assert SfnTaskToken(Accepted(), "token").beat() is True
+
+
 def test_workers_beat_at_least_three_times_per_heartbeat_timeout():
     assert heartbeat_every_s(10, 60) == 10 and heartbeat_every_s(10, 6) == 2
 
