@@ -137,13 +137,15 @@ def variants(
 
         return measure
 
+    ports = step_worker(store, boto3.client("stepfunctions"))  # no task token: run_step answers none
+
     def worker(round_no: int) -> Measured:
         # The worker echoes the tool's output as it comes (its cost is part of what is measured): here
         # into a sink, so that the rounds stay readable.
         with tempfile.TemporaryDirectory() as tmp, open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink):
             summary = run_step(
                 step.model_copy(update={"step_id": f"pg/tpcb/round{round_no}"}),
-                step_worker(store, boto3.client("stepfunctions")),
+                ports,
                 Path(tmp),
             )
         assert summary.tps is not None and summary.transactions and summary.harness is not None

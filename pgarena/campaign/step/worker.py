@@ -18,6 +18,9 @@ HEARTBEAT_S = 10.0
 
 @dataclass(frozen=True)
 class StepWorker:
+    """A worker as the step use case sees it (pgarena.worker.run.step_worker builds it on AWS, subprocess
+    and pg8000; tests on in-memory fakes)."""
+
     store: Store
     barriers: Barrier
     processes: ToolProcesses
