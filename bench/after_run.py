@@ -1,6 +1,6 @@
 """The worker's cost after the tool exits, per logged transaction: pgbench's per-transaction log
 compressed, checksummed and uploaded (the evidence), then scanned (the histogram), before (gzip's
-default level 9, then the compressed file read back for its sha256) and now (pgarena.worker.evidence:
+default level 9, then the compressed file read back for its sha256) and now (pgarena.campaign.step.evidence:
 level 1, hashed as it is written, the files side by side), in one run.
 
     .venv/bin/python bench/after_run.py [--transactions 150000 700000] [--files 1] [--rounds 3]
@@ -27,8 +27,8 @@ from moto import mock_aws
 from txlog import generate  # bench/txlog.py, beside this script
 
 from pgarena.aws.store import ResultStore
+from pgarena.campaign.step.evidence import Evidence, gzip_file
 from pgarena.tools.pgbench.txlog import read_txlog
-from pgarena.worker.evidence import Evidence, gzip_file
 from pgarena.worker.facts import cpu_model
 
 TPS, CLIENTS = 7_000, 100

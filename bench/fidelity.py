@@ -42,8 +42,8 @@ from pathlib import Path
 import boto3
 from moto import mock_aws
 
-from pgarena.aws.barrier import DynamoBarrier
 from pgarena.aws.store import ResultStore, create_results_table
+from pgarena.campaign.step.run import run_step
 from pgarena.local.embedded import EmbeddedProcess
 from pgarena.model.matrix import Endpoint
 from pgarena.model.plan import Step
@@ -53,7 +53,7 @@ from pgarena.server.postgres import connect
 from pgarena.tools.pgbench.command import init_args, libpq_env, pgbench_binary, run_args
 from pgarena.tools.pgbench.parser import parse_pgbench
 from pgarena.tools.pgbench.spec import PgbenchRun, PgbenchStep
-from pgarena.worker.run import run_step
+from pgarena.worker.run import step_worker
 
 SERVER_CORE, CLIENT_CORE = 0, 1
 
@@ -137,14 +137,15 @@ def variants(
 
         return measure
 
+    ports = step_worker(store, boto3.client("stepfunctions"))  # no task token: run_step answers none
+
     def worker(round_no: int) -> Measured:
         # The worker echoes the tool's output as it comes (its cost is part of what is measured): here
         # into a sink, so that the rounds stay readable.
         with tempfile.TemporaryDirectory() as tmp, open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink):
             summary = run_step(
                 step.model_copy(update={"step_id": f"pg/tpcb/round{round_no}"}),
-                store,
-                DynamoBarrier(store.dynamodb, store.table),
+                ports,
                 Path(tmp),
             )
         assert summary.tps is not None and summary.transactions and summary.harness is not None

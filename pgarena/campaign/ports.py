@@ -6,15 +6,19 @@ leases' port carries its rule and lives in pgarena.campaign.leases.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from pgarena.model.ledger import Booking, CostDecision, LedgerEntry
+    from pgarena.model.matrix import Endpoint
+    from pgarena.model.monitor import ConnectionReport
     from pgarena.model.outcomes import TargetOutcome
-    from pgarena.model.plan import Plan, PreflightResult, Work
+    from pgarena.model.plan import Plan, PreflightResult, Step, Work
+    from pgarena.model.replication import ReplicaCatchUp
     from pgarena.model.results import StepSummary
     from pgarena.model.warm import Assignment, WorkerSlot
 
@@ -114,3 +118,58 @@ class WorkerSlots(Protocol):
     def beat(self, slot: WorkerSlot, worker: str) -> None: ...
     def claim(self, slot: WorkerSlot, worker: str, seq: int) -> bool: ...
     def leave(self, slot: WorkerSlot, worker: str, why: str) -> bool: ...
+
+
+class TaskToken(Protocol):
+    """The state machine's task a worker answers (a Step Functions task token): beaten while the step
+    runs, then answered once."""
+
+    def beat(self) -> bool:
+        """Tell the state machine the worker is alive. False when it no longer waits for this task (timed
+        out, the execution stopped: the token is gone); raises on a failure another beat may get past."""
+        ...
+
+    def succeed(self, output: str) -> None: ...
+    def fail(self, error: str, cause: str) -> None: ...
+
+
+class ToolProcess(Protocol):
+    """A started tool, its stdout and stderr merged; closing it (leaving its `with`) reaps it."""
+
+    def lines(self) -> Iterator[str]: ...
+    def wait(self) -> int: ...
+    def kill(self) -> None: ...
+
+
+class ToolProcesses(Protocol):
+    """Starts a step's tool (pgarena.worker.processes: a child process that dies with its worker)."""
+
+    def start(self, argv: list[str], env: dict[str, str]) -> AbstractContextManager[ToolProcess]: ...
+    def version(self, binary: str) -> str | None: ...
+
+
+class ActivityMonitor(Protocol):
+    """The target's sessions sampled while a run's tool runs, to its series file."""
+
+    series_path: Path
+
+    def report(self) -> ConnectionReport: ...
+
+
+class LagMonitor(Protocol):
+    """The replicas' lag sampled while a run's tool runs; their catch-up timed once it exits."""
+
+    series_path: Path
+
+    def catch_up(self) -> list[ReplicaCatchUp]: ...
+
+
+class ServerReads(Protocol):
+    """What a step reads of its target's server itself, besides the tool (pgarena.server, on pg8000)."""
+
+    def postmaster_start(self, endpoint: Endpoint, wait_s: float = 0.0) -> str | None:
+        """pg_postmaster_start_time(), waiting up to wait_s for the server to answer; None if it does not."""
+        ...
+
+    def monitor(self, step: Step, series_path: Path) -> AbstractContextManager[ActivityMonitor]: ...
+    def replication(self, step: Step, series_path: Path) -> AbstractContextManager[LagMonitor]: ...

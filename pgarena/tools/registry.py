@@ -3,6 +3,9 @@ names the tools: everything else asks for `tool_for(step.tool)`."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 from pgarena.tools.pgbench.tool import Pgbench
 from pgarena.tools.sysbench.tool import Sysbench
 from pgarena.tools.tool import Tool
@@ -14,3 +17,15 @@ assert tuple(TOOLS) == TOOL_NAMES  # the schemas' names and the tools' are one l
 
 def tool_for(name: str) -> Tool:
     return TOOLS[name]
+
+
+@contextmanager
+def registered(tool: Tool) -> Iterator[Tool]:
+    """`tool` found by its name while the block runs (a tool from outside pgarena, such as a test's)."""
+    if tool.name in TOOLS:
+        raise ValueError(f"a tool named {tool.name} is registered already")
+    TOOLS[tool.name] = tool
+    try:
+        yield tool
+    finally:
+        del TOOLS[tool.name]

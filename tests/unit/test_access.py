@@ -242,7 +242,7 @@ def _record(aws: Recorder, component: Component, plan) -> list[Call]:  # noqa: C
         for _ in range(2):
             _handler("release_lease")({"campaign_id": plan.campaign_id, "phase": 1, "target": 0, "failed": True})
     elif component is Component.WORKER:
-        # What pgarena.worker.run does around its tool: raw output (tagged), the series, the barrier, the summary.
+        # What the step use case (pgarena.campaign.step.run) does around its tool: raw output (tagged), the series, the barrier, the summary.
         local_ca(ca)  # the CA bundle its tool verifies the server with
         raw = store.put_file(f"{run.raw_prefix}/pgbench.log", FIXTURES.parent / "conftest.py")
         store.put_json(f"{run.raw_prefix}/summary.json", {})

@@ -5,7 +5,8 @@ import sys
 import threading
 import time
 
-from pgarena.worker.run import HARD_STOP_EXIT_CODE, hard_stop
+from pgarena.campaign.step.stops import hard_stop
+from pgarena.worker.run import HARD_STOP_EXIT_CODE
 
 
 def test_hard_stop_fires_after_its_deadline():
@@ -26,7 +27,10 @@ def test_hard_stop_is_cancelled_when_the_work_ends_in_time():
 
 def test_a_stuck_worker_process_exits_with_the_hard_stop_code():
     # Given a process stuck in a sleep inside the hard stop (as a hung upload would be)
-    code = "import time; from pgarena.worker.run import hard_stop\nwith hard_stop(0.3):\n    time.sleep(30)"
+    code = (
+        "import time; from pgarena.campaign.step.stops import hard_stop; from pgarena.worker.run import exit_now\n"
+        "with hard_stop(0.3, exit_now):\n    time.sleep(30)"
+    )
 
     # When it runs / Then it exits on its own, well before the sleep ends, with the hard stop's code
     t0 = time.monotonic()

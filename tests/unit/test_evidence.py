@@ -6,10 +6,10 @@ import pytest
 
 from pgarena.analysis.evidence import incomplete, raw_file
 from pgarena.analysis.rerun import failed_pairs, with_failed_pairs
+from pgarena.campaign.step.evidence import Evidence
 from pgarena.model.errors import ErrorInfo
 from pgarena.model.layout import UnsafePath
 from pgarena.model.results import CampaignResults, LoadResult, StepSummary, TargetResult, WorkloadResult
-from pgarena.worker.evidence import Evidence
 
 KEY = "c1/raw/a/tpcb/c2-r1/transactions.1.gz"
 

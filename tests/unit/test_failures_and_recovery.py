@@ -11,6 +11,7 @@ from botocore.exceptions import ClientError
 from pgarena.analysis.aggregate import aggregate
 from pgarena.analysis.cancel import stopped_outcomes
 from pgarena.analysis.rerun import combine, failed_pairs, plan_reruns
+from pgarena.campaign.step.stops import heartbeat, heartbeat_every_s
 from pgarena.model.errors import ErrorInfo, PgarenaError
 from pgarena.model.matrix import Endpoint
 from pgarena.model.outcomes import TargetOutcome
@@ -19,7 +20,7 @@ from pgarena.planning.campaign import parse_campaign
 from pgarena.planning.planner import plan_campaign
 from pgarena.server.restarts import reachable_address, resolve, restart_evidence
 from pgarena.tools.pgbench.command import libpq_env
-from pgarena.worker.run import heartbeat, heartbeat_every_s
+from pgarena.worker.task_token import SfnTaskToken
 from tests.conftest import FIXTURES, ROOT
 
 ASL = json.loads((ROOT / "statemachines" / "campaign.asl.json").read_text())
@@ -168,7 +169,7 @@ def test_a_worker_whose_heartbeat_is_refused_stops_at_once():
             raise ClientError({"Error": {"Code": "TaskTimedOut", "Message": "Task Timed Out"}}, "SendTaskHeartbeat")
 
     stopped = threading.Event()
-    with heartbeat(GaveUp(), "token", every_s=60, on_gone=stopped.set):
+    with heartbeat(SfnTaskToken(GaveUp(), "token"), every_s=60, on_gone=stopped.set):
         assert stopped.wait(30)
 
 
@@ -182,10 +183,33 @@ def test_a_worker_keeps_going_through_a_transient_heartbeat_error():
                 raise ClientError({"Error": {"Code": "ThrottlingException", "Message": "slow down"}}, "SendTaskHeartbeat")
 
     gone = threading.Event()
-    with heartbeat(Flaky(), "token", every_s=0.01, on_gone=gone.set):
+    with heartbeat(SfnTaskToken(Flaky(), "token"), every_s=0.01, on_gone=gone.set):
         while Flaky.calls < 3:
             time.sleep(0.01)
     assert not gone.is_set()
+
+
+@pytest.mark.parametrize("code", ["TaskTimedOut", "TaskDoesNotExist", "InvalidToken"])
+def test_step_functions_answers_that_mean_the_task_is_gone_are_told_as_gone(code):
+    class Answers:
+        def send_task_heartbeat(self, taskToken):
+            raise ClientError({"Error": {"Code": code, "Message": "gone"}}, "SendTaskHeartbeat")
+
+    assert SfnTaskToken(Answers(), "token").beat() is False
+
+
+def test_any_other_heartbeat_error_is_raised_for_the_next_beat_to_retry():
+    class Throttled:
+        def send_task_heartbeat(self, taskToken):
+            raise ClientError({"Error": {"Code": "ThrottlingException", "Message": "slow down"}}, "SendTaskHeartbeat")
+
+    class Accepted:
+        def send_task_heartbeat(self, taskToken):
+            return {}
+
+    with pytest.raises(ClientError):
+        SfnTaskToken(Throttled(), "token").beat()
+    assert SfnTaskToken(Accepted(), "token").beat() is True
 
 
 def test_workers_beat_at_least_three_times_per_heartbeat_timeout():

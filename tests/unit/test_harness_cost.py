@@ -6,10 +6,10 @@ import sys
 import pytest
 
 from pgarena.analysis.aggregate import aggregate, total_cost
+from pgarena.campaign.step.harness import CostMeter
 from pgarena.model.outcomes import TargetOutcome
 from pgarena.model.results import CampaignResults, HarnessCost
 from pgarena.report import build_reports
-from pgarena.worker.harness import CostMeter
 from tests.unit.test_aggregate import plan_two_targets, summary
 from tests.unit.test_report import WEEK1
 

@@ -1,7 +1,7 @@
+from pgarena.campaign.step.summary import with_lock_waits
 from pgarena.model.errors import ErrorInfo
 from pgarena.model.monitor import ActivitySample
 from pgarena.server.monitor import detect_drops, lock_waits_of, report_of, sample_of
-from pgarena.worker.run import with_lock_waits
 
 
 def sample(t, benchmark, total=None):

@@ -10,13 +10,13 @@ import pytest
 from pgarena.aws.launch import EcsLauncher
 from pgarena.aws.settings import STEP_VAR
 from pgarena.campaign.launch import launch_preflight
+from pgarena.campaign.step.slot import Seat, serve_slot
 from pgarena.model.errors import RAISED, ErrorInfo, ErrorKind, InvalidMatrix, error_name
 from pgarena.model.plan import PREFLIGHT_HEARTBEAT_TIMEOUT_S, PREFLIGHT_TIMEOUT_S, PlanRef, PreflightTask, TargetRef, is_preflight
 from pgarena.model.sites import SiteMap
 from pgarena.model.warm import WorkerSlot
 from pgarena.planning.campaign import parse_campaign
 from pgarena.planning.planner import plan_campaign
-from pgarena.worker.run import serve_slot
 from tests.unit.test_campaign_use_cases import MemoryRecords, MemoryStore
 from tests.unit.test_external_sites import EXTERNAL_ENV, GCP, RecordingEcs
 from tests.unit.test_sites import FAR, HOME, environment, matrix
@@ -145,14 +145,16 @@ class Slots:
 SLOT = WorkerSlot(campaign_id="c1", phase=1, target=0, shard=0)
 
 
+def _no_hard_stop() -> None:
+    raise AssertionError("the hard stop fired")
+
+
 def test_a_worker_whose_preflight_failed_leaves_its_slot_and_waits_for_no_step():
     slots = Slots()
     served = []
     code = serve_slot(
         lambda finishing: ErrorInfo(kind=ErrorKind.BUDGET_REFUSED, message="refused"),
-        SLOT,
-        slots,  # type: ignore[arg-type]  # the calls serve_slot makes
-        "w1",
+        Seat(SLOT, slots, "w1", exit_now=_no_hard_stop),  # type: ignore[arg-type]  # the calls serve_slot makes
         lambda assignment, n, finishing: served.append(assignment),
     )
     assert code == 1 and served == [] and slots.calls == ["leave preflight_failed"]
@@ -165,5 +167,6 @@ def test_a_worker_whose_preflight_passed_renews_its_slot_then_waits_there_for_th
         finishing()  # before answering: the first step's offer finds it live
         return None
 
-    code = serve_slot(preflight, SLOT, slots, "w1", lambda assignment, n, finishing: None)  # type: ignore[arg-type]  # the calls serve_slot makes
+    seat = Seat(SLOT, slots, "w1", exit_now=_no_hard_stop)  # type: ignore[arg-type]  # the calls serve_slot makes
+    code = serve_slot(preflight, seat, lambda assignment, n, finishing: None)
     assert code == 0 and slots.calls == ["finishing", "idle", "read"]

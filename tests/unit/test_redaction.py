@@ -7,10 +7,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pgarena.campaign.step.tool_run import ToolRun, run_tool
 from pgarena.model.errors import ErrorInfo
 from pgarena.model.redact import MASK, MIN_SECRET_LEN, Redactor, redact
 from pgarena.model.results import LoadResult
-from pgarena.worker.run import run_tool
+from pgarena.worker.processes import Subprocesses
 
 
 @pytest.mark.parametrize(
@@ -111,7 +112,8 @@ def test_the_raw_output_a_worker_keeps_has_no_secret(tmp_path):
     script = "import os; print('dsn postgresql://bench:' + os.environ['PGPASSWORD'] + '@db/app'); print('pw', os.environ['PGPASSWORD'])"
     raw = tmp_path / "tool.log"
     # When the worker runs it
-    code = run_tool([sys.executable, "-c", script], {"PGPASSWORD": "s3cr3t-pw"}, raw, 30, redactor=Redactor(["s3cr3t-pw"]))
+    run = ToolRun([sys.executable, "-c", script], {"PGPASSWORD": "s3cr3t-pw"}, raw, 30, redactor=Redactor(["s3cr3t-pw"]))
+    code = run_tool(Subprocesses(), run)
     # Then the file kept as evidence has the output, without the password
     text = raw.read_text()
     assert code == 0 and "dsn postgresql://bench:***@db/app" in text and "pw ***" in text

@@ -2,10 +2,10 @@
 
 from pgarena.analysis.metrics import point_metrics
 from pgarena.analysis.saturation import CLIENT_SATURATED, saturation_incident
+from pgarena.campaign.step.harness import cpu_periods, throttled_share
 from pgarena.model.monitor import Incident
 from pgarena.model.results import HarnessCost, WorkerFacts, WorkloadResult
 from pgarena.worker.facts import cpu_limit, memory_bytes
-from pgarena.worker.harness import cpu_periods, throttled_share
 
 
 def harness(load_cpu_s: float, load_wall_s: float = 10.0, throttled: float | None = None) -> HarnessCost:

@@ -2,7 +2,7 @@
 shard) and starts one only when none takes it; a worker waits at its slot for the next step.
 
 Slots are the real adapter (pgarena.aws.worker_slots) on a moto table; the workers are simulated by
-the same calls pgarena.worker.run makes around each step (finishing, idle, claim).
+the same calls the step use case (pgarena.campaign.step.slot) makes around each step (finishing, idle, claim).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from pgarena.aws.store import ResultStore, create_results_table
 from pgarena.aws.worker_slots import DynamoWorkerSlots
 from pgarena.campaign.launch import launch
 from pgarena.campaign.slots import close_slots
+from pgarena.campaign.step.slot import Seat, next_assignment, serve_slot
 from pgarena.model.errors import WorkerStopped, error_info
 from pgarena.model.plan import ShardRef, Step
 from pgarena.model.results import StepSummary, WorkerFacts
@@ -44,7 +45,6 @@ from pgarena.planning.campaign import parse_campaign
 from pgarena.planning.cost import estimate
 from pgarena.planning.planner import plan_campaign
 from pgarena.planning.shards import shard
-from pgarena.worker.run import next_assignment, serve_slot
 from tests.unit.test_campaign_state import preflight_result
 
 TABLE = "results"
@@ -91,7 +91,7 @@ def sweep(targets: int, repetitions: int, workers: int) -> Any:
 
 
 class Fleet:
-    """ECS RunTask and the workers it starts, as pgarena.worker.run behaves at its slot: registered when
+    """ECS RunTask and the workers it starts, as pgarena.campaign.step.slot behaves at its slot: registered when
     started, beating just before it answers, idle after unless the step was its last, taking an offer
     at its next poll."""
 
@@ -179,6 +179,10 @@ def test_a_worker_that_does_not_take_its_step_is_replaced(aws):
     assert slots.read(slot).worker == worker
 
 
+def _seat(slots: DynamoWorkerSlots, slot: WorkerSlot, worker: str) -> Seat:
+    return Seat(slot, slots, worker, exit_now=lambda: pytest.fail("the hard stop fired"))
+
+
 def test_an_idle_worker_takes_the_next_step_then_leaves_after_the_idle_time_out(aws):
     # Given a worker idle at its slot
     slots = DynamoWorkerSlots(aws.dynamodb, TABLE)
@@ -190,11 +194,11 @@ def test_an_idle_worker_takes_the_next_step_then_leaves_after_the_idle_time_out(
     assert slots.offer(slot, offered) is not None
     # When it polls: it takes the offered step
     ticks = itertools.count(0.0, 1.0)
-    taken = next_assignment(slots, slot, "w1", clock=lambda: next(ticks), sleep=lambda s: None)
+    taken = next_assignment(_seat(slots, slot, "w1"), clock=lambda: next(ticks), sleep=lambda s: None)
     assert taken == offered and slots.read(slot).state == "busy"
     # And when it polls again with nothing offered, it leaves after the idle time-out
     assert slots.idle(slot, "w1")
-    assert next_assignment(slots, slot, "w1", clock=lambda: next(ticks), sleep=lambda s: None) is None
+    assert next_assignment(_seat(slots, slot, "w1"), clock=lambda: next(ticks), sleep=lambda s: None) is None
     assert next(ticks) > IDLE_TIMEOUT_S
     # Then the slot is gone: the next step's offer fails, so the launch function starts a new worker
     assert slots.read(slot).state == "gone" and slots.offer(slot, offered) is None
@@ -209,7 +213,7 @@ def test_an_idle_worker_polls_fast_right_after_its_step_then_slowly(aws):
     # When it waits out its idle time-out, a second a poll on its clock
     ticks = itertools.count(0.0, 1.0)
     slept: list[float] = []
-    assert next_assignment(slots, slot, "w1", clock=lambda: next(ticks), sleep=slept.append, idle_timeout_s=20) is None
+    assert next_assignment(_seat(slots, slot, "w1"), clock=lambda: next(ticks), sleep=slept.append, idle_timeout_s=20) is None
     # Then it read its slot every SLOT_POLL_S while the next step would come (the step waits on that poll),
     # then every SLOT_IDLE_POLL_S (a phase cut short: fewer reads)
     assert slept[0] == SLOT_POLL_S < SLOT_IDLE_POLL_S == slept[-1]
@@ -225,7 +229,7 @@ def test_a_worker_replaced_at_its_slot_stops_waiting(aws):
     assert slots.idle(slot, "w1")
     slots.register(slot, "w2")
     # When the first polls, then Then it exits at once, and cannot show itself idle there either
-    assert next_assignment(slots, slot, "w1", sleep=lambda s: pytest.fail("waited")) is None
+    assert next_assignment(_seat(slots, slot, "w1"), sleep=lambda s: pytest.fail("waited")) is None
     assert not slots.idle(slot, "w1")
 
 
@@ -271,7 +275,7 @@ def test_a_closed_slot_sends_its_idle_worker_away_at_once_and_says_why(aws):
     # When its target's phase is cut short: the release closes its slots
     assert close_slots(slots, [slot], TARGET_FAILED, clock=lambda: 1234.5) == {"w1": 1234.5}  # it leaves now
     # Then the worker's next poll ends its wait, without waiting out the idle time-out
-    assert next_assignment(slots, slot, "w1", sleep=lambda s: pytest.fail("waited")) is None
+    assert next_assignment(_seat(slots, slot, "w1"), sleep=lambda s: pytest.fail("waited")) is None
     # And the slot says why it closed and why its worker left; nothing can be offered there any more
     state = slots.read(slot)
     assert (state.state, state.closed, state.left) == ("closed", TARGET_FAILED, LEFT_CLOSED)
@@ -304,9 +308,9 @@ def test_a_worker_leaves_its_slot_saying_why(aws):
 
     # When one runs its slot's last step, and another is stopped on its step
     slots.register(done, "w1")
-    assert serve_slot(Assignment(step=step, task_token="t1", last=True), done, slots, "w1", serve("ok")) == 0
+    assert serve_slot(Assignment(step=step, task_token="t1", last=True), _seat(slots, done, "w1"), serve("ok")) == 0
     slots.register(stopped, "w2")
-    assert serve_slot(Assignment(step=step, task_token="t2", last=False), stopped, slots, "w2", serve("stop")) == 1
+    assert serve_slot(Assignment(step=step, task_token="t2", last=False), _seat(slots, stopped, "w2"), serve("stop")) == 1
     # Then each slot says why its worker left: a next step's offer finds no one and starts a worker at once
     assert [(s.state, s.left) for s in map(slots.read, (done, stopped))] == [("gone", LEFT_LAST_STEP), ("gone", LEFT_STOPPED)]
     assert served == ["ok", "stop"]

@@ -1,0 +1,22 @@
+"""The server reads port on pgarena.server (pg8000): the postmaster's start, the activity and lag monitors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pgarena.model.matrix import Endpoint
+from pgarena.model.plan import Step
+from pgarena.server.monitor import Monitor
+from pgarena.server.replication import ReplicationMonitor
+from pgarena.server.restarts import read_postmaster_start
+
+
+class PostgresReads:
+    def postmaster_start(self, endpoint: Endpoint, wait_s: float = 0.0) -> str | None:
+        return read_postmaster_start(endpoint, wait_s)
+
+    def monitor(self, step: Step, series_path: Path) -> Monitor:
+        return Monitor(step.endpoint, step.application_name, step.monitor_interval_s, series_path)
+
+    def replication(self, step: Step, series_path: Path) -> ReplicationMonitor:
+        return ReplicationMonitor(step.endpoint, step.replicas, step.monitor_interval_s, series_path)
