@@ -190,7 +190,7 @@ def summarize(  # noqa: PLR0913  # each field of a step's summary
         latency_histogram=measured.histogram,
         series=measured.series,
         barrier=measured.barrier,
-        extra=measured.extra,
+        tool_figures=measured.tool_figures,
         connections=connections,
         raw=raw,
         error=error,
@@ -286,7 +286,7 @@ def run_step(  # noqa: PLR0913, PLR0915  # a step's whole life: start, stream, p
     summary = summary.model_copy(update={"worker": facts})
     if catch_ups is not None and lag is not None:
         lag_key = evidence.put_file(f"{step.raw_prefix}/{LAG_SERIES}", lag.series_path, "application/x-ndjson")
-        window_s = measured.extra.get("window_s")  # a warm-up left out: the transactions are the window's
+        window_s = measured.tool_figures.window_s  # a warm-up left out: the transactions are the window's
         run_s = float(window_s) if window_s else run_seconds(step.spec.duration_s, measured.transactions, measured.tps)
         summary = summary.model_copy(
             update={
