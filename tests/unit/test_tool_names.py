@@ -87,13 +87,14 @@ def outside_the_tool_packages(check, root: Path = ROOT) -> dict[str, list[str]]:
 
 
 def test_the_check_tells_code_from_prose():
+    a, b = list(TOOLS)[:2]  # any two registered tools
     text = (
-        '"""pgbench\'s runs."""\n'
-        "import pgarena.tools.pgbench.parser  # an import names it\n"
+        f'"""{a}\'s runs."""\n'
+        f"import pgarena.tools.{a}.parser  # an import names it\n"
         "def f(step):\n"
-        '    """sysbench too."""\n'
-        "    # a comment may say pgbench\n"
-        '    return step.tool == "sysbench" or isinstance(step, PgbenchWorkload)\n'
+        f'    """{b} too."""\n'
+        f"    # a comment may say {a}\n"
+        f'    return step.tool == "{b}" or isinstance(step, {a.capitalize()}Workload)\n'
     )
     assert [m.split(":")[0] for m in tool_mentions(text)] == ["2", "6", "6"]
 
