@@ -133,5 +133,4 @@ def test_the_import_contracts_name_no_tool():
     # The contracts cover each tool's package by wildcard (pgarena.tools.*.spec, pgarena.tools.*.*)
     contracts = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
     assert not TOOL_NAME.search(repr(contracts))
-    schemas = next(c for c in contracts if c["name"].startswith("the tools' schemas"))
-    assert "pgarena.tools.*.spec" in schemas["source_modules"] and "pgarena.tools.*.*" in schemas["forbidden_modules"]
+    assert any("pgarena.tools.*.spec" in c.get("source_modules", []) for c in contracts)
