@@ -37,6 +37,7 @@ from pgarena.model.results import (
 )
 from pgarena.model.series import ShardSeries
 from pgarena.model.slo import SloSearch
+from pgarena.model.tool_figures import ToolFigures
 
 
 def merge_phases(outcomes: list[TargetOutcome]) -> dict[str, TargetOutcome]:
@@ -258,8 +259,7 @@ def median_rtt_ms(workers: list[WorkerFacts | None]) -> float | None:
 def _run_incidents(step: Step, summary: StepSummary | None) -> list[Incident]:
     if summary is None:
         return []
-    skipped = summary.extra.get("skipped_transactions")
-    skipped = int(skipped) if skipped is not None else None
+    skipped = summary.tool_figures.skipped_transactions
     at_s = summary.progress[-1].elapsed_s if summary.progress else 0.0
     incidents = [
         rate_incident(step.spec.rate_tps, summary.tps, summary.progress, summary.transactions, skipped),
@@ -329,7 +329,7 @@ def _target_result(  # noqa: PLR0913  # a target's plan, outcome, summaries, ser
                 progress=summary.progress if summary else [],
                 # As the worker recorded it; a step that left no summary has its record's.
                 warmup_s=summary.warmup_s if summary else step.spec.warmup_s,
-                extra=summary.extra if summary else {},
+                tool_figures=summary.tool_figures if summary else ToolFigures(),
                 connections=_connections(campaign_id, summary),
                 replication=_replication(campaign_id, summary),
                 phase=step.phase,

@@ -22,6 +22,7 @@ from pgarena.model.figures import Interval, Latency, UslFit, usl
 from pgarena.model.metrics import Finding, PointMetrics, Scaling, ScalingPoint, Stability, TargetMetrics
 from pgarena.model.monitor import Incident
 from pgarena.model.results import CampaignResults, ProgressSample, Statistics, TargetResult, WorkloadResult
+from pgarena.model.tool_figures import ToolFigures
 
 N = TypeVar("N", int, float)
 
@@ -40,10 +41,6 @@ SCALING_MIN_POINTS = 2
 # A load generator whose median `select 1` round trip exceeds this is not in the database's zone: every
 # transaction pays the network, and a closed-loop benchmark measures the distance as much as the server.
 FAR_RTT_MS = 2.0
-
-# Figures in WorkloadResult.extra that count retried transactions: pgbench's (15+, --max-tries) and
-# sysbench's ignored errors, after each of which sysbench restarts the transaction.
-RETRY_COUNTS = ("retried", "ignored_errors")
 
 
 class _Where(TypedDict):
@@ -233,6 +230,12 @@ def _latency_interval(runs: list[WorkloadResult], field: str) -> Interval | None
     return interval(values) if values and all(v is not None for v in values) else None
 
 
+def retried_transactions(figures: ToolFigures) -> int | None:
+    """Transactions the tool ran again: retried ones (pgbench 15+, --max-tries), else ignored errors, after
+    each of which sysbench restarts the transaction."""
+    return figures.retried if figures.retried is not None else figures.ignored_errors
+
+
 def point_metrics(
     target: str, workload: str, clients: int | None, runs: list[WorkloadResult], hourly_cost_usd: float | None = None
 ) -> PointMetrics:
@@ -241,8 +244,8 @@ def point_metrics(
     tps_runs = [w.tps for w in ok if w.tps is not None]
     tps = fmean(tps_runs) if tps_runs else None
     processed = _sum([w.transactions for w in ok])
-    retried = _sum([next((w.extra[k] for k in RETRY_COUNTS if w.extra.get(k) is not None), None) for w in ok])
-    qps = [q for w in ok if (q := w.extra.get("qps")) is not None]
+    retried = _sum([retried_transactions(w.tool_figures) for w in ok])
+    qps = [q for w in ok if (q := w.tool_figures.qps) is not None]
     replicated = [w.replication for w in ok if w.replication is not None]
     caught_up = bool(replicated) and len(replicated) == len(ok) and all(r.caught_up for r in replicated)
     lags = [r.peak_lag_bytes for rep in replicated for r in rep.replicas if r.peak_lag_bytes is not None]

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, SerializeAsAny, model_validator
 
 from pgarena.model.budget import Budget, ConnectionFacts
 from pgarena.model.errors import ErrorInfo
@@ -16,6 +16,7 @@ from pgarena.model.monitor import ConnectionReport, Incident
 from pgarena.model.pairwise import FootingProblem, NoiseWarning, PairComparison
 from pgarena.model.replication import ReplicationResult
 from pgarena.model.slo import SloSearch
+from pgarena.model.tool_figures import ToolFigures
 
 
 def now_iso() -> str:
@@ -137,8 +138,23 @@ class StoredObject(RawFile):
     key: str
 
 
+# A tool's subclass is written whole (SerializeAsAny), not as the base's fields only.
+ToolFiguresField = SerializeAsAny[ToolFigures]
+TOOL_FIGURES = "the tool's own figures, e.g. queries per second (qps); a figure the tool did not report is left out"
+
+
+def _tool_figures_from_extra(data: Any) -> Any:
+    """A summary or results.json written before `tool_figures` held the same figures as a dict named `extra`."""
+    if isinstance(data, dict) and "extra" in data and "tool_figures" not in data:
+        data = {**data, "tool_figures": data["extra"]}
+        del data["extra"]
+    return data
+
+
 class StepSummary(BaseModel):
     """What one worker task measured; stored in DynamoDB and traceable to `raw`."""
+
+    _from_extra = model_validator(mode="before")(_tool_figures_from_extra)
 
     campaign_id: str
     step_id: str
@@ -170,9 +186,7 @@ class StepSummary(BaseModel):
     latency_histogram: str | None = Field(None, description="HdrHistogram of every transaction's latency (us), encoded")
     series: str | None = Field(None, description="S3 key of the shard's per-second histograms (sharded runs)")
     barrier: Barrier | None = None
-    extra: dict[str, float | int | None] = Field(
-        default_factory=dict, description="tool-specific figures, e.g. queries per second (qps)"
-    )
+    tool_figures: ToolFiguresField = Field(default_factory=ToolFigures, description=TOOL_FIGURES)
     connections: ConnectionReport | None = None
     replication: ReplicationResult | None = Field(None, description="replicas' lag and catch-up after the run")
     worker: WorkerFacts | None = Field(None, description="the load generator's machine and its round trip to the database")
@@ -232,6 +246,8 @@ class ShardResult(BaseModel):
 
 
 class WorkloadResult(BaseModel):
+    _from_extra = model_validator(mode="before")(_tool_figures_from_extra)
+
     name: str
     tool: str
     clients: int | None = Field(description="clients that actually ran (after any budget clamp)")
@@ -246,9 +262,7 @@ class WorkloadResult(BaseModel):
     warmup_s: int | None = Field(
         None, description="the run's first seconds, left out of tps, transactions, percentiles, progress and stability"
     )
-    extra: dict[str, float | int | None] = Field(
-        default_factory=dict, description="tool-specific figures, e.g. queries per second (qps)"
-    )
+    tool_figures: ToolFiguresField = Field(default_factory=ToolFigures, description=TOOL_FIGURES)
     connections: ConnectionReport | None = None
     shards: list[ShardResult] = Field(default_factory=list, description="set when several workers ran the step")
     start_skew_s: float | None = Field(None, description="latest shard start minus earliest")

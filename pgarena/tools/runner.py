@@ -14,6 +14,7 @@ from pgarena.model.errors import ErrorInfo
 from pgarena.model.figures import Latency
 from pgarena.model.results import Barrier, ProgressSample
 from pgarena.model.series import ShardSeries
+from pgarena.model.tool_figures import ToolFigures
 
 # What a tool inherits from the worker's environment: where programs and messages are, and the operator's
 # TLS trust store. Nothing else: the worker's own environment holds the task token and AWS credentials.
@@ -41,5 +42,5 @@ class Measured:
     series: str | None = None
     per_second: ShardSeries | None = None  # a sharded run's per-second histograms, before upload (series is its key)
     barrier: Barrier | None = None
-    extra: dict[str, float | int | None] = field(default_factory=dict)
+    tool_figures: ToolFigures = field(default_factory=ToolFigures)  # the tool's subclass, filled in by its Tool
     error: ErrorInfo | None = None

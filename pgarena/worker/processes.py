@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from pgarena.campaign.ports import ToolProcess
-from pgarena.tools.processes import die_with_parent
+from pgarena.system.processes import die_with_parent
 from pgarena.tools.runner import tool_environment
 
 

@@ -6,6 +6,7 @@ import pytest
 
 from pgarena.local.runtime import run_local
 from pgarena.planning.campaign import parse_campaign
+from pgarena.tools.pgbench.figures import PgbenchFigures
 
 MATRIX = {
     "campaign": "warmup",
@@ -33,7 +34,8 @@ def test_figures_cover_only_the_window_after_the_warmup(run):
     workload = run.results.targets[0].workloads[0]
     assert workload.status == "succeeded" and workload.warmup_s == 2
     # When its transaction log (the raw evidence) is read from the window's recorded start
-    since_us = round(workload.extra["window_start_epoch"] * 1_000_000)
+    figures = PgbenchFigures.of(workload.tool_figures)
+    since_us = round(figures.window_start_epoch * 1_000_000)
     in_window, before = 0, 0
     for path in workload.raw:
         if "transactions" not in path:
@@ -47,9 +49,9 @@ def test_figures_cover_only_the_window_after_the_warmup(run):
     # Then the transactions counted are those of the window, the warm-up's are counted apart, and tps
     # is the window's transactions over its length, below what pgbench printed for the whole run or not
     assert in_window == workload.transactions + workload.failed_transactions
-    assert before == workload.extra["warmup_transactions"] > 0
-    assert workload.tps == pytest.approx(workload.transactions / workload.extra["window_s"])
-    assert workload.extra["run_transactions"] > workload.transactions
+    assert before == figures.warmup_transactions > 0
+    assert workload.tps == pytest.approx(workload.transactions / workload.tool_figures.window_s)
+    assert figures.run_transactions > workload.transactions
     # And the progress intervals kept all lie after the warm-up
     assert workload.progress and min(p.elapsed_s for p in workload.progress) >= 3.0
 

@@ -6,6 +6,7 @@ import pytest
 
 from pgarena.local.runtime import run_local
 from pgarena.planning.campaign import parse_campaign
+from pgarena.tools.pgbench.figures import PgbenchFigures
 
 pytestmark = pytest.mark.integration
 
@@ -82,11 +83,12 @@ def test_pgbench_workloads_run_with_exact_percentiles(run, name):
     assert w.tps > 0 and w.transactions > 0 and w.failed_transactions == 0
     # p50 <= p95 <= p99 from the histogram of every logged transaction, kept gzipped as raw output
     assert 0 < w.latency_ms.p50 <= w.latency_ms.p95 <= w.latency_ms.p99 <= w.latency_ms.max
-    assert w.extra["logged_transactions"] == w.transactions
+    figures = PgbenchFigures.of(w.tool_figures)
+    assert figures.logged_transactions == w.transactions
     logs = [p for p in w.raw if ".gz" in p]
     # The log also holds the transactions --latency-limit skipped under --rate (a loaded machine has some).
     lines = sum(len(gzip.open(run.results_dir / p).read().splitlines()) for p in logs)
-    assert logs and lines == w.transactions + w.extra["logged_failed"] + w.extra["logged_skipped"]
+    assert logs and lines == w.transactions + figures.logged_failed + figures.logged_skipped
 
 
 def test_transaction_count_run(run):
@@ -98,7 +100,7 @@ def test_sysbench_oltp_scripts(run, script):
     w = workload(run, script.replace("_", "-"))
     assert w.status == "succeeded", w.error
     assert w.tool == "sysbench" and w.clients == 2
-    assert w.tps > 0 and w.extra["qps"] > 0 and w.latency_ms.p95 > 0
+    assert w.tps > 0 and w.tool_figures.qps > 0 and w.latency_ms.p95 > 0
     assert len(w.progress) >= 1
 
 

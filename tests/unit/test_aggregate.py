@@ -5,6 +5,7 @@ from pgarena.model.outcomes import TargetOutcome
 from pgarena.model.results import ProgressSample, StepSummary
 from pgarena.planning.campaign import parse_campaign
 from pgarena.planning.planner import plan_campaign
+from pgarena.tools.pgbench.figures import PgbenchFigures
 from tests.conftest import FIXTURES
 
 
@@ -149,7 +150,7 @@ def test_a_rate_run_that_skipped_to_keep_its_schedule_is_sustained_with_its_skip
     run = summary("a/tpcb/c4-r1", "a", tps=870.0).model_copy(
         update={
             "transactions": 8_700,
-            "extra": {"lag_avg_ms": 0.7, "skipped_transactions": 1_300},
+            "tool_figures": PgbenchFigures(lag_avg_ms=0.7, skipped_transactions=1_300),
             "progress": [ProgressSample(elapsed_s=float(t), tps=870.0, lag_ms=0.7) for t in range(1, 11)],
         }
     )

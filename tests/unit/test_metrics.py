@@ -16,6 +16,7 @@ from pgarena.model.errors import ErrorInfo
 from pgarena.model.figures import Latency
 from pgarena.model.monitor import ConnectionReport, Incident
 from pgarena.model.results import LoadResult, ProgressSample, TargetResult, WorkloadResult
+from pgarena.tools.sysbench.figures import SysbenchFigures
 
 # METHODOLOGY.md section 3: databases consolidated on one cluster, total ktps.
 CONSOLIDATION = [(1, 64.0), (8, 540.0), (16, 1045.0), (32, 1957.0), (40, 2194.0)]
@@ -148,9 +149,10 @@ def test_retry_rate_is_retried_over_processed():
     assert retry_rate(0, 0) is None
 
 
-def test_point_reads_retries_and_qps_from_the_tools_extra_figures():
+def test_point_reads_retries_and_qps_from_the_tools_figures():
     # Given a sysbench run: 40 ignored errors (each restarts its transaction) over 2000 transactions
-    sysbench = run(100.0, transactions=2000, extra={"qps": 1900.0, "ignored_errors": 40, "reconnects": 0})
+    figures = SysbenchFigures(qps=1900.0, ignored_errors=40, reconnects=0)
+    sysbench = run(100.0, transactions=2000, tool_figures=figures)
     # When aggregated
     p = point_metrics("a", "oltp", 4, [sysbench])
     # Then the retry rate and qps are there

@@ -7,6 +7,7 @@ import pytest
 from pgarena.model.plan import Step
 from pgarena.planning.campaign import parse_campaign
 from pgarena.planning.planner import plan_campaign
+from pgarena.tools.pgbench.figures import PgbenchFigures
 from pgarena.tools.pgbench.tool import Pgbench
 from tests.conftest import FIXTURES
 from tests.unit.test_txlog import START
@@ -62,14 +63,15 @@ def test_lag_and_skipped_are_pgbenchs_own_summary_not_the_last_interval(name, tm
     text = (PGBENCH / name).read_text()
     # When the tool measures it
     measured = Pgbench().measure(run_step(), text, 0, tmp_path)
-    # Then its extra holds pgbench's printed summary figures, exactly, and no per-interval lag
-    assert measured.extra == RATE_SUMMARIES[name]
+    # Then its figures are pgbench's printed summary figures, exactly, and no per-interval lag
+    assert isinstance(measured.tool_figures, PgbenchFigures)
+    assert measured.tool_figures.model_dump() == RATE_SUMMARIES[name]
     assert measured.failed_transactions == (0 if "maxtries" in name else None)
 
 
 def test_a_closed_loop_run_adds_no_rate_figures(tmp_path):
     text = (PGBENCH / "pg18_run_tpcb_c4_j2_T5_P1.txt").read_text()
-    assert Pgbench().measure(run_step(), text, 0, tmp_path).extra == {}
+    assert Pgbench().measure(run_step(), text, 0, tmp_path).tool_figures.model_dump() == {}
 
 
 def test_the_log_counts_failed_and_skipped_transactions_apart(tmp_path):
@@ -81,11 +83,8 @@ def test_the_log_counts_failed_and_skipped_transactions_apart(tmp_path):
     # When the tool measures the run
     measured = Pgbench().measure(run_step(), text, 0, tmp_path)
     # Then each count is its own
-    assert (measured.extra["logged_transactions"], measured.extra["logged_failed"], measured.extra["logged_skipped"]) == (
-        3,
-        2,
-        1,
-    )
+    figures = PgbenchFigures.of(measured.tool_figures)
+    assert (figures.logged_transactions, figures.logged_failed, figures.logged_skipped) == (3, 2, 1)
 
 
 def test_after_a_warmup_failed_and_skipped_are_the_windows_each_apart(tmp_path):
@@ -100,5 +99,6 @@ def test_after_a_warmup_failed_and_skipped_are_the_windows_each_apart(tmp_path):
     measured = Pgbench().measure(run_step(warmup_s=1), text, 0, tmp_path)
     # Then the window's failed and skipped counts are each their own; pgbench's whole-run skipped is kept beside
     assert (measured.transactions, measured.failed_transactions) == (3, 2)
-    assert (measured.extra["skipped_transactions"], measured.extra["run_skipped_transactions"]) == (2, 1)
-    assert measured.extra["warmup_transactions"] == 3
+    figures = PgbenchFigures.of(measured.tool_figures)
+    assert (figures.skipped_transactions, figures.run_skipped_transactions) == (2, 1)
+    assert figures.warmup_transactions == 3

@@ -172,7 +172,7 @@ class _StepRun:
         if ran.catch_ups is None or ran.lag is None:
             return summary
         lag_key = self.evidence.put_file(f"{self.step.raw_prefix}/{LAG_SERIES}", ran.lag.series_path, "application/x-ndjson")
-        window_s = measured.extra.get("window_s")  # a warm-up left out: the transactions are the window's
+        window_s = measured.tool_figures.window_s  # a warm-up left out: the transactions are the window's
         run_s = float(window_s) if window_s else run_seconds(self.step.spec.duration_s, measured.transactions, measured.tps)
         replication = replication_result(ran.catch_ups, measured.transactions, run_s, lag_key)
         return summary.model_copy(update={"replication": replication, "raw": [*summary.raw, lag_key]})

@@ -62,7 +62,7 @@ def summarize(
         latency_histogram=measured.histogram,
         series=measured.series,
         barrier=measured.barrier,
-        extra=measured.extra,
+        tool_figures=measured.tool_figures,
         connections=connections,
         raw=raw,
         error=error,

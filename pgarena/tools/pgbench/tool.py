@@ -11,6 +11,7 @@ from pgarena.model.figures import Latency
 from pgarena.model.plan import Step
 from pgarena.model.results import ProgressSample
 from pgarena.tools.pgbench.command import BINARY_ENV, TRANSACTION_LOG_PREFIX, init_args, libpq_env, pgbench_binary, run_args
+from pgarena.tools.pgbench.figures import PgbenchFigures
 from pgarena.tools.pgbench.parser import PgbenchReport, PgbenchSummary, parse_pgbench
 from pgarena.tools.pgbench.spec import PgbenchStep
 from pgarena.tools.pgbench.txlog import TransactionLog, first_start_epoch, read_txlog
@@ -54,8 +55,8 @@ class Pgbench:
             ],
             load_s=report.init.total_s if report.init else None,
             load_phases_s=report.init.phases_s if report.init else {},
-            extra=summary_extra(s),
         )
+        measured.tool_figures = figures = summary_figures(s)
         logs = self.artifacts(workdir)
         warmup_s = spec.warmup_s
         if logs:
@@ -69,11 +70,11 @@ class Pgbench:
                 update={k: v for k, v in percentiles.model_dump().items() if k in ("p50", "p95", "p99", "max")}
             )
             measured.histogram = encode(histogram)
-            measured.extra["logged_transactions"] = histogram.get_total_count()
-            measured.extra["logged_failed"] = failed
-            measured.extra["logged_skipped"] = txlog.skipped
+            figures.logged_transactions = histogram.get_total_count()
+            figures.logged_failed = failed
+            figures.logged_skipped = txlog.skipped
             if since is not None and txlog.end_epoch is not None:
-                self._window(measured, spec, histogram.get_total_count(), failed, since, txlog)
+                self._window(measured, figures, spec, since, txlog)
         if exit_code != 0 or report.aborted:
             measured.error = error_info(ToolExit(self.name, exit_code, text, report.errors, step.timeout_s))
         elif step.kind == "run" and measured.tps is None and measured.error is None:
@@ -81,26 +82,21 @@ class Pgbench:
         return measured
 
     @staticmethod
-    def _window(measured: Measured, spec: PgbenchStep, done: int, failed: int, since: float, txlog: TransactionLog) -> None:  # noqa: PLR0913  # the window's counts and times, each a field of Measured
-        """Every figure over the window after the warm-up; pgbench's own whole-run figures kept in extra."""
+    def _window(measured: Measured, figures: PgbenchFigures, spec: PgbenchStep, since: float, txlog: TransactionLog) -> None:
+        """Every figure over the window after the warm-up; pgbench's own whole-run figures kept in its figures."""
         assert txlog.end_epoch is not None and spec.run is not None and spec.warmup_s is not None
-        warmup_s = spec.warmup_s
-        measured.extra.update(
-            {
-                "run_tps": measured.tps,
-                "run_transactions": measured.transactions,
-                "warmup_transactions": txlog.warmup_transactions,
-                "window_start_epoch": round(since, 6),
-                "window_s": round(txlog.end_epoch - since, 6),
-            }
-        )
+        assert figures.logged_transactions is not None and figures.logged_failed is not None  # the log was read
+        warmup_s, done = spec.warmup_s, figures.logged_transactions
+        figures.run_tps, figures.run_transactions = measured.tps, measured.transactions
+        figures.warmup_transactions = txlog.warmup_transactions
+        figures.window_start_epoch = round(since, 6)
+        figures.window_s = round(txlog.end_epoch - since, 6)
         measured.tps = window_tps(done, since, txlog.end_epoch)
         measured.tps_including_connections = None
         measured.transactions = done
-        measured.failed_transactions = failed
-        skipped = measured.extra.get("skipped_transactions")
-        if skipped is not None:  # the window's count, as failed's; pgbench's whole-run one kept beside it
-            measured.extra.update(run_skipped_transactions=skipped, skipped_transactions=txlog.skipped)
+        measured.failed_transactions = figures.logged_failed
+        if figures.skipped_transactions is not None:  # the window's count, as failed's; pgbench's whole-run one kept beside it
+            figures.run_skipped_transactions, figures.skipped_transactions = figures.skipped_transactions, txlog.skipped
         if done:
             histogram = txlog.histogram
             measured.latency = measured.latency.model_copy(
@@ -116,17 +112,16 @@ class Pgbench:
         return parse_pgbench(text)
 
 
-def summary_extra(summary: PgbenchSummary | None) -> dict[str, float | int | None]:
+def summary_figures(summary: PgbenchSummary | None) -> PgbenchFigures:
     """pgbench's own whole-run figures for a rate, a latency limit or retries, as its summary printed them
-    (the progress lines' are per interval); a figure pgbench did not print is left out."""
+    (the progress lines' are per interval); a figure pgbench did not print is None (left out of the JSON)."""
     if summary is None:
-        return {}
-    figures: dict[str, float | int | None] = {
-        "lag_avg_ms": summary.schedule_lag_avg_ms,
-        "lag_max_ms": summary.schedule_lag_max_ms,
-        "skipped_transactions": summary.transactions_skipped,
-        "above_latency_limit": summary.transactions_above_latency_limit,
-        "retried": summary.transactions_retried,
-        "retries": summary.total_retries,
-    }
-    return {name: value for name, value in figures.items() if value is not None}
+        return PgbenchFigures()
+    return PgbenchFigures(
+        lag_avg_ms=summary.schedule_lag_avg_ms,
+        lag_max_ms=summary.schedule_lag_max_ms,
+        skipped_transactions=summary.transactions_skipped,
+        above_latency_limit=summary.transactions_above_latency_limit,
+        retried=summary.transactions_retried,
+        retries=summary.total_retries,
+    )

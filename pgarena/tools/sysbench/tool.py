@@ -10,6 +10,7 @@ from pgarena.model.plan import Step
 from pgarena.model.results import ProgressSample
 from pgarena.tools.runner import Measured
 from pgarena.tools.sysbench import command as sysbench
+from pgarena.tools.sysbench.figures import SysbenchFigures
 from pgarena.tools.sysbench.parser import SysbenchReport, parse_sysbench
 from pgarena.tools.sysbench.spec import SysbenchStep
 
@@ -56,18 +57,19 @@ class Sysbench:
             transactions=s.transactions if s else None,
             failed_transactions=None,  # sysbench counts ignored errors, not failed transactions
             progress=[ProgressSample(elapsed_s=i.elapsed_s, tps=i.tps) for i in report.intervals],
-            extra={
-                "qps": s.qps,
-                "queries_read": s.queries_read,
-                "queries_write": s.queries_write,
-                "queries_other": s.queries_other,
-                "ignored_errors": s.ignored_errors,
-                "reconnects": s.reconnects,
-                "latency_min_ms": s.latency_min_ms,
-                f"latency_p{pct}_ms" if pct else "latency_pct_ms": s.latency_pct_ms,
-            }
+            tool_figures=SysbenchFigures(
+                qps=s.qps,
+                queries_read=s.queries_read,
+                queries_write=s.queries_write,
+                queries_other=s.queries_other,
+                ignored_errors=s.ignored_errors,
+                reconnects=s.reconnects,
+                latency_min_ms=s.latency_min_ms,
+                percentile=pct,
+                latency_pct_ms=s.latency_pct_ms,
+            )
             if s
-            else {},
+            else SysbenchFigures(),
         )
         if exit_code != 0 or (step.kind == "run" and not report.finished):
             measured.error = error_info(ToolExit(self.name, exit_code, text, report.errors, step.timeout_s))

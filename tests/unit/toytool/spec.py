@@ -4,7 +4,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from pgarena.tools.spec import StepSpec
+from pgarena.model.tool_spec import StepSpec
 
 
 class ToyStep(StepSpec):
