@@ -30,7 +30,7 @@ from pgarena.model.sites import SiteMap, site_problems
 from pgarena.planning.campaign import load_execution_input
 from pgarena.remote.execution import RESULTS_WAIT_S, STACK_NAME
 from pgarena.remote.follow import WORKER_STATE
-from pgarena.report import write_to_folder
+from pgarena.report import InconsistentResultsError, check_consistent, write_to_folder
 from pgarena.report.progress import CampaignProgress
 from pgarena.tools.workloads import TOOL_NAMES
 
@@ -593,6 +593,11 @@ def print_verdict(results: CampaignResults) -> None:
 
 
 def _print_outcome(results: CampaignResults, folder: Path, wall_s: float) -> None:
+    try:
+        check_consistent(results)  # a results.json read back from a bucket may have been edited
+    except InconsistentResultsError as error:
+        _fail(str(error))
+        raise typer.Exit(1) from None
     console.print(ranking_table(results))
     print_verdict(results)
     for table in scenario_tables(results):
@@ -665,11 +670,11 @@ def resume(
 
 def _results_or_exit(path: Path) -> CampaignResults:
     try:
-        return load_results(path)
+        return check_consistent(load_results(path))
     except FileNotFoundError:
         _fail(f"{path}: no results.json there")
         raise typer.Exit(2) from None
-    except ResultsError as error:
+    except (ResultsError, InconsistentResultsError) as error:
         _fail(str(error))
         raise typer.Exit(1) from None
     except OSError as error:
