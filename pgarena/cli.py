@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from importlib import metadata
 from pathlib import Path
@@ -22,7 +23,7 @@ from pgarena.analysis.metrics import stored_metrics
 from pgarena.analysis.ranking import unranked_reasons
 from pgarena.model import matrix_reference
 from pgarena.model.comparison import Comparison
-from pgarena.model.matrix import Campaign, json_schema
+from pgarena.model.matrix import REGION_PATTERN, SITE_NAME_PATTERN, Campaign, json_schema
 from pgarena.model.matrix_errors import MatrixError, Problem
 from pgarena.model.metrics import TargetMetrics
 from pgarena.model.results import CampaignResults
@@ -132,6 +133,21 @@ def _check_local_sites_or_exit(matrix: Path, campaign: Campaign, external_sites:
     is refused before it starts, as Validate And Plan would refuse it, with the local fix."""
     from pgarena.local.endpoints import REGION as LOCAL_REGION
 
+    # Checked as the matrix's own placement is: a name reaches URLs, ARNs and file names.
+    bad = [
+        f"--site-region {r!r}: not an AWS region name (e.g. eu-west-1)"
+        for r in site_regions
+        if not re.fullmatch(REGION_PATTERN, r)
+    ]
+    bad += [
+        f"--external-site {s!r}: not a site name (lower-case letters, digits and '-', at most 40)"
+        for s in external_sites
+        if not re.fullmatch(SITE_NAME_PATTERN, s)
+    ]
+    if bad:
+        for problem in bad:
+            _fail(problem)
+        raise typer.Exit(2)
     sites = SiteMap(home_region=LOCAL_REGION, regions=frozenset(site_regions), external=frozenset(external_sites))
     problems = site_problems(campaign, sites)
     if not problems:
