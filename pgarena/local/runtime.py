@@ -42,7 +42,7 @@ from pgarena.local import assets, containers, limits, signing
 from pgarena.local import iam as local_iam
 from pgarena.local.children import Children, reap
 from pgarena.local.delay_proxy import DelayProxy
-from pgarena.local.embedded import PASSWORD_ENV_PREFIX, EmbeddedProcess, EmbeddedStandby, EmbeddedStartError, with_replication
+from pgarena.local.embedded import EmbeddedProcess, EmbeddedStandby, EmbeddedStartError, with_replication
 from pgarena.local.endpoints import ACCOUNT, FUNCTIONS, REGION, EcsEndpoint, LambdaEndpoint, function_arn, load_handlers
 from pgarena.local.environ import patched_environ
 from pgarena.local.hosts import MotoHost, StateMachineHost
@@ -59,6 +59,7 @@ from pgarena.remote.follow import POLL_S, Event, follow, probe_counter, step_eve
 from pgarena.remote.subjects import Subjects
 from pgarena.remote.workers import stop_campaign_workers, worker_clusters
 from pgarena.report import publish_results
+from pgarena.server.credentials import local_secret_name
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -550,7 +551,7 @@ class LocalRuntime:
             name = endpoint.password_env
             if not name or name not in os.environ:
                 return endpoint
-            secret = f"pgarena/local-{name.removeprefix(PASSWORD_ENV_PREFIX).lower()}-{uuid.uuid4().hex[:8]}"
+            secret = local_secret_name(name, uuid.uuid4().hex[:8])  # a failed login names `name` (credential_of)
             arn = secretsmanager.create_secret(Name=secret, SecretString=os.environ[name])["ARN"]
             return endpoint.model_copy(update={"password_env": None, "password_secret_arn": arn})
 

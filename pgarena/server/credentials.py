@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import tempfile
 from pathlib import Path
 
@@ -14,6 +15,25 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from pgarena.model.errors import ErrorKind, failure
 from pgarena.model.matrix import CA_SECRET_PREFIX, CA_URL_PREFIX, Endpoint
+
+# A password the user exported reaches a local run's functions and workers as a Secrets Manager secret of the
+# local runtime's own, as it would in AWS; the secret's name keeps the variable's, so that a failed login
+# names the variable the user set, not a secret they never made.
+LOCAL_SECRET_PREFIX = "pgarena/local-env-"
+_LOCAL_SECRET = re.compile(
+    r":secret:" + re.escape(LOCAL_SECRET_PREFIX) + r"([A-Za-z_][A-Za-z0-9_]*)-[0-9a-f]{8}(-[A-Za-z0-9]{6})?$"
+)
+
+
+def local_secret_name(variable: str, unique: str) -> str:
+    """The local runtime's secret for the password in environment variable `variable`."""
+    return f"{LOCAL_SECRET_PREFIX}{variable}-{unique}"
+
+
+def variable_of(secret_arn: str) -> str | None:
+    """The environment variable a local runtime's secret was made from; None for any other secret."""
+    match = _LOCAL_SECRET.search(secret_arn)
+    return match.group(1) if match else None
 
 
 def resolve_password(endpoint: Endpoint) -> str | None:
