@@ -5,7 +5,11 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -52,6 +56,21 @@ def _version(value: bool) -> None:
     if value:
         print(f"pgarena {metadata.version('pgarena')}")
         raise typer.Exit()
+
+
+@contextmanager
+def terminate_as_interrupt() -> Iterator[None]:
+    """SIGTERM (`kill`, systemd, a CI runner's time-out) takes Ctrl-C's path while a campaign runs: the campaign
+    is cancelled, its workers and servers stopped and a results.json written, instead of an exit 143 leaving
+    them to the next run's reaping."""
+    if threading.current_thread() is not threading.main_thread():  # only the main thread may set a handler
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 @app.callback()
@@ -426,7 +445,8 @@ def run(
             "results_table": results_table,
             "worker_cluster_arn": worker_cluster_arn,
         }
-        _finish_aws(_run_aws(campaign, out, stack_name, given, region, endpoint_url, results_wait_s, verbose))
+        with terminate_as_interrupt():
+            _finish_aws(_run_aws(campaign, out, stack_name, given, region, endpoint_url, results_wait_s, verbose))
         return
     from pgarena.local.assets import AssetError
     from pgarena.local.containers import DockerError
@@ -440,7 +460,10 @@ def run(
     # Ctrl-C stops the campaign (workers, leases) and still writes a results.json marked cancelled.
     mode = "locally, as AWS would run it" if aws_strict else "locally"
     try:
-        with console.status(_text(f"running {campaign.campaign} {mode} (Ctrl-C cancels, keeping what finished)")) as status:
+        with (
+            terminate_as_interrupt(),
+            console.status(_text(f"running {campaign.campaign} {mode} (Ctrl-C cancels, keeping what finished)")) as status,
+        ):
             printer = ProgressPrinter(campaign_progress(campaign, "local"), verbose, status)
             result = run_local(
                 campaign,
@@ -667,7 +690,10 @@ def resume(
     from pgarena.model.layout import UnsafePath
 
     try:
-        with console.status(_text(f"re-running what failed in {campaign.name} (Ctrl-C cancels)")) as status:
+        with (
+            terminate_as_interrupt(),
+            console.status(_text(f"re-running what failed in {campaign.name} (Ctrl-C cancels)")) as status,
+        ):
             resumed = resume_local(campaign, out, override, on_event=ProgressPrinter(None, verbose, status))
     except NothingToResume as nothing:
         console.print(_text(nothing), highlight=False)

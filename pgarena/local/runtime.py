@@ -49,6 +49,7 @@ from pgarena.local.hosts import MotoHost, StateMachineHost
 from pgarena.local.leases import default_lease_dir, private_dir
 from pgarena.local.limits import StrictLimitError
 from pgarena.local.progress import Interrupted, disk_full, download, keep_execution, keep_step, release_leases, write_local
+from pgarena.local.server_marks import reap_servers
 from pgarena.model import layout
 from pgarena.model.errors import DiskFull, ErrorInfo
 from pgarena.model.matrix import Campaign, Endpoint, Replica, Target
@@ -423,7 +424,7 @@ class LocalRuntime:
         try:
             # What coordinators that died without stopping their children left running, stopped first;
             # this runtime's own children are recorded as they start, the records dropped once stopped.
-            for message in reap(self.out_dir):
+            for message in [*reap(self.out_dir), *reap_servers()]:  # and the server users and folders they made
                 log.warning("%s", message)
             self.children = Children(self.out_dir)
             stack.callback(self.children.close)
