@@ -487,6 +487,7 @@ def run(
     except DiskFull as full:
         _fail(f"disk_full: {full}")
         raise typer.Exit(1) from None
+    _say_stopped(result.stopped)
     if result.results is None:
         _fail(f"campaign {result.campaign_id} ended {result.status} without results: {result.error}")
         raise typer.Exit(1)
@@ -629,6 +630,12 @@ def print_verdict(results: CampaignResults) -> None:
         console.print(_text(f"verdict: {said}"), highlight=False)
     for warning in results.noise:
         console.print(_text(f"noisy: {warning.message}", style="yellow"), highlight=False)
+
+
+def _say_stopped(lines: list[str]) -> None:
+    """A cancel's account: one line per thing it stopped (the execution, each worker task)."""
+    for line in lines:
+        errors.print(_text(line), highlight=False)
 
 
 def _print_outcome(results: CampaignResults, folder: Path, wall_s: float) -> None:
