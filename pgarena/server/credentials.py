@@ -7,6 +7,7 @@ import hashlib
 import json
 import os
 import re
+import stat
 import tempfile
 from pathlib import Path
 
@@ -60,8 +61,40 @@ def resolve_password(endpoint: Endpoint) -> str | None:
 
 
 # Fetched CA bundles, named by their content's hash: the tools (libpq's PGSSLROOTCERT) and pg8000 read files.
-CA_DIR = Path(tempfile.gettempdir()) / "pgarena-ca"
+# They go to a folder of this user's own (0700): a shared /tmp/pgarena-ca let another local user plant the
+# CA a connection would trust, or a symlink that made the coordinator write where it points.
+CA_DIR_PREFIX = "pgarena-ca-"
 _ca_files: dict[str, str] = {}  # a reference -> its file, fetched once per process
+_ca_dir: list[Path] = []  # this process's folder, once made
+
+
+def _own_private_dir(folder: Path) -> bool:
+    try:
+        folder.mkdir(mode=0o700, exist_ok=True)
+        info = os.lstat(folder)  # lstat: a symlink in its place is refused, not followed
+    except OSError:
+        return False
+    return stat.S_ISDIR(info.st_mode) and info.st_uid == os.geteuid() and not info.st_mode & 0o077
+
+
+def ca_dir() -> Path:
+    """This user's CA folder (`<runtime or temp dir>/pgarena-ca-<uid>`, 0700); when that name is taken by
+    anything else, a new private folder of this process's own."""
+    if not _ca_dir:
+        base = Path(os.environ.get("XDG_RUNTIME_DIR") or tempfile.gettempdir())
+        folder = base / f"{CA_DIR_PREFIX}{os.geteuid()}"
+        _ca_dir.append(folder if _own_private_dir(folder) else Path(tempfile.mkdtemp(prefix=CA_DIR_PREFIX)))
+    return _ca_dir[0]
+
+
+def _write_private(folder: Path, name: str, data: bytes) -> Path:
+    """Write `data` to folder/name through a new file renamed into place: never through a planted link."""
+    handle, temporary = tempfile.mkstemp(dir=folder, prefix=".ca-")
+    with os.fdopen(handle, "wb") as out:
+        out.write(data)
+    os.chmod(temporary, 0o644)  # a CA is public; the folder keeps others out anyway
+    os.replace(temporary, folder / name)
+    return folder / name
 
 
 def _fetch_ca(reference: str) -> bytes:
@@ -90,8 +123,6 @@ def local_ca(endpoint: Endpoint) -> Endpoint:
                 f"sslrootcert {reference} could not be read ({error}): check that it exists and that pgarena's "
                 "roles may read it (secrets named pgarena/..., objects under ca/ in the results bucket)",
             ) from None
-        CA_DIR.mkdir(parents=True, exist_ok=True)
-        path = CA_DIR / f"{hashlib.sha256(pem).hexdigest()}.pem"
-        path.write_bytes(pem)
+        path = _write_private(ca_dir(), f"{hashlib.sha256(pem).hexdigest()}.pem", pem)
         _ca_files[reference] = str(path)
     return endpoint.model_copy(update={"sslrootcert": _ca_files[reference]})
