@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import ctypes
 import os
 import pwd
 import select
@@ -27,7 +28,7 @@ import sys
 from collections.abc import Callable
 
 from pgarena.local.embedded import EmbeddedStartError
-from pgarena.tools.processes import die_with_parent, rearm_parent_death, spawn
+from pgarena.tools.processes import PR_SET_PDEATHSIG, die_with_parent, spawn
 
 CHUNK_BYTES = 64 * 1024
 QUEUED_CHUNKS = 256  # per direction: past this, reading the sender waits for the writer
@@ -80,6 +81,18 @@ async def _relay(
     finally:
         for writer in (client_writer, server_writer):
             writer.close()
+
+
+_LIBC = ctypes.CDLL(None, use_errno=True) if sys.platform.startswith("linux") else None
+
+
+def rearm_parent_death(parent: int, sig: signal.Signals = signal.SIGKILL) -> None:
+    """Set the parent-death signal again (Linux clears it when a process changes its user or group); if the
+    parent already died, take the signal now."""
+    if _LIBC is not None:
+        _LIBC.prctl(PR_SET_PDEATHSIG, int(sig), 0, 0, 0)
+    if os.getppid() != parent:
+        os.kill(os.getpid(), sig)
 
 
 def unprivileged(user: str = UNPRIVILEGED_USER) -> None:

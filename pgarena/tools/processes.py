@@ -42,15 +42,6 @@ def die_with_parent(sig: signal.Signals = signal.SIGKILL) -> Callable[[], None] 
     return preexec
 
 
-def rearm_parent_death(parent: int, sig: signal.Signals = signal.SIGKILL) -> None:
-    """Set the parent-death signal again in this process (Linux clears it when the process changes its
-    user or group); if the parent already died, take the signal now."""
-    if _LIBC is not None:
-        _LIBC.prctl(PR_SET_PDEATHSIG, int(sig), 0, 0, 0)
-    if os.getppid() != parent:
-        os.kill(os.getpid(), sig)
-
-
 class _Spawner(threading.Thread):
     """One thread, for this process's lifetime, that starts the children which must die with it."""
 
