@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import signal
 import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -23,7 +28,7 @@ from pgarena.analysis.ranking import unranked_reasons
 from pgarena.aws.deployment import STACK_NAME
 from pgarena.model import matrix_reference
 from pgarena.model.comparison import Comparison
-from pgarena.model.matrix import Campaign, json_schema
+from pgarena.model.matrix import REGION_PATTERN, SITE_NAME_PATTERN, Campaign, json_schema
 from pgarena.model.matrix_errors import MatrixError, Problem
 from pgarena.model.metrics import TargetMetrics
 from pgarena.model.results import CampaignResults
@@ -31,7 +36,7 @@ from pgarena.model.sites import SiteMap, site_problems
 from pgarena.planning.campaign import load_execution_input
 from pgarena.remote.execution import RESULTS_WAIT_S
 from pgarena.remote.follow import WORKER_STATE
-from pgarena.report import write_to_folder
+from pgarena.report import InconsistentResultsError, check_consistent, write_to_folder
 from pgarena.report.progress import CampaignProgress
 from pgarena.tools.workloads import TOOL_NAMES
 
@@ -52,6 +57,21 @@ def _version(value: bool) -> None:
     if value:
         print(f"pgarena {metadata.version('pgarena')}")
         raise typer.Exit()
+
+
+@contextmanager
+def terminate_as_interrupt() -> Iterator[None]:
+    """SIGTERM (`kill`, systemd, a CI runner's time-out) takes Ctrl-C's path while a campaign runs: the campaign
+    is cancelled, its workers and servers stopped and a results.json written, instead of an exit 143 leaving
+    them to the next run's reaping."""
+    if threading.current_thread() is not threading.main_thread():  # only the main thread may set a handler
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 @app.callback()
@@ -133,6 +153,21 @@ def _check_local_sites_or_exit(matrix: Path, campaign: Campaign, external_sites:
     is refused before it starts, as Validate And Plan would refuse it, with the local fix."""
     from pgarena.local.endpoints import REGION as LOCAL_REGION
 
+    # Checked as the matrix's own placement is: a name reaches URLs, ARNs and file names.
+    bad = [
+        f"--site-region {r!r}: not an AWS region name (e.g. eu-west-1)"
+        for r in site_regions
+        if not re.fullmatch(REGION_PATTERN, r)
+    ]
+    bad += [
+        f"--external-site {s!r}: not a site name (lower-case letters, digits and '-', at most 40)"
+        for s in external_sites
+        if not re.fullmatch(SITE_NAME_PATTERN, s)
+    ]
+    if bad:
+        for problem in bad:
+            _fail(problem)
+        raise typer.Exit(2)
     sites = SiteMap(home_region=LOCAL_REGION, regions=frozenset(site_regions), external=frozenset(external_sites))
     problems = site_problems(campaign, sites)
     if not problems:
@@ -411,7 +446,8 @@ def run(
             "results_table": results_table,
             "worker_cluster_arn": worker_cluster_arn,
         }
-        _finish_aws(_run_aws(campaign, out, stack_name, given, region, endpoint_url, results_wait_s, verbose))
+        with terminate_as_interrupt():
+            _finish_aws(_run_aws(campaign, out, stack_name, given, region, endpoint_url, results_wait_s, verbose))
         return
     from pgarena.local.assets import AssetError
     from pgarena.local.containers import DockerError
@@ -425,7 +461,10 @@ def run(
     # Ctrl-C stops the campaign (workers, leases) and still writes a results.json marked cancelled.
     mode = "locally, as AWS would run it" if aws_strict else "locally"
     try:
-        with console.status(_text(f"running {campaign.campaign} {mode} (Ctrl-C cancels, keeping what finished)")) as status:
+        with (
+            terminate_as_interrupt(),
+            console.status(_text(f"running {campaign.campaign} {mode} (Ctrl-C cancels, keeping what finished)")) as status,
+        ):
             printer = ProgressPrinter(campaign_progress(campaign, "local"), verbose, status)
             result = run_local(
                 campaign,
@@ -449,6 +488,7 @@ def run(
     except DiskFull as full:
         _fail(f"disk_full: {full}")
         raise typer.Exit(1) from None
+    _say_stopped(result.stopped)
     if result.results is None:
         _fail(f"campaign {result.campaign_id} ended {result.status} without results: {result.error}")
         raise typer.Exit(1)
@@ -593,7 +633,18 @@ def print_verdict(results: CampaignResults) -> None:
         console.print(_text(f"noisy: {warning.message}", style="yellow"), highlight=False)
 
 
+def _say_stopped(lines: list[str]) -> None:
+    """A cancel's account: one line per thing it stopped (the execution, each worker task)."""
+    for line in lines:
+        errors.print(_text(line), highlight=False)
+
+
 def _print_outcome(results: CampaignResults, folder: Path, wall_s: float) -> None:
+    try:
+        check_consistent(results)  # a results.json read back from a bucket may have been edited
+    except InconsistentResultsError as error:
+        _fail(str(error))
+        raise typer.Exit(1) from None
     console.print(ranking_table(results))
     print_verdict(results)
     for table in scenario_tables(results):
@@ -647,7 +698,10 @@ def resume(
     from pgarena.model.layout import UnsafePath
 
     try:
-        with console.status(_text(f"re-running what failed in {campaign.name} (Ctrl-C cancels)")) as status:
+        with (
+            terminate_as_interrupt(),
+            console.status(_text(f"re-running what failed in {campaign.name} (Ctrl-C cancels)")) as status,
+        ):
             resumed = resume_local(campaign, out, override, on_event=ProgressPrinter(None, verbose, status))
     except NothingToResume as nothing:
         console.print(_text(nothing), highlight=False)
@@ -666,11 +720,11 @@ def resume(
 
 def _results_or_exit(path: Path) -> CampaignResults:
     try:
-        return load_results(path)
+        return check_consistent(load_results(path))
     except FileNotFoundError:
         _fail(f"{path}: no results.json there")
         raise typer.Exit(2) from None
-    except ResultsError as error:
+    except (ResultsError, InconsistentResultsError) as error:
         _fail(str(error))
         raise typer.Exit(1) from None
     except OSError as error:

@@ -10,7 +10,7 @@ from pydantic import ValidationError
 from pgarena.analysis.metrics import stored_metrics
 from pgarena.model.comparison import Change, Comparison, SettingChange
 from pgarena.model.matrix_errors import problems_of
-from pgarena.model.matrix_json import read_text
+from pgarena.model.matrix_json import MAX_RESULTS_BYTES, read_text
 from pgarena.model.metrics import PointMetrics
 from pgarena.model.results import CampaignResults, TargetResult
 
@@ -26,7 +26,7 @@ def load_results(path: Path) -> CampaignResults:
     """A campaign folder (holding results.json) or a results.json file."""
     file = path / "results.json" if path.is_dir() else path
     try:
-        return CampaignResults.model_validate_json(read_text(file))
+        return CampaignResults.model_validate_json(read_text(file, MAX_RESULTS_BYTES))
     except ValidationError as error:  # pydantic's own text spans lines and carries a URL: say it the matrix's way
         problems = [f"{p.path}: {p.message}" for p in problems_of(error)]
         more = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""

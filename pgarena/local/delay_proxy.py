@@ -9,7 +9,8 @@ a reader far ahead of its writer waits (backpressure) instead of holding the str
 It runs as a process of its own (`python -m pgarena.local.delay_proxy`), not a thread of the runtime,
 so its timing does not share an interpreter lock with the coordinator; the runtime starts it with the
 parent-death signal and records it in the campaign's children.jsonl (pgarena.local.children), so it ends
-with its server, or with the coordinator however that ends.
+with its server, or with the coordinator however that ends. Started by root, it becomes `nobody` (no
+groups) once its port is bound: relaying bytes needs no privilege.
 """
 
 from __future__ import annotations
@@ -17,6 +18,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import ctypes
+import os
+import pwd
 import select
 import signal
 import subprocess
@@ -24,12 +28,13 @@ import sys
 from collections.abc import Callable
 
 from pgarena.local.embedded import EmbeddedStartError
-from pgarena.system.processes import die_with_parent, spawn
+from pgarena.system.processes import PR_SET_PDEATHSIG, die_with_parent, spawn
 
 CHUNK_BYTES = 64 * 1024
 QUEUED_CHUNKS = 256  # per direction: past this, reading the sender waits for the writer
 READY_TIMEOUT_S = 30.0
 LISTENING = "listening on port "
+UNPRIVILEGED_USER = "nobody"
 
 
 async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, delay_s: float) -> None:
@@ -78,8 +83,34 @@ async def _relay(
             writer.close()
 
 
+_LIBC = ctypes.CDLL(None, use_errno=True) if sys.platform.startswith("linux") else None
+
+
+def rearm_parent_death(parent: int, sig: signal.Signals = signal.SIGKILL) -> None:
+    """Set the parent-death signal again (Linux clears it when a process changes its user or group); if the
+    parent already died, take the signal now."""
+    if _LIBC is not None:
+        _LIBC.prctl(PR_SET_PDEATHSIG, int(sig), 0, 0, 0)
+    if os.getppid() != parent:
+        os.kill(os.getpid(), sig)
+
+
+def unprivileged(user: str = UNPRIVILEGED_USER) -> None:
+    """As root, become `user` with its group and no other: refused (KeyError) when there is no such user,
+    rather than relay as root. The parent-death signal, which Linux clears on the change, is set again."""
+    if os.geteuid() != 0:
+        return
+    entry = pwd.getpwnam(user)
+    parent = os.getppid()
+    os.setgroups([])
+    os.setgid(entry.pw_gid)
+    os.setuid(entry.pw_uid)
+    rearm_parent_death(parent)
+
+
 async def serve(host: str, port: int, delay_ms: float, ready: Callable[[int], None], listen: str = "127.0.0.1") -> None:
-    """Proxy connections on `listen` (a free port) to host:port until cancelled; `ready` gets the port."""
+    """Proxy connections on `listen` (a free port) to host:port until cancelled; `ready` gets the port once
+    it is bound (and may give up root then: unprivileged)."""
     delay_s = delay_ms / 1000
 
     async def relay(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -133,6 +164,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
 
     def ready(port: int) -> None:
+        unprivileged()  # bound: no privilege needed from here on
         print(f"{LISTENING}{port}", flush=True)
 
     with contextlib.suppress(KeyboardInterrupt):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import secrets
@@ -13,12 +14,14 @@ import tempfile
 import time
 from pathlib import Path
 
-from pgarena.local import benchmark_role
+from pgarena.local import benchmark_role, server_marks
 from pgarena.local.server_binaries import UnsafeRuntimeDirError, runtime_bin_dir
-from pgarena.local.server_users import ServerUser, create_server_user, remove_server_user
+from pgarena.local.server_users import ServerUser, create_server_user, new_user_name, remove_server_user
 from pgarena.model.matrix import Endpoint
 from pgarena.system.binaries import embedded_bin_dir
 from pgarena.system.processes import die_with_parent, spawn
+
+log = logging.getLogger(__name__)
 
 START_TIMEOUT_S = 60
 READY_POLL_S = 0.1
@@ -116,6 +119,14 @@ class EmbeddedProcess:
         self.admin_password = secrets.token_urlsafe(24)  # the superuser's: the runtime's own, to set the server up
         self.password_env = f"{PASSWORD_ENV_PREFIX}{self.port}"
         self.dir = Path(tempfile.mkdtemp(prefix=f"pgarena-{name}-", dir=root))
+        # As root the server's user is named now and marked with its folder before either is used: a
+        # coordinator killed before stop() leaves them to the next run's reaping (pgarena.local.server_marks).
+        self.user_name = new_user_name() if os.geteuid() == 0 else None
+        try:
+            self.mark: Path | None = server_marks.mark(self.dir, self.user_name)
+        except OSError as error:
+            log.warning("embedded server %s is not marked for reaping after a kill: %s", name, error)
+            self.mark = None
         self.pgdata = self.dir / "data"
         self.log = self.dir / "server.log"
         self.process: subprocess.Popen[bytes] | None = None
@@ -189,7 +200,7 @@ class EmbeddedProcess:
         if os.geteuid() == 0:
             if self.given_bin_dir is None:
                 self.bin_dir = runtime_bin_dir(_bin_dir())
-            self.user = create_server_user()
+            self.user = create_server_user(self.user_name)
         if self.user:
             for placed in self.dir.rglob("*"):
                 os.chown(placed, self.user.uid, self.user.gid, follow_symlinks=False)
@@ -282,6 +293,9 @@ class EmbeddedProcess:
         if self.user:
             remove_server_user(self.user)
             self.user = None
+        if not server_marks.user_exists(self.user_name) and not self.dir.exists():  # else a later run reaps them
+            server_marks.unmark(self.mark)
+            self.mark = None
         os.environ.pop(self.password_env, None)
 
 

@@ -13,6 +13,11 @@
   (SendTaskSuccess) before that wait begins is answered at once, not after a heartbeat timeout.
 - SendTaskFailure's cause: moto's API layer passes the error on to the interpreter and drops the cause;
   AWS puts both in the TaskFailed event a Catch reads (a worker that did not start is told by its cause).
+- A stopped execution's Map iterations: moto aborts each with the stop's error string where its event
+  details hold a dict (`executionFailedEventDetails=ProgramStopped.error`); the Catch reading it then
+  raised `AttributeError('str' object has no attribute 'get')` and every interpreter component on the way
+  up logged its whole parse tree (~1,650 lines on a Ctrl-C). The string is made the dict AWS would give,
+  and the interpreter's own error log, which repeats what the execution's history records, is kept quiet.
 - GetExecutionHistory's pages: moto answers the whole history, oldest first, whatever reverseOrder,
   maxResults and nextToken say; AWS answers one page (100 events unless told, at most 1,000) in the order
   asked. The runtime follows its execution by the newest events (pgarena.remote.follow): with moto's
@@ -22,12 +27,14 @@
 from __future__ import annotations
 
 import copy
+import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 from unittest.mock import patch
 
 from moto.core.responses import ActionResult, EmptyResult
+from moto.stepfunctions.parser.asl.component.common.error_name.failure_event import FailureEvent
 from moto.stepfunctions.parser.asl.eval.callback.callback import CallbackEndpoint, HeartbeatEndpoint
 from moto.stepfunctions.parser.asl.eval.environment import Environment
 from moto.stepfunctions.parser.asl.eval.program_state import ProgramStopped
@@ -70,6 +77,33 @@ def _send_task_failure_with_cause(self: StepFunctionResponse) -> Any:
         self._get_param("taskToken"), error=self._get_param("error"), cause=self._get_param("cause")
     )
     return EmptyResult()
+
+
+def _details_as_dicts(init: Callable[..., None]) -> Callable[..., None]:
+    def normalised(self: FailureEvent, env: Environment, error_name: Any, event_type: Any, event_details: Any = None) -> None:
+        if event_details:  # {"executionFailedEventDetails": "Cancelled"} -> {"executionFailedEventDetails": {"error": ...}}
+            event_details = {
+                kind: (details if isinstance(details, dict) else {"error": details} if details else {})
+                for kind, details in event_details.items()
+            }
+        init(self, env, error_name, event_type, event_details)
+
+    return normalised
+
+
+# The interpreter's components log each failure with their whole parse tree; the history has the failure.
+INTERPRETER_LOGGER = "moto.stepfunctions.parser"
+
+
+@contextmanager
+def _quiet(name: str) -> Iterator[None]:
+    logger = logging.getLogger(name)
+    level = logger.level
+    logger.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
 
 
 # GetExecutionHistory's page when maxResults is not given, and its largest.
@@ -117,7 +151,7 @@ def _get_execution_history_paged(self: StepFunctionResponse) -> Any:
 @contextmanager
 def as_aws() -> Iterator[None]:
     """While it lasts, a stop stands whatever comes after it, a task's heartbeats and answer count from its
-    scheduling, and the history is read a page at a time."""
+    scheduling, the history is read a page at a time, and a stop aborts the Map iterations quietly."""
     with (
         patch.object(Environment, "set_error", _unless_stopped(Environment.set_error)),
         patch.object(Environment, "set_timed_out", _unless_stopped(Environment.set_timed_out)),
@@ -125,5 +159,7 @@ def as_aws() -> Iterator[None]:
         patch.object(CallbackEndpoint, "setup_heartbeat_endpoint", _answered_at_once(CallbackEndpoint.setup_heartbeat_endpoint)),
         patch.object(StepFunctionResponse, "send_task_failure", _send_task_failure_with_cause),
         patch.object(StepFunctionResponse, "get_execution_history", _get_execution_history_paged),
+        patch.object(FailureEvent, "__init__", _details_as_dicts(FailureEvent.__init__)),
+        _quiet(INTERPRETER_LOGGER),
     ):
         yield

@@ -43,13 +43,15 @@ from pgarena.local import assets, containers, limits, signing
 from pgarena.local import iam as local_iam
 from pgarena.local.children import Children, reap
 from pgarena.local.delay_proxy import DelayProxy
-from pgarena.local.embedded import PASSWORD_ENV_PREFIX, EmbeddedProcess, EmbeddedStandby, EmbeddedStartError, with_replication
+from pgarena.local.embedded import EmbeddedProcess, EmbeddedStandby, EmbeddedStartError, with_replication
 from pgarena.local.endpoints import ACCOUNT, FUNCTIONS, REGION, EcsEndpoint, LambdaEndpoint, function_arn, load_handlers
 from pgarena.local.environ import patched_environ
 from pgarena.local.hosts import MotoHost, StateMachineHost
 from pgarena.local.leases import default_lease_dir, private_dir
 from pgarena.local.limits import StrictLimitError
 from pgarena.local.progress import Interrupted, disk_full, download, keep_execution, keep_step, release_leases, write_local
+from pgarena.local.server_marks import reap_servers
+from pgarena.local.stopped import stopped_lines
 from pgarena.model import layout
 from pgarena.model.errors import DiskFull, ErrorInfo
 from pgarena.model.matrix import Campaign, Endpoint, Replica, Target
@@ -60,6 +62,7 @@ from pgarena.remote.follow import POLL_S, Event, follow, probe_counter, step_eve
 from pgarena.remote.subjects import Subjects
 from pgarena.remote.workers import stop_campaign_workers, worker_clusters
 from pgarena.report import publish_results
+from pgarena.server.credentials import local_secret_name
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -152,6 +155,7 @@ class LocalRun:
     error: str | None = None
     state_transitions: int = 0  # what Step Functions bills: states entered
     history_events: int = 0  # what Step Functions caps at 25,000 (pgarena.planning.history)
+    stopped: list[str] = field(default_factory=list)  # a cancel's: one line per thing it stopped
 
 
 def definition(asl_path: Path = ASL_PATH, aws_strict: bool = False) -> str:
@@ -423,7 +427,7 @@ class LocalRuntime:
         try:
             # What coordinators that died without stopping their children left running, stopped first;
             # this runtime's own children are recorded as they start, the records dropped once stopped.
-            for message in reap(self.out_dir):
+            for message in [*reap(self.out_dir), *reap_servers()]:  # and the server users and folders they made
                 log.warning("%s", message)
             self.children = Children(self.out_dir)
             stack.callback(self.children.close)
@@ -551,7 +555,7 @@ class LocalRuntime:
             name = endpoint.password_env
             if not name or name not in os.environ:
                 return endpoint
-            secret = f"pgarena/local-{name.removeprefix(PASSWORD_ENV_PREFIX).lower()}-{uuid.uuid4().hex[:8]}"
+            secret = local_secret_name(name, uuid.uuid4().hex[:8])  # a failed login names `name` (credential_of)
             arn = secretsmanager.create_secret(Name=secret, SecretString=os.environ[name])["ARN"]
             return endpoint.model_copy(update={"password_env": None, "password_secret_arn": arn})
 
@@ -658,28 +662,35 @@ class LocalRuntime:
         results.json marked cancelled that lists every target and step with what finished."""
         if not execution.arn:  # nothing was started: its results are already written
             return self.wait(execution)
-        self._stop(execution, "ABORTED", "Cancelled", "stopped by the user")
+        stopped = self._stop(execution, "ABORTED", "Cancelled", "stopped by the user")
         # ABORTED, as StopExecution leaves it in AWS. moto's interpreter reports RUNNING until the task it
         # waited on answers (pgarena.local.interpreter keeps it ABORTED then).
-        return self._collect(execution, "ABORTED", "cancelled")
+        run = self._collect(execution, "ABORTED", "cancelled")
+        run.stopped = stopped_lines(execution.campaign_id, stopped, self.workers.tasks)
+        return run
 
-    def _stop(self, execution: Execution, ending: str, error: str, cause: str) -> None:
-        """StopExecution, StopTask its workers, then finalize_stopped with the ending AWS would report."""
+    def _stop(self, execution: Execution, ending: str, error: str, cause: str) -> list[str]:
+        """StopExecution, StopTask its workers, then finalize_stopped with the ending AWS would report; returns
+        the worker tasks stopped."""
         self.sfn.stop_execution(executionArn=execution.arn, error=error, cause=cause)
         started = self.sfn.describe_execution(executionArn=execution.arn)["startDate"]
+        stopped: list[str] = []
         for _ in range(2):  # a worker may have been launched while the execution stopped: look twice
-            self._stop_workers(execution.campaign_id, cause)
+            stopped += self._stop_workers(execution.campaign_id, cause)
             time.sleep(POLL_S)
         self.execution_stopped(execution.arn, ending, started)
+        return stopped
 
-    def _stop_workers(self, campaign_id: str, reason: str) -> None:
+    def _stop_workers(self, campaign_id: str, reason: str) -> list[str]:
         """As `pgarena run --aws`'s Ctrl-C does (pgarena.remote.workers): StopTask on the campaign's workers in
         every site's cluster, each through its region's ECS; then ECS's stop timeout for those tasks."""
         clusters, problems = worker_clusters(self.site_map, CLUSTER_ARN, ssm_site_reader(_ssm_in))
         stopped = stop_campaign_workers(_ecs_in, clusters, campaign_id, reason)
         for problem in [*problems, *stopped.problems]:
             log.warning("%s", problem)
-        self.workers.wait_stopped([arn for arns in stopped.tasks.values() for arn in arns])
+        arns = [arn for arns in stopped.tasks.values() for arn in arns]
+        self.workers.wait_stopped(arns)
+        return arns
 
     def execution_stopped(self, execution_arn: str, status: str, started: datetime) -> None:
         """What EventBridge's execution status change does in AWS: the finalize_stopped function ends it."""

@@ -41,9 +41,14 @@ def _account_command(*argv: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(argv, capture_output=True, text=True, timeout=COMMAND_TIMEOUT_S, check=False)
 
 
-def create_server_user() -> ServerUser:
-    """A new system user with its own group, no home and no login shell, named `pgarena-<8 hex>`."""
-    name = USER_PREFIX + secrets.token_hex(4)
+def new_user_name() -> str:
+    return USER_PREFIX + secrets.token_hex(4)
+
+
+def create_server_user(name: str | None = None) -> ServerUser:
+    """A new system user with its own group, no home and no login shell, named `pgarena-<8 hex>` (`name`:
+    one chosen beforehand, so that it is marked before it exists: pgarena.local.server_marks)."""
+    name = name or new_user_name()
     done = _account_command(
         "useradd", "--system", "--user-group", "--no-create-home", "--home-dir", "/nonexistent",
         "--shell", "/usr/sbin/nologin", "--comment", COMMENT, name,

@@ -27,6 +27,8 @@ SECRET_ARN_PATTERN = r"^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:.
 # What an sslrootcert fetched at connect time starts with (pgarena.server.credentials.local_ca).
 CA_SECRET_PREFIX = "arn:"
 CA_URL_PREFIX = "s3://"
+# An AWS region's name (us-east-1, ap-southeast-2, us-gov-west-1): a region reaches URLs, ARNs and file names.
+REGION_PATTERN = r"^[a-z]{2}(-[a-z]+)+-\d{1,2}$"
 # Bounds of the schema's fields (each refusal names the bound).
 MAX_SETTINGS = 200
 MAX_SETTING_CHARS = 1_024
@@ -135,6 +137,35 @@ OWNED_SETTINGS = frozenset(
 )
 
 
+# Settings naming a file or folder the server writes or reads. A relative one is read from the data directory,
+# inside the server's own 0700 folder; an absolute one (log_directory: /tmp/x) or one going up (..) would
+# write where other users read or own files, as the server's user, whose uid is later reused.
+PATH_SETTINGS = frozenset(
+    {
+        "log_directory",
+        "log_filename",
+        "external_pid_file",
+        "stats_temp_directory",
+        "ssl_cert_file",
+        "ssl_key_file",
+        "ssl_ca_file",
+        "ssl_crl_file",
+        "ssl_crl_dir",
+        "ssl_dh_params_file",
+        "krb_server_keyfile",
+        "extension_control_path",
+        "extension_destdir",
+    }
+)
+
+
+def _outside_server_folder(value: object) -> bool:
+    """A path setting's value that leaves the data directory: absolute, or with a `..` part."""
+    if not isinstance(value, str) or value == "":
+        return False  # '' is "none" for the optional files
+    return value.startswith(("/", "\\")) or any(part == ".." for part in re.split(r"[/\\]", value))
+
+
 def _unsafe(name: str) -> bool:
     name = name.lower()  # setting names are case-insensitive
     return name in UNSAFE_SETTINGS or name.endswith("_command")
@@ -149,7 +180,9 @@ class EmbeddedServer(Strict):
         "include, ...): they run as the server's user on this machine",
     )
     settings: dict[str, str | int | float | bool] = Field(
-        default_factory=dict, description='postgresql.conf settings, e.g. {"shared_buffers": "64MB"}'
+        default_factory=dict,
+        description='postgresql.conf settings, e.g. {"shared_buffers": "64MB"}; a path (log_directory, ssl_cert_file, ...) '
+        "is relative to the server's data directory and stays inside it",
     )
     replicas: int = Field(
         0, ge=0, le=4, description="streaming standbys the local runtime creates with pg_basebackup -R, each on its own port"
@@ -164,6 +197,19 @@ class EmbeddedServer(Strict):
         description="a far server: workers reach it through a local TCP proxy that delays every byte this long "
         "each way (0: directly)",
     )
+
+    @field_validator("settings", "replica_settings")
+    @classmethod
+    def _paths_inside(cls, value: dict[str, Any]) -> dict[str, Any]:
+        outside = sorted(
+            name for name, setting in value.items() if name.lower() in PATH_SETTINGS and _outside_server_folder(setting)
+        )
+        if outside:
+            raise ValueError(
+                f"{', '.join(outside)}: a path outside the server's own folder; give a path relative to its data "
+                "directory, without '..' (e.g. log_directory: log)"
+            )
+        return value
 
     @field_validator("settings", "replica_settings")
     @classmethod
@@ -205,7 +251,7 @@ class Placement(Strict):
     """Where workers and preflight run, next to the database: an AWS region (its subnets and security groups)
     or an external site (machines in another cloud registered to the stack's cluster through ECS Anywhere)."""
 
-    region: str | None = Field(None, max_length=32, description="the AWS region of the subnets")
+    region: str | None = Field(None, max_length=32, pattern=REGION_PATTERN, description="the AWS region of the subnets")
     site: str | None = Field(
         None,
         pattern=SITE_NAME_PATTERN,
@@ -351,9 +397,7 @@ class CostPolicy(Strict):
     monthly_cap_usd: float | None = Field(
         None, gt=0, le=1e9, description="refuse it when the month's ledger (all campaigns) plus its estimate exceeds this"
     )
-    region: str | None = Field(
-        None, pattern=r"^[a-z]{2}(-[a-z]+)+-\d$", description="price table region; default: the coordinator's region"
-    )
+    region: str | None = Field(None, pattern=REGION_PATTERN, description="price table region; default: the coordinator's region")
     schedule: Name | None = Field(None, description="the schedule that started the campaign, recorded in the ledger")
 
 

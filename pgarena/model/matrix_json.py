@@ -6,12 +6,17 @@ from __future__ import annotations
 import errno
 import json
 import math
+import os
 from pathlib import Path
 from typing import Any
 
 from pgarena.model.matrix_errors import NON_FINITE_FIX, MatrixError, Problem
 
 MAX_NESTING = 32  # a valid matrix is 7 levels deep
+# Bounds checked before a file is read: a matrix past StartExecution's 256 KiB cannot run (pgarena validate
+# names that limit); 4 MiB leaves it room to. A results.json of thousands of shards stays far below 1 GiB.
+MAX_MATRIX_BYTES = 4 * 1024 * 1024
+MAX_RESULTS_BYTES = 1024 * 1024 * 1024
 TOO_DEEP = f"nested deeper than {MAX_NESTING} levels, far beyond any matrix: check the brackets"
 
 
@@ -49,12 +54,24 @@ def shape_problems(data: Any, path: str = "$", depth: int = 0) -> list[Problem]:
     return problems
 
 
-def read_text(path: Path) -> str:
+def read_text(path: Path, max_bytes: int = MAX_MATRIX_BYTES) -> str:
     """A file's text; anything but a regular file or a folder (a FIFO, a socket, a device) is refused
-    before it is opened, as an OSError: opening a FIFO nothing writes to would wait for ever."""
+    before it is opened, as an OSError: opening a FIFO nothing writes to would wait for ever. A file past
+    `max_bytes` is refused by its size before it is read (EFBIG), never read whole."""
     if path.exists() and not path.is_file() and not path.is_dir():
         raise OSError(errno.EINVAL, "not a regular file (a FIFO, a socket or a device): give a file", str(path))
-    return path.read_text()
+    too_large = OSError(
+        errno.EFBIG,
+        f"larger than {max_bytes:,} bytes (refused unread): not a matrix or results.json pgarena could use",
+        str(path),
+    )
+    with path.open("rb") as handle:
+        if os.fstat(handle.fileno()).st_size > max_bytes:
+            raise too_large
+        data = handle.read(max_bytes + 1)  # one byte more: a file that grew since is refused too
+    if len(data) > max_bytes:
+        raise too_large
+    return data.decode()
 
 
 def read_json(path: Path) -> Any:

@@ -27,3 +27,4 @@ class ChildRecord(BaseModel):
     program: str = Field(description="the executable's file name: a process with another one is never killed")
     group: bool = Field(False, description="kill its whole process group (a worker and the tool it runs)")
     container: str | None = Field(None, description="a container worker's container name, removed with it")
+    uid: int | None = Field(None, description="the uid it ran as: a process of another owner is never killed")

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from pgarena.model.layout import RESULTS_FILE
 from pgarena.model.results import CampaignResults
+from pgarena.report.consistency import InconsistentResultsError, check_consistent
 from pgarena.report.render import render_html, render_markdown
 from pgarena.report.tables import TABLES, to_csv
 from pgarena.report.view import Report, build_report
@@ -31,7 +32,7 @@ log = logging.getLogger(__name__)
 
 def build_reports(results: CampaignResults) -> dict[str, bytes]:
     """Every report file's name (relative to the campaign folder) and content."""
-    report = build_report(results)
+    report = build_report(check_consistent(results))
     files = {name: to_csv(table(report)) for name, table in TABLES.items()}
     files["summary.md"] = render_markdown(report).encode()
     files["report.html"] = render_html(report).encode()
@@ -74,9 +75,11 @@ def write_to_folder(results: CampaignResults, folder: Path) -> list[Path]:
 __all__ = [
     "REPORT_FILES",
     "RESULTS_FILE",
+    "InconsistentResultsError",
     "Report",
     "build_report",
     "build_reports",
+    "check_consistent",
     "folder_writer",
     "publish_results",
     "write_reports",

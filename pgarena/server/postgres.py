@@ -13,7 +13,7 @@ import pg8000.dbapi
 
 from pgarena.model.errors import ErrorKind, error_info, failure
 from pgarena.model.matrix import Endpoint
-from pgarena.server.credentials import local_ca, resolve_password
+from pgarena.server.credentials import local_ca, resolve_password, variable_of
 
 CONNECT_TIMEOUT_S = 10
 # The Amazon RDS CA certificates (RDS global bundle, RDS Proxy roots), shipped in the package: the
@@ -82,7 +82,8 @@ def credential_of(endpoint: Endpoint) -> str:
     if endpoint.password_env:
         return f"environment variable {endpoint.password_env}"
     if endpoint.password_secret_arn:
-        return f"secret {endpoint.password_secret_arn}"
+        variable = variable_of(endpoint.password_secret_arn)  # a local run's copy of an exported password
+        return f"environment variable {variable}" if variable else f"secret {endpoint.password_secret_arn}"
     return "the endpoint's password reference (none is set)"
 
 

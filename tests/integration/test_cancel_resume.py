@@ -5,6 +5,9 @@ from __future__ import annotations
 import _thread
 import json
 import os
+import signal
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -137,6 +140,56 @@ def test_cancel_stops_workers_and_their_tools_and_releases_leases(cancelled):
     assert workers and all(w.poll() is not None for w in workers)
     assert sessions == 0  # no orphaned pgbench still loading the target
     assert not [h for h in holders if h.holder.startswith("cancel-me-")]
+
+
+def test_ctrl_c_of_the_command_prints_one_line_per_thing_stopped(servers, tmp_path):
+    # Given `pgarena run --local` measuring a target, as a user runs it in a terminal (issue 34.13)
+    matrix = {
+        "campaign": "ctrl-c",
+        "targets": [{"name": "first", "provider": "self-hosted", "endpoint": endpoint_of(servers["first"])}],
+        "workloads": [workload(120)],
+    }
+    (tmp_path / "matrix.json").write_text(json.dumps(matrix))
+    out = tmp_path / "results"
+    env = {**os.environ, "PGARENA_LEASE_DIR": str(tmp_path / "leases"), "COLUMNS": "200"}
+    command = [
+        sys.executable,
+        "-m",
+        "pgarena.cli",
+        "run",
+        "--local",
+        "--matrix",
+        str(tmp_path / "matrix.json"),
+        "--out",
+        str(out),
+    ]
+    with (tmp_path / "stdout").open("w") as stdout, (tmp_path / "stderr").open("w") as stderr:
+        # SIGINT as a terminal's Ctrl-C delivers it (a shell running pytest in the background may ignore it)
+        coordinator = subprocess.Popen(
+            command, env=env, stdout=stdout, stderr=stderr, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL)
+        )
+    try:
+        deadline = time.monotonic() + WAIT_FOR_PROGRESS_S * 3
+        while not any("progress:" in log.read_text(errors="replace") for log in (out / "logs").glob("worker-*.log")):
+            assert coordinator.poll() is None, (tmp_path / "stderr").read_text()[-3000:]
+            assert time.monotonic() < deadline, "the run never started measuring"
+            time.sleep(0.2)
+        # When the user presses Ctrl-C
+        coordinator.send_signal(signal.SIGINT)
+        code = coordinator.wait(timeout=600)
+    finally:
+        if coordinator.poll() is None:
+            coordinator.kill()
+    errors = [line for line in (tmp_path / "stderr").read_text().splitlines() if line.strip()]
+    # Then it ends as cancelled, and says what it stopped in a few short lines: no interpreter internals
+    assert code == 130, errors[-20:]
+    assert any(line.startswith("stopped the execution of campaign ctrl-c-") for line in errors)
+    assert any(line.startswith("stopped worker task ") and "(target first)" in line for line in errors)
+    assert any(line.startswith("cancelled: what finished is kept") for line in errors)
+    assert len(errors) < 12 and all(len(line) < 300 for line in errors), errors
+    assert not [line for line in errors if "Exception=" in line or "Traceback" in line or "AttributeError" in line]
+    (results,) = out.glob("ctrl-c-*/results.json")
+    assert json.loads(results.read_text())["status"] == "cancelled"
 
 
 @pytest.fixture(scope="module")

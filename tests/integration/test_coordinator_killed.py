@@ -1,11 +1,13 @@
 """Issue 25.8: a SIGKILLed coordinator leaves nothing running (worker, pgbench, embedded postmaster) and
-no lease that refuses the next campaign."""
+no lease that refuses the next campaign. Issue 34.6: nor an embedded server's OS user or data directory
+once the next run has started; and a SIGTERMed one cancels as Ctrl-C does, its results.json written."""
 
 from __future__ import annotations
 
 import json
 import logging
 import os
+import pwd
 import signal
 import subprocess
 import sys
@@ -128,6 +130,7 @@ def test_a_sigkilled_coordinator_leaves_no_process_and_no_lease_behind(tmp_path,
     tools = {pid: s[2] for pid, s in processes.items() if s[0] in workers and _program(pid) == "pgbench"}
     postmasters = {pid: s[2] for pid, s in processes.items() if "/pgarena-orphan-" in _cmdline(pid) and " -D " in _cmdline(pid)}
     assert workers and tools and postmasters
+    made = _servers_made(postmasters)  # the embedded server's data directory, and its OS user as root
 
     # When the coordinator is SIGKILLed (nothing of it runs: no handler, no cleanup)
     os.kill(coordinator.pid, signal.SIGKILL)
@@ -149,3 +152,71 @@ def test_a_sigkilled_coordinator_leaves_no_process_and_no_lease_behind(tmp_path,
     (target,) = run.results.targets
     assert target.status == "succeeded", target.error
     assert "campaign killed-" in caplog.text and "is gone" in caplog.text
+    # And the dead run's embedded server left no OS user and no data directory behind (issue 34.6)
+    assert _left(made) == []
+    assert f"removed data directory {made[0][0]}" in caplog.text
+
+
+def _servers_made(postmasters: dict[int, str]) -> list[tuple[Path, str | None]]:
+    """Each postmaster's server folder (its -D's parent) and, when it runs as a user of its own, that user."""
+    made = []
+    for pid in postmasters:
+        args = _cmdline(pid).split()
+        folder = Path(args[args.index("-D") + 1]).parent
+        uid = Path(f"/proc/{pid}").stat().st_uid
+        made.append((folder, pwd.getpwuid(uid).pw_name if uid != os.geteuid() else None))
+    return made
+
+
+def _left(made: list[tuple[Path, str | None]]) -> list[str]:
+    left = [str(folder) for folder, _ in made if folder.exists()]
+    for _, user in made:
+        try:
+            left.append(pwd.getpwnam(user).pw_name if user else "")
+        except KeyError:
+            continue
+    return [thing for thing in left if thing]
+
+
+@pytest.mark.timeout(STARTED_DEADLINE_S + GONE_DEADLINE_S + 300)
+def test_a_sigtermed_coordinator_cancels_writes_its_results_and_leaves_no_server_behind(tmp_path):
+    # Given `pgarena run --local` measuring an embedded target of its own
+    out = tmp_path / "results"
+    path = tmp_path / "matrix.json"
+    data = matrix("terminated", 0, duration_s=600, embedded=True)
+    data["targets"] = data["targets"][1:]  # the embedded target only
+    path.write_text(json.dumps(data))
+    env = {**os.environ, "PGARENA_LEASE_DIR": str(tmp_path / "leases")}
+    before = _processes()
+    with (tmp_path / "coordinator.log").open("w") as log:
+        coordinator = subprocess.Popen(
+            [sys.executable, "-m", "pgarena.cli", "run", "--local", "--matrix", str(path), "--out", str(out)],
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    try:
+        deadline = time.monotonic() + STARTED_DEADLINE_S
+        while _measuring(out / "logs") < 1:
+            assert coordinator.poll() is None, (tmp_path / "coordinator.log").read_text()[-3000:]
+            assert time.monotonic() < deadline, "the target's run never started measuring"
+            time.sleep(POLL_S)
+        processes = {pid: s for pid, s in _processes().items() if pid not in before or before[pid][2] != s[2]}
+        postmasters = {p: s[2] for p, s in processes.items() if "/pgarena-orphan-" in _cmdline(p) and " -D " in _cmdline(p)}
+        made = _servers_made(postmasters)
+        assert made
+        # When it gets a plain SIGTERM (kill, systemd, a CI runner's time-out)
+        coordinator.send_signal(signal.SIGTERM)
+        code = coordinator.wait(timeout=GONE_DEADLINE_S + 300)
+    finally:
+        if coordinator.poll() is None:
+            coordinator.kill()
+    output = (tmp_path / "coordinator.log").read_text()
+    # Then it cancels as Ctrl-C does: exit 130, a results.json marked cancelled, the cancel said
+    assert code == 130, output[-3000:]
+    (results,) = out.glob("terminated-*/results.json")
+    assert json.loads(results.read_text())["status"] == "cancelled"
+    assert "cancelled" in output
+    # And its embedded server's user and data directory are gone with it
+    assert _left(made) == []

@@ -1,11 +1,13 @@
 """What a dead coordinator left running is stopped by the next run, and nothing else is."""
 
+import os
 import signal
 import subprocess
 
 import pytest
 
-from pgarena.local.children import CHILDREN_FILE, Children, reap
+from pgarena.local.children import CHILDREN_FILE, Children, reap, remove_labelled_container
+from pgarena.local.containers import COORDINATOR_LABEL, coordinator_label
 from pgarena.model.process import ChildRecord, ProcessIdentity
 from pgarena.system.processes import identity, me, program
 
@@ -87,8 +89,97 @@ def test_a_dead_coordinators_container_is_removed(tmp_path):
     record = ChildRecord.model_validate_json((folder / CHILDREN_FILE).read_text())
     (folder / CHILDREN_FILE).write_text(record.model_copy(update={"container": "pgarena-worker-abc"}).model_dump_json() + "\n")
     removed = []
-    messages = reap(tmp_path, remove_container=lambda name: removed.append(name) or True)
+    messages = reap(tmp_path, remove_container=lambda name, label: removed.append(name) or label == coordinator_label(gone))
     assert removed == ["pgarena-worker-abc"]
     assert messages == [
         f"removed container pgarena-worker-abc left running by campaign crashed, whose coordinator (pid {gone.pid}) is gone"
     ]
+
+
+# Issue 34.5: the records are trusted only as far as who could have written them.
+
+
+def _no_signal():
+    signalled = []
+    return signalled, {"kill": lambda *a: signalled.append(a), "killpg": lambda *a: signalled.append(a)}
+
+
+@pytest.mark.parametrize("mode", [0o777, 0o775, 0o757])
+def test_records_in_a_folder_others_may_write_are_never_acted_on(tmp_path, sleeper, mode, caplog):
+    # Given a dead coordinator's record of a running process, in a campaign folder other users may write in
+    folder = tmp_path / "planted"
+    _record(folder, identity(sleeper.pid), _dead_coordinator(), program(sleeper.pid))
+    folder.chmod(mode)
+    signalled, stubs = _no_signal()
+    removed = []
+    # When the next run reaps
+    messages = reap(tmp_path, **stubs, remove_container=lambda *a: removed.append(a) or True)
+    # Then nothing is signalled, the record is left (not ours to delete) and the refusal is logged
+    assert messages == [] and signalled == [] and removed == [] and sleeper.poll() is None
+    assert (folder / CHILDREN_FILE).exists()
+    assert "writable by other users" in caplog.text
+
+
+def test_a_record_file_others_may_write_or_own_is_never_acted_on(tmp_path, sleeper):
+    folder = tmp_path / "planted"
+    _record(folder, identity(sleeper.pid), _dead_coordinator(), program(sleeper.pid))
+    (folder / CHILDREN_FILE).chmod(0o666)
+    signalled, stubs = _no_signal()
+    assert reap(tmp_path, **stubs) == [] and signalled == []
+    (folder / CHILDREN_FILE).chmod(0o600)
+    os.chown(folder / CHILDREN_FILE, 65534, 65534)  # another user's (nobody's)
+    assert reap(tmp_path, **stubs) == [] and signalled == [] and sleeper.poll() is None
+
+
+def test_a_record_file_that_is_a_symlink_is_never_followed(tmp_path, sleeper):
+    elsewhere = tmp_path / "elsewhere"
+    _record(elsewhere, identity(sleeper.pid), _dead_coordinator(), program(sleeper.pid))
+    folder = tmp_path / "out" / "planted"
+    folder.mkdir(parents=True)
+    (folder / CHILDREN_FILE).symlink_to(elsewhere / CHILDREN_FILE)
+    signalled, stubs = _no_signal()
+    assert reap(tmp_path / "out", **stubs) == [] and signalled == [] and sleeper.poll() is None
+
+
+def test_a_process_of_another_owner_is_never_signalled(tmp_path, sleeper):
+    # Given a record whose pid, start and program match but whose recorded owner is another uid
+    folder = tmp_path / "crashed"
+    _record(folder, identity(sleeper.pid), _dead_coordinator(), program(sleeper.pid))
+    record = ChildRecord.model_validate_json((folder / CHILDREN_FILE).read_text())
+    (folder / CHILDREN_FILE).write_text(record.model_copy(update={"uid": os.geteuid() + 4242}).model_dump_json() + "\n")
+    signalled, stubs = _no_signal()
+    assert reap(tmp_path, **stubs) == [] and signalled == [] and sleeper.poll() is None
+
+
+def test_a_record_names_its_processs_owner(tmp_path, sleeper):
+    Children(tmp_path).add("campaign", "worker", sleeper.pid, group=True)
+    record = ChildRecord.model_validate_json((tmp_path / "campaign" / CHILDREN_FILE).read_text())
+    assert record.uid == os.geteuid()
+
+
+def _docker(labels: dict[str, str]):
+    calls = []
+
+    def docker(*args):
+        calls.append(args)
+        if args[0] == "inspect":
+            name = args[-1]
+            return subprocess.CompletedProcess(args, 0 if name in labels else 1, stdout=labels.get(name, "") + "\n", stderr="")
+        return subprocess.CompletedProcess(args, 0, stdout="", stderr="")
+
+    return docker, calls
+
+
+def test_a_container_is_removed_only_with_pgarenas_label_naming_the_coordinator():
+    gone = _dead_coordinator()
+    label = coordinator_label(gone)
+    docker, calls = _docker({"pgarena-worker-ours": label, "victim-db": "", "other-run": coordinator_label(me())})
+    # A container pgarena started for that coordinator is removed
+    assert remove_labelled_container("pgarena-worker-ours", label, docker)
+    # Any other (no label: someone's database; another coordinator's; one that does not exist) is not
+    assert not remove_labelled_container("victim-db", label, docker)
+    assert not remove_labelled_container("other-run", label, docker)
+    assert not remove_labelled_container("missing", label, docker)
+    removed = [c[-1] for c in calls if c[0] == "rm"]
+    assert removed == ["pgarena-worker-ours"]
+    assert all(COORDINATOR_LABEL in " ".join(c) for c in calls if c[0] == "inspect")

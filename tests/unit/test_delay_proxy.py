@@ -1,5 +1,7 @@
 """The delay proxy (pgarena.local.delay_proxy): bytes pass unchanged both ways, each way later by its delay."""
 
+import os
+import pwd
 import signal
 import socket
 import socketserver
@@ -7,6 +9,7 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -136,3 +139,21 @@ def test_a_proxy_left_by_a_dead_coordinator_is_reaped(tmp_path, echo_port):
     # Then the proxy is stopped, and said to be
     assert proxy.process.wait(timeout=60) == -signal.SIGKILL
     assert any(f"stopped proxy pid {proxy.pid}" in m for m in messages)
+
+
+def test_the_proxy_gives_up_root_once_listening(echo_port):
+    # Issue 34.9: started by root, the relay runs as nobody, in nobody's group and no other (as anyone
+    # else, as that user: there is nothing to give up)
+    proxy = DelayProxy("127.0.0.1", echo_port, DELAY_MS)
+    proxy.start()
+    try:
+        status = Path(f"/proc/{proxy.pid}/status").read_text()
+    finally:
+        proxy.stop()
+    fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+    nobody = pwd.getpwnam("nobody")
+    uid, gid = (nobody.pw_uid, nobody.pw_gid) if os.geteuid() == 0 else (os.getuid(), os.getgid())
+    assert fields["Uid"].split() == [str(uid)] * 4
+    assert fields["Gid"].split() == [str(gid)] * 4
+    if os.geteuid() == 0:
+        assert fields["Groups"].split() == []
