@@ -20,13 +20,13 @@ from botocore.exceptions import NoRegionError
 from pydantic import BaseModel
 
 from pgarena.aws.campaign_state import CampaignState
-from pgarena.aws.schedule import EXECUTION_NAME_MAX
 from pgarena.aws.sites import ssm_site_reader
 from pgarena.aws.store import ResultStore
 from pgarena.model import layout
 from pgarena.model.execution import CAMPAIGN_ID_KEY, MATRIX_KEY
 from pgarena.model.matrix import Campaign
 from pgarena.model.results import CampaignResults
+from pgarena.model.schedule import EXECUTION_NAME_MAX
 from pgarena.model.sites import SiteMap
 from pgarena.remote.follow import Event, follow, no_subject, probe_counter, step_event
 from pgarena.remote.subjects import Subjects
