@@ -29,7 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from pgarena.analysis.aggregate import aggregate
-from pgarena.campaign.finalize import CampaignEnd, EndPorts, finalize, store_writer
+from pgarena.campaign.finalize import CampaignEnd, finalize, store_writer
+from pgarena.campaign.ports import EndPorts
 from pgarena.model.matrix import Campaign
 from pgarena.model.outcomes import StepOutcome, TargetOutcome
 from pgarena.model.results import ProgressSample, StepSummary

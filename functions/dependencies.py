@@ -1,6 +1,9 @@
 """The one place that builds a handler's adapters from its environment: the results store, the campaign's
 records, the ledger, the leases, the worker slots and the state machine's executions, each made when first
-asked for, and the AWS clients they use (`client`: no handler makes its own)."""
+asked for, and the AWS clients they use (`client`: no handler makes its own).
+
+An adapter's module is imported when the adapter is first asked for: task_stopped, whose function is
+deliberately small (no settings, SendTaskFailure only), loads the executions and nothing of the results."""
 
 from __future__ import annotations
 
@@ -12,18 +15,10 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
 import boto3
 
-from pgarena.aws.campaign_state import CampaignState
 from pgarena.aws.executions import StepFunctionsExecutions
-from pgarena.aws.handler_leases import handler_leases
-from pgarena.aws.launch import EcsLauncher
-from pgarena.aws.leases import LeaseStore
-from pgarena.aws.ledger import Ledger
 from pgarena.aws.settings import BucketEnv, FromEnv, LauncherEnv, TableEnv
 from pgarena.aws.sites import ssm_site_reader
-from pgarena.aws.store import BucketDocuments, ResultStore
-from pgarena.aws.worker_slots import DynamoWorkerSlots
-from pgarena.campaign.finalize import EndPorts
-from pgarena.campaign.leases import Leases
+from pgarena.campaign.ports import EndPorts
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -31,6 +26,13 @@ if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
     from mypy_boto3_ssm import SSMClient
     from mypy_boto3_stepfunctions import SFNClient
+
+    from pgarena.aws.campaign_state import CampaignState
+    from pgarena.aws.launch import EcsLauncher
+    from pgarena.aws.ledger import Ledger
+    from pgarena.aws.store import BucketDocuments, ResultStore
+    from pgarena.aws.worker_slots import DynamoWorkerSlots
+    from pgarena.campaign.leases import Leases
 
 Env = TypeVar("Env", bound=FromEnv)
 
@@ -97,36 +99,51 @@ class Dependencies(Generic[Env]):
 
     @cached_property
     def store(self) -> ResultStore:
+        from pgarena.aws.store import ResultStore
+
         return ResultStore(self.tables.results_bucket, self.tables.results_table, s3=self.s3, dynamodb=self.dynamodb)
 
     @cached_property
     def documents(self) -> BucketDocuments:
         """The results bucket's documents, for a handler that has the bucket and no table (start_campaign)."""
+        from pgarena.aws.store import BucketDocuments
+
         if not isinstance(self.env, BucketEnv):
             raise TypeError(f"{type(self.env).__name__} names no results bucket")
         return BucketDocuments(self.s3, self.env.results_bucket)
 
     @cached_property
     def records(self) -> CampaignState:
+        from pgarena.aws.campaign_state import CampaignState
+
         return CampaignState(self.store)
 
     @cached_property
     def worker_slots(self) -> DynamoWorkerSlots:
+        from pgarena.aws.worker_slots import DynamoWorkerSlots
+
         return DynamoWorkerSlots(self.dynamodb, self.tables.results_table)
 
     @cached_property
     def ledger(self) -> Ledger:
+        from pgarena.aws.ledger import Ledger
+
         return Ledger(self.dynamodb, self.tables.results_table)
 
     @cached_property
     def leases(self) -> Leases:
         # The table's, unless the process running the handlers put another in place (the local runtime's
         # leases in files, which every local campaign on the machine shares: pgarena.aws.handler_leases).
+        from pgarena.aws.handler_leases import handler_leases
+        from pgarena.aws.leases import LeaseStore
+
         return handler_leases(LeaseStore(self.dynamodb, self.tables.results_table))
 
     @cached_property
     def launcher(self) -> EcsLauncher:
         """ECS RunTask in the home cluster, a site region's or an external site's (launch_worker)."""
+        from pgarena.aws.launch import EcsLauncher
+
         if not isinstance(self.env, LauncherEnv):
             raise TypeError(f"{type(self.env).__name__} names no worker cluster")
         return EcsLauncher(cast("ECSClient", client("ecs")), self.env, ecs_in=_ecs_in, site_in=_site_in)

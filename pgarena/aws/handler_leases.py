@@ -9,12 +9,14 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
-from pgarena.campaign.leases import Leases
+if TYPE_CHECKING:
+    from pgarena.campaign.leases import Leases
 
 # The table's store -> the one to lease in (given the table's: a target preflighted on its site leased
 # there, where its release must look too).
-InPlace = Callable[[Leases], Leases]
+InPlace = Callable[["Leases"], "Leases"]
 
 _in_place: list[InPlace] = []
 _lock = threading.Lock()

@@ -17,8 +17,8 @@ from typing import Literal
 from pgarena.analysis.aggregate import aggregate
 from pgarena.analysis.cancel import stopped_outcomes
 from pgarena.campaign.cost_guard import settle_campaign
-from pgarena.campaign.leases import Leases, holder_id, lease_key
-from pgarena.campaign.ports import Executions, Ledger, Records, Store, WorkerSlots
+from pgarena.campaign.leases import holder_id, lease_key
+from pgarena.campaign.ports import EndPorts, Executions, Records, Store
 from pgarena.campaign.slots import close_slots
 from pgarena.model import layout
 from pgarena.model.errors import PgarenaError
@@ -36,17 +36,6 @@ from pgarena.planning.planner import plan_campaign
 from pgarena.report import Writer, publish_results
 
 Ending = Literal["completed", "cancelled", "failed"]
-
-
-@dataclass(frozen=True)
-class EndPorts:
-    """What finalize goes through: the results store, and whatever the campaign holds there (the month's
-    ledger to settle, the connection leases to give back, the workers' slots to close). None: not held."""
-
-    store: Store
-    ledger: Ledger | None = None
-    leases: Leases | None = None
-    slots: WorkerSlots | None = None
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
+    from pgarena.campaign.leases import Leases
     from pgarena.model.history import HistoryEvent
     from pgarena.model.ledger import Booking, CostDecision, LedgerEntry
     from pgarena.model.outcomes import TargetOutcome
@@ -139,3 +140,14 @@ class Executions(Protocol):
     def fail_task(self, task_token: str, error: str, cause: str) -> bool:
         """Fail the state waiting on `task_token`; False when the token is no longer waited for."""
         ...
+
+
+@dataclass(frozen=True)
+class EndPorts:
+    """What finalize goes through: the results store, and whatever the campaign holds there (the month's
+    ledger to settle, the connection leases to give back, the workers' slots to close). None: not held."""
+
+    store: Store
+    ledger: Ledger | None = None
+    leases: Leases | None = None
+    slots: WorkerSlots | None = None

@@ -28,9 +28,10 @@ from pgarena.aws.leases import LeaseStore
 from pgarena.aws.ledger import Ledger
 from pgarena.aws.store import ResultStore, create_results_table
 from pgarena.aws.worker_slots import DynamoWorkerSlots
-from pgarena.campaign.finalize import EndPorts, StoppedExecution, finalize_stopped
+from pgarena.campaign.finalize import StoppedExecution, finalize_stopped
 from pgarena.campaign.launch import launch, launch_preflight
 from pgarena.campaign.leases import holder_id, lease_key
+from pgarena.campaign.ports import EndPorts
 from pgarena.campaign.preflight import preflight
 from pgarena.local.endpoints import LambdaContext
 from pgarena.model import layout

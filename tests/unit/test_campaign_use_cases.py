@@ -11,9 +11,10 @@ from typing import Any
 import pytest
 
 from pgarena.campaign.claim import claim_and_plan
-from pgarena.campaign.finalize import EndPorts, StoppedExecution, finalize_stopped
+from pgarena.campaign.finalize import StoppedExecution, finalize_stopped
 from pgarena.campaign.launch import launch
 from pgarena.campaign.outcomes import target_outcomes
+from pgarena.campaign.ports import EndPorts
 from pgarena.campaign.scheduled import Firing, Started, start_scheduled
 from pgarena.campaign.stopped_worker import StepFailure, fail_step
 from pgarena.model import layout

@@ -13,8 +13,9 @@ from pgarena.aws.leases import LeaseStore
 from pgarena.aws.ledger import Ledger
 from pgarena.aws.store import ResultStore, create_results_table
 from pgarena.campaign.cost_guard import check_cost, month_of
-from pgarena.campaign.finalize import CampaignEnd, EndPorts, StoppedExecution, finalize, finalize_stopped
+from pgarena.campaign.finalize import CampaignEnd, StoppedExecution, finalize, finalize_stopped
 from pgarena.campaign.leases import holder_id, lease_key
+from pgarena.campaign.ports import EndPorts
 from pgarena.model.history import HISTORY
 from pgarena.model.ledger import WorkerPricing
 from pgarena.model.results import CampaignResults, now_iso

@@ -2,6 +2,8 @@
 clients come from functions/dependencies.py (cached per Lambda container), none makes its own."""
 
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -39,3 +41,19 @@ def test_the_guard_sees_a_client_made_in_a_handler():
     assert OWN_CLIENT.search('import boto3\n\ndef handler(event, context):\n    sfn = boto3.client("stepfunctions")\n')
     assert OWN_CLIENT.search('    launcher = EcsLauncher(client("ecs"), env)\n')
     assert not OWN_CLIENT.search("    deps.executions().history(arn)\n")
+
+
+def test_task_stopped_loads_nothing_of_the_results():
+    # Given a fresh interpreter (the function is deliberately small: no settings, SendTaskFailure only)
+    loaded = subprocess.run(
+        [sys.executable, "-c", "import sys, functions.task_stopped.handler; print(' '.join(sys.modules))"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+
+    # When importing its handler / Then the executions are there, and no results adapter nor use case of them
+    assert "pgarena.aws.executions" in loaded
+    results = ("pgarena.aws.store", "pgarena.aws.campaign_state", "pgarena.campaign.finalize", "pgarena.analysis")
+    assert [name for name in loaded if name.startswith(results)] == []
