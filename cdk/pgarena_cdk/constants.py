@@ -2,6 +2,7 @@
 
 from typing import NamedTuple
 
+from pgarena.aws import launch
 from pgarena.aws.access import Component
 from pgarena.model import sites
 from pgarena.planning import fixed_cost
@@ -114,6 +115,8 @@ FINALIZE_STOPPED = FunctionSpec(
 # Started by EventBridge when a worker's task stops (no ASL placeholder): one that never ran fails its step
 # at once (SendTaskFailure with ECS's stoppedReason) instead of at the heartbeat timeout.
 TASK_STOPPED = FunctionSpec("TaskStoppedFunction", "functions/task_stopped/handler.handler", "", 256, 30, Component.TASK_STOPPED)
+# ECS's task state change that brings it: the stack's workers (RunTask's startedBy), stopped.
+WORKER_STARTED_BY = launch.STARTED_BY
 # The execution status changes that never reach Aggregate And Rank.
 STOPPED_STATUSES = ("ABORTED", "FAILED", "TIMED_OUT")
 # Started by EventBridge Scheduler, not by the state machine (no ASL placeholder): reads a schedule's
