@@ -1,7 +1,7 @@
 """The one way a campaign ends, however it ends: aggregate what finished, settle the month's ledger,
 write results.json and the reports, give the connection leases back.
 
-Used by the aggregate Lambda (the state machine's last state) and by finalize_stopped's (an execution
+Used by the aggregate Lambda (the state machine's last state) and by the finalize_stopped Lambda (an execution
 stopped, failed or timed out: its history is read back through the Executions port), which the local
 runtime's cancel reaches as EventBridge's rule does in AWS.
 results.json is written before the reports, so a report that cannot be built never loses it.
