@@ -29,7 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from pgarena.analysis.aggregate import aggregate
-from pgarena.campaign.finalize import finalize, store_writer
+from pgarena.campaign.finalize import CampaignEnd, finalize, store_writer
+from pgarena.campaign.ports import EndPorts
 from pgarena.model.matrix import Campaign
 from pgarena.model.outcomes import StepOutcome, TargetOutcome
 from pgarena.model.results import ProgressSample, StepSummary
@@ -168,7 +169,7 @@ def measure_aggregation(campaign: Campaign, seconds: int, tps: int, eager: bool,
         results = aggregate(plan, outcomes, summaries, "s", "f", None, series)
         publish_results(results, store_writer(store, plan.campaign_id))
     else:
-        results, _, _ = finalize(plan, outcomes, store, "s", finished_at="f")
+        results = finalize(CampaignEnd(plan, outcomes, "s", finished_at="f"), EndPorts(store)).results
     assert all(t.status == "succeeded" for t in results.targets), [t.error for t in results.targets]
     return {
         "shards": shards,

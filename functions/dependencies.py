@@ -1,5 +1,9 @@
-"""One place that builds a handler's adapters from its environment: the results store, the campaign's
-records, the ledger and the leases, each made when first asked for, and the AWS clients they use."""
+"""The one place that builds a handler's adapters from its environment: the results store, the campaign's
+records, the ledger, the leases, the worker slots and the state machine's executions, each made when first
+asked for, and the AWS clients they use (`client`: no handler makes its own).
+
+An adapter's module is imported when the adapter is first asked for: task_stopped, whose function is
+deliberately small (no settings, SendTaskFailure only), loads the executions and nothing of the results."""
 
 from __future__ import annotations
 
@@ -7,25 +11,30 @@ import os
 import threading
 from dataclasses import dataclass
 from functools import cached_property
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
 import boto3
 
-from pgarena.aws.campaign_state import CampaignState
-from pgarena.aws.leases import LeaseStore
-from pgarena.aws.ledger import Ledger
-from pgarena.aws.settings import ResultsEnv, TableEnv
-from pgarena.aws.store import ResultStore
-from pgarena.aws.worker_slots import DynamoWorkerSlots
-from pgarena.campaign.leases import Leases
-from pgarena.local.leases import LocalLeases
+from pgarena.aws.executions import StepFunctionsExecutions
+from pgarena.aws.settings import BucketEnv, FromEnv, LauncherEnv, TableEnv
+from pgarena.aws.sites import ssm_site_reader
+from pgarena.campaign.ports import EndPorts
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
+    from mypy_boto3_ecs import ECSClient
     from mypy_boto3_s3 import S3Client
+    from mypy_boto3_ssm import SSMClient
+    from mypy_boto3_stepfunctions import SFNClient
 
-Env = TypeVar("Env", bound=TableEnv)
+    from pgarena.aws.campaign_state import CampaignState
+    from pgarena.aws.launch import EcsLauncher
+    from pgarena.aws.ledger import Ledger
+    from pgarena.aws.store import BucketDocuments, ResultStore
+    from pgarena.aws.worker_slots import DynamoWorkerSlots
+    from pgarena.campaign.leases import Leases
+
+Env = TypeVar("Env", bound=FromEnv)
 
 # What a client is made from: boto3's default session (which reads the keys once: the local runtime makes
 # a new one when its keys change), the region and the endpoints. A warm Lambda container keeps its clients
@@ -53,6 +62,18 @@ def client(service: str, region: str | None = None) -> Any:
         return _clients[service, region]
 
 
+def _ecs_in(region: str) -> ECSClient:
+    return cast("ECSClient", client("ecs", region))
+
+
+def _ssm_in(region: str) -> SSMClient:
+    return cast("SSMClient", client("ssm", region))
+
+
+# Made once per Lambda container: each site's parameter is read at its first launch only.
+_site_in = ssm_site_reader(_ssm_in)
+
+
 @dataclass
 class Dependencies(Generic[Env]):
     env: Env
@@ -61,34 +82,77 @@ class Dependencies(Generic[Env]):
     def of(cls, env_model: type[Env]) -> Dependencies[Env]:
         return cls(env_model.from_env())
 
+    @property
+    def tables(self) -> TableEnv:
+        """The results bucket and table, which every handler but start_campaign and task_stopped reads."""
+        if not isinstance(self.env, TableEnv):
+            raise TypeError(f"{type(self.env).__name__} names no results table")
+        return self.env
+
     @cached_property
     def dynamodb(self) -> DynamoDBClient:
         return cast("DynamoDBClient", client("dynamodb"))
 
     @cached_property
+    def s3(self) -> S3Client:
+        return cast("S3Client", client("s3"))
+
+    @cached_property
     def store(self) -> ResultStore:
-        s3 = cast("S3Client", client("s3"))
-        return ResultStore(self.env.results_bucket, self.env.results_table, s3=s3, dynamodb=self.dynamodb)
+        from pgarena.aws.store import ResultStore
+
+        return ResultStore(self.tables.results_bucket, self.tables.results_table, s3=self.s3, dynamodb=self.dynamodb)
+
+    @cached_property
+    def documents(self) -> BucketDocuments:
+        """The results bucket's documents, for a handler that has the bucket and no table (start_campaign)."""
+        from pgarena.aws.store import BucketDocuments
+
+        if not isinstance(self.env, BucketEnv):
+            raise TypeError(f"{type(self.env).__name__} names no results bucket")
+        return BucketDocuments(self.s3, self.env.results_bucket)
 
     @cached_property
     def records(self) -> CampaignState:
+        from pgarena.aws.campaign_state import CampaignState
+
         return CampaignState(self.store)
 
     @cached_property
     def worker_slots(self) -> DynamoWorkerSlots:
-        return DynamoWorkerSlots(self.dynamodb, self.env.results_table)
+        from pgarena.aws.worker_slots import DynamoWorkerSlots
+
+        return DynamoWorkerSlots(self.dynamodb, self.tables.results_table)
 
     @cached_property
     def ledger(self) -> Ledger:
-        return Ledger(self.dynamodb, self.env.results_table)
+        from pgarena.aws.ledger import Ledger
+
+        return Ledger(self.dynamodb, self.tables.results_table)
 
     @cached_property
     def leases(self) -> Leases:
-        # The local runtime runs these same handlers with a lease directory: its campaigns, each with its
-        # own moto, share leases in files as executions in one AWS account share the table's (a target
-        # preflighted on its site leases in the table, where its release looks too: LocalLeases).
-        lease_dir = self.env.lease_dir if isinstance(self.env, ResultsEnv) else None  # only ResultsEnv's handlers lease
-        table = LeaseStore(self.dynamodb, self.env.results_table)
-        if lease_dir:
-            return LocalLeases(Path(lease_dir), table)
-        return table
+        # The table's, unless the process running the handlers put another in place (the local runtime's
+        # leases in files, which every local campaign on the machine shares: pgarena.aws.handler_leases).
+        from pgarena.aws.handler_leases import handler_leases
+        from pgarena.aws.leases import LeaseStore
+
+        return handler_leases(LeaseStore(self.dynamodb, self.tables.results_table))
+
+    @cached_property
+    def launcher(self) -> EcsLauncher:
+        """ECS RunTask in the home cluster, a site region's or an external site's (launch_worker)."""
+        from pgarena.aws.launch import EcsLauncher
+
+        if not isinstance(self.env, LauncherEnv):
+            raise TypeError(f"{type(self.env).__name__} names no worker cluster")
+        return EcsLauncher(cast("ECSClient", client("ecs")), self.env, ecs_in=_ecs_in, site_in=_site_in)
+
+    def executions(self, region: str | None = None) -> StepFunctionsExecutions:
+        """The state machine's executions in `region` (None: the function's own)."""
+        return StepFunctionsExecutions(cast("SFNClient", client("stepfunctions", region)))
+
+    def ending(self, *, leases: bool) -> EndPorts:
+        """What finalize goes through: the store, the ledger, the worker slots, and the leases when the
+        ending gives them back (Aggregate And Rank's targets gave theirs back at Release Connection Lease)."""
+        return EndPorts(self.store, self.ledger, self.leases if leases else None, self.worker_slots)

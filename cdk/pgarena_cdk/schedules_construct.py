@@ -16,10 +16,10 @@ from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from pgarena.aws.deployment import SCHEDULED_TIME, campaign_input
 from pgarena.model import layout
 from pgarena.model.matrix import NAME_PATTERN
 from pgarena.model.matrix_errors import MatrixError
+from pgarena.model.schedule import SCHEDULED_TIME, campaign_input
 from pgarena.planning.campaign import parse_campaign
 from pgarena_cdk import constants
 

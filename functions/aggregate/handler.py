@@ -26,9 +26,8 @@ class AggregateEvent(BaseModel):
 @event_parser(model=AggregateEvent)
 def handler(event: AggregateEvent, context: LambdaContext) -> dict[str, Any]:
     deps = Dependencies.of(ResultsEnv)
-    results, key, reports = aggregate_and_rank(
-        event.campaign_id, event.started_at, deps.store, deps.records, deps.ledger, deps.worker_slots
-    )
+    finalized = aggregate_and_rank(event.campaign_id, event.started_at, deps.records, deps.ending(leases=False))
+    results, reports = finalized.results, finalized.reports
     logger.info("reports written", campaign_id=event.campaign_id, files=reports)
     if results.cost is not None:
         logger.info(
@@ -45,7 +44,7 @@ def handler(event: AggregateEvent, context: LambdaContext) -> dict[str, Any]:
     logger.info("campaign aggregated", campaign_id=event.campaign_id, failed_targets=failed)
     return {
         "campaign_id": event.campaign_id,
-        "results_key": key,
+        "results_key": finalized.results_key,
         "ranking": [r.model_dump(mode="json") for r in results.ranking],
         "statuses": {t.name: t.status for t in results.targets},
     }

@@ -5,7 +5,6 @@ results.json with what finished, the ledger settled with what ran, the leases gi
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-import boto3
 from aws_lambda_powertools.utilities.parser import event_parser
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel
@@ -13,8 +12,7 @@ from pydantic import BaseModel
 from functions.dependencies import Dependencies
 from functions.observability import logger, tracer
 from pgarena.aws.settings import ResultsEnv
-from pgarena.campaign.finalize import Ending, finalize_stopped
-from pgarena.remote.follow import history
+from pgarena.campaign.finalize import Ending, StoppedExecution, finalize_stopped
 
 ENDINGS: dict[str, Ending] = {"ABORTED": "cancelled", "FAILED": "failed", "TIMED_OUT": "failed"}
 
@@ -35,19 +33,11 @@ class StatusChange(BaseModel):
 def handler(event: StatusChange, context: LambdaContext) -> dict[str, Any]:
     deps = Dependencies.of(ResultsEnv)
     started_at = datetime.fromtimestamp(event.detail.startDate / 1000, UTC).isoformat(timespec="milliseconds")
-    results = finalize_stopped(
-        history(boto3.client("stepfunctions"), event.detail.executionArn),
-        started_at,
-        deps.store,
-        deps.records,
-        ledger=deps.ledger,
-        leases=deps.leases,
-        ending=ENDINGS[event.detail.status],
-        execution_name=event.detail.executionArn.rsplit(":", 1)[1],  # the campaign id of a bare matrix's execution
-        slots=deps.worker_slots,
-    )
-    if results is None:  # it stopped before it had a plan: nothing was leased, booked or run
+    stopped = StoppedExecution(event.detail.executionArn, ENDINGS[event.detail.status], started_at)
+    finalized = finalize_stopped(stopped, deps.records, deps.executions(), deps.ending(leases=True))
+    if finalized is None:  # it stopped before it had a plan: nothing was leased, booked or run
         logger.info("stopped before planning", execution=event.detail.executionArn)
         return {"finalized": False}
+    results = finalized.results
     logger.info("stopped campaign finalized", campaign_id=results.campaign_id, status=results.status)
     return {"finalized": True, "campaign_id": results.campaign_id, "status": results.status}

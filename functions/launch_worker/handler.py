@@ -3,34 +3,16 @@ Site: start the target's preflight as a worker on its site. The worker answers t
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any
 
 from aws_lambda_powertools.utilities.parser import event_parser
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from functions.dependencies import Dependencies, client
+from functions.dependencies import Dependencies
 from functions.observability import logger, tracer
-from pgarena.aws.launch import EcsLauncher
 from pgarena.aws.settings import LauncherEnv
-from pgarena.aws.sites import ssm_site_reader
 from pgarena.campaign.launch import launch, launch_preflight
 from pgarena.model.plan import ShardRef, TargetRef
-
-if TYPE_CHECKING:
-    from mypy_boto3_ecs import ECSClient
-    from mypy_boto3_ssm import SSMClient
-
-
-def _ecs_in(region: str) -> ECSClient:
-    return cast("ECSClient", client("ecs", region))
-
-
-def _ssm_in(region: str) -> SSMClient:
-    return cast("SSMClient", client("ssm", region))
-
-
-# Created once per Lambda container: each site's parameter is read at its first launch only.
-_site_in = ssm_site_reader(_ssm_in)
 
 
 class LaunchEvent(TargetRef):
@@ -47,12 +29,15 @@ class LaunchEvent(TargetRef):
 @event_parser(model=LaunchEvent)
 def handler(event: LaunchEvent, context: LambdaContext) -> dict[str, Any]:
     deps = Dependencies.of(LauncherEnv)
-    launcher = EcsLauncher(cast("ECSClient", client("ecs")), deps.env, ecs_in=_ecs_in, site_in=_site_in)
     if event.step is None:
-        task, worker = launch_preflight(event, event.task_token, deps.records, launcher, deps.env.sites)
-        logger.info("preflight launched on its site", target=task.target, site=task.site, worker=worker)
-        return {"task_arn": worker, "started": True}
+        on_site = launch_preflight(event, event.task_token, deps.records, deps.launcher, deps.env.sites)
+        logger.info("preflight launched on its site", target=on_site.task.target, site=on_site.task.site, worker=on_site.worker)
+        return {"task_arn": on_site.worker, "started": True}
     shard = ShardRef(campaign_id=event.campaign_id, phase=event.phase, target=event.target, step=event.step, shard=event.shard)
-    step, worker, started = launch(shard, event.task_token, deps.records, launcher, deps.worker_slots)
-    logger.info("worker launched" if started else "step handed to the phase's worker", step_id=step.step_id, worker=worker)
-    return {"task_arn": worker, "started": started}
+    launched = launch(shard, event.task_token, deps.records, deps.launcher, deps.worker_slots)
+    logger.info(
+        "worker launched" if launched.started else "step handed to the phase's worker",
+        step_id=launched.step.step_id,
+        worker=launched.worker,
+    )
+    return {"task_arn": launched.worker, "started": launched.started}

@@ -24,7 +24,8 @@ class PreflightEvent(TargetRef):
 def handler(event: PreflightEvent, context: LambdaContext) -> dict[str, Any]:
     deps = Dependencies.of(ResultsEnv)
     origin = PreflightOrigin(site=deps.env.region, runner="function")
-    ref, server = preflight(event, deps.store, deps.records, deps.leases, origin)
+    preflighted = preflight(event, deps.store, deps.records, deps.leases, origin)
+    ref, server = preflighted.ref, preflighted.server
     logger.info(
         "preflight passed",
         target=ref.name,

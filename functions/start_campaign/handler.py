@@ -1,13 +1,13 @@
 """Start a scheduled campaign whose matrix is kept in S3 (EventBridge Scheduler invokes this)."""
 
-import boto3
 from aws_lambda_powertools.utilities.parser import event_parser
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel, Field
 
+from functions.dependencies import Dependencies
 from functions.observability import logger, tracer
-from pgarena.aws.schedule import start_from_s3
 from pgarena.aws.settings import StartCampaignEnv
+from pgarena.campaign.scheduled import Firing, start_scheduled
 from pgarena.model.matrix import NAME_PATTERN
 
 # ISO 8601 as EventBridge Scheduler writes it (UTC, Z), or with an offset.
@@ -24,15 +24,14 @@ class StartCampaignEvent(BaseModel):
 @tracer.capture_lambda_handler
 @event_parser(model=StartCampaignEvent)
 def handler(event: StartCampaignEvent, context: LambdaContext) -> dict[str, object]:
-    env = StartCampaignEnv.from_env()
-    arn = start_from_s3(
-        boto3.client("s3"),
-        boto3.client("stepfunctions"),
-        env.results_bucket,
-        event.matrix_s3_key,
-        env.state_machine_arn,
-        event.schedule,
-        event.scheduled_time,
+    deps = Dependencies.of(StartCampaignEnv)
+    firing = Firing(event.schedule, event.matrix_s3_key, event.scheduled_time)
+    started = start_scheduled(firing, deps.documents, deps.executions(), deps.env.state_machine_arn)
+    logger.info(
+        "scheduled campaign started",
+        schedule=event.schedule,
+        matrix_s3_key=event.matrix_s3_key,
+        campaign_id=started.campaign_id,
+        execution_arn=started.execution_arn,
     )
-    logger.info("scheduled campaign started", schedule=event.schedule, matrix_s3_key=event.matrix_s3_key, execution_arn=arn)
-    return {"execution_arn": arn}
+    return {"execution_arn": started.execution_arn}

@@ -1,15 +1,18 @@
 """Worker Task Stopped: ECS's task state change (EventBridge) for a worker whose task stopped before its
-container ran fails its step at once, with ECS's reason (pgarena.aws.task_stopped). One function per
-region with workers (home, each site): the step is failed in the home region its worker reports to."""
+container ran fails its step at once, with ECS's reason (pgarena.aws.task_stopped reads the event,
+pgarena.campaign.stopped_worker fails the step). One function per region with workers (home, each site),
+with no settings: the step is failed in the home region its worker reports to."""
 
 from typing import Any
 
-import boto3
 from aws_lambda_powertools.utilities.parser import event_parser
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from functions.dependencies import Dependencies
 from functions.observability import logger, tracer
-from pgarena.aws.task_stopped import TaskStateChange, fail_step, unstarted_worker
+from pgarena.aws.settings import FromEnv
+from pgarena.aws.task_stopped import TaskStateChange, unstarted_worker
+from pgarena.campaign.stopped_worker import fail_step
 
 
 @logger.inject_lambda_context
@@ -19,6 +22,7 @@ def handler(event: TaskStateChange, context: LambdaContext) -> dict[str, Any]:
     worker = unstarted_worker(event)
     if worker is None:
         return {"failed_step": False}
-    failed = fail_step(boto3.client("stepfunctions", region_name=worker.home_region), worker)
-    logger.info("worker did not start", step_id=worker.step_id, task_arn=worker.task_arn, step_failed=failed)
-    return {"failed_step": failed, "step_id": worker.step_id}
+    deps = Dependencies.of(FromEnv)
+    failure = fail_step(worker, deps.executions)
+    logger.info("worker did not start", step_id=worker.step_id, task_arn=worker.task_arn, step_failed=failure.failed)
+    return {"failed_step": failure.failed, "step_id": failure.step_id}

@@ -1,13 +1,11 @@
 """What the CDK app and the runtime both name: the stack and its outputs, the worker sites' resources,
-the rule on stopped worker tasks, a schedule's execution input. The CDK app imports this module, the
-access map and the settings, and nothing else of the runtime (pyproject.toml's import contracts)."""
+the rule on stopped worker tasks (a schedule's execution input is pgarena.model.schedule's). The CDK app
+imports this module, the access map, the models and the planning, and nothing else of the runtime
+(pyproject.toml's import contracts)."""
 
 from __future__ import annotations
 
-import copy
 from typing import Any
-
-from pgarena.model.execution import scheduled_campaign_id
 
 # The deployed stack (cdk/pgarena_cdk: STACK_ID and the outputs it exports under these names).
 STACK_NAME = "Pgarena"
@@ -52,23 +50,3 @@ def rule_pattern(cluster_arn: str) -> dict[str, Any]:
         "detail-type": [TASK_STATE_CHANGE],
         "detail": {"clusterArn": [cluster_arn], "lastStatus": ["STOPPED"], "startedBy": [STARTED_BY]},
     }
-
-
-# EventBridge Scheduler replaces this keyword in a target's input with the time the firing was scheduled
-# for: the same for each retry of one firing (the execution id is new at each attempt), so a retried
-# firing gets the campaign id of its first attempt (pgarena.model.execution.scheduled_campaign_id).
-SCHEDULED_TIME = "<aws.scheduler.scheduled-time>"
-
-
-def campaign_id(schedule: str, scheduled_time: str) -> str:
-    """The input's id: as written at synth, the keyword; as start_campaign sees it, the firing's own id."""
-    given = f"{schedule}-{scheduled_time}"
-    return given if scheduled_time == SCHEDULED_TIME else scheduled_campaign_id(given)
-
-
-def campaign_input(schedule: str, matrix: dict[str, Any], scheduled_time: str = SCHEDULED_TIME) -> dict[str, Any]:
-    """The state machine's input for one firing of `schedule`; the ledger records the schedule's name."""
-    matrix = copy.deepcopy(matrix)
-    matrix["cost"] = {**(matrix.get("cost") or {})}
-    matrix["cost"].setdefault("schedule", schedule)
-    return {"campaign_id": campaign_id(schedule, scheduled_time), "matrix": matrix}

@@ -19,17 +19,17 @@ class FromEnv(BaseModel):
         return cls.model_validate(dict(os.environ))
 
 
-class TableEnv(FromEnv):
-    """The results bucket and table: what every handler but start_campaign reads."""
-
+class BucketEnv(FromEnv):
     results_bucket: str = Field(alias="RESULTS_BUCKET")
+
+
+class TableEnv(BucketEnv):
+    """The results bucket and table: what every handler but start_campaign and task_stopped reads."""
+
     results_table: str = Field(alias="RESULTS_TABLE")
 
 
 class ResultsEnv(TableEnv):
-    lease_dir: str | None = Field(
-        None, alias="PGARENA_LEASE_DIR", description="local runtimes: leases in files shared across processes"
-    )
     region: str = Field("us-east-1", alias="AWS_REGION", description="the home region (where preflight ran, when here)")
 
 
@@ -125,8 +125,7 @@ class CostGuardEnv(TableEnv):
     region: str = Field("us-east-1", alias="AWS_REGION", description="prices used when the matrix names no region")
 
 
-class StartCampaignEnv(FromEnv):
+class StartCampaignEnv(BucketEnv):
     """start_campaign: where schedules' matrices are kept and the state machine to start."""
 
-    results_bucket: str = Field(alias="RESULTS_BUCKET")
     state_machine_arn: str = Field(alias="STATE_MACHINE_ARN")

@@ -151,3 +151,16 @@ class ResultStore:
         """Every object key under `prefix` (e.g. a campaign's raw output, to find what a lost worker left)."""
         pages = self.s3.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=prefix)
         return [item["Key"] for page in pages for item in page.get("Contents", [])]
+
+
+class BucketDocuments:
+    """JSON documents of the results bucket alone (the Documents port): what a function with the bucket and
+    no table reads (start_campaign: a schedule's matrix)."""
+
+    def __init__(self, s3: S3Client, bucket: str):
+        self.s3 = s3
+        self.bucket = bucket
+
+    def get_json(self, key: str) -> dict[str, Any]:
+        document: dict[str, Any] = json.loads(self.s3.get_object(Bucket=self.bucket, Key=key)["Body"].read())
+        return document

@@ -1,7 +1,7 @@
 """A worker task that stopped before its container ran (an image that cannot be pulled, no route out of
 the subnets, a Fargate quota) never beats nor answers: without this, its step waits for the heartbeat
 timeout. ECS's task state change (EventBridge, or the local ECS stand-in) names the task token in the
-overrides RunTask was given; the step is failed at once with ECS's reason.
+overrides RunTask was given; the step is failed at once with ECS's reason (pgarena.campaign.stopped_worker).
 
 A task that did start is left alone: its worker answers for itself, or the heartbeat timeout tells.
 
@@ -15,24 +15,17 @@ docs/guide/05-deploy.md ("Sites") says why a function per region rather than for
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from botocore.exceptions import ClientError
 from pydantic import BaseModel, Field
 
 from pgarena.aws.launch import step_field
 from pgarena.aws.settings import RESULTS_REGION_VAR, TASK_TOKEN_VAR
 from pgarena.model.errors import ErrorInfo, ErrorKind
-
-if TYPE_CHECKING:
-    from mypy_boto3_stepfunctions import SFNClient
+from pgarena.model.stopped import UnstartedWorker
 
 # ECS's stopCode for a task whose containers never ran.
 FAILED_TO_START = "TaskFailedToStart"
-# The error the step fails with (the class-name form of the kind, as every Catch reads it back).
-ERROR_NAME = "".join(part.capitalize() for part in ErrorKind.WORKER_DID_NOT_START.split("_"))
-# SendTaskFailure's answers for a token no longer waited for: the worker answered, or the state gave up.
-CLOSED_TOKEN_ERRORS = frozenset({"TaskTimedOut", "TaskDoesNotExist", "InvalidToken"})
 
 
 def matches(pattern: Mapping[str, Any], event: Mapping[str, Any]) -> bool:
@@ -86,17 +79,6 @@ class TaskStateChange(BaseModel):
     detail: TaskDetail
 
 
-class UnstartedWorker(BaseModel):
-    """A worker whose task stopped before it ran: the token its step waits on, and why."""
-
-    task_arn: str
-    step_id: str
-    task_token: str = Field(repr=False)
-    error: ErrorInfo
-    # The home region, whose state machine waits on the token (None: the function's own, as for a home task).
-    home_region: str | None = None
-
-
 def _environment(detail: TaskDetail) -> dict[str, str]:
     return {item.name: item.value for override in detail.overrides.containerOverrides for item in override.environment}
 
@@ -134,14 +116,3 @@ def unstarted_worker(change: TaskStateChange) -> UnstartedWorker | None:
         error=ErrorInfo(kind=ErrorKind.WORKER_DID_NOT_START, message=message),
         home_region=environment.get(RESULTS_REGION_VAR) or None,
     )
-
-
-def fail_step(sfn: SFNClient, worker: UnstartedWorker) -> bool:
-    """SendTaskFailure for the worker's step; False when its token was no longer waited for."""
-    try:
-        sfn.send_task_failure(taskToken=worker.task_token, error=ERROR_NAME, cause=worker.error.cause())
-    except ClientError as error:
-        if error.response.get("Error", {}).get("Code") in CLOSED_TOKEN_ERRORS:
-            return False
-        raise
-    return True

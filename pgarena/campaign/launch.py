@@ -5,12 +5,26 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from pgarena.campaign.ports import Launcher, Records, WorkerSlots
 from pgarena.model.errors import ErrorKind, failure
 from pgarena.model.plan import PreflightTask, ShardRef, Step, TargetRef, planned_target
 from pgarena.model.sites import SiteMap
 from pgarena.model.warm import ASSIGNED, HANDOVER_POLL_S, HANDOVER_S, Assignment, WorkerSlot, last_on_slot
+
+
+@dataclass(frozen=True)
+class Launched:
+    step: Step
+    worker: str  # the worker's id (its task's ARN)
+    started: bool  # a new worker was started (else the slot's warm worker took the step)
+
+
+@dataclass(frozen=True)
+class LaunchedOnSite:
+    task: PreflightTask
+    worker: str
 
 
 def launch(  # noqa: PLR0913  # the shard, its token, and the three ports it goes through
@@ -21,9 +35,9 @@ def launch(  # noqa: PLR0913  # the shard, its token, and the three ports it goe
     slots: WorkerSlots | None = None,
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
-) -> tuple[Step, str, bool]:
+) -> Launched:
     """The shard's step from preflight's answer (the state never carries it), handed to the live worker
-    of its slot or started in a new one; (step, worker id, whether a new worker was started)."""
+    of its slot or started in a new one."""
     steps = records.preflight(shard.campaign_id, shard.phase, shard.target).steps
     planned = steps[shard.step].shards[shard.shard]
     last = last_on_slot(steps, shard.step, shard.shard)
@@ -31,20 +45,18 @@ def launch(  # noqa: PLR0913  # the shard, its token, and the three ports it goe
     if slots is not None:
         worker = hand_over(slots, slot, Assignment(step=planned, task_token=task_token, last=last), clock, sleep)
         if worker is not None:
-            return planned, worker, False
+            return Launched(planned, worker, started=False)
     started, failures = launcher.launch(planned, task_token, slot if slots is not None else None, last)
     if started is None or failures:
         # A launch failure is transient more often than not: the state machine retries LaunchFailed.
         raise failure(ErrorKind.LAUNCH_FAILED, f"ECS could not start the worker: {failures}")
-    return planned, started, True
+    return Launched(planned, started, started=True)
 
 
-def launch_preflight(
-    ref: TargetRef, task_token: str, records: Records, launcher: Launcher, sites: SiteMap
-) -> tuple[PreflightTask, str]:
+def launch_preflight(ref: TargetRef, task_token: str, records: Records, launcher: Launcher, sites: SiteMap) -> LaunchedOnSite:
     """Preflight On Site: the target's preflight started as a worker task on its site, as a step is, given
     the slot of the phase's shard 0: the worker then serves the phase's steps there, so that preflighting
-    on the site costs no cold start of its own. (task, worker id)."""
+    on the site costs no cold start of its own."""
     target = planned_target(records.plan(ref.campaign_id), ref.phase, ref.target)
     site = sites.preflight_site(target.placement)
     if site is None:  # the plan's refs said otherwise: a stack redeployed without the site since Validate And Plan
@@ -56,7 +68,7 @@ def launch_preflight(
     started, failures = launcher.launch(task, task_token, slot, last=False)
     if started is None or failures:
         raise failure(ErrorKind.LAUNCH_FAILED, f"ECS could not start the worker for {target.name}'s preflight: {failures}")
-    return task, started
+    return LaunchedOnSite(task, started)
 
 
 def hand_over(

@@ -1,5 +1,5 @@
 """The ports the use cases work through: what they need of the results store, the campaign's records,
-the ledger, the start barrier and the worker launcher. pgarena.aws implements them on S3, DynamoDB and
+the ledger, the start barrier, the worker launcher and the state machine's executions. pgarena.aws implements them on S3, DynamoDB and
 ECS (the local runtime runs the same adapters against moto and its own ECS endpoint); the connection
 leases' port carries its rule and lives in pgarena.campaign.leases.
 """
@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
+    from pgarena.campaign.leases import Leases
+    from pgarena.model.history import HistoryEvent
     from pgarena.model.ledger import Booking, CostDecision, LedgerEntry
     from pgarena.model.matrix import Endpoint
     from pgarena.model.monitor import ConnectionReport
@@ -173,3 +175,38 @@ class ServerReads(Protocol):
 
     def monitor(self, step: Step, series_path: Path) -> AbstractContextManager[ActivityMonitor]: ...
     def replication(self, step: Step, series_path: Path) -> AbstractContextManager[LagMonitor]: ...
+
+
+class Documents(Protocol):
+    """JSON documents by key in the results bucket: the Store's reading half, all start_campaign (which has
+    no table) reads."""
+
+    def get_json(self, key: str) -> dict[str, Any]: ...
+
+
+class Executions(Protocol):
+    """The state machine's executions (pgarena.aws.executions: Step Functions): start one, read one's
+    history, fail a step that waits on a task token."""
+
+    def start(self, state_machine_arn: str, name: str, execution_input: dict[str, Any]) -> str:
+        """Start the execution `name`; its ARN, also when it was already started (a retried start)."""
+        ...
+
+    def history(self, execution_arn: str) -> list[HistoryEvent]:
+        """Every event of the execution, oldest first."""
+        ...
+
+    def fail_task(self, task_token: str, error: str, cause: str) -> bool:
+        """Fail the state waiting on `task_token`; False when the token is no longer waited for."""
+        ...
+
+
+@dataclass(frozen=True)
+class EndPorts:
+    """What finalize goes through: the results store, and whatever the campaign holds there (the month's
+    ledger to settle, the connection leases to give back, the workers' slots to close). None: not held."""
+
+    store: Store
+    ledger: Ledger | None = None
+    leases: Leases | None = None
+    slots: WorkerSlots | None = None

@@ -4,6 +4,7 @@ before any benchmark connection opens; and the lease given back when the target 
 from __future__ import annotations
 
 import time
+from typing import NamedTuple
 
 from pgarena.campaign.leases import Leases, holder_id, lease_key
 from pgarena.campaign.ports import Records, Store, WorkerSlots
@@ -24,9 +25,14 @@ from pgarena.server.restarts import postmaster_started_at, reachable_address, re
 LEASE_POLL_S = 2.0
 
 
-def preflight(
-    ref: TargetRef, store: Store, records: Records, leases: Leases, origin: PreflightOrigin
-) -> tuple[PreflightRef, ServerInfo]:
+class Preflighted(NamedTuple):
+    """Preflight's answer (a named tuple: a caller may still unpack it)."""
+
+    ref: PreflightRef  # what the state carries: the target's name and its steps' indices and timers
+    server: ServerInfo  # the live facts and budget, kept in the evidence too
+
+
+def preflight(ref: TargetRef, store: Store, records: Records, leases: Leases, origin: PreflightOrigin) -> Preflighted:
     """One target of one phase: budget and lease, its evidence beside its raw output (a failure's too:
     results.json points at it), its clamped and sharded steps kept for the launches. `origin`: where this
     runs (the home function, or a worker on the target's site), recorded in both."""
@@ -52,7 +58,7 @@ def preflight(
     store.put_json(key, {"target": target.name, "server": result.server.model_dump(mode="json")})
     # The steps (clamped, sharded) stay in the bucket; the state gets their indices and timers.
     records.put_preflight(campaign_id, ref.phase, ref.target, result)
-    return PreflightRef(name=target.name, steps=result.step_refs()), result.server
+    return Preflighted(PreflightRef(name=target.name, steps=result.step_refs()), result.server)
 
 
 def _lease_ttl_s(steps: list[Step]) -> float:

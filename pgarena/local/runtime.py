@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -35,6 +36,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from pgarena.aws.access import RESULTS_TABLE_PLACEHOLDER, Component
 from pgarena.aws.campaign_state import CampaignState
 from pgarena.aws.deployment import SITE_CLUSTER_NAME, SITE_TASK_FAMILY, rule_pattern, site_parameter_name
+from pgarena.aws.handler_leases import in_place_of_the_table
 from pgarena.aws.sites import WorkerSite, ssm_site_reader
 from pgarena.aws.store import ResultStore, create_results_table
 from pgarena.aws.task_stopped import matches
@@ -47,7 +49,7 @@ from pgarena.local.embedded import EmbeddedProcess, EmbeddedStandby, EmbeddedSta
 from pgarena.local.endpoints import ACCOUNT, FUNCTIONS, REGION, EcsEndpoint, LambdaEndpoint, function_arn, load_handlers
 from pgarena.local.environ import patched_environ
 from pgarena.local.hosts import MotoHost, StateMachineHost
-from pgarena.local.leases import default_lease_dir, private_dir
+from pgarena.local.leases import LocalLeases, default_lease_dir, private_dir
 from pgarena.local.limits import StrictLimitError
 from pgarena.local.progress import Interrupted, disk_full, download, keep_execution, keep_step, release_leases, write_local
 from pgarena.local.server_marks import reap_servers
@@ -424,6 +426,7 @@ class LocalRuntime:
             # Checked here, before anything starts: an unsafe folder is refused with its fix, not in a handler.
             "PGARENA_LEASE_DIR": str(private_dir(Path(os.environ.get("PGARENA_LEASE_DIR") or default_lease_dir()))),
         }
+        lease_dir = Path(aws_env["PGARENA_LEASE_DIR"])
         try:
             # What coordinators that died without stopping their children left running, stopped first;
             # this runtime's own children are recorded as they start, the records dropped once stopped.
@@ -435,6 +438,9 @@ class LocalRuntime:
             stack.enter_context(fresh_default_session())
             self.endpoint_urls["AWS_ENDPOINT_URL"] = self.host.open(stack, self.credentials, self.keys)
             self.lambda_handlers = self._asset_handlers() if self.aws_strict else load_handlers()
+            # The handlers run here lease in those files (and, for a target preflighted on its site, in
+            # the table too); a bundle run as --aws-strict runs it leases in the table, as in AWS.
+            stack.enter_context(in_place_of_the_table(partial(LocalLeases, lease_dir)))
             lambdas = stack.enter_context(LambdaEndpoint(self.lambda_handlers, self.keys))
             # The interpreter's Lambda tasks reach the real handlers, signed with the run's key.
             self.host.serve_lambda(stack, lambdas.url, self.credentials)

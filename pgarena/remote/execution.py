@@ -28,13 +28,13 @@ from pgarena.aws.deployment import (
     OUTPUT_WORKER_CLUSTER_ARN,
     OUTPUT_WORKER_SITE_REGIONS,
 )
-from pgarena.aws.schedule import EXECUTION_NAME_MAX
 from pgarena.aws.sites import ssm_site_reader
 from pgarena.aws.store import ResultStore
 from pgarena.model import layout
 from pgarena.model.execution import CAMPAIGN_ID_KEY, MATRIX_KEY
 from pgarena.model.matrix import Campaign
 from pgarena.model.results import CampaignResults
+from pgarena.model.schedule import EXECUTION_NAME_MAX
 from pgarena.model.sites import SiteMap
 from pgarena.remote.follow import Event, follow, no_subject, probe_counter, step_event
 from pgarena.remote.subjects import Subjects

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from pgarena.aws.executions import HISTORY_PAGE
 from pgarena.aws.throttling import patiently
 from pgarena.model import layout
 from pgarena.model.results import StepSummary
@@ -27,8 +28,6 @@ if TYPE_CHECKING:
     from mypy_boto3_stepfunctions.type_defs import DescribeExecutionOutputTypeDef, HistoryEventTypeDef
 
 POLL_S = 0.5
-# GetExecutionHistory's largest page.
-HISTORY_PAGE = 1000
 
 
 @dataclass
@@ -121,14 +120,6 @@ def probe_counter(s3: S3Client, bucket: str, campaign_id: str) -> Callable[[str]
         return max((int(m.group(1)) for m in found if m), default=0)
 
     return reached
-
-
-def history(sfn: SFNClient, execution_arn: str) -> list[HistoryEventTypeDef]:
-    """The whole history, oldest first, 1,000 events a call (the most AWS gives)."""
-    pages = sfn.get_paginator("get_execution_history").paginate(
-        executionArn=execution_arn, PaginationConfig={"PageSize": HISTORY_PAGE}
-    )
-    return [event for page in pages for event in page["events"]]
 
 
 def new_events(sfn: SFNClient, execution_arn: str, after_id: int, page_size: int = HISTORY_PAGE) -> list[HistoryEventTypeDef]:

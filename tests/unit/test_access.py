@@ -28,13 +28,15 @@ from pgarena.aws.leases import LeaseStore
 from pgarena.aws.ledger import Ledger
 from pgarena.aws.store import ResultStore, create_results_table
 from pgarena.aws.worker_slots import DynamoWorkerSlots
-from pgarena.campaign.finalize import finalize_stopped
+from pgarena.campaign.finalize import StoppedExecution, finalize_stopped
 from pgarena.campaign.launch import launch, launch_preflight
 from pgarena.campaign.leases import holder_id, lease_key
+from pgarena.campaign.ports import EndPorts
 from pgarena.campaign.preflight import preflight
 from pgarena.local.endpoints import LambdaContext
 from pgarena.model import layout
 from pgarena.model.errors import PgarenaError
+from pgarena.model.history import HISTORY
 from pgarena.model.plan import ShardRef, TargetRef
 from pgarena.model.results import PreflightOrigin, ProgressSample, StepSummary
 from pgarena.model.sites import SiteMap
@@ -153,6 +155,20 @@ class _Started:
 
     def launch(self, step, task_token, slot=None, last=True):
         return "arn:aws:ecs:us-east-1:123456789012:task/c/1", []
+
+
+class _History:
+    """The Executions port's history read (Step Functions' history is no part of the access map)."""
+
+    def __init__(self, events):
+        self.events = HISTORY.validate_python(events)
+
+    def history(self, execution_arn):
+        return self.events
+
+
+def _stopped(name: str, ending, started_at: str) -> StoppedExecution:
+    return StoppedExecution(f"arn:aws:states:us-east-1:123456789012:execution:m:{name}", ending, started_at)
 
 
 def _handler(name: str):
@@ -277,26 +293,15 @@ def _record(aws: Recorder, component: Component, plan) -> list[Call]:  # noqa: C
         matrix = json.loads((FIXTURES / "matrices" / "minimal.json").read_text())
         matrix["targets"] = matrix["targets"][:1]
         leases = LeaseStore(store.dynamodb, TABLE)
+        ports = EndPorts(store, leases=leases)
         # stopped before Validate answered: is the id another campaign's?
-        started = {"executionStartedEventDetails": {"input": json.dumps(matrix)}}
-        finalize_stopped(
-            [started], started_at, store, CampaignState(store), ledger=None, leases=leases, ending="failed", execution_name="c9"
-        )
+        started = {"id": 1, "type": "ExecutionStarted", "executionStartedEventDetails": {"input": json.dumps(matrix)}}
+        finalize_stopped(_stopped("c9", "failed", started_at), CampaignState(store), _History([started]), ports)
         # stopped after: what its states kept, read back
-        started = {"executionStartedEventDetails": {"input": json.dumps({"campaign_id": plan.campaign_id, "matrix": matrix})}}
-        ledger = Ledger(store.dynamodb, TABLE)
+        started["executionStartedEventDetails"] = {"input": json.dumps({"campaign_id": plan.campaign_id, "matrix": matrix})}
+        ports = EndPorts(store, Ledger(store.dynamodb, TABLE), leases, DynamoWorkerSlots(store.dynamodb, TABLE))
         for _ in range(2):  # EventBridge delivers at least once: the second finds the worker slots closed
-            finalize_stopped(
-                [started],
-                started_at,
-                store,
-                CampaignState(store),
-                ledger=ledger,
-                leases=leases,
-                ending="cancelled",
-                execution_name="e1",
-                slots=DynamoWorkerSlots(store.dynamodb, TABLE),
-            )
+            finalize_stopped(_stopped("e1", "cancelled", started_at), CampaignState(store), _History([started]), ports)
     elif component is Component.START_CAMPAIGN:
         sfn = boto3.client("stepfunctions")
         role = "arn:aws:iam::123456789012:role/sfn"

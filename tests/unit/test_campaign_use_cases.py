@@ -1,4 +1,4 @@
-"""The use cases run on their ports alone: in-memory stores stand in for S3, DynamoDB and ECS here, with
+"""The use cases run on their ports alone: in-memory stores stand in for S3, DynamoDB, ECS and Step Functions here, with
 no AWS (mocked or not) in the process. The AWS adapters' own behaviour is tested beside them
 (test_campaign_state, test_ledger, test_leases, test_access)."""
 
@@ -11,14 +11,20 @@ from typing import Any
 import pytest
 
 from pgarena.campaign.claim import claim_and_plan
+from pgarena.campaign.finalize import StoppedExecution, finalize_stopped
 from pgarena.campaign.launch import launch
 from pgarena.campaign.outcomes import target_outcomes
+from pgarena.campaign.ports import EndPorts
+from pgarena.campaign.scheduled import Firing, Started, start_scheduled
+from pgarena.campaign.stopped_worker import StepFailure, fail_step
 from pgarena.model import layout
-from pgarena.model.errors import CampaignExists, ErrorKind, InvalidMatrix, PgarenaError
+from pgarena.model.errors import CampaignExists, Caught, ErrorInfo, ErrorKind, InvalidMatrix, PgarenaError, error_info
+from pgarena.model.history import HISTORY, HistoryEvent
 from pgarena.model.ledger import CostDecision
 from pgarena.model.outcomes import TargetOutcome
 from pgarena.model.plan import Plan, PreflightResult, ShardRef, Step
-from pgarena.model.results import StepSummary
+from pgarena.model.results import CampaignResults, StepSummary
+from pgarena.model.stopped import UnstartedWorker
 from tests.conftest import FIXTURES
 from tests.unit.test_campaign_state import preflight_result
 
@@ -110,6 +116,30 @@ class MemoryLauncher:
         return f"task-{len(self.launched)}", []
 
 
+class MemoryExecutions:
+    """campaign.ports.Executions: executions kept by name, histories given, task tokens waited on."""
+
+    def __init__(self, histories: dict[str, list[dict[str, Any]]] | None = None, waiting: tuple[str, ...] = ()) -> None:
+        self.inputs: dict[str, dict[str, Any]] = {}
+        self.histories = {arn: HISTORY.validate_python(events) for arn, events in (histories or {}).items()}
+        self.waiting = set(waiting)
+        self.failures: list[tuple[str, str, str]] = []
+
+    def start(self, state_machine_arn: str, name: str, execution_input: dict[str, Any]) -> str:
+        self.inputs.setdefault(name, execution_input)  # a name already started is that execution, as in Step Functions
+        return f"{state_machine_arn.replace(':stateMachine:', ':execution:')}:{name}"
+
+    def history(self, execution_arn: str) -> list[HistoryEvent]:
+        return self.histories[execution_arn]
+
+    def fail_task(self, task_token: str, error: str, cause: str) -> bool:
+        if task_token not in self.waiting:
+            return False
+        self.waiting.remove(task_token)
+        self.failures.append((task_token, error, cause))
+        return True
+
+
 SHARD = ShardRef(campaign_id="e1", phase=1, target=0, step=0, shard=0)
 
 
@@ -153,12 +183,105 @@ def test_a_shard_is_launched_from_preflight_s_answer_and_a_refused_launch_is_lau
 
     # When its first step's only shard is launched
     launcher = MemoryLauncher()
-    step, worker, started = launch(SHARD, "token-1", records, launcher)
+    launched = launch(SHARD, "token-1", records, launcher)
 
     # Then the launcher got the step preflight kept, with the task token
-    assert worker == "task-1" and started and launcher.launched == [(step, "token-1")] and step.target == first.name
+    step = launched.step
+    assert launched.worker == "task-1" and launched.started and launcher.launched == [(step, "token-1")]
+    assert step.target == first.name
 
     # And a launch the platform refuses fails as LaunchFailed (the state machine retries it)
     with pytest.raises(PgarenaError) as refused:
         launch(SHARD, "token-2", records, MemoryLauncher([{"reason": "RESOURCE:CPU"}]))
     assert refused.value.info().kind == ErrorKind.LAUNCH_FAILED and "RESOURCE:CPU" in refused.value.info().message
+
+
+MACHINE = "arn:aws:states:us-east-1:123456789012:stateMachine:campaign"
+
+
+def test_a_scheduled_firing_starts_its_campaign_from_the_bucket_once():
+    # Given a schedule's matrix in the bucket
+    store = MemoryStore()
+    store.put_json("matrices/weekly.json", _matrix())
+    executions = MemoryExecutions()
+    firing = Firing(schedule="weekly", matrix_key="matrices/weekly.json", scheduled_time="2026-11-26T02:00:00+01:00")
+
+    # When the firing starts it, then is retried (the same scheduled time)
+    started = start_scheduled(firing, store, executions, MACHINE)
+    again = start_scheduled(firing, store, executions, MACHINE)
+
+    # Then one execution, named after the campaign (the schedule and the firing's time in UTC), has the
+    # matrix with the schedule's name as its input, and the retry answers with that same execution
+    campaign_id = "weekly-20261126T010000Z"
+    assert started == again == Started(campaign_id, f"arn:aws:states:us-east-1:123456789012:execution:campaign:{campaign_id}")
+    assert executions.inputs == {
+        campaign_id: {"campaign_id": campaign_id, "matrix": {**_matrix(), "cost": {"schedule": "weekly"}}}
+    }
+
+
+def _unstarted(home_region: str | None) -> UnstartedWorker:
+    error = ErrorInfo(kind=ErrorKind.WORKER_DID_NOT_START, message="CannotPullContainerError: no such image")
+    return UnstartedWorker(task_arn="task-1", step_id="e1/t/c4/r1/run", task_token="tok", error=error, home_region=home_region)
+
+
+@pytest.mark.parametrize("home_region", [None, "us-east-1"])
+def test_a_stopped_worker_s_step_is_failed_once_in_its_home_region(home_region):
+    # Given a worker whose task never ran, and the state machine of its home region waiting on its token
+    home = MemoryExecutions(waiting=("tok",))
+    asked = []
+
+    def executions_in(region: str | None) -> MemoryExecutions:
+        asked.append(region)
+        return home
+
+    # When its step is failed, twice (EventBridge delivers at least once)
+    first, second = (fail_step(_unstarted(home_region), executions_in) for _ in range(2))
+
+    # Then the home region's state machine got one failure, which reads back as the worker's error; the
+    # second finds the token no longer waited for
+    assert asked == [home_region, home_region]
+    assert (first, second) == (StepFailure("e1/t/c4/r1/run", failed=True), StepFailure("e1/t/c4/r1/run", failed=False))
+    ((token, error, cause),) = home.failures
+    assert token == "tok" and error == "WorkerDidNotStart"
+    assert error_info(Caught({"Error": error, "Cause": cause})) == _unstarted(None).error
+
+
+def _stopped_execution(name: str) -> StoppedExecution:
+    return StoppedExecution(
+        f"arn:aws:states:us-east-1:123456789012:execution:campaign:{name}", "cancelled", "2026-11-26T02:00:00Z"
+    )
+
+
+def test_a_stopped_execution_is_finalized_from_its_history_read_through_the_port():
+    # Given an execution started with a bare matrix and stopped before Validate And Plan answered: its
+    # history holds its input, nothing of it was recorded
+    store = MemoryStore()
+    stopped = _stopped_execution("run-7")
+    started = {"id": 1, "type": "ExecutionStarted", "executionStartedEventDetails": {"input": json.dumps(_matrix())}}
+    executions = MemoryExecutions({stopped.arn: [started]})
+
+    # When finalize_stopped ends it
+    finalized = finalize_stopped(stopped, MemoryRecords(store), executions, EndPorts(store))
+
+    # Then its campaign is the execution's name, every target is listed cancelled, and results.json is kept
+    assert finalized is not None and finalized.results_key == "run-7/results.json"
+    kept = CampaignResults.model_validate(store.get_json(finalized.results_key))
+    assert kept.status == "cancelled" and [t.name for t in kept.targets] == [t["name"] for t in _matrix()["targets"]]
+
+
+def test_an_execution_refused_at_validate_is_not_finalized():
+    # Given an execution whose history shows Validate And Plan refused it (another campaign's id)
+    store = MemoryStore()
+    stopped = _stopped_execution("e2")
+    events = [
+        {
+            "id": 1,
+            "type": "ExecutionStarted",
+            "executionStartedEventDetails": {"input": json.dumps({"campaign_id": "cid", "matrix": _matrix()})},
+        },
+        {"id": 2, "type": "FailStateEntered", "stateEnteredEventDetails": {"name": "Campaign Id In Use", "input": "{}"}},
+    ]
+
+    # When finalize_stopped sees it / Then nothing is finalized and nothing written
+    assert finalize_stopped(stopped, MemoryRecords(store), MemoryExecutions({stopped.arn: events}), EndPorts(store)) is None
+    assert store.objects == {}

@@ -13,8 +13,10 @@ from pgarena.aws.leases import LeaseStore
 from pgarena.aws.ledger import Ledger
 from pgarena.aws.store import ResultStore, create_results_table
 from pgarena.campaign.cost_guard import check_cost, month_of
-from pgarena.campaign.finalize import finalize, finalize_stopped
+from pgarena.campaign.finalize import CampaignEnd, StoppedExecution, finalize, finalize_stopped
 from pgarena.campaign.leases import holder_id, lease_key
+from pgarena.campaign.ports import EndPorts
+from pgarena.model.history import HISTORY
 from pgarena.model.ledger import WorkerPricing
 from pgarena.model.results import CampaignResults, now_iso
 from pgarena.planning.campaign import parse_campaign
@@ -34,20 +36,30 @@ def aws(aws_credentials):
         yield dynamodb, ResultStore("results", "t", s3=s3, dynamodb=dynamodb)
 
 
+class GivenHistory:
+    """The Executions port's history read, of executions whose events are given as Step Functions writes them."""
+
+    def __init__(self, events):
+        self.events = HISTORY.validate_python([{"id": i, "type": "Given", **e} for i, e in enumerate(events, 1)])
+        self.read: list[str] = []
+
+    def history(self, execution_arn):
+        self.read.append(execution_arn)
+        return self.events
+
+
+def execution(name, ending, started_at=None):
+    return StoppedExecution(f"arn:aws:states:us-east-1:123456789012:execution:campaign:{name}", ending, started_at or now_iso())
+
+
 def stopped(aws, history, ending, execution_name, started_at=None):
     """finalize_stopped on the table's adapters, without a ledger (nothing was booked)."""
     dynamodb, store = aws
-    leases = LeaseStore(dynamodb, "t")
-    return finalize_stopped(
-        history,
-        started_at or now_iso(),
-        store,
-        CampaignState(store),
-        ledger=None,
-        leases=leases,
-        ending=ending,
-        execution_name=execution_name,
+    ports = EndPorts(store, leases=LeaseStore(dynamodb, "t"))
+    finalized = finalize_stopped(
+        execution(execution_name, ending, started_at), CampaignState(store), GivenHistory(history), ports
     )
+    return finalized.results if finalized is not None else None
 
 
 def plan():
@@ -81,9 +93,15 @@ def test_a_stopped_campaign_settles_its_estimate_releases_its_leases_and_publish
     data["targets"] = data["targets"][:1]
     history = [{"executionStartedEventDetails": {"input": json.dumps({"campaign_id": "cid", "matrix": data})}}]
 
-    results = finalize_stopped(
-        history, now_iso(), store, CampaignState(store), ledger=ledger, leases=leases, ending="cancelled", execution_name="e1"
+    executions = GivenHistory(history)
+    finalized = finalize_stopped(
+        execution("e1", "cancelled"), CampaignState(store), executions, EndPorts(store, ledger=ledger, leases=leases)
     )
+    results = finalized.results
+
+    # The execution's history was read through the Executions port
+    assert executions.read == ["arn:aws:states:us-east-1:123456789012:execution:campaign:e1"]
+    assert finalized.results_key == "cid/results.json" and set(finalized.reports) == set(REPORT_FILES)
 
     # The month carries what ran (the target's hourly cost for the seconds it took), no longer the estimate
     entry = ledger.entry(month_of(NOW), "cid")
@@ -163,6 +181,7 @@ def test_an_execution_whose_campaign_id_is_in_use_never_touches_that_campaigns_r
 def test_results_json_is_kept_when_a_report_cannot_be_built(aws, monkeypatch):
     _, store = aws
     monkeypatch.setattr("pgarena.report.build_report", lambda results: 1 / 0)
-    results, key, reports = finalize(plan(), [], store, "s")
-    assert reports == [] and key == "cid/results.json"
+    finalized = finalize(CampaignEnd(plan(), [], "s"), EndPorts(store))
+    results, key = finalized.results, finalized.results_key
+    assert finalized.reports == [] and key == "cid/results.json"
     assert CampaignResults.model_validate(store.get_json(key)).campaign_id == results.campaign_id == "cid"

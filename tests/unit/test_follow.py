@@ -14,8 +14,9 @@ from botocore.exceptions import ClientError, EndpointConnectionError
 from botocore.stub import Stubber
 
 from pgarena.aws import throttling
+from pgarena.aws.executions import StepFunctionsExecutions
 from pgarena.remote import follow as follow_module
-from pgarena.remote.follow import follow, history, new_events
+from pgarena.remote.follow import follow, new_events
 
 ARN = "arn:aws:states:us-east-1:123456789012:execution:campaign:c1"
 MACHINE = "arn:aws:states:us-east-1:123456789012:stateMachine:campaign"
@@ -167,5 +168,7 @@ def test_a_stopped_campaigns_history_is_read_1000_events_a_call(sfn):
     stub.add_response("get_execution_history", {"events": [_event(1), _event(2)], "nextToken": "n"}, forward)
     stub.add_response("get_execution_history", {"events": [_event(3)]}, {**forward, "nextToken": "n"})
 
-    # When reading it / Then every page asked for 1,000 events
-    assert [e["id"] for e in history(client, ARN)] == [1, 2, 3]
+    # When reading it through the Executions port / Then every page asked for 1,000 events, and the events
+    # come typed: each state entered with its name
+    events = StepFunctionsExecutions(client).history(ARN)
+    assert [(e.id, e.entered.name if e.entered else None) for e in events] == [(1, "S1"), (2, "S2"), (3, "S3")]

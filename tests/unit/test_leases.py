@@ -5,6 +5,7 @@ import socket
 import stat
 import subprocess
 import time
+from functools import partial
 from pathlib import Path
 
 import boto3
@@ -12,11 +13,12 @@ import pytest
 from moto import mock_aws
 
 from functions.dependencies import Dependencies
+from pgarena.aws.handler_leases import in_place_of_the_table
 from pgarena.aws.leases import LeaseStore
 from pgarena.aws.settings import ResultsEnv
 from pgarena.aws.store import create_results_table
 from pgarena.campaign.leases import lease_key
-from pgarena.local.leases import FileLeases, LeaseDirError
+from pgarena.local.leases import FileLeases, LeaseDirError, LocalLeases
 from pgarena.local.progress import release_leases
 from pgarena.model.lease import Holder
 from pgarena.model.matrix import Endpoint
@@ -122,12 +124,14 @@ def test_two_processes_racing_for_the_last_slots_cannot_both_win(tmp_path):
 
 
 def test_the_local_runtime_uses_the_file_store_and_aws_the_table(tmp_path, store):
-    # Given a handler's environment with and without the local runtime's lease directory
-    local = ResultsEnv(RESULTS_BUCKET="b", RESULTS_TABLE="t", PGARENA_LEASE_DIR=str(tmp_path))
-    aws = ResultsEnv(RESULTS_BUCKET="b", RESULTS_TABLE="t")
-    # Then its dependencies lease in files, or in the table
-    assert isinstance(Dependencies(local).leases, FileLeases)
-    assert isinstance(Dependencies(aws).leases, LeaseStore)
+    # Given a handler's environment
+    env = ResultsEnv(RESULTS_BUCKET="b", RESULTS_TABLE="t")
+    # When the local runtime has put its file leases in place of the table's (as it does while it runs)
+    with in_place_of_the_table(partial(LocalLeases, tmp_path)):
+        local = Dependencies(env).leases
+    # Then its handlers lease in files (a release also looks in the table), and elsewhere in the table
+    assert isinstance(local, LocalLeases) and isinstance(local.table, LeaseStore) and local.directory == tmp_path
+    assert isinstance(Dependencies(env).leases, LeaseStore)
 
 
 def _endpoint(host: str) -> Endpoint:

@@ -84,7 +84,8 @@ def test_a_site_s_preflight_is_launched_there_as_a_warm_worker_of_shard_0():
     # When Preflight On Site launches it
     index = [t.name for t in plan.phases[0].targets].index("t1")
     ref = TargetRef(campaign_id="c1", phase=1, target=index)
-    task, worker = launch_preflight(ref, "token-1", records, EcsLauncher(ecs, EXTERNAL_ENV), SITES)  # type: ignore[arg-type]  # a stand-in with run_task only
+    on_site = launch_preflight(ref, "token-1", records, EcsLauncher(ecs, EXTERNAL_ENV), SITES)  # type: ignore[arg-type]  # a stand-in with run_task only
+    task, worker = on_site.task, on_site.worker
 
     # Then RunTask starts it on the site's machines, given the task token and the slot of the phase's shard 0
     (request,) = ecs.requests

@@ -8,9 +8,9 @@ from moto import mock_aws
 from pydantic import ValidationError
 
 from functions.start_campaign.handler import handler
-from pgarena.aws.deployment import SCHEDULED_TIME, campaign_input
 from pgarena.local.endpoints import LambdaContext
 from pgarena.model.execution import execution_request, scheduled_campaign_id
+from pgarena.model.schedule import SCHEDULED_TIME, campaign_input
 from tests.conftest import FIXTURES
 
 MATRIX = json.loads((FIXTURES / "matrices" / "minimal.json").read_text())

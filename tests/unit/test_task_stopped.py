@@ -1,5 +1,6 @@
-"""A worker task that stopped before its container ran fails its step at once (pgarena.aws.task_stopped),
-from ECS's task state change; a task that ran, or a token no longer waited for, is left alone."""
+"""A worker task that stopped before its container ran fails its step at once, from ECS's task state change
+(pgarena.aws.task_stopped, pgarena.campaign.stopped_worker); a task that ran, or a token no longer waited
+for, is left alone."""
 
 from __future__ import annotations
 
@@ -13,9 +14,12 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
+from functions import dependencies
 from functions.task_stopped import handler as task_stopped_handler
 from pgarena.aws.deployment import rule_pattern
-from pgarena.aws.task_stopped import ERROR_NAME, TaskStateChange, fail_step, matches, unstarted_worker
+from pgarena.aws.executions import StepFunctionsExecutions
+from pgarena.aws.task_stopped import TaskStateChange, matches, unstarted_worker
+from pgarena.campaign.stopped_worker import StepFailure, fail_step
 from pgarena.local.endpoints import EcsEndpoint, LambdaContext
 from pgarena.local.signing import RunKeys, new_credentials
 from pgarena.model.errors import Caught, ErrorKind, error_info
@@ -76,43 +80,39 @@ def test_the_step_fails_with_the_kind_the_campaign_reads_back():
     worker = unstarted_worker(TaskStateChange.model_validate(_event()))
     assert worker is not None
     sfn = boto3.client("stepfunctions", region_name="us-east-1")
+    error = "WorkerDidNotStart"
     with Stubber(sfn) as stub:
         stub.add_response(
-            "send_task_failure", {}, {"taskToken": worker.task_token, "error": ERROR_NAME, "cause": worker.error.cause()}
+            "send_task_failure", {}, {"taskToken": worker.task_token, "error": error, "cause": worker.error.cause()}
         )
 
-        # When failing its step
-        failed = fail_step(sfn, worker)
+        # When failing its step through the Executions port on Step Functions
+        failure = fail_step(worker, lambda region: StepFunctionsExecutions(sfn))
 
         # Then the call went out as expected, and the Catch's failure reads back as the same error
         stub.assert_no_pending_responses()
-    assert failed is True
-    assert ERROR_NAME == "WorkerDidNotStart"
-    assert error_info(Caught({"Error": ERROR_NAME, "Cause": worker.error.cause()})) == worker.error
+    assert failure == StepFailure(step_id="t1/sel/c4/r1/run", failed=True)
+    assert error_info(Caught({"Error": error, "Cause": worker.error.cause()})) == worker.error
 
 
 @pytest.mark.parametrize("code", ["TaskTimedOut", "TaskDoesNotExist", "InvalidToken"])
 def test_a_token_no_longer_waited_for_is_not_an_error(code):
-    worker = unstarted_worker(TaskStateChange.model_validate(_event()))
-    assert worker is not None
     sfn = boto3.client("stepfunctions", region_name="us-east-1")
     with Stubber(sfn) as stub:
         stub.add_client_error("send_task_failure", service_error_code=code)
-        assert fail_step(sfn, worker) is False
+        assert StepFunctionsExecutions(sfn).fail_task("token", "WorkerDidNotStart", "{}") is False
 
 
 def test_another_send_task_failure_error_is_raised():
-    worker = unstarted_worker(TaskStateChange.model_validate(_event()))
-    assert worker is not None
     sfn = boto3.client("stepfunctions", region_name="us-east-1")
     with Stubber(sfn) as stub, pytest.raises(Exception, match="ThrottlingException"):
         stub.add_client_error("send_task_failure", service_error_code="ThrottlingException")
-        fail_step(sfn, worker)
+        StepFunctionsExecutions(sfn).fail_task("token", "WorkerDidNotStart", "{}")
 
 
 def test_the_handler_ignores_a_task_that_ran(monkeypatch):
     # Given a stop of a task that ran (no Step Functions call may be made: no client is reachable)
-    monkeypatch.setattr(task_stopped_handler.boto3, "client", lambda *a, **k: pytest.fail("no call expected"))
+    monkeypatch.setattr(dependencies, "client", lambda *a, **k: pytest.fail("no call expected"))
 
     # When the handler gets it / Then it fails no step
     answer = task_stopped_handler.handler(
@@ -193,11 +193,11 @@ def test_the_step_is_failed_in_the_home_region_the_worker_reports_to(monkeypatch
         def send_task_failure(self, **kwargs):
             pass
 
-    def client(service, region_name=None):
-        regions.append((service, region_name))
+    def client(service, region=None):
+        regions.append((service, region))
         return Sfn()
 
-    monkeypatch.setattr(task_stopped_handler.boto3, "client", client)
+    monkeypatch.setattr(dependencies, "client", client)
     # When this region's task_stopped function gets it (its own region eu-west-1)
     monkeypatch.setenv("AWS_REGION", "eu-west-1")
     answer = task_stopped_handler.handler(event, LambdaContext("pgarena-task-stopped"))

@@ -142,7 +142,8 @@ def test_a_sweep_starts_one_worker_per_target_phase_and_shard(aws):
             for number, group in enumerate(groups):
                 for k in range(len(group.shards)):
                     ref = ShardRef(campaign_id="c1", phase=phase.phase, target=index, step=number, shard=k)
-                    step, worker, _ = launch(ref, f"token-{steps}", records, fleet, slots, sleep=fleet.poll)
+                    launched = launch(ref, f"token-{steps}", records, fleet, slots, sleep=fleet.poll)
+                    step, worker = launched.step, launched.worker
                     assert step.step_id == group.shards[k].step_id
                     fleet.finish(WorkerSlot.of(ref), worker, last_on_slot(groups, number, k))
                     ran_on.setdefault((phase.phase, index, k), set()).add(worker)
@@ -169,7 +170,8 @@ def test_a_worker_that_does_not_take_its_step_is_replaced(aws):
     assert slots.idle(slot, "dead")
     ticks = itertools.count(0.0, 1.0)
     # When the next step is launched and the hand-over wait passes
-    step, worker, started = launch(ref, "token", records, fleet, slots, clock=lambda: next(ticks), sleep=lambda s: None)
+    launched = launch(ref, "token", records, fleet, slots, clock=lambda: next(ticks), sleep=lambda s: None)
+    step, worker, started = launched.step, launched.worker, launched.started
     assert step.step_id.endswith("c1-r1")
     # Then its offer was withdrawn and a new worker started for the step
     assert started and fleet.run_tasks == [worker] and worker != "dead"
