@@ -123,8 +123,9 @@ def reset(endpoint: Endpoint) -> None:
 def variants(
     endpoint: Endpoint, step: Step, store: ResultStore, clients: int, options: bool
 ) -> dict[str, Callable[[int], Measured]]:
+    assert isinstance(step.spec, PgbenchStep)  # main() plans a pgbench campaign
     run = step.spec.run
-    assert isinstance(run, PgbenchRun)  # main() plans a pgbench campaign
+    assert isinstance(run, PgbenchRun)
 
     def bare(_: int) -> Measured:
         with tempfile.TemporaryDirectory() as tmp:

@@ -72,6 +72,8 @@ class StepSpec(Strict):
     """A step's run record, resolved at planning: what the tool's command needs (fields of each tool's
     subclass) and what the worker, its summary and aggregation read whatever the tool."""
 
+    tool: str = Field(description="the tool's name: its subclass narrows it to a literal")
+
     warmup_s: int | None = Field(None, description="seconds left out of the start of a run's figures; None: none")
     rate_tps: float | None = Field(None, description="the rate a run is throttled to (--rate); None: closed loop")
     slo: Slo | None = Field(None, description="the latency objective the run's step searches the rate for")
