@@ -17,7 +17,7 @@ from rich.text import Text
 
 from pgarena.analysis.compare import DEFAULT_THRESHOLD, ResultsError, compare_campaigns, load_results
 from pgarena.analysis.footing import describe
-from pgarena.analysis.headline import headline
+from pgarena.analysis.headline import headline, phase_cost, rank_label, score_label
 from pgarena.analysis.metrics import stored_metrics
 from pgarena.analysis.ranking import unranked_reasons
 from pgarena.model import matrix_reference
@@ -255,12 +255,12 @@ def ranking_table(results: CampaignResults) -> Table:
         target = providers[entry.target]
         tps, at_slo = best_by_workload(metrics[entry.target])
         table.add_row(
-            f"{entry.rank}{'=' if entry.tied_with else ''}",
+            rank_label(entry),
             _text(entry.target),
             _text(target.provider),
             _text(describe(target)),
             target.status,
-            f"{entry.score:.3f}",
+            _text(score_label(entry)),
             *(f"{tps[name]:,.1f}" if name in tps else "-" for name in workloads),
             *(f"{at_slo[name]:,.1f}" if name in at_slo else "-" for name in searched),
             "",
@@ -585,7 +585,7 @@ EXIT_CANCELLED = 130
 
 def print_verdict(results: CampaignResults) -> None:
     """The stored verdict: the headline its pairwise comparisons support, and the points too noisy to trust small differences."""
-    said = headline(results.ranking, results.comparisons, results.footing)
+    said = headline(results.ranking, results.comparisons, results.footing, phase_cost(results))
     if said:
         console.print(_text(f"verdict: {said}"), highlight=False)
     for warning in results.noise:
