@@ -16,7 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.decision_simulation import simulate  # noqa: E402  # the repository's root on the path first
+from tests.decision_simulation import simulate  # the repository's root on the path first
 
 
 def smallest_decided(cv: float, campaigns: int, power: float = 0.8) -> float:
@@ -38,7 +38,9 @@ def main() -> None:
     effect = simulate(n, 1.5, 0.25, seed=2)
     print(f"1.5x at CV 25%: decided in {effect.share(effect.right_way):.1%}, {effect.mean_runs:.1f} runs per point on average")
     quiet = simulate(n, 1.0, 0.03, seed=4)
-    print(f"identical at CV 3%: equivalent within 5% in {quiet.share(quiet.equivalent):.1%}, {quiet.mean_runs:.1f} runs on average")
+    print(
+        f"identical at CV 3%: equivalent within 5% in {quiet.share(quiet.equivalent):.1%}, {quiet.mean_runs:.1f} runs on average"
+    )
     for cv in (0.10, 0.30):
         print(f"smallest effect decided in 80% at CV {cv:.0%}: {smallest_decided(cv, n):.2f}x")
 

@@ -735,7 +735,12 @@ def settings_table(comparison: Comparison) -> Table:
 def compare(
     a: Annotated[Path, typer.Argument(help="the earlier campaign: its folder or its results.json")],
     b: Annotated[Path, typer.Argument(help="the later campaign: its folder or its results.json")],
-    threshold: Annotated[float, typer.Option(help="relative change beyond which a difference counts", min=0)] = DEFAULT_THRESHOLD,
+    threshold: Annotated[
+        float, typer.Option(help="relative change within which the figures count as unchanged (equivalence margin)", min=0)
+    ] = DEFAULT_THRESHOLD,
+    fail_on_regression: Annotated[
+        bool, typer.Option("--fail-on-regression", help="exit 1 when any point regressed (a CI gate)")
+    ] = False,
 ) -> None:
     """Show what changed from campaign A to campaign B per target, workload and client count; flag regressions."""
     comparison = compare_campaigns(_results_or_exit(a), _results_or_exit(b), threshold)
@@ -749,6 +754,8 @@ def compare(
         ": " + ", ".join(f"{c.target}/{c.workload}/c{c.clients}" for c in regressions) if regressions else ""
     )
     console.print(_text(summary), style="red" if regressions else "green", highlight=False)
+    if fail_on_regression and regressions:
+        raise typer.Exit(1)
 
 
 def _tool_name(name: str) -> str:

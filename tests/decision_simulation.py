@@ -100,4 +100,6 @@ def simulate(  # noqa: PLR0913  # the design and the truth it is run against
         if outcome == "different" and (ratio == 1 or (ratio > 1) != flip):
             counts["right_way"] += 1
         stopped += n
-    return Simulated(campaigns, counts["different"], counts["right_way"], counts["equivalent"], counts["inconclusive"], stopped / campaigns)
+    return Simulated(
+        campaigns, counts["different"], counts["right_way"], counts["equivalent"], counts["inconclusive"], stopped / campaigns
+    )

@@ -314,7 +314,8 @@ def compare_pair(  # noqa: PLR0913  # the pair, its evidence and the rule
     if runs < MIN_RUNS:
         note = f"{runs} run{'s' if runs != 1 else ''} per point: not enough runs to decide, ordered by the means"
         reason = f"{effects(comparisons, b, single)} ({note})" if comparisons else note
-        return PairComparison(a=a, b=b, basis="means", comparisons=comparisons, outcome="inconclusive", reason=reason, **looks)
+        pair = PairComparison(a=a, b=b, basis="means", comparisons=comparisons, outcome="inconclusive", reason=reason)
+        return pair.model_copy(update=looks)
     pair = _decided(a, b, weighted, weights, comparisons, rule, runs)
     return pair.model_copy(update=looks)
 

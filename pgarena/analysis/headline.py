@@ -90,7 +90,9 @@ def _provisional(ranking: list[RankEntry]) -> str:
     return f"Not enough runs to decide (fewer than 3 per point): provisional order by the means: {order}."
 
 
-def _within(group: list[RankEntry], reason: Callable[[str, str], str], pair: Callable[[str, str], PairComparison | None], place: str) -> str:
+def _within(
+    group: list[RankEntry], reason: Callable[[str, str], str], pair: Callable[[str, str], PairComparison | None], place: str
+) -> str:
     """A group sharing a rank: a tie when every pair in it is equivalent, else undecided, each pair saying why."""
     pairs = [(x.target, y.target) for i, x in enumerate(group) for y in group[i + 1 :]]
     equivalent = all((found := pair(x, y)) is not None and found.outcome == "equivalent" for x, y in pairs)
@@ -108,38 +110,45 @@ def _verdict(ranking: list[RankEntry], comparisons: list[PairComparison], phase_
         return _without_comparisons(ranking)
     if any(e.provisional for e in ranking):
         return _provisional(ranking)
-    pairs = {(p.a, p.b): p for p in comparisons}
+    return " ".join(_sentences(_groups(ranking), _Pairs(comparisons, phase_cost_usd)))
 
-    def pair(x: str, y: str) -> PairComparison | None:
-        return pairs.get((x, y)) or pairs.get((y, x))
 
-    def reason(x: str, y: str) -> str:
-        found = pair(x, y)
+class _Pairs:
+    """The stored pairs, either way round, and each one's reason (with what deciding it would cost)."""
+
+    def __init__(self, comparisons: list[PairComparison], phase_cost_usd: float | None) -> None:
+        self.pairs = {(p.a, p.b): p for p in comparisons}
+        self.phase_cost_usd = phase_cost_usd
+
+    def pair(self, x: str, y: str) -> PairComparison | None:
+        return self.pairs.get((x, y)) or self.pairs.get((y, x))
+
+    def reason(self, x: str, y: str) -> str:
+        found = self.pair(x, y)
         if found is None:
             return "no comparison stored"
-        cost = (
-            f" (about ${(found.runs_needed - min(c.n_a for c in found.comparisons)) * phase_cost_usd:,.2f} more)"
-            if found.runs_needed and found.comparisons and phase_cost_usd
-            else ""
-        )
-        return found.reason + cost
+        if not (found.runs_needed and found.comparisons and self.phase_cost_usd):
+            return found.reason
+        more = found.runs_needed - min(c.n_a for c in found.comparisons)
+        return f"{found.reason} (about ${more * self.phase_cost_usd:,.2f} more)" if more > 0 else found.reason
 
+
+def _sentences(groups: list[list[RankEntry]], pairs: _Pairs) -> list[str]:
     sentences = []
-    groups = _groups(ranking)
     for i, group in enumerate(groups):
         place = "first" if i == 0 else ordinal(group[0].rank)
         if len(group) > 1:
-            sentences.append(_within(group, reason, pair, place))
+            sentences.append(_within(group, pairs.reason, pairs.pair, place))
         if i + 1 < len(groups):
             # No winner's curse: the group above is quoted by its weakest member against the best below.
             weakest, below = group[-1].target, groups[i + 1][0].target
             lower = names([e.target for e in groups[i + 1]])
             if i == 0 and len(group) == 1:
-                sentences.append(f"{weakest} ranks first: {reason(weakest, below)}.")
+                sentences.append(f"{weakest} ranks first: {pairs.reason(weakest, below)}.")
             else:
                 verb = "rank" if len(groups[i + 1]) > 1 else "ranks"
-                sentences.append(f"{lower} {verb} {ordinal(groups[i + 1][0].rank)}; {weakest}: {reason(weakest, below)}.")
-    return " ".join(sentences)
+                sentences.append(f"{lower} {verb} {ordinal(groups[i + 1][0].rank)}; {weakest}: {pairs.reason(weakest, below)}.")
+    return sentences
 
 
 def rank_label(entry: RankEntry) -> str:

@@ -268,11 +268,7 @@ def _pairs(  # noqa: PLR0913  # the ranking's pieces the comparisons need
         used,
     )
     ordered = sorted(composite, key=lambda n: (-composite[n], n))
-    return {
-        (a, b): compare_pair(a, b, found, weights, runs, rule)
-        for i, a in enumerate(ordered)
-        for b in ordered[i + 1 :]
-    }
+    return {(a, b): compare_pair(a, b, found, weights, runs, rule) for i, a in enumerate(ordered) for b in ordered[i + 1 :]}
 
 
 def _on_equal_footing(
@@ -306,7 +302,9 @@ def decided_groups(ordered: list[str], different: Callable[[str, str], bool]) ->
     return groups
 
 
-def _decided_ranks(composite: dict[str, float], pair: Callable[[str, str], PairComparison]) -> dict[str, tuple[int, list[str], list[str]]]:
+def _decided_ranks(
+    composite: dict[str, float], pair: Callable[[str, str], PairComparison]
+) -> dict[str, tuple[int, list[str], list[str]]]:
     """Rank, the targets equivalent to it and the ones undecided, all sharing its rank."""
     ordered = sorted(composite, key=lambda n: (-composite[n], n))
     ranks: dict[str, tuple[int, list[str], list[str]]] = {}

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pgarena.analysis.spending import boundaries, look_alpha, spent
 from pgarena.analysis.significance import ALPHA
+from pgarena.analysis.spending import boundaries, look_alpha, spent
 from tests.decision_simulation import simulate
 
 

@@ -3,8 +3,8 @@ import json
 import pytest
 
 from pgarena.analysis.aggregate import aggregate
-from pgarena.analysis.metrics import target_metrics
 from pgarena.analysis.headline import headline
+from pgarena.analysis.metrics import target_metrics
 from pgarena.analysis.ranking import rank, rank_targets, unranked_reasons
 from pgarena.model.errors import ErrorInfo
 from pgarena.model.figures import Latency

@@ -152,7 +152,9 @@ def test_significant_differences_both_ways_tie_when_the_composite_interval_inclu
     # Then each is significantly better on one metric, and the composite difference's interval includes 0: a tie
     assert {c.favours for c in pair.comparisons} == {"a", "b"}
     assert pair.outcome == "inconclusive" and pair.composite_ci95[0] < 0 < pair.composite_ci95[1]
-    assert pair.reason.startswith("undecided: a has 1.30x the tps [1.26, 1.34] of b at 4 clients, but b has p95 latency 23% lower")
+    assert pair.reason.startswith(
+        "undecided: a has 1.30x the tps [1.26, 1.34] of b at 4 clients, but b has p95 latency 23% lower"
+    )
     assert [e.rank for e in ranked.entries] == [1, 1]
 
 
