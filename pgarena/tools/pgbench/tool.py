@@ -101,6 +101,13 @@ class Pgbench:
         skipped = measured.extra.get("skipped_transactions")
         if skipped is not None:  # the window's count, as failed's; pgbench's whole-run one kept beside it
             measured.extra.update(run_skipped_transactions=skipped, skipped_transactions=txlog.skipped)
+        above = measured.extra.get("above_latency_limit")
+        if above is not None and spec.run.latency_limit_ms:  # the window's too: every count of a record covers it
+            limit_us = spec.run.latency_limit_ms * 1000  # the histogram records microseconds
+            late = sum(
+                i.count_at_value_iterated_to for i in txlog.histogram.get_recorded_iterator() if i.value_iterated_to > limit_us
+            )
+            measured.extra.update(run_above_latency_limit=above, above_latency_limit=late)
         if done:
             histogram = txlog.histogram
             measured.latency = measured.latency.model_copy(
