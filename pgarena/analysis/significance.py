@@ -1,4 +1,4 @@
-"""Is a ratio of two targets' means real? Welch's t-test on the log of the ratio, and Holm's correction. Pure.
+"""Is a ratio of two targets' means real? Welch's t-test on the log of the ratio, its interval at any level, and the three outcomes. Pure.
 
 Each target ran a point n times (its repetitions). The ratio of their means, R = mean_a / mean_b, is
 compared on the log scale, where a 2x win and a 2x loss are the same distance from 1: log R has the
