@@ -8,12 +8,12 @@ import pytest
 from rich.console import Console
 
 from pgarena import cli
-from pgarena.analysis.headline import headline
+from pgarena.analysis.headline import headline, phase_cost, rank_label, score_label
 from pgarena.analysis.ranking import rank
 from pgarena.analysis.significance import holm, ratio_test, two_sided_p
 from pgarena.model.figures import Latency
 from pgarena.model.matrix import RankingConfig
-from pgarena.model.results import CampaignResults, ProgressSample, TargetResult, WorkloadResult
+from pgarena.model.results import CampaignCost, CampaignResults, ProgressSample, TargetResult, WorkloadResult
 from pgarena.report import build_reports
 
 # Five standard scores with mean 0 and sample stddev 1: runs with an exact mean and stddev.
@@ -223,3 +223,28 @@ def test_the_cli_prints_the_stored_verdict_and_noise():
     lines = printed.file.getvalue().splitlines()
     assert lines[0].startswith("verdict: sync-off ranks first: 2.00x the tps [1.41, 2.83] and p95 latency 29% lower")
     assert lines[1].startswith("noisy: sync-on at 4 clients: tps varied 20% between its 5 runs")
+
+
+def test_an_undecided_pair_says_what_deciding_it_would_cost():
+    # Given two identical targets with 19% between-run noise over 5 runs, a campaign that cost $2.50
+    a, b = target("a", runs(835.5, 161.74, 10.0, 3.0)), target("b", runs(835.5, 161.74, 10.0, 3.0))
+    ranked = rank([a, b])
+    results = CampaignResults(
+        campaign_id="c",
+        campaign="c",
+        started_at="",
+        finished_at="",
+        targets=[a, b],
+        ranking=ranked.entries,
+        comparisons=ranked.comparisons,
+        cost=CampaignCost(region="us-east-1", estimated_usd=2.5),
+    )
+    # When the verdict is said: $0.50 a run per point, and the runs that would decide it at this noise
+    needed = ranked.comparisons[0].runs_needed
+    assert needed is not None and needed > 5
+    text = headline(results.ranking, results.comparisons, results.footing, phase_cost(results))
+    # Then it names the pair undecided, its noise, the runs and their cost; the scores are marked shared
+    assert text.startswith("a and b share first: undecided: ")
+    assert f"about {needed} runs per point would decide it at this noise (5 ran) (about ${(needed - 5) * 0.5:,.2f} more)" in text
+    assert [score_label(e) for e in results.ranking] == ["1.000 (undecided with b)", "1.000 (undecided with a)"]
+    assert [rank_label(e) for e in results.ranking] == ["1?", "1?"]
