@@ -3,9 +3,9 @@ the points too noisy for small differences to be told apart (pgarena.analysis.co
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 from pgarena.model.matrix import RankingMetric
 
@@ -41,6 +41,15 @@ class MetricComparison(BaseModel):
         "(ranking.equivalence_margin_pct); inconclusive: neither",
     )
     margin: float = Field(0.05, description="the equivalence margin, relative")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _written_before_outcomes(cls, data: Any) -> Any:
+        """A results.json written before the three outcomes: its 95% interval and Holm's decision, read as such."""
+        if isinstance(data, dict) and "ci95_low" in data and "outcome" not in data:
+            data = {**data, "ci_low": data.get("ci95_low"), "ci_high": data.get("ci95_high")}
+            data["outcome"] = "different" if data.get("significant") else "inconclusive"
+        return data
 
     @property
     def significant(self) -> bool:
@@ -96,6 +105,15 @@ class PairComparison(BaseModel):
         None, description="ranked together although not on equal footing (ranking.allow_unequal_footing): why"
     )
     look: int = Field(1, description="the look of the group-sequential design this decision was made at")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _written_before_outcomes(cls, data: Any) -> Any:
+        """A results.json written before the three outcomes: its old tie was no equivalence, only not separated."""
+        if isinstance(data, dict) and "tied" in data and "outcome" not in data:
+            data = {**data, "outcome": "inconclusive" if data["tied"] else "different"}
+        return data
+
     max_looks: int = Field(1, description="the most looks the design allows (1: a fixed number of repetitions)")
 
     @property

@@ -13,6 +13,7 @@ from pgarena.analysis.ranking import rank
 from pgarena.analysis.significance import holm, ratio_test, two_sided_p
 from pgarena.model.figures import Latency
 from pgarena.model.matrix import RankingConfig
+from pgarena.model.pairwise import PairComparison
 from pgarena.model.results import CampaignCost, CampaignResults, ProgressSample, TargetResult, WorkloadResult
 from pgarena.report import build_reports
 
@@ -248,3 +249,25 @@ def test_an_undecided_pair_says_what_deciding_it_would_cost():
     assert f"about {needed} runs per point would decide it at this noise (5 ran) (about ${(needed - 5) * 0.5:,.2f} more)" in text
     assert [score_label(e) for e in results.ranking] == ["1.000 (undecided with b)", "1.000 (undecided with a)"]
     assert [rank_label(e) for e in results.ranking] == ["1?", "1?"]
+
+
+def test_a_results_json_written_before_the_three_outcomes_reads_its_old_tie_as_undecided():
+    old = {
+        "a": "x",
+        "b": "y",
+        "basis": "intervals",
+        "tied": True,
+        "reason": "no weighted metric separates them at 95% after Holm's correction",
+        "comparisons": [
+            {
+                **{"metric": "throughput", "figure": "tps", "higher_is_better": True, "workload": "w", "clients": 4},
+                **{"n_a": 5, "n_b": 5, "mean_a": 2.0, "mean_b": 1.0, "ratio": 2.0, "ci95_low": 1.5, "ci95_high": 2.5},
+                **{"p_value": 0.01, "p_holm": 0.02, "significant": True},
+            }
+        ],
+    }
+    pair = PairComparison.model_validate(old)
+    # An old tie was only "not separated": never equivalence
+    assert (pair.outcome, pair.tied) == ("inconclusive", True)
+    (c,) = pair.comparisons
+    assert (c.outcome, c.ci_low, c.ci_high, c.confidence) == ("different", 1.5, 2.5, 0.95)
