@@ -283,9 +283,11 @@ def ranking_table(results: CampaignResults) -> Table:
     stats = results.statistics
     per_workload = "tps: each workload's best point (mean over its runs)"
     if stats is not None and stats.note:
-        table.caption = _text(f"{per_workload}; {stats.note}; '=' marks a tie (the verdict below says why)")
+        table.caption = _text(
+            f"{per_workload}; {stats.note}; '=' marks a tie (equivalent), '?' a rank shared undecided or provisional (the verdict below says why)"
+        )
     elif stats is not None:
-        table.caption = f"{per_workload}; {stats.repetitions} runs per point; '=' marks a tie (the verdict below says why)"
+        table.caption = f"{per_workload}; {stats.repetitions} runs per point; '=' marks a tie (equivalent), '?' a rank shared undecided or provisional (the verdict below says why)"
     else:
         table.caption = per_workload
     return table

@@ -40,7 +40,7 @@ def _without_comparisons(ranking: list[RankEntry]) -> str:
     """A results.json written before pairwise comparisons were stored: its ranking, said to rest on scores alone."""
     first = [e.target for e in ranking if e.rank == 1]
     lead = (
-        f"{names(first)} tie for first (composite score {ranking[0].score:.3f})"
+        f"{names(first)} share first (composite score {ranking[0].score:.3f})"
         if len(first) > 1
         else f"{first[0]} ranks first with a composite score of {ranking[0].score:.3f}"
     )
