@@ -41,16 +41,16 @@ def compute(
     campaign_id: str,
     ranking: RankingConfig | None,
     repetitions: int,
-    looks: tuple[int, int] | None = None,
+    design: tuple[int, int] | None = None,
 ) -> Computed:
-    """Every figure results.json carries beyond the runs themselves, each computed once. `looks`: (this look,
-    the most looks) when repetitions are adaptive (pgarena.analysis.sequential), None for a fixed number."""
+    """Every figure results.json carries beyond the runs themselves, each computed once. `design`: the (min, max)
+    runs per point when repetitions are adaptive (pgarena.analysis.sequential), None for a fixed number."""
     runs = [with_stability(t) for t in targets]
     metrics = [target_metrics(t, campaign_id) for t in runs]
     final = [with_points(t, m) for t, m in zip(runs, metrics, strict=True)]
     return Computed(
         targets=final,
         metrics=metrics,
-        ranked=rank(final, ranking, metrics, looks),
+        ranked=rank(final, ranking, metrics, design=design),
         statistics=campaign_statistics(final, repetitions),
     )

@@ -45,7 +45,7 @@ from pgarena.analysis.intervals import SINGLE_RUN_NOTE
 from pgarena.analysis.metrics import point_runs, target_metrics
 from pgarena.analysis.noise import noise_warnings
 from pgarena.analysis.significance import ALPHA, MIN_RUNS
-from pgarena.analysis.spending import look_alpha
+from pgarena.analysis.spending import look_alpha, looks_of
 from pgarena.model.matrix import RankingConfig, RankingMetric
 from pgarena.model.metrics import PointMetrics, TargetMetrics
 from pgarena.model.pairwise import FootingProblem, NoiseWarning, PairComparison
@@ -329,10 +329,12 @@ def rank(
     config: RankingConfig | None = None,
     metrics: list[TargetMetrics] | None = None,
     looks: tuple[int, int] | None = None,
+    design: tuple[int, int] | None = None,
 ) -> Ranked:
     """Rank succeeded targets by a weighted composite of per-metric scores, ranked apart only where their pairwise
     comparisons decide. `metrics`: the targets' metrics when already computed (aggregation computes them once);
-    `looks`: (this look, the most looks) of a sequential design (adaptive repetitions), None for a fixed one."""
+    `looks`: (this look, the most looks) of a sequential design (adaptive repetitions), None for a fixed one;
+    or `design`: its (min, max) runs per point, the look then counted from the runs measured."""
     config = config or RankingConfig()
     by_target = _points_of(targets, metrics)
     candidates: dict[str, dict[Key, PointMetrics]] = {}
@@ -366,7 +368,7 @@ def rank(
     total = sum(weights[m] for m in used)
     composite = {n: sum(weights[m] * scores[m][n] for m in used) / total for n in candidates}
     runs = min(p.runs for points in candidates.values() for p in points.values())
-    look, max_looks = looks or (1, 1)
+    look, max_looks = looks or (looks_of(runs, *design) if design else (1, 1))
     margin = config.equivalence_margin_pct / 100
     rule = Rule(look_alpha(look, max_looks, runs), look_alpha(look, max_looks, runs, 2 * ALPHA), margin, look, max_looks)
     pairs = _with_footing(_pairs(by_name, candidates, keys, used, weights, composite, runs, rule), footing)

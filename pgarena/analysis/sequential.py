@@ -16,15 +16,11 @@ from __future__ import annotations
 
 from pgarena.analysis.comparisons import Rule, outcome_of, redecided
 from pgarena.analysis.significance import ALPHA, MIN_RUNS
-from pgarena.analysis.spending import look_alpha
+from pgarena.analysis.spending import look_alpha, looks_of
 from pgarena.model.pairwise import PairComparison
 from pgarena.model.results import CampaignResults
 
-
-def looks_of(runs: int, min_runs: int, max_runs: int) -> tuple[int, int]:
-    """(this look, the most looks) for `runs` runs per point of a design running min_runs to max_runs."""
-    max_looks = max(1, max_runs - min_runs + 1)
-    return min(max(1, runs - min_runs + 1), max_looks), max_looks
+__all__ = ["looks_of", "needs_more", "pair_decision", "pair_decisions"]
 
 
 def pair_decision(pair: PairComparison, look: int, max_looks: int, margin_pct: float) -> PairComparison:

@@ -98,3 +98,9 @@ def look_alpha(look: int, max_looks: int, runs: int, alpha: float = ALPHA) -> fl
     fractions = tuple((first + j) / most for j in range(max_looks))
     bound = boundaries(fractions, alpha)[look - 1]
     return 2 * _upper(bound)
+
+
+def looks_of(runs: int, min_runs: int, max_runs: int) -> tuple[int, int]:
+    """(this look, the most looks) for `runs` runs per point of a design running min_runs to max_runs."""
+    max_looks = max(1, max_runs - min_runs + 1)
+    return min(max(1, runs - min_runs + 1), max_looks), max_looks

@@ -58,8 +58,8 @@ def test_a_single_look_is_a_fixed_design_and_early_looks_are_strict():
     assert levels == sorted(levels) and levels[0] < 0.001 and 0.03 < levels[-1] < ALPHA
 
 
-def _results(*targets: TargetResult, looks: tuple[int, int] | None = None) -> CampaignResults:
-    ranked = rank(list(targets), looks=looks)
+def _results(*targets: TargetResult, design: tuple[int, int] | None = None) -> CampaignResults:
+    ranked = rank(list(targets), design=design)
     return CampaignResults(
         campaign_id="c",
         campaign="c",
@@ -82,9 +82,10 @@ def test_another_phase_runs_while_a_pair_is_undecided_and_looks_remain():
 def test_a_decided_pair_needs_no_more_phases():
     # Given sync-off 2x sync-on with 10% noise over 5 runs (look 3 of 10: min 3 runs)
     off, on = target("off", runs(2000.0, 200.0, 5.0, 0.5)), target("on", runs(1000.0, 100.0, 7.0, 0.7))
-    results = _results(off, on, looks=looks_of(5, 3, 12))
-    # Then the stored decision is the look's and needs_more agrees: stop
-    assert results.comparisons[0].outcome == "different" and results.comparisons[0].look == 3
+    results = _results(off, on, design=(3, 12))
+    # Then the stored decision is the look's (5 runs of 3 to 12: look 3 of 10) and needs_more agrees: stop
+    assert results.comparisons[0].outcome == "different"
+    assert (results.comparisons[0].look, results.comparisons[0].max_looks) == (3, 10)
     assert not needs_more(results, 3, 10, 5.0)
 
 
