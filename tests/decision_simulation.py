@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pgarena.analysis.sequential import looks_of, pair_decision
+from pgarena.model.matrix import RankingMetric
 from pgarena.model.pairwise import MetricComparison, PairComparison
 
 
@@ -37,12 +38,12 @@ class Simulated:
         return count / self.campaigns
 
 
-def _comparison(metric: str, higher: bool, values: np.ndarray, n: int) -> MetricComparison:
+def _comparison(metric: RankingMetric, higher: bool, values: np.ndarray, n: int) -> MetricComparison:
     """values: (2, n) a's and b's runs."""
     means = values.mean(axis=1)
     cvs = values.std(axis=1, ddof=1) / means
     return MetricComparison(
-        metric=metric,  # type: ignore[arg-type]
+        metric=metric,
         figure="tps" if higher else "p95 latency",
         higher_is_better=higher,
         workload="w",

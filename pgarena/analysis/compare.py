@@ -155,8 +155,9 @@ def _decided_figures(
         outcome, interval = found
         if outcome == "different":
             reasons.append(f"{label} {relative:+.1%} {interval}")
-            worse = worse or (relative > 0) == higher_is_worse  # type: ignore[operator]
-            better = better or (relative > 0) != higher_is_worse  # type: ignore[operator]
+            rose = relative is not None and relative > 0  # compared figures all have a change
+            worse = worse or rose == higher_is_worse
+            better = better or rose != higher_is_worse
         elif outcome == "inconclusive":
             undecided.append(f"{label} {relative:+.1%} {interval}")
     return reasons, undecided, worse, better
