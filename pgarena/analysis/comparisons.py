@@ -198,13 +198,13 @@ def _runs_to(c: MetricComparison, alpha: float, distance: float) -> float:
 
 def runs_needed(comparisons: list[MetricComparison], alpha: float) -> int | None:
     """The runs per point that would decide the pair if the ratios and noise stay as observed: one comparison's
-    interval clearing 1 (different), or every one fitting within the margin (equivalent), each at alpha / m;
-    None when no run count would (no noise measured, or beyond MOST_RUNS_NEEDED)."""
+    interval clearing 1 at alpha / m (different), or every one's fitting within the margin at 2 alpha (the
+    TOST: equivalent); None when no run count would (no noise measured, or beyond MOST_RUNS_NEEDED)."""
     if not comparisons:
         return None
     level = alpha / len(comparisons)
     different = min(_runs_to(c, level, abs(math.log(c.ratio))) for c in comparisons)
-    equivalent = max(_runs_to(c, level, math.log1p(c.margin) - abs(math.log(c.ratio))) for c in comparisons)
+    equivalent = max(_runs_to(c, 2 * alpha, math.log1p(c.margin) - abs(math.log(c.ratio))) for c in comparisons)
     needed = min(different, equivalent)
     return max(MIN_RUNS, math.ceil(needed)) if needed <= MOST_RUNS_NEEDED else None
 

@@ -82,7 +82,7 @@ def test_a_slow_target_ranks_below_two_identical_ones_that_share_a_rank_undecide
     assert ranked.entries[2].metric_ranks == {"throughput": 3, "latency": 1}
     text = headline(ranked.entries, ranked.comparisons)
     assert text.startswith("a and b share first: undecided: no weighted metric separates them and they are not shown ")
-    assert "between-run CV of the tps 19% and 19%; about 380 runs per point would decide it at this noise (5 ran)" in text
+    assert "between-run CV of the tps 19% and 19%; about 205 runs per point would decide it at this noise (5 ran)" in text
     # No winner's curse: the group is quoted by its weakest member (b, last by name at an equal score), and the
     # interval is the decision's (simultaneous over the pair's 2 comparisons: 97.5%)
     assert "c ranks 3rd; b: 2.08x the tps [1.25, 3.45] of c at 4 clients." in text
