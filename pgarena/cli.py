@@ -22,7 +22,7 @@ from rich.text import Text
 
 from pgarena.analysis.compare import DEFAULT_THRESHOLD, ResultsError, compare_campaigns, load_results
 from pgarena.analysis.footing import describe
-from pgarena.analysis.headline import headline
+from pgarena.analysis.headline import headline, phase_cost, rank_label, score_label
 from pgarena.analysis.metrics import stored_metrics
 from pgarena.analysis.ranking import unranked_reasons
 from pgarena.aws.deployment import STACK_NAME
@@ -291,12 +291,12 @@ def ranking_table(results: CampaignResults) -> Table:
         target = providers[entry.target]
         tps, at_slo = best_by_workload(metrics[entry.target])
         table.add_row(
-            f"{entry.rank}{'=' if entry.tied_with else ''}",
+            rank_label(entry),
             _text(entry.target),
             _text(target.provider),
             _text(describe(target)),
             target.status,
-            f"{entry.score:.3f}",
+            _text(score_label(entry)),
             *(f"{tps[name]:,.1f}" if name in tps else "-" for name in workloads),
             *(f"{at_slo[name]:,.1f}" if name in at_slo else "-" for name in searched),
             "",
@@ -319,9 +319,11 @@ def ranking_table(results: CampaignResults) -> Table:
     stats = results.statistics
     per_workload = "tps: each workload's best point (mean over its runs)"
     if stats is not None and stats.note:
-        table.caption = _text(f"{per_workload}; {stats.note}; '=' marks a tie (the verdict below says why)")
+        table.caption = _text(
+            f"{per_workload}; {stats.note}; '=' marks a tie (equivalent), '?' a rank shared undecided or provisional (the verdict below says why)"
+        )
     elif stats is not None:
-        table.caption = f"{per_workload}; {stats.repetitions} runs per point; '=' marks a tie (the verdict below says why)"
+        table.caption = f"{per_workload}; {stats.repetitions} runs per point; '=' marks a tie (equivalent), '?' a rank shared undecided or provisional (the verdict below says why)"
     else:
         table.caption = per_workload
     return table
@@ -626,7 +628,7 @@ EXIT_CANCELLED = 130
 
 def print_verdict(results: CampaignResults) -> None:
     """The stored verdict: the headline its pairwise comparisons support, and the points too noisy to trust small differences."""
-    said = headline(results.ranking, results.comparisons, results.footing)
+    said = headline(results.ranking, results.comparisons, results.footing, phase_cost(results))
     if said:
         console.print(_text(f"verdict: {said}"), highlight=False)
     for warning in results.noise:
@@ -790,7 +792,12 @@ def settings_table(comparison: Comparison) -> Table:
 def compare(
     a: Annotated[Path, typer.Argument(help="the earlier campaign: its folder or its results.json")],
     b: Annotated[Path, typer.Argument(help="the later campaign: its folder or its results.json")],
-    threshold: Annotated[float, typer.Option(help="relative change beyond which a difference counts", min=0)] = DEFAULT_THRESHOLD,
+    threshold: Annotated[
+        float, typer.Option(help="relative change within which the figures count as unchanged (equivalence margin)", min=0)
+    ] = DEFAULT_THRESHOLD,
+    fail_on_regression: Annotated[
+        bool, typer.Option("--fail-on-regression", help="exit 1 when any point regressed (a CI gate)")
+    ] = False,
 ) -> None:
     """Show what changed from campaign A to campaign B per target, workload and client count; flag regressions."""
     comparison = compare_campaigns(_results_or_exit(a), _results_or_exit(b), threshold)
@@ -804,6 +811,8 @@ def compare(
         ": " + ", ".join(f"{c.target}/{c.workload}/c{c.clients}" for c in regressions) if regressions else ""
     )
     console.print(_text(summary), style="red" if regressions else "green", highlight=False)
+    if fail_on_regression and regressions:
+        raise typer.Exit(1)
 
 
 def _tool_name(name: str) -> str:

@@ -1,5 +1,12 @@
 """Compare two campaigns (e.g. last week's scheduled run and this week's): what changed per target,
-workload and client count, with regressions flagged. Pure, but for `load_results`."""
+workload and client count, with regressions flagged. Pure, but for `load_results`.
+
+Each figure (tps, p95 latency, tps at SLO) at each point is decided on the ranking's engine
+(pgarena.analysis.significance): the ratio of B's mean to A's over their repetitions, Welch's interval
+on its log with each campaign's own between-run noise and count, at 5% shared over the point's
+figures (Bonferroni); a regression or improvement when it excludes no change, unchanged when it lies
+within the threshold (the equivalence margin), inconclusive (within_noise) otherwise, and always so
+with fewer than 3 runs a side."""
 
 from __future__ import annotations
 
@@ -7,14 +14,17 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from pgarena.analysis.comparisons import Levels
 from pgarena.analysis.metrics import stored_metrics
+from pgarena.analysis.significance import ALPHA, MIN_RUNS, decide, log_ratio_test
 from pgarena.model.comparison import Change, Comparison, SettingChange
+from pgarena.model.figures import Interval
 from pgarena.model.matrix_errors import problems_of
 from pgarena.model.matrix_json import MAX_RESULTS_BYTES, read_text
 from pgarena.model.metrics import PointMetrics
 from pgarena.model.results import CampaignResults, TargetResult
 
-# A change smaller than this (relative) is no change.
+# A change shown smaller than this (relative) is no change: the equivalence margin.
 DEFAULT_THRESHOLD = 0.05
 
 
@@ -53,19 +63,19 @@ def _latency(a: PointMetrics, b: PointMetrics) -> tuple[str | None, float | None
     return None, None, None
 
 
-def _noise(a: PointMetrics, b: PointMetrics) -> float:
-    """Run-to-run relative noise of the pair: the two campaigns' tps stddevs added, over A's tps (0 without
-    repetitions). In pgbench's closed loop latency is clients / tps, so it stands for latency too."""
-    assert a.tps
-    return ((a.tps_stddev or 0.0) + (b.tps_stddev or 0.0)) / a.tps
-
-
-def _slo_noise(a: PointMetrics, b: PointMetrics) -> float:
-    """As _noise, for tps at SLO: its own spread over repetitions (the probes' bisection adds to tps's)."""
-    if not a.slo_tps:
-        return 0.0
-    stddev = [i.stddev or 0.0 for i in (a.slo_tps_interval, b.slo_tps_interval) if i is not None]
-    return sum(stddev) / a.slo_tps
+def _test(a: Interval | None, b: Interval | None, levels: Levels) -> tuple[str, str] | None:
+    """B over A on one figure, as the ranking compares two targets (Welch on the log ratio, each side's own
+    between-run noise and count): its outcome and the interval that decided it; None when either is missing."""
+    if a is None or b is None or not a.mean or not b.mean or a.mean <= 0 or b.mean <= 0:
+        return None
+    ratio = b.mean / a.mean
+    if a.stddev is None or b.stddev is None or min(a.n, b.n) < MIN_RUNS:
+        return "inconclusive", f"fewer than {MIN_RUNS} runs: no interval"
+    test = log_ratio_test(ratio, b.stddev / b.mean, b.n, a.stddev / a.mean, a.n, levels.alpha)
+    decision = decide(test, levels.alpha, levels.equivalence_alpha, levels.margin)
+    if decision.low is None or decision.high is None:
+        return decision.outcome, "no interval"
+    return decision.outcome, f"[{decision.low - 1:+.1%}, {decision.high - 1:+.1%}] at {decision.confidence:.1%}"
 
 
 def _slo(a: PointMetrics, b: PointMetrics) -> tuple[str | None, float | None, float | None, list[str]]:
@@ -78,7 +88,9 @@ def _slo(a: PointMetrics, b: PointMetrics) -> tuple[str | None, float | None, fl
 
 
 def compare_points(a: PointMetrics, b: PointMetrics, threshold: float = DEFAULT_THRESHOLD) -> Change:
-    """One point in both campaigns: worse or better beyond the threshold and beyond run-to-run noise?"""
+    """One point in both campaigns, each figure decided as the ranking decides two targets: different (a
+    regression or an improvement, its interval excluding no change), unchanged (equivalent within the
+    threshold: the interval inside it) or inconclusive (within_noise), at 5% shared over the point's figures."""
     field, lat_a, lat_b = _latency(a, b)
     slo, slo_a, slo_b, slo_notes = _slo(a, b)
     change = Change(
@@ -105,29 +117,55 @@ def compare_points(a: PointMetrics, b: PointMetrics, threshold: float = DEFAULT_
     if not (a.complete and b.complete):
         which = "A and B" if not (a.complete or b.complete) else ("A" if not a.complete else "B")
         return change.model_copy(update={"verdict": "not_comparable", "reasons": [f"failed or clamped in {which}"]})
-    noise = _noise(a, b)
-    reasons, noisy = [], []
-    worse = False
-    for label, relative, higher_is_worse, pair_noise in (
-        ("tps", change.tps_change, False, noise),
-        (f"latency {field}", change.latency_change, True, noise),
-        ("tps at SLO", change.slo_tps_change, False, _slo_noise(a, b)),
-    ):
-        if relative is None or abs(relative) <= threshold:
-            continue
-        if abs(relative) <= pair_noise:
-            noisy.append(f"{label} {relative:+.1%}")
-            continue
-        reasons.append(f"{label} {relative:+.1%}")
-        worse = worse or (relative > 0) == higher_is_worse
+    reasons, undecided, worse, better = _decided_figures(a, b, change, field, threshold)
     if b.stability.collapsed and not a.stability.collapsed:
         reasons.append("tps collapsed during the run in B")
         worse = True
-    if reasons:
+    if reasons and (worse or better):
         return change.model_copy(update={"verdict": "regression" if worse else "improvement", "reasons": [*reasons, *slo_notes]})
-    if noisy:
-        return change.model_copy(update={"verdict": "within_noise", "reasons": [*noisy, "within run-to-run noise", *slo_notes]})
+    if undecided:
+        return change.model_copy(
+            update={
+                "verdict": "within_noise",
+                "reasons": [*undecided, "inconclusive: not separated, nor within the threshold", *slo_notes],
+            }
+        )
     return change.model_copy(update={"reasons": slo_notes})
+
+
+def _decided_figures(
+    a: PointMetrics, b: PointMetrics, change: Change, field: str | None, threshold: float
+) -> tuple[list[str], list[str], bool, bool]:
+    """Each figure of the point decided: the decided differences, the undecided figures, whether any is worse
+    and whether any is better."""
+    slo = change.slo
+    figures = [
+        ("tps", change.tps_change, False, a.tps_interval, b.tps_interval),
+        (f"latency {field}", change.latency_change, True, _latency_interval(a, field), _latency_interval(b, field)),
+        ("tps at SLO", change.slo_tps_change, False, a.slo_tps_interval if slo else None, b.slo_tps_interval if slo else None),
+    ]
+    compared = [f for f in figures if f[1] is not None and f[3] is not None and f[4] is not None]
+    levels = Levels(ALPHA / max(1, len(compared)), 2 * ALPHA, threshold)
+    reasons, undecided = [], []
+    worse = better = False
+    for label, relative, higher_is_worse, before, after in compared:
+        found = _test(before, after, levels)
+        if found is None:
+            continue
+        outcome, interval = found
+        if outcome == "different":
+            reasons.append(f"{label} {relative:+.1%} {interval}")
+            rose = relative is not None and relative > 0  # compared figures all have a change
+            worse = worse or rose == higher_is_worse
+            better = better or rose != higher_is_worse
+        elif outcome == "inconclusive":
+            undecided.append(f"{label} {relative:+.1%} {interval}")
+    return reasons, undecided, worse, better
+
+
+def _latency_interval(p: PointMetrics, field: str | None) -> Interval | None:
+    """The latency figure's interval over repetitions (p95 has one; avg is compared without)."""
+    return p.p95_interval if field == "p95" else None
 
 
 # Where one server instance differs from another of the same configuration: never a difference worth listing.

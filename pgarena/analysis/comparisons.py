@@ -1,34 +1,41 @@
 """Pairwise comparisons: the evidence the verdict rests on. Pure.
 
 For each pair of ranked targets (a ranked at or above b), each weighted metric and each workload
-point the ranking compares: the ratio of a's mean to b's over their repetitions, its 95% interval
-and Welch's p-value on the log scale (pgarena.analysis.significance), then Holm's correction over
-the pair's comparisons (the family is the pair: every weighted metric at every compared point).
+point the ranking compares: the ratio of a's mean to b's over their repetitions, with Welch's
+p-value and an interval on the log scale (pgarena.analysis.significance). The family is the pair
+(every weighted metric at every compared point, m comparisons): each interval is taken at the
+level alpha / m (Bonferroni's simultaneous intervals), alpha the look's level of the sequential
+design (pgarena.analysis.spending; 5% with a fixed number of repetitions), so the decision and the
+interval printed beside it are the same thing. Each comparison is different (the interval excludes
+1), equivalent (it lies within the equivalence margin of 1) or inconclusive.
 What each metric compares, run by run: tps (throughput); p95 latency where every ranked target has
 it at the point, else the average, and nothing where a run missed its --rate (latency); 1 - the
 run's per-interval tps CV, 0 when it collapsed (stability); tps per dollar-hour (cost); sustainable
 tps; tps at the SLO.
 
-Two targets tie when no comparison separates them, or when their significant differences point
-both ways and cancel: the 95% interval of the difference between their pairwise composites (each
-metric scored against the better of the two at each point, weighted as the ranking weighs it),
-bootstrapped over the repetitions with a fixed seed, includes 0. With fewer than MIN_RUNS runs per
-point there is no interval: the pair is ordered by the means and ties within the tie tolerance.
+The pair is different when its significant comparisons all favour a, or point both ways and the
+95% interval of the difference between their pairwise composites (each metric scored against the
+better of the two at each point, weighted as the ranking weighs it), bootstrapped over the
+repetitions with a fixed seed, excludes 0; equivalent when every comparison is equivalent;
+inconclusive otherwise, with the runs per point that would decide it at the noise observed. With
+fewer than MIN_RUNS runs per point there is no interval: the pair is inconclusive, ordered by the
+means (provisional).
 """
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from statistics import fmean
+from statistics import NormalDist, fmean, stdev
 
 from pgarena.analysis.effects import effect, effects, where
 from pgarena.analysis.metrics import run_stability
-from pgarena.analysis.significance import ALPHA, MIN_RUNS, holm, ratio_test
+from pgarena.analysis.significance import ALPHA, MIN_RUNS, decide, log_ratio_test, ratio_test
 from pgarena.model.matrix import RankingMetric
 from pgarena.model.metrics import PointMetrics
-from pgarena.model.pairwise import MetricComparison, PairComparison
+from pgarena.model.pairwise import MetricComparison, Outcome, PairComparison
 from pgarena.model.results import WorkloadResult
 
 Key = tuple[str, int | None]
@@ -116,10 +123,16 @@ def samples(
     return out
 
 
-def _comparison(sample: Sample, a: str, b: str) -> MetricComparison | None:
-    test = ratio_test(sample.values[a], sample.values[b])
+def _cv(values: list[float]) -> float | None:
+    mean = fmean(values)
+    return stdev(values) / mean if len(values) > 1 and mean > 0 else None
+
+
+def _comparison(sample: Sample, a: str, b: str, levels: Levels) -> MetricComparison | None:
+    test = ratio_test(sample.values[a], sample.values[b], levels.alpha)
     if test is None:
         return None
+    decision = decide(test, levels.alpha, levels.equivalence_alpha, levels.margin)
     return MetricComparison(
         metric=sample.metric,
         figure=sample.figure,
@@ -131,19 +144,69 @@ def _comparison(sample: Sample, a: str, b: str) -> MetricComparison | None:
         mean_a=fmean(sample.values[a]),
         mean_b=fmean(sample.values[b]),
         ratio=test.ratio,
-        ci95_low=test.low,
-        ci95_high=test.high,
+        cv_a=_cv(sample.values[a]),
+        cv_b=_cv(sample.values[b]),
+        confidence=decision.confidence,
+        ci_low=decision.low,
+        ci_high=decision.high,
         p_value=test.p,
+        outcome=decision.outcome,
+        margin=levels.margin,
     )
 
 
-def _corrected(comparisons: list[MetricComparison]) -> list[MetricComparison]:
-    tested = [c for c in comparisons if c.p_value is not None]
-    adjusted = dict(zip(map(id, tested), holm([c.p_value for c in tested if c.p_value is not None]), strict=True))
-    return [
-        c.model_copy(update={"p_holm": adjusted[id(c)], "significant": adjusted[id(c)] <= ALPHA}) if id(c) in adjusted else c
-        for c in comparisons
-    ]
+@dataclass(frozen=True)
+class Levels:
+    """One comparison's levels: two-sided alpha for a difference (the look's, shared over the pair's
+    comparisons), the TOST's for equivalence (the look's at twice ALPHA: each one-sided test at its half),
+    and the equivalence margin (relative)."""
+
+    alpha: float = ALPHA
+    equivalence_alpha: float = 2 * ALPHA
+    margin: float = 0.05
+
+
+def redecided(c: MetricComparison, levels: Levels) -> MetricComparison:
+    """The stored comparison decided again at other levels (another look) from its stored figures."""
+    if c.cv_a is None or c.cv_b is None or min(c.n_a, c.n_b) < MIN_RUNS:
+        return c
+    test = log_ratio_test(c.ratio, c.cv_a, c.n_a, c.cv_b, c.n_b, levels.alpha)
+    decision = decide(test, levels.alpha, levels.equivalence_alpha, levels.margin)
+    return c.model_copy(
+        update={
+            "confidence": decision.confidence,
+            "ci_low": decision.low,
+            "ci_high": decision.high,
+            "outcome": decision.outcome,
+            "margin": levels.margin,
+        }
+    )
+
+
+# Beyond this many runs per point an estimate says "more than": the noise, not the runs, is the problem.
+MOST_RUNS_NEEDED = 1000
+
+
+def _runs_to(c: MetricComparison, alpha: float, distance: float) -> float:
+    """Runs per side for the interval's half-width (normal approximation) to come under `distance` on the log
+    scale, at the comparison's observed noise; infinite when it never can."""
+    if c.cv_a is None or c.cv_b is None or distance <= 0:
+        return math.inf
+    z = NormalDist().inv_cdf(1 - alpha / 2)
+    return (z * math.sqrt(c.cv_a**2 + c.cv_b**2) / distance) ** 2
+
+
+def runs_needed(comparisons: list[MetricComparison], alpha: float) -> int | None:
+    """The runs per point that would decide the pair if the ratios and noise stay as observed: one comparison's
+    interval clearing 1 at alpha / m (different), or every one's fitting within the margin at 2 alpha (the
+    TOST: equivalent); None when no run count would (no noise measured, or beyond MOST_RUNS_NEEDED)."""
+    if not comparisons:
+        return None
+    level = alpha / len(comparisons)
+    different = min(_runs_to(c, level, abs(math.log(c.ratio))) for c in comparisons)
+    equivalent = max(_runs_to(c, 2 * alpha, math.log1p(c.margin) - abs(math.log(c.ratio))) for c in comparisons)
+    needed = min(different, equivalent)
+    return max(MIN_RUNS, math.ceil(needed)) if needed <= MOST_RUNS_NEEDED else None
 
 
 def _pair_composite_diff(
@@ -189,44 +252,126 @@ def _against(comparisons: list[MetricComparison], single_workload: bool) -> str:
     return _listed([c.flipped() for c in comparisons], single_workload)
 
 
-def compare_pair(  # noqa: PLR0913  # the pair, its evidence and the rule's two inputs
+@dataclass(frozen=True)
+class Rule:
+    """How a pair is decided: the look's two-sided level for a difference (to share over the pair's
+    comparisons) and for equivalence, the equivalence margin (relative) and where the look stands in the
+    sequential design."""
+
+    alpha: float = ALPHA
+    equivalence_alpha: float = 2 * ALPHA
+    margin: float = 0.05
+    look: int = 1
+    max_looks: int = 1
+
+    def levels(self, comparisons: int) -> Levels:
+        """Bonferroni over the pair's comparisons for a difference; none for equivalence (it needs them all)."""
+        return Levels(self.alpha / max(1, comparisons), self.equivalence_alpha, self.margin)
+
+
+def _noise(comparisons: list[MetricComparison]) -> str:
+    """The between-run CV behind an undecided pair, on its first compared figure (tps where weighted)."""
+    c = comparisons[0]
+    if c.cv_a is None or c.cv_b is None:
+        return ""
+    return f"; between-run CV of the {c.figure} {c.cv_a:.0%} and {c.cv_b:.0%}"
+
+
+def _needed(needed: int | None, runs: int) -> str:
+    if needed is None:
+        return f"; more than {MOST_RUNS_NEEDED} runs per point would be needed at this noise"
+    return f"; about {needed} runs per point would decide it at this noise ({runs} ran)" if needed > runs else ""
+
+
+def _undecided(a: str, b: str, comparisons: list[MetricComparison], rule: Rule, runs: int) -> PairComparison:
+    single = len({c.workload for c in comparisons}) <= 1
+    needed = runs_needed(comparisons, ALPHA)
+    reason = (
+        f"undecided: no weighted metric separates them and they are not shown equivalent within "
+        f"{rule.margin:.0%} ({_listed(comparisons, single)}){_noise(comparisons)}"
+        f"{_needed(needed, runs)}"
+    )
+    return PairComparison(
+        a=a, b=b, basis="intervals", comparisons=comparisons, outcome="inconclusive", reason=reason, runs_needed=needed
+    )
+
+
+def compare_pair(  # noqa: PLR0913  # the pair, its evidence and the rule
     a: str,
     b: str,
     found: list[Sample],
     weights: dict[RankingMetric, float],
     runs: int,
-    means_tied: bool,
+    rule: Rule | None = None,
 ) -> PairComparison:
-    """a ranked at or above b by the composite: their comparisons and whether they tie (module docstring)."""
+    """a ranked at or above b by the composite: their comparisons and the pair's outcome (module docstring)."""
+    rule = rule or Rule()
     weighted = [s for s in found if weights.get(s.metric, 0) > 0]
-    comparisons = _corrected([c for s in weighted if (c := _comparison(s, a, b)) is not None])
+    levels = rule.levels(len(weighted))
+    comparisons = [c for s in weighted if (c := _comparison(s, a, b, levels)) is not None]
+    looks = {"look": rule.look, "max_looks": rule.max_looks}
     single = len({c.workload for c in comparisons}) <= 1
     if runs < MIN_RUNS:
-        note = f"{runs} run{'s' if runs != 1 else ''} per point: no confidence interval, ranked by the means"
+        note = f"{runs} run{'s' if runs != 1 else ''} per point: not enough runs to decide, ordered by the means"
         reason = f"{effects(comparisons, b, single)} ({note})" if comparisons else note
-        return PairComparison(a=a, b=b, basis="means", comparisons=comparisons, tied=means_tied, reason=reason)
+        pair = PairComparison(a=a, b=b, basis="means", comparisons=comparisons, outcome="inconclusive", reason=reason)
+        return pair.model_copy(update=looks)
+    pair = _decided(a, b, weighted, weights, comparisons, rule, runs)
+    return pair.model_copy(update=looks)
+
+
+def outcome_of(comparisons: list[MetricComparison], composite_ci95: tuple[float, float] | None) -> Outcome:
+    """The pair's outcome from its decided comparisons (a ranked at or above b): different when the significant
+    ones favour a alone, or point both ways and the composite interval excludes 0; equivalent when every one
+    is; inconclusive otherwise."""
+    sides = {c.favours for c in comparisons} - {None}
+    if not sides:
+        return "equivalent" if comparisons and all(c.outcome == "equivalent" for c in comparisons) else "inconclusive"
+    if sides == {"a"}:
+        return "different"
+    if sides == {"b"} or composite_ci95 is None:
+        return "inconclusive"
+    low, high = composite_ci95
+    return "inconclusive" if low <= 0 <= high else "different"
+
+
+def _decided(  # noqa: PLR0913  # the pair, its evidence and the rule
+    a: str,
+    b: str,
+    weighted: list[Sample],
+    weights: dict[RankingMetric, float],
+    comparisons: list[MetricComparison],
+    rule: Rule,
+    runs: int,
+) -> PairComparison:
+    single = len({c.workload for c in comparisons}) <= 1
     for_a = [c for c in comparisons if c.favours == "a"]
     for_b = [c for c in comparisons if c.favours == "b"]
     if not for_a and not for_b:
-        reason = f"no weighted metric separates them at 95% after Holm's correction ({_listed(comparisons, single)})"
-        return PairComparison(a=a, b=b, basis="intervals", comparisons=comparisons, tied=True, reason=reason)
+        if comparisons and all(c.outcome == "equivalent" for c in comparisons):
+            reason = f"equivalent within {rule.margin:.0%} on every weighted metric ({_listed(comparisons, single)})"
+            return PairComparison(a=a, b=b, basis="intervals", comparisons=comparisons, outcome="equivalent", reason=reason)
+        return _undecided(a, b, comparisons, rule, runs)
     if not for_b:
-        return PairComparison(a=a, b=b, basis="intervals", comparisons=comparisons, tied=False, reason=effects(for_a, b, single))
+        return PairComparison(
+            a=a, b=b, basis="intervals", comparisons=comparisons, outcome="different", reason=effects(for_a, b, single)
+        )
     if not for_a:  # the composite orders them against the only significant evidence: neither is shown better
-        reason = f"the composite ranks {a} above {b}, but the only significant differences favour {b} ({_against(for_b, single)})"
-        return PairComparison(a=a, b=b, basis="intervals", comparisons=comparisons, tied=True, reason=reason)
+        reason = f"undecided: the composite ranks {a} above {b}, but the only significant differences favour {b} ({_against(for_b, single)})"
+        return PairComparison(a=a, b=b, basis="intervals", comparisons=comparisons, outcome="inconclusive", reason=reason)
     diff, (low, high) = composite_interval(weighted, a, b, weights)
     cancel = low <= 0 <= high
     reason = (
-        f"{a} has {effects(for_a, b, single)}, but {b} has {_against(for_b, single)}; weighted, the composite difference "
-        f"{diff:+.3f} [{low:+.3f}, {high:+.3f}] {'includes 0: they cancel' if cancel else f'favours {a}'}"
+        f"{'undecided: ' if cancel else ''}{a} has {effects(for_a, b, single)}, but {b} has {_against(for_b, single)}; "
+        f"weighted, the composite difference {diff:+.3f} [{low:+.3f}, {high:+.3f}] "
+        f"{'includes 0: they cancel' if cancel else f'favours {a}'}"
     )
     return PairComparison(
         a=a,
         b=b,
         basis="intervals",
         comparisons=comparisons,
-        tied=cancel,
+        outcome="inconclusive" if cancel else "different",
         reason=reason,
         composite_diff=diff,
         composite_ci95=(low, high),

@@ -36,14 +36,21 @@ class Computed:
         )
 
 
-def compute(targets: list[TargetResult], campaign_id: str, ranking: RankingConfig | None, repetitions: int) -> Computed:
-    """Every figure results.json carries beyond the runs themselves, each computed once."""
+def compute(
+    targets: list[TargetResult],
+    campaign_id: str,
+    ranking: RankingConfig | None,
+    repetitions: int,
+    design: tuple[int, int] | None = None,
+) -> Computed:
+    """Every figure results.json carries beyond the runs themselves, each computed once. `design`: the (min, max)
+    runs per point when repetitions are adaptive (pgarena.analysis.sequential), None for a fixed number."""
     runs = [with_stability(t) for t in targets]
     metrics = [target_metrics(t, campaign_id) for t in runs]
     final = [with_points(t, m) for t, m in zip(runs, metrics, strict=True)]
     return Computed(
         targets=final,
         metrics=metrics,
-        ranked=rank(final, ranking, metrics),
+        ranked=rank(final, ranking, metrics, design=design),
         statistics=campaign_statistics(final, repetitions),
     )

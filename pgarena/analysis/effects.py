@@ -8,16 +8,16 @@ Key = tuple[str, int | None]
 
 
 def effect(c: MetricComparison) -> str:
-    """Target a's figure against b's, with the 95% interval when there is one."""
+    """Target a's figure against b's, with the decision's interval when there is one."""
     if c.higher_is_better:
-        interval = f" [{c.ci95_low:.2f}, {c.ci95_high:.2f}]" if c.ci95_low is not None and c.ci95_high is not None else ""
+        interval = f" [{c.ci_low:.2f}, {c.ci_high:.2f}]" if c.ci_low is not None and c.ci_high is not None else ""
         return f"{c.ratio:.2f}x the {c.figure}{interval}"
     # Lower is better (latency): a change in percent reads as the DBA thinks of it.
     lower = c.ratio < 1
     size = 1 - c.ratio if lower else c.ratio - 1
     interval = ""
-    if c.ci95_low is not None and c.ci95_high is not None:
-        ends = (1 - c.ci95_high, 1 - c.ci95_low) if lower else (c.ci95_low - 1, c.ci95_high - 1)
+    if c.ci_low is not None and c.ci_high is not None:
+        ends = (1 - c.ci_high, 1 - c.ci_low) if lower else (c.ci_low - 1, c.ci_high - 1)
         interval = f" [{ends[0]:.0%}, {ends[1]:.0%}]"
     return f"{c.figure} {size:.0%} {'lower' if lower else 'higher'}{interval}"
 

@@ -19,13 +19,13 @@ Per metric, each target gets a score relative to the best ranked target (1.0 = b
   target's search finished at that point (0 for a target at which the SLO held at no probed rate).
 
 The composite score is the weighted mean of the metric scores, over the metrics every target has
-(a metric nobody can be scored on gives its weight up). Targets are ordered by it; whether two of
-them tie is decided by their pairwise comparisons (pgarena.analysis.comparisons): with 3+ runs per
-point, only when no weighted metric separates them (Welch's test on the ratio of means, Holm's
-correction) or their significant differences point both ways and cancel within the bootstrap
-interval of their composite difference; with fewer runs there is no interval, and targets are ranked
-by the means, tying within the tie tolerance. A group of ties is the targets tied with its leader, so
-a chain of small differences never makes the first and the last equal.
+(a metric nobody can be scored on gives its weight up). Targets are ordered by it; each pair is
+then different, equivalent or inconclusive (pgarena.analysis.comparisons, at the look's level of the
+sequential design, pgarena.analysis.spending). Targets are ranked apart only where every target
+above is different from (better than) every target below: the others share a rank, each marking
+the ones it is equivalent to (`tied_with`) and the ones nothing decided (`undecided_with`). With
+fewer than 3 runs per point there is no interval and nothing is decided: the targets are ordered
+by the means, sharing a rank within the tie tolerance, every rank provisional.
 
 Targets are ranked together only on equal footing (pgarena.analysis.footing: round trips within 1 ms
 or 2x, workers of one size): otherwise the largest group on equal footing is ranked and the others are
@@ -39,12 +39,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from statistics import fmean
 
-from pgarena.analysis.comparisons import compare_pair, latency_field, metric_tied, samples
+from pgarena.analysis.comparisons import Rule, compare_pair, latency_field, metric_tied, samples
 from pgarena.analysis.footing import comparable_group, footing_problems
 from pgarena.analysis.intervals import SINGLE_RUN_NOTE
 from pgarena.analysis.metrics import point_runs, target_metrics
 from pgarena.analysis.noise import noise_warnings
-from pgarena.analysis.significance import MIN_RUNS
+from pgarena.analysis.significance import ALPHA, MIN_RUNS
+from pgarena.analysis.spending import look_alpha, looks_of
 from pgarena.model.matrix import RankingConfig, RankingMetric
 from pgarena.model.metrics import PointMetrics, TargetMetrics
 from pgarena.model.pairwise import FootingProblem, NoiseWarning, PairComparison
@@ -186,17 +187,19 @@ def _describe(  # noqa: PLR0913  # each figure the description prints
     tolerance: float,
     runs: int,
     searched: bool = False,
+    margin: float = 0.05,
 ) -> str:
     """`searched`: some target has tps at an SLO; without, slo_tps is no metric the campaign asked for."""
     parts = ", ".join(f"{m} {weights[m]:g}" for m in used)
     left_out = [m for m in METRICS if weights.get(m, 0) > 0 and m not in used and (m != "slo_tps" or searched)]
     unused = f" ({', '.join(left_out)} not scored: not measured for every target)" if left_out else ""
     ties = (
-        f"targets tie when no weighted metric separates them (Welch's test on the ratio of means over {runs}+ runs "
-        "per point, 95% after Holm's correction per pair) or their significant differences point both ways and "
-        "cancel within the bootstrap interval of their composite difference"
+        f"targets are ranked apart only where a weighted metric separates them (Welch's test on the ratio of means "
+        f"over {runs}+ runs per point, simultaneous intervals per pair); they tie when every weighted metric is "
+        f"equivalent within {margin:.0%}, else share a rank undecided"
         if runs >= MIN_RUNS
-        else f"ranked by the means ({_runs_note(runs)}); ties within {tolerance:.0%} share a rank"
+        else f"not enough runs to decide: provisional order by the means ({_runs_note(runs)}); within {tolerance:.0%} "
+        "share a rank"
     )
     return (
         f"composite = weighted mean of per-metric scores (1.0 = best target), weights {parts}{unused}, "
@@ -254,7 +257,7 @@ def _pairs(  # noqa: PLR0913  # the ranking's pieces the comparisons need
     weights: dict[RankingMetric, float],
     composite: dict[str, float],
     runs: int,
-    tolerance: float,
+    rule: Rule,
 ) -> dict[tuple[str, str], PairComparison]:
     """Every pair of ranked targets, the higher composite first."""
     found = samples(
@@ -265,11 +268,7 @@ def _pairs(  # noqa: PLR0913  # the ranking's pieces the comparisons need
         used,
     )
     ordered = sorted(composite, key=lambda n: (-composite[n], n))
-    return {
-        (a, b): compare_pair(a, b, found, weights, runs, within_tolerance(composite[a], composite[b], tolerance))
-        for i, a in enumerate(ordered)
-        for b in ordered[i + 1 :]
-    }
+    return {(a, b): compare_pair(a, b, found, weights, runs, rule) for i, a in enumerate(ordered) for b in ordered[i + 1 :]}
 
 
 def _on_equal_footing(
@@ -291,9 +290,51 @@ def _points_of(targets: list[TargetResult], metrics: list[TargetMetrics] | None)
     return {m.target: m.points for m in metrics}
 
 
-def rank(targets: list[TargetResult], config: RankingConfig | None = None, metrics: list[TargetMetrics] | None = None) -> Ranked:
-    """Rank succeeded targets by a weighted composite of per-metric scores; ties per their pairwise comparisons.
-    `metrics`: the targets' metrics when already computed (aggregation computes them once)."""
+def decided_groups(ordered: list[str], different: Callable[[str, str], bool]) -> list[list[str]]:
+    """The ordered targets cut into groups only where every target above is different from every one below:
+    targets not separated are never ranked apart."""
+    groups: list[list[str]] = []
+    start = 0
+    for cut in range(1, len(ordered) + 1):
+        if cut == len(ordered) or all(different(x, y) for x in ordered[:cut] for y in ordered[cut:]):
+            groups.append(ordered[start:cut])
+            start = cut
+    return groups
+
+
+def _decided_ranks(
+    composite: dict[str, float], pair: Callable[[str, str], PairComparison]
+) -> dict[str, tuple[int, list[str], list[str]]]:
+    """Rank, the targets equivalent to it and the ones undecided, all sharing its rank."""
+    ordered = sorted(composite, key=lambda n: (-composite[n], n))
+    ranks: dict[str, tuple[int, list[str], list[str]]] = {}
+    position = 1
+    for group in decided_groups(ordered, lambda x, y: pair(x, y).outcome == "different"):
+        for name in group:
+            others = [o for o in group if o != name]
+            equivalent = [o for o in others if pair(name, o).outcome == "equivalent"]
+            ranks[name] = (position, equivalent, [o for o in others if o not in equivalent])
+        position += len(group)
+    return ranks
+
+
+def _provisional_ranks(composite: dict[str, float], tolerance: float) -> dict[str, tuple[int, list[str], list[str]]]:
+    """Fewer than MIN_RUNS runs: ordered by the means, within the tolerance sharing a rank, nothing decided."""
+    found = competition_ranks(composite, lambda x, y: within_tolerance(composite[x], composite[y], tolerance))
+    return {name: (position, [], others) for name, (position, others) in found.items()}
+
+
+def rank(
+    targets: list[TargetResult],
+    config: RankingConfig | None = None,
+    metrics: list[TargetMetrics] | None = None,
+    looks: tuple[int, int] | None = None,
+    design: tuple[int, int] | None = None,
+) -> Ranked:
+    """Rank succeeded targets by a weighted composite of per-metric scores, ranked apart only where their pairwise
+    comparisons decide. `metrics`: the targets' metrics when already computed (aggregation computes them once);
+    `looks`: (this look, the most looks) of a sequential design (adaptive repetitions), None for a fixed one;
+    or `design`: its (min, max) runs per point, the look then counted from the runs measured."""
     config = config or RankingConfig()
     by_target = _points_of(targets, metrics)
     candidates: dict[str, dict[Key, PointMetrics]] = {}
@@ -327,7 +368,10 @@ def rank(targets: list[TargetResult], config: RankingConfig | None = None, metri
     total = sum(weights[m] for m in used)
     composite = {n: sum(weights[m] * scores[m][n] for m in used) / total for n in candidates}
     runs = min(p.runs for points in candidates.values() for p in points.values())
-    pairs = _with_footing(_pairs(by_name, candidates, keys, used, weights, composite, runs, config.tie_tolerance), footing)
+    look, max_looks = looks or (looks_of(runs, *design) if design else (1, 1))
+    margin = config.equivalence_margin_pct / 100
+    rule = Rule(look_alpha(look, max_looks, runs), look_alpha(look, max_looks, runs, 2 * ALPHA), margin, look, max_looks)
+    pairs = _with_footing(_pairs(by_name, candidates, keys, used, weights, composite, runs, rule), footing)
 
     def pair(x: str, y: str) -> PairComparison:
         return pairs[(x, y)] if (x, y) in pairs else pairs[(y, x)]
@@ -338,9 +382,10 @@ def rank(targets: list[TargetResult], config: RankingConfig | None = None, metri
         return lambda x, y: metric_tied(pair(x, y), metric)
 
     per_metric = {m: competition_ranks(scores[m], metric_ties(m)) for m in METRICS if m in scores}
-    overall = competition_ranks(composite, lambda x, y: pair(x, y).tied)
+    provisional = runs < MIN_RUNS
+    overall = _provisional_ranks(composite, config.tie_tolerance) if provisional else _decided_ranks(composite, pair)
     searched = any(p.slo is not None for points in candidates.values() for p in points.values())
-    basis = _describe(weights, used, len(keys), config.tie_tolerance, runs, searched)
+    basis = _describe(weights, used, len(keys), config.tie_tolerance, runs, searched, margin)
     ordered = sorted(composite, key=lambda n: (overall[n][0], -composite[n], n))
     entries = [
         RankEntry(
@@ -351,6 +396,8 @@ def rank(targets: list[TargetResult], config: RankingConfig | None = None, metri
             metrics={m: round(scores[m][name], 4) for m in METRICS if m in scores},
             metric_ranks={m: per_metric[m][name][0] for m in METRICS if m in per_metric},
             tied_with=overall[name][1],
+            undecided_with=overall[name][2],
+            provisional=provisional,
             flags=flags[name] + rate_notes[name],
         )
         for name in ordered

@@ -2,22 +2,32 @@
 
 A run that falls behind its schedule measures a queue, not the server: its latencies include the
 time transactions waited to start. Such a run is flagged `rate_not_sustained` and its latency is
-not ranked (analysis.ranking). A run with --latency-limit keeps its schedule by skipping the
-transactions already late when their turn came: those are not a shortfall of the rate but a
-`transactions_skipped` incident of their own.
+not ranked (analysis.ranking). pgbench schedules --rate as Poisson arrivals, so a run that kept its
+schedule delivers rate x window transactions give or take sqrt(rate x window): a shortfall counts
+only when it is beyond that noise (a one-sided test of the delivered and skipped transactions
+against rate x window, at RATE_ALPHA) and beyond SUSTAINED_FRACTION of the rate (with no counts,
+the fraction alone). A run with --latency-limit keeps its schedule by skipping the transactions
+already late when their turn came (a `transactions_skipped` incident); past SKIPPED_SHARE of the
+schedule skipped, it has not sustained its rate either: its latency, measured on the few that ran,
+would rank a target that skips more as faster.
 """
 
 from __future__ import annotations
 
-from statistics import median
+import math
+from statistics import NormalDist, median
 
 from pgarena.model.monitor import Incident
 from pgarena.model.results import ProgressSample
 
 RATE_NOT_SUSTAINED = "rate_not_sustained"
 TRANSACTIONS_SKIPPED = "transactions_skipped"
-# Delivered below this fraction of the asked rate: the rate was not met.
+# Delivered below this fraction of the asked rate, and below it beyond Poisson noise: the rate was not met.
 SUSTAINED_FRACTION = 0.95
+# The one-sided level of the Poisson test: a run that kept its schedule is flagged this often at most.
+RATE_ALPHA = 0.001
+# Skipped (--latency-limit) more than this share of the schedule: the rate was not sustained.
+SKIPPED_SHARE = 0.05
 # Schedule lag "grows" when the last third of the run's intervals lags the first third by more than
 # this many ms and by more than this ratio: a met rate keeps a bounded, jittery lag; a missed one
 # builds a backlog that grows for as long as the run lasts.
@@ -53,6 +63,23 @@ def scheduled_tps(tps: float, transactions: int | None, skipped: int | None) -> 
     return tps * (transactions + skipped) / transactions
 
 
+def skipped_share(transactions: int | None, skipped: int | None) -> float | None:
+    """The share of the scheduled transactions pgbench skipped (--latency-limit); None when unknown."""
+    if skipped is None or transactions is None or transactions + skipped == 0:
+        return None
+    return skipped / (transactions + skipped)
+
+
+def beyond_poisson_noise(rate_tps: float, tps: float, transactions: int | None, skipped: int | None) -> bool:
+    """Are the delivered and skipped transactions fewer than the Poisson schedule of rate x window would give,
+    at RATE_ALPHA (normal approximation, continuity corrected)? True without counts (the fraction alone)."""
+    if not transactions or tps <= 0:
+        return True
+    expected = rate_tps * transactions / tps  # the window is transactions / tps
+    observed = transactions + (skipped or 0)
+    return NormalDist().cdf((observed + 0.5 - expected) / math.sqrt(expected)) < RATE_ALPHA
+
+
 def rate_incident(
     rate_tps: float | None,
     tps: float | None,
@@ -61,15 +88,19 @@ def rate_incident(
     skipped: int | None = None,
 ) -> Incident | None:
     """A `rate_not_sustained` incident when a run with a rate did not keep its schedule: its delivered
-    and skipped transactions came under 95% of the rate, or it fell further and further behind; None
-    for a kept schedule, or a run without a rate."""
+    and skipped transactions came under 95% of the rate beyond Poisson noise, it skipped more than
+    SKIPPED_SHARE of its schedule, or it fell further and further behind; None for a kept schedule, or
+    a run without a rate."""
     if rate_tps is None or tps is None:
         return None
     reasons = []
     kept = scheduled_tps(tps, transactions, skipped)
-    if kept < SUSTAINED_FRACTION * rate_tps:
+    if kept < SUSTAINED_FRACTION * rate_tps and beyond_poisson_noise(rate_tps, tps, transactions, skipped):
         with_skipped = f" ({kept:,.1f} with the {skipped:,} skipped)" if kept != tps else ""
         reasons.append(f"delivered {tps:,.1f} tps{with_skipped}, {kept / rate_tps:.0%} of the {rate_tps:,.0f} tps asked")
+    share = skipped_share(transactions, skipped)
+    if share is not None and share > SKIPPED_SHARE:
+        reasons.append(f"skipped {share:.1%} of the schedule (over {SKIPPED_SHARE:.0%}, --latency-limit)")
     trend = lag_trend(progress)
     if trend is not None and lag_grows(progress):
         first, last = trend

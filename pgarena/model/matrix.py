@@ -372,7 +372,15 @@ class RankingConfig(Strict):
         0.02,
         ge=0,
         le=1,
-        description="with fewer than 3 runs per point (no interval): composite scores closer than this relative difference tie",
+        description="with fewer than 3 runs per point (no interval): composite scores closer than this relative difference "
+        "share a provisional rank",
+    )
+    equivalence_margin_pct: float = Field(
+        5.0,
+        ge=0,
+        le=100,
+        description="two targets are equivalent on a metric when the decision's interval of their ratio lies within this "
+        "many percent of 1 (two one-sided tests); only equivalent targets tie (docs/ranking.md)",
     )
     allow_unequal_footing: bool = Field(
         False,

@@ -342,8 +342,14 @@ class RankEntry(BaseModel):
     metrics: dict[str, float] = Field(default_factory=dict, description="per-metric scores, 1.0 = best ranked target")
     metric_ranks: dict[str, int] = Field(default_factory=dict, description="rank on each metric alone, ties shared")
     tied_with: list[str] = Field(
-        default_factory=list, description="targets nothing separates from it (see CampaignResults.comparisons): same rank"
+        default_factory=list,
+        description="targets shown equivalent to it within the margin (see CampaignResults.comparisons): same rank",
     )
+    undecided_with: list[str] = Field(
+        default_factory=list,
+        description="targets sharing its rank that nothing separated nor showed equivalent (inconclusive): same rank",
+    )
+    provisional: bool = Field(False, description="fewer than 3 runs per point: ordered by the means, not decided")
     flags: list[str] = Field(default_factory=list, description="runs left out of the comparison, and why")
 
 

@@ -8,7 +8,7 @@ from datetime import datetime
 
 from pgarena.analysis.effects import effect
 from pgarena.analysis.footing import describe
-from pgarena.analysis.headline import headline, names
+from pgarena.analysis.headline import headline, names, phase_cost
 from pgarena.analysis.intervals import METHOD, SINGLE_RUN_NOTE
 from pgarena.analysis.metrics import nominal_clients, stored_metrics
 from pgarena.analysis.ranking import METRICS, unranked_reasons
@@ -31,6 +31,8 @@ class RankRow:
     metrics: dict[str, float] = field(default_factory=dict)
     metric_ranks: dict[str, int] = field(default_factory=dict)
     tied_with: list[str] = field(default_factory=list)
+    undecided_with: list[str] = field(default_factory=list)
+    provisional: bool = False
     flags: list[str] = field(default_factory=list)
     reason: str = ""
     footing: str = ""  # site, round trip and worker size (pgarena.analysis.footing.describe)
@@ -125,7 +127,7 @@ def verdict(results: CampaignResults, rows: list[RankRow], single: bool = False)
     if not ranked:
         parts.append("No target could be ranked: none has a complete measurement to compare.")
     else:
-        parts.append(headline(results.ranking, results.comparisons, results.footing))
+        parts.append(headline(results.ranking, results.comparisons, results.footing, phase_cost(results)))
         if single:
             parts.append(f"{SINGLE_RUN_NOTE[0].upper()}{SINGLE_RUN_NOTE[1:]}: run repetitions >= 3 to measure the noise.")
     if failed:
@@ -186,6 +188,8 @@ def build_report(results: CampaignResults) -> Report:
             metrics=e.metrics,
             metric_ranks=e.metric_ranks,
             tied_with=e.tied_with,
+            undecided_with=e.undecided_with,
+            provisional=e.provisional,
             flags=e.flags,
             footing=describe(providers[e.target]),
         )

@@ -102,3 +102,19 @@ def test_after_a_warmup_failed_and_skipped_are_the_windows_each_apart(tmp_path):
     figures = PgbenchFigures.of(measured.tool_figures)
     assert (figures.skipped_transactions, figures.run_skipped_transactions) == (2, 1)
     assert figures.warmup_transactions == 3
+
+
+def test_after_a_warmup_the_count_above_the_latency_limit_is_the_windows(tmp_path):
+    # Given a rate run with a 2.5 ms latency limit and a 1 s warm-up (a 9 ms transaction in it): in the window
+    # 1, 2.6 and 3 ms transactions; pgbench's own summary counted 1 above its limit over the whole run
+    timed = [(0, "9000"), (2, "1000"), (3, "2600"), (3, "3000")]
+    lines = "".join(f"0 {i} {latency} 0 {START + t} {i * 1000}\n" for i, (t, latency) in enumerate(timed))
+    (tmp_path / "transactions.1").write_text(lines)
+    text = (PGBENCH / "pg10_run_tpcb_rate_R400_L20_c4_j2_T3_P1.txt").read_text()
+    # When the tool measures the run
+    measured = Pgbench().measure(run_step(warmup_s=1, rate_tps=400, latency_limit_ms=2.5), text, 0, tmp_path)
+    # Then above_latency_limit counts the window's late transactions, as transactions counts its done ones;
+    # pgbench's whole-run count is kept beside it
+    assert measured.transactions == 3
+    figures = PgbenchFigures.of(measured.tool_figures)
+    assert (figures.above_latency_limit, figures.run_above_latency_limit) == (2, 1)

@@ -3,8 +3,9 @@ import json
 import pytest
 
 from pgarena.analysis.aggregate import aggregate
+from pgarena.analysis.headline import headline
 from pgarena.analysis.metrics import target_metrics
-from pgarena.analysis.ranking import rank_targets, unranked_reasons
+from pgarena.analysis.ranking import rank, rank_targets, unranked_reasons
 from pgarena.model.errors import ErrorInfo
 from pgarena.model.figures import Latency
 from pgarena.model.matrix import RankingConfig
@@ -80,8 +81,10 @@ def test_nothing_to_rank():
 def test_equal_scores_share_a_rank_and_name_each_other():
     # Given two targets that each win one workload by the same margin
     ranking = rank_targets([target("a", 100.0, 50.0), target("b", 50.0, 100.0), target("c", 10.0, 10.0)])
-    # Then a and b share rank 1, and c is third (competition ranking)
-    assert [(r.target, r.rank, r.tied_with) for r in ranking] == [("a", 1, ["b"]), ("b", 1, ["a"]), ("c", 3, [])]
+    # Then a and b share rank 1, and c is third (competition ranking); one run shows nothing equivalent: the
+    # shared rank is undecided, and every rank provisional
+    assert [(r.target, r.rank, r.undecided_with) for r in ranking] == [("a", 1, ["b"]), ("b", 1, ["a"]), ("c", 3, [])]
+    assert all(r.provisional and not r.tied_with for r in ranking)
 
 
 def test_difference_within_the_tie_tolerance_is_a_tie():
@@ -104,7 +107,7 @@ def test_two_runs_give_no_interval_and_rank_by_the_means():
     ranking = rank_targets([a, b], THROUGHPUT_ONLY)
     # Then two runs measure no interval: the means decide, and the basis says so
     assert [(r.target, r.rank, r.tied_with) for r in ranking] == [("a", 1, []), ("b", 2, [])]
-    assert "ranked by the means (2 runs per point: no confidence interval)" in ranking[0].basis
+    assert "provisional order by the means (2 runs per point: no confidence interval)" in ranking[0].basis
 
 
 def test_difference_beyond_run_to_run_noise_is_a_win():
@@ -183,7 +186,7 @@ def test_a_spike_then_an_ordinary_interval_does_not_zero_stability():
 
 def test_default_weights_describe_the_composite():
     ranking = rank_targets([target("a", 1.0)])
-    assert "weights throughput 0.5" in ranking[0].basis and "ties within 2%" in ranking[0].basis
+    assert "weights throughput 0.5" in ranking[0].basis and "within 2% share a rank" in ranking[0].basis
 
 
 def test_negative_or_all_zero_weights_are_refused():
@@ -235,12 +238,37 @@ def test_overlapping_confidence_intervals_are_no_tie_when_welch_separates_them()
     assert "Welch's test on the ratio of means over 3+ runs per point" in ranking[0].basis
 
 
-def test_a_difference_within_the_noise_of_three_runs_is_a_tie():
+def test_a_difference_within_the_noise_of_three_runs_is_undecided_not_a_tie():
     # Given three runs each, b 5% faster on average with +-10% spread
     a = with_runs("a", run(90.0), run(100.0, repetition=2), run(110.0, repetition=3))
     b = with_runs("b", run(95.0), run(105.0, repetition=2), run(115.0, repetition=3))
-    ranking = rank_targets([a, b], THROUGHPUT_ONLY)
-    assert [(r.target, r.rank, r.tied_with) for r in ranking] == [("b", 1, ["a"]), ("a", 1, ["b"])]
+    ranked = rank([a, b], THROUGHPUT_ONLY)
+    # Then they share a rank, undecided: nothing separates them, nor shows them within 5%
+    assert [(r.target, r.rank, r.tied_with, r.undecided_with) for r in ranked.entries] == [
+        ("b", 1, [], ["a"]),
+        ("a", 1, [], ["b"]),
+    ]
+    assert ranked.comparisons[0].outcome == "inconclusive" and ranked.comparisons[0].runs_needed is not None
+
+
+def test_targets_within_the_margin_at_low_noise_tie_as_equivalent():
+    # Given three runs each, 1% apart with 0.5% spread: the interval lies within 5% of 1
+    a = with_runs("a", run(100.0), run(100.5, repetition=2), run(99.5, repetition=3))
+    b = with_runs("b", run(101.0), run(101.5, repetition=2), run(100.5, repetition=3))
+    ranked = rank([a, b], THROUGHPUT_ONLY)
+    assert [(r.target, r.rank, r.tied_with, r.undecided_with) for r in ranked.entries] == [
+        ("b", 1, ["a"], []),
+        ("a", 1, ["b"], []),
+    ]
+    assert ranked.comparisons[0].outcome == "equivalent"
+    assert headline(ranked.entries, ranked.comparisons).startswith("b and a tie for first (score 1.000): equivalent within 5%")
+
+
+def test_a_margin_of_zero_shows_nothing_equivalent():
+    a = with_runs("a", run(100.0), run(100.5, repetition=2), run(99.5, repetition=3))
+    b = with_runs("b", run(101.0), run(101.5, repetition=2), run(100.5, repetition=3))
+    config = THROUGHPUT_ONLY.model_copy(update={"equivalence_margin_pct": 0.0})
+    assert rank([a, b], config).comparisons[0].outcome != "equivalent"
 
 
 def test_intervals_apart_are_a_win():

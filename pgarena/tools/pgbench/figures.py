@@ -20,5 +20,8 @@ class PgbenchFigures(ToolFigures):
     run_tps: float | None = Field(None, description="pgbench's tps over the whole run, warm-up included")
     run_transactions: int | None = Field(None, description="pgbench's transactions over the whole run, warm-up included")
     run_skipped_transactions: int | None = Field(None, description="pgbench's skipped transactions over the whole run")
+    run_above_latency_limit: int | None = Field(
+        None, description="pgbench's transactions above --latency-limit over the whole run (the window's: above_latency_limit)"
+    )
     warmup_transactions: int | None = Field(None, description="logged transactions that ended in the warm-up")
     window_start_epoch: float | None = Field(None, description="when the measured window began (Unix time)")

@@ -97,6 +97,12 @@ class Pgbench:
         measured.failed_transactions = figures.logged_failed
         if figures.skipped_transactions is not None:  # the window's count, as failed's; pgbench's whole-run one kept beside it
             figures.run_skipped_transactions, figures.skipped_transactions = figures.skipped_transactions, txlog.skipped
+        if figures.above_latency_limit is not None and spec.run.latency_limit_ms:  # the window's too: every count covers it
+            limit_us = spec.run.latency_limit_ms * 1000  # the histogram records microseconds
+            late = sum(
+                i.count_at_value_iterated_to for i in txlog.histogram.get_recorded_iterator() if i.value_iterated_to > limit_us
+            )
+            figures.run_above_latency_limit, figures.above_latency_limit = figures.above_latency_limit, late
         if done:
             histogram = txlog.histogram
             measured.latency = measured.latency.model_copy(
