@@ -127,7 +127,9 @@ def _take_turn(target: PlannedTarget, campaign_id: str, key: str, request: Reque
     while True:
         turn = turn_of(leases.join(key, request), request)
         if not turn.clear:
-            if time.monotonic() >= deadline:
+            # Past the deadline a server someone holds is busy; waiters before this one are only preflighting
+            # (they take it or leave within their own lease_wait_s): not a reason to refuse an idle server.
+            if turn.holding and time.monotonic() >= deadline:
                 raise _busy(target, key, turn)
             time.sleep(LEASE_POLL_S)
             continue
