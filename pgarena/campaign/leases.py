@@ -93,25 +93,35 @@ class Turn(NamedTuple):
         return "; ".join(parts)
 
 
+def _beside(holder: Holder, request: Request) -> bool:
+    """Whether a holder may measure the server with the request: one of its own campaign's targets (its
+    campaign chose to run them together: target_concurrency, a consolidation step), or both sharing."""
+    return campaign_of(holder.holder) == campaign_of(request.holder) or (request.shared and holder.shared)
+
+
 def turn_of(record: LeaseRecord, request: Request) -> Turn:
     """First come, first served: a request goes when no waiter arrived before it and every other holder may be
-    beside it (none may be beside an exclusive one; sharing ones only beside sharing ones)."""
+    beside it. A campaign already holding the server lets its other targets in ahead of the queue (its
+    consolidation step's targets wait for each other at their start barrier)."""
+    others = [h for h in record.holders if h.holder != request.holder]
     ahead: list[Waiter] = []
-    for waiter in record.queue:
-        if waiter.holder == request.holder:
-            break
-        ahead.append(waiter)
-    holding = [h for h in record.holders if h.holder != request.holder and not (request.shared and h.shared)]
-    return Turn(ahead=ahead, holding=holding)
+    if not any(campaign_of(h.holder) == campaign_of(request.holder) for h in others):
+        for waiter in record.queue:
+            if waiter.holder == request.holder:
+                break
+            ahead.append(waiter)
+    return Turn(ahead=ahead, holding=[h for h in others if not _beside(h, request)])
 
 
 def sharing_conflict(record: LeaseRecord, request: Request) -> Holder | None:
-    """A sharing holder on the same database of the same running server: its tables are the ones this request
-    would initialize (drop and create) under it."""
-    if not request.shared:
-        return None
+    """A holder beside which the request would measure the same database of the same running server: its tables
+    are the ones this request would initialize (drop and create) under it."""
     for h in record.holders:
-        if h.holder != request.holder and h.shared and (h.database, h.instance) == (request.database, request.instance):
+        if (
+            h.holder != request.holder
+            and _beside(h, request)
+            and (h.database, h.instance) == (request.database, request.instance)
+        ):
             return h
     return None
 
@@ -218,14 +228,14 @@ class Leases(ABC):
         )
 
     def acquire(self, key: str, request: Request, slots: int, capacity: int, ttl_s: float) -> bool:
-        """Take the lease, leaving the queue, if it is the request's turn, no sharing holder uses its database and,
-        shared, its `slots` fit beside the other holders' in `capacity`; False if not (yet)."""
+        """Take the lease, leaving the queue, if it is the request's turn, no holder beside it uses its database,
+        and its `slots` fit beside theirs in `capacity`; False if not (yet)."""
 
         def taken(record: LeaseRecord) -> LeaseRecord | None:
             others = [h for h in record.holders if h.holder != request.holder]
             if not turn_of(record, request).clear or sharing_conflict(record, request):
                 return None
-            if request.shared and sum(h.slots for h in others) + slots > capacity:
+            if sum(h.slots for h in others) + slots > capacity:  # those beside it (sharing, or its campaign's)
                 return None
             mine = Holder(
                 holder=request.holder,

@@ -7,7 +7,17 @@ from __future__ import annotations
 import time
 from typing import NamedTuple
 
-from pgarena.campaign.leases import Leases, Request, Turn, holder_id, lease_key, server_key, sharing_conflict, turn_of
+from pgarena.campaign.leases import (
+    Leases,
+    Request,
+    Turn,
+    campaign_of,
+    holder_id,
+    lease_key,
+    server_key,
+    sharing_conflict,
+    turn_of,
+)
 from pgarena.campaign.ports import Records, Store, WorkerSlots
 from pgarena.campaign.slots import close_slots
 from pgarena.model.budget import COORDINATOR_CONNECTIONS, Budget, ConnectionFacts
@@ -112,9 +122,9 @@ def _busy(target: PlannedTarget, key: str, turn: Turn) -> BudgetRefused:
 
 def _conflict(target: PlannedTarget, key: str, holder: str) -> BudgetRefused:
     return BudgetRefused(
-        f"target {target.name}: {holder} shares its server ({key}) and measures database {target.endpoint.dbname}, "
-        "whose tables this target would initialize under it: give each sharing campaign a database of its own "
-        "(endpoint.dbname), or leave share_server off to take turns"
+        f"target {target.name}: {holder} measures database {target.endpoint.dbname} on the same server ({key}) at the "
+        "same time, and this target would initialize its tables under it: give each target measured together a "
+        "database of its own (endpoint.dbname), or leave share_server off (and target_concurrency at 1) to take turns"
     )
 
 
@@ -137,10 +147,14 @@ def _take_turn(target: PlannedTarget, campaign_id: str, key: str, request: Reque
             raise _conflict(target, key, conflict.holder)
         live = _read_live(target.endpoint, own)
         budget = compute_budget(live.facts, target.connections, target.pooler)
-        others = held_by_other_campaigns(leases.holders(key), request.holder, live.facts.sessions.by_campaign)
+        leased = leases.holders(key)
+        others = held_by_other_campaigns(leased, request.holder, live.facts.sessions.by_campaign)
+        foreign = held_by_other_campaigns(
+            {h: n for h, n in leased.items() if campaign_of(h) != campaign_id}, request.holder, live.facts.sessions.by_campaign
+        )
         short = target.connections_needed > budget.capacity - others
-        # Alone: wait out another campaign's sessions (one leasing elsewhere, or closing); sharing: wait for room.
-        if others and (short or not request.shared) and time.monotonic() < deadline:
+        # Alone: wait out another campaign's sessions (one leasing elsewhere, or closing); else wait for room.
+        if ((short and others) or (foreign and not request.shared)) and time.monotonic() < deadline:
             time.sleep(LEASE_POLL_S)
             continue
         steps = apply_budget(target, budget, others)

@@ -379,3 +379,18 @@ def test_a_record_written_before_the_queue_reads_as_holders_and_no_waiters(tmp_p
     (tmp_path / "leases" / "pg-1.json").write_text(json.dumps(old))
     record = leases.read("pg-1")
     assert (record.version, [h.holder for h in record.holders], record.queue) == (4, ["c1/a"], [])
+
+
+def test_a_campaigns_own_targets_measure_together_ahead_of_other_campaigns(any_store):
+    # Given campaign c1 holding the server with one target, and campaign c2 waiting for it
+    leases, _ = any_store
+    assert leases.acquire("pg-1", Request("c1/a", database="a"), slots=6, capacity=20, ttl_s=60)
+    leases.join("pg-1", Request("c2/x"))
+    # When c1's second target asks (target_concurrency, a consolidation step): it goes ahead, within the slots
+    assert turn_of(leases.read("pg-1"), Request("c1/b", database="b")).clear
+    assert not leases.acquire("pg-1", Request("c1/b", database="b"), slots=16, capacity=20, ttl_s=60)
+    assert leases.acquire("pg-1", Request("c1/b", database="b"), slots=6, capacity=20, ttl_s=60)
+    # But never on the database the first one measures: it would initialize its tables under it
+    assert not leases.acquire("pg-1", Request("c1/c", database="a"), slots=2, capacity=20, ttl_s=60)
+    # And c2 still waits for both
+    assert [h.holder for h in turn_of(leases.read("pg-1"), Request("c2/x")).holding] == ["c1/a", "c1/b"]
