@@ -162,6 +162,10 @@ def test_clamp_runs_with_exactly_the_budget_and_no_connection_errors(server, run
     assert not observer.errors and observer.peak == EXPECTED_BUDGET  # server side: what pgarena said it would open
     assert w.connections.peak_benchmark == EXPECTED_BUDGET  # the monitor agrees
     assert target.server.facts.sessions.by_role.get("tenant") == TENANT_SESSIONS
+    # And the other clients' sessions during the run are recorded as background (idle, or a state the
+    # benchmark role may not see: no warning)
+    assert w.connections.background_by_name == {"(tenant)": TENANT_SESSIONS, "observer": 1}
+    assert w.connections.peak_background == TENANT_SESSIONS + 1 and w.connections.background_note() is None
 
 
 def test_fail_refuses_with_budget_consumers_and_fix(server, runtime):
