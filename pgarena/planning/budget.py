@@ -11,7 +11,8 @@ Pure functions over facts read live at preflight (see pgarena/server/facts.py).
     available        = limit - sessions already held against it (other than pgarena's) - COORDINATOR_CONNECTIONS
     capacity         = min(available) - safety_margin
     allowed          = capacity - slots held by other pgarena campaigns on the same server: per campaign,
-                       the larger of its leases and its sessions seen (a lease may be gone or elsewhere)
+                       the larger of its leases and its sessions seen (a lease may be gone or elsewhere);
+                       a campaign that does not share the server holds it alone (pgarena.campaign.leases)
 """
 
 from __future__ import annotations
