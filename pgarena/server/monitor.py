@@ -17,6 +17,7 @@ from pathlib import Path
 
 from pgarena.model.matrix import Endpoint
 from pgarena.model.monitor import ActivitySample, ConnectionReport, Incident, LockWait
+from pgarena.server.identity import IDENTIFY_SESSION
 from pgarena.server.postgres import CLIENT_SESSIONS, connect
 
 # A fall of more than this fraction of the benchmark's connections between two samples is an incident.
@@ -60,8 +61,9 @@ def lock_waits_of(rows: list[tuple[str, int, str, int]]) -> list[LockWait]:
 
 def is_background(name: str, application_name: str) -> bool:
     """A session not of the campaign measuring (its tag: the step's application_name without its last part;
-    its other shards, its monitor and preflight share it)."""
-    return not name.startswith(application_name.rsplit("/", 1)[0] + "/") and name not in WORKER_SESSIONS
+    its other shards, its monitor and preflight share it), nor a waiting campaign's one-query identification."""
+    ours = name.startswith(application_name.rsplit("/", 1)[0] + "/") or name in WORKER_SESSIONS
+    return not ours and not (name.startswith("pgarena/") and name.endswith("/" + IDENTIFY_SESSION))
 
 
 def sample_of(rows: list[tuple[str, str, str, float]], application_name: str, t_s: float) -> ActivitySample:

@@ -70,6 +70,7 @@ def test_other_clients_sessions_are_recorded_as_background_load():
         ("bench", "idle", "pgarena/aaaaaaaaaaaa/monitor", 0.1),
         ("bench", "idle", "pgarena-replication", 0.1),
         ("bench", "active", "pgarena/ffffffffffff/dddddddddddd", 0.2),  # another campaign's load
+        ("bench", "active", "pgarena/eeeeeeeeeeee/identify", 0.0),  # a waiting campaign's one query: no load
         ("app", "idle in transaction", "", 3.0),
         ("tenant", "idle", "psql", 9.0),
         ("other", "unknown", "", 1.0),  # a state the role may not see
