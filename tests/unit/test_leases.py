@@ -394,3 +394,17 @@ def test_a_campaigns_own_targets_measure_together_ahead_of_other_campaigns(any_s
     assert not leases.acquire("pg-1", Request("c1/c", database="a"), slots=2, capacity=20, ttl_s=60)
     # And c2 still waits for both
     assert [h.holder for h in turn_of(leases.read("pg-1"), Request("c2/x")).holding] == ["c1/a", "c1/b"]
+
+
+def test_a_campaign_that_ended_without_its_release_leaves_no_lease_and_no_place_in_a_queue(tmp_path):
+    # Given campaign c1 holding one server and waiting for another, and c2 waiting behind it
+    leases = FileLeases(tmp_path / "leases")
+    assert leases.acquire("pg-1", Request("c1/a"), slots=2, capacity=20, ttl_s=600)
+    assert leases.acquire("pg-2", Request("c0/z"), slots=2, capacity=20, ttl_s=600)
+    leases.join("pg-2", Request("c1/b"))
+    leases.join("pg-2", Request("c2/x"))
+    # When c1's leases are given back for it (a crash, a second Ctrl-C)
+    release_leases(tmp_path / "leases", "c1")
+    # Then it holds nothing and waits nowhere: c2 is next
+    assert leases.holders("pg-1") == {}
+    assert [w.holder for w in leases.read("pg-2").queue] == ["c2/x"]
