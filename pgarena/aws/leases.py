@@ -1,5 +1,5 @@
-"""Connection leases in the results table (AWS, and a single local runtime's moto): the
-pgarena.campaign.leases port on a DynamoDB item per server, versioned by a conditional put."""
+"""Server leases in the results table (AWS, and a single local runtime's moto): the pgarena.campaign.leases
+port on a DynamoDB item per server (its holders and its queue), versioned by a conditional put."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from botocore.exceptions import ClientError
 from pgarena.aws import access
 from pgarena.aws.items import marshal, unmarshal
 from pgarena.campaign.leases import Leases
-from pgarena.model.lease import HOLDERS, Holder
+from pgarena.model.lease import HOLDERS, WAITERS, LeaseRecord
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -26,17 +26,28 @@ class LeaseStore(Leases):
         self.table = table
         self.clock = clock
 
-    def _read_all(self, key: str) -> tuple[list[Holder], int]:
+    def _read_all(self, key: str) -> LeaseRecord:
         item = self.dynamodb.get_item(TableName=self.table, Key=access.lease_item_key(key), ConsistentRead=True).get("Item")
         if not item:
-            return [], 0
+            return LeaseRecord()
         values = unmarshal(item)
-        return HOLDERS.validate_json(values["holders"]), int(values["version"])
+        return LeaseRecord(
+            holders=HOLDERS.validate_json(values["holders"]),
+            queue=WAITERS.validate_json(values.get("queue", "[]")),  # an item written before the queue: none
+            version=int(values["version"]),
+        )
 
-    def _write(self, key: str, holders: list[Holder], version: int) -> bool:
+    def _write(self, key: str, record: LeaseRecord) -> bool:
+        version = record.version
         item = {
             **access.lease_item_key(key),
-            **marshal({"holders": HOLDERS.dump_json(holders).decode(), "version": version + 1}),
+            **marshal(
+                {
+                    "holders": HOLDERS.dump_json(record.holders).decode(),
+                    "queue": WAITERS.dump_json(record.queue).decode(),
+                    "version": version + 1,
+                }
+            ),
         }
         try:
             if version == 0:

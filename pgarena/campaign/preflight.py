@@ -1,24 +1,38 @@
-"""Preflight Target: the target's live facts and connection budget, the slots it will use leased,
-before any benchmark connection opens; and the lease given back when the target is done."""
+"""Preflight Target: the target's server leased (one campaign at a time, in arrival order, unless they share
+it), its live facts and connection budget, before any benchmark connection opens; and the lease given back
+when the target is done."""
 
 from __future__ import annotations
 
 import time
 from typing import NamedTuple
 
-from pgarena.campaign.leases import Leases, holder_id, lease_key
+from pgarena.campaign.leases import (
+    Leases,
+    Request,
+    Turn,
+    campaign_of,
+    holder_id,
+    lease_key,
+    server_key,
+    sharing_conflict,
+    turn_of,
+)
 from pgarena.campaign.ports import Records, Store, WorkerSlots
 from pgarena.campaign.slots import close_slots
-from pgarena.model.budget import COORDINATOR_CONNECTIONS
-from pgarena.model.errors import ErrorKind, PgarenaError, error_info, failure
+from pgarena.model.budget import COORDINATOR_CONNECTIONS, Budget, ConnectionFacts
+from pgarena.model.errors import BudgetRefused, ErrorKind, PgarenaError, error_info, failure
 from pgarena.model.layout import evidence_key
+from pgarena.model.lease import ServerIdentity
+from pgarena.model.matrix import Endpoint
 from pgarena.model.plan import PlannedTarget, PreflightRef, PreflightResult, Step, TargetRef, campaign_tag, planned_target
 from pgarena.model.redact import redact
 from pgarena.model.results import PreflightOrigin, ServerInfo
 from pgarena.model.warm import TARGET_FAILED, TARGET_FINISHED, slots_of
 from pgarena.planning.budget import apply_budget, compute_budget, held_by_other_campaigns
 from pgarena.planning.shards import shard
-from pgarena.server.facts import disclose, read_facts, read_sessions
+from pgarena.server.facts import Disclosure, disclose, read_facts
+from pgarena.server.identity import IDENTIFY_SESSION, read_identity
 from pgarena.server.postgres import connect, describe
 from pgarena.server.restarts import postmaster_started_at, reachable_address, resolve
 
@@ -55,9 +69,14 @@ def preflight(ref: TargetRef, store: Store, records: Records, leases: Leases, or
         )
         raise
     result.server = result.server.model_copy(update={"preflight": origin})
-    store.put_json(key, {"target": target.name, "server": result.server.model_dump(mode="json")})
-    # The steps (clamped, sharded) stay in the bucket; the state gets their indices and timers.
-    records.put_preflight(campaign_id, ref.phase, ref.target, result)
+    try:
+        store.put_json(key, {"target": target.name, "server": result.server.model_dump(mode="json")})
+        # The steps (clamped, sharded) stay in the bucket; the state gets their indices and timers.
+        records.put_preflight(campaign_id, ref.phase, ref.target, result)
+    except BaseException:  # no answer kept: the release would not find this lease's key, so it goes back now
+        assert result.lease_key is not None  # _lease_budget always keys its lease
+        leases.release(result.lease_key, holder_id(campaign_id, target.name))
+        raise
     return Preflighted(PreflightRef(name=target.name, steps=result.step_refs()), result.server)
 
 
@@ -65,61 +84,136 @@ def _lease_ttl_s(steps: list[Step]) -> float:
     return float(sum(step.timeout_s for step in steps))
 
 
+class Live(NamedTuple):
+    """What preflight reads from the server once it is this target's turn."""
+
+    version: str
+    version_num: int
+    facts: ConnectionFacts
+    started_at: str
+    disclosed: Disclosure
+
+
+class Taken(NamedTuple):
+    """A lease taken: what was read then, the budget, the steps within it, and slots other campaigns hold."""
+
+    live: Live
+    budget: Budget
+    steps: list[Step]
+    others: int
+
+
+def _read_live(endpoint: Endpoint, own: str) -> Live:
+    with connect(endpoint, application_name=f"{own}/preflight") as conn:
+        version, version_num, facts = read_facts(conn.cursor(), own)
+        return Live(version, version_num, facts, postmaster_started_at(conn.cursor()), disclose(conn.cursor()))
+
+
+def _identify(endpoint: Endpoint, own: str) -> ServerIdentity:
+    """Who the server is, over a connection closed before any wait (its name keeps it out of others' budgets)."""
+    with connect(endpoint, application_name=f"{own}/{IDENTIFY_SESSION}") as conn:
+        return read_identity(conn.cursor())
+
+
+def _busy(target: PlannedTarget, key: str, turn: Turn) -> BudgetRefused:
+    policy = target.connections
+    return BudgetRefused(
+        f"target {target.name}: another campaign measures its server ({key}) and it did not come free within "
+        f"connections.lease_wait_s {policy.lease_wait_s} s: {turn.describe()}. Campaigns measure a server one at a time, "
+        "in arrival order: raise lease_wait_s (at most 600) to wait longer, run this campaign when that one is done, or "
+        'set "connections": {"share_server": true} in every campaign that uses it to measure it together'
+    )
+
+
+def _conflict(target: PlannedTarget, key: str, holder: str) -> BudgetRefused:
+    return BudgetRefused(
+        f"target {target.name}: {holder} measures database {target.endpoint.dbname} on the same server ({key}) at the "
+        "same time, and this target would initialize its tables under it: give each target measured together a "
+        "database of its own (endpoint.dbname), or leave share_server off (and target_concurrency at 1) to take turns"
+    )
+
+
+def _take_turn(target: PlannedTarget, campaign_id: str, key: str, request: Request, leases: Leases) -> Taken:
+    """Wait for this target's turn on the server (queued, no session open), then for the slots of other
+    campaigns' sessions to close (sharing: for their slots to fit), up to lease_wait_s; then refuse or clamp
+    the plan to the live budget and take the lease."""
+    own = campaign_tag(campaign_id)
+    deadline = time.monotonic() + target.connections.lease_wait_s
+    while True:
+        turn = turn_of(leases.join(key, request), request)
+        if not turn.clear:
+            # Past the deadline a server someone holds is busy; waiters before this one are only preflighting
+            # (they take it or leave within their own lease_wait_s): not a reason to refuse an idle server.
+            if turn.holding and time.monotonic() >= deadline:
+                raise _busy(target, key, turn)
+            time.sleep(LEASE_POLL_S)
+            continue
+        if conflict := sharing_conflict(leases.read(key), request):
+            raise _conflict(target, key, conflict.holder)
+        live = _read_live(target.endpoint, own)
+        budget = compute_budget(live.facts, target.connections, target.pooler)
+        leased = leases.holders(key)
+        others = held_by_other_campaigns(leased, request.holder, live.facts.sessions.by_campaign)
+        foreign = held_by_other_campaigns(
+            {h: n for h, n in leased.items() if campaign_of(h) != campaign_id}, request.holder, live.facts.sessions.by_campaign
+        )
+        short = target.connections_needed > budget.capacity - others
+        # Alone: wait out another campaign's sessions (one leasing elsewhere, or closing); else wait for room.
+        if ((short and others) or (foreign and not request.shared)) and time.monotonic() < deadline:
+            time.sleep(LEASE_POLL_S)
+            continue
+        steps = apply_budget(target, budget, others)
+        slots = max(step.connections for step in steps) + COORDINATOR_CONNECTIONS
+        if leases.acquire(key, request, slots, budget.capacity + COORDINATOR_CONNECTIONS, _lease_ttl_s(steps)):
+            return Taken(live, budget, steps, others)
+
+
 def _lease_budget(target: PlannedTarget, campaign_id: str, leases: Leases) -> PreflightResult:
-    """Refuse or clamp the plan to the live budget, then lease the slots it will use. Slots other
-    pgarena campaigns hold (leased, or open sessions of theirs) are waited for, up to lease_wait_s."""
+    """Lease the server and fit the plan to its live budget. Other campaigns measuring it are waited for,
+    in arrival order, up to lease_wait_s; the lease is left (and the queue) when this fails."""
     endpoint = target.endpoint
     # Resolved once, here; workers reuse the address when the endpoint asks (use_resolved_address).
     addresses = resolve(endpoint.host, endpoint.port)
     address = reachable_address(addresses, endpoint.port) if endpoint.use_resolved_address else next(iter(addresses), None)
-    own = campaign_tag(campaign_id)
-    key, holder = lease_key(endpoint, addresses), holder_id(campaign_id, target.name)
-    with connect(endpoint, application_name=f"{own}/preflight") as conn:
+    waiting_since = time.monotonic()
+    try:
+        identity = _identify(endpoint, campaign_tag(campaign_id))
+        key = server_key(identity, endpoint, addresses)
+        request = Request(
+            holder=holder_id(campaign_id, target.name),
+            shared=target.connections.share_server,
+            database=endpoint.dbname,
+            instance=str(identity.started_us) if identity.started_us is not None else None,
+        )
         try:
-            version, version_num, facts = read_facts(conn.cursor(), own)
-            started_at = postmaster_started_at(conn.cursor())
-            disclosed = disclose(conn.cursor())
-            budget = compute_budget(facts, target.connections, target.pooler)
-            deadline = time.monotonic() + target.connections.lease_wait_s
-            while True:
-                others = held_by_other_campaigns(leases.holders(key), holder, facts.sessions.by_campaign)
-                short = target.connections_needed > budget.capacity - others
-                if others and short and time.monotonic() < deadline:
-                    time.sleep(LEASE_POLL_S)  # another campaign holds slots we need: wait for it to finish
-                    sessions = read_sessions(conn.cursor(), facts.role, facts.database, own)
-                    facts = facts.model_copy(
-                        update={
-                            "sessions": facts.sessions.model_copy(
-                                update={"pgarena": sessions.pgarena, "by_campaign": sessions.by_campaign}
-                            )
-                        }
-                    )
-                    continue
-                steps = apply_budget(target, budget, others)
-                slots = max(step.connections for step in steps) + COORDINATOR_CONNECTIONS
-                if leases.acquire(key, holder, slots, budget.capacity + COORDINATOR_CONNECTIONS, _lease_ttl_s(steps)):
-                    break
-        except PgarenaError:
+            live, budget, steps, others = _take_turn(target, campaign_id, key, request, leases)
+        except BaseException:
+            leases.leave(key, request.holder)
             raise
-        except Exception as error:  # a statement timeout, a permission, a server going down under us
-            message = describe(error)
-            info = error_info(message, ErrorKind.PREFLIGHT_FAILED, f"reading {target.name}'s settings failed: {message}")
-            raise failure(info.kind, info.message) from None
+    except PgarenaError:
+        raise
+    except Exception as error:  # a statement timeout, a permission, a server going down under us
+        message = describe(error)
+        info = error_info(message, ErrorKind.PREFLIGHT_FAILED, f"reading {target.name}'s settings failed: {message}")
+        raise failure(info.kind, info.message) from None
     server = ServerInfo(
-        version=version,
-        version_num=version_num,
-        max_connections=facts.max_connections,
-        facts=facts,
+        version=live.version,
+        version_num=live.version_num,
+        max_connections=live.facts.max_connections,
+        facts=live.facts,
         budget=budget,
         leased_by_others=others,
         allowed=budget.capacity - others,
         connections_needed=target.connections_needed,
         clamped=any(step.requested_clients for step in steps),
-        postmaster_started_at=started_at,
+        postmaster_started_at=live.started_at,
         address=address,
-        **disclosed.model_dump(),
+        system_identifier=identity.system_identifier,
+        share_server=request.shared,
+        lease_waited_s=round(time.monotonic() - waiting_since, 3),
+        **live.disclosed.model_dump(),
     )
-    facts_for_workers = {"postmaster_started_at": started_at}
+    facts_for_workers = {"postmaster_started_at": live.started_at}
     if endpoint.use_resolved_address and address:
         facts_for_workers["hostaddr"] = address
     steps = [step.model_copy(update=facts_for_workers) for step in steps]

@@ -1,5 +1,5 @@
-"""Connection leases shared by every local runtime on this machine: the pgarena.campaign.leases port
-on a JSON file per server, each change made under an exclusive flock."""
+"""Server leases shared by every local runtime on this machine: the pgarena.campaign.leases port on a JSON
+file per server (its holders and its queue), each change made under an exclusive flock."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from pgarena.campaign.leases import Leases
-from pgarena.model.lease import HOLDERS, Holder
+from pgarena.model.lease import HOLDERS, WAITERS, LeaseRecord
 from pgarena.model.process import ProcessIdentity
 from pgarena.system.processes import is_running, me
 
@@ -42,7 +42,7 @@ def private_dir(directory: Path) -> Path:
 
 
 class FileLeases(Leases):
-    """Leases shared by every local runtime on this machine: `<directory>/<address>_<port>.json`, each
+    """Leases shared by every local runtime on this machine: `<directory>/<server key>.json`, each
     change made under an exclusive flock of a lock file beside it (the JSON file is replaced whole)."""
 
     def __init__(self, directory: Path, clock: Callable[[], float] = time.time):
@@ -54,8 +54,8 @@ class FileLeases(Leases):
         # The local runtime runs the handlers in its own process: the coordinator's identity is this one's.
         return me()
 
-    def _gone(self, holder: Holder) -> bool:
-        return holder.process is not None and not is_running(holder.process)
+    def _gone(self, process: ProcessIdentity | None) -> bool:
+        return process is not None and not is_running(process)
 
     def _path(self, key: str) -> Path:
         return self.directory / (re.sub(r"[^A-Za-z0-9_.-]", "_", key) + ".json")
@@ -75,26 +75,34 @@ class FileLeases(Leases):
             os.close(fd)
 
     @staticmethod
-    def _load(path: Path) -> tuple[list[Holder], int]:
+    def _load(path: Path) -> LeaseRecord:
         if not path.exists():
-            return [], 0
+            return LeaseRecord()
         try:
             record = json.loads(path.read_text())
-            return HOLDERS.validate_python(record["holders"]), int(record["version"])
-        except (ValueError, TypeError, KeyError) as error:  # ValueError: bad JSON, bad UTF-8, a ValidationError
+            return LeaseRecord(
+                holders=HOLDERS.validate_python(record["holders"]),
+                queue=WAITERS.validate_python(record.get("queue", [])),  # a file written before the queue: none
+                version=int(record["version"]),
+            )
+        except (ValueError, TypeError, KeyError, AttributeError) as error:  # ValueError: bad JSON, bad UTF-8, a ValidationError
             # One server's damaged record must not stop every local campaign: it holds nothing, the next write replaces it.
             log.warning("lease file %s is corrupt, counted as no holders: %s", path, error)
-            return [], 0
+            return LeaseRecord()
 
-    def _read_all(self, key: str) -> tuple[list[Holder], int]:
+    def _read_all(self, key: str) -> LeaseRecord:
         with self._locked(key, fcntl.LOCK_SH) as path:
             return self._load(path)
 
-    def _write(self, key: str, holders: list[Holder], version: int) -> bool:
+    def _write(self, key: str, lease: LeaseRecord) -> bool:
         with self._locked(key, fcntl.LOCK_EX) as path:
-            if self._load(path)[1] != version:
+            if self._load(path).version != lease.version:
                 return False
-            record = {"holders": HOLDERS.dump_python(holders, mode="json"), "version": version + 1}
+            record = {
+                "holders": HOLDERS.dump_python(lease.holders, mode="json"),
+                "queue": WAITERS.dump_python(lease.queue, mode="json"),
+                "version": lease.version + 1,
+            }
             fd, tmp = tempfile.mkstemp(dir=self.directory, suffix=".tmp")
             with os.fdopen(fd, "w") as out:
                 json.dump(record, out)

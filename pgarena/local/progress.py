@@ -152,6 +152,7 @@ def release_leases(lease_dir: Path, campaign_id: str) -> None:
     leases = FileLeases(lease_dir)
     for path in lease_dir.glob("*.json"):
         key = path.stem
-        for holder in leases.holders(key):
+        record = leases.read(key)
+        for holder in {h.holder for h in record.holders} | {w.holder for w in record.queue}:  # its place in a queue too
             if campaign_of(holder) == campaign_id:
                 leases.release(key, holder)

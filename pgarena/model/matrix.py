@@ -284,7 +284,15 @@ class ConnectionPolicy(Strict):
     )
     safety_margin: int = Field(2, ge=0, le=MAX_CLIENTS, description="slots left free for admins and the unexpected")
     lease_wait_s: int = Field(
-        120, ge=0, le=600, description="how long to wait for slots held by another campaign on the same target"
+        120,
+        ge=0,
+        le=600,
+        description="how long to wait for the server while other campaigns measure it (or, sharing, hold the slots needed)",
+    )
+    share_server: bool = Field(
+        False,
+        description="measure the server while other campaigns that also share it do (their load is in this one's figures; "
+        "results say so); by default each campaign has the server to itself, in turns",
     )
     monitor_interval_s: float = Field(5.0, ge=0.2, le=300, description="pg_stat_activity sampling interval during runs")
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
+BACKGROUND_NAMES_SHOWN = 5
+
 
 class LockWait(BaseModel):
     """Benchmark sessions waiting on a lock another session holds (pg_blocking_pids)."""
@@ -21,6 +23,11 @@ class ActivitySample(BaseModel):
     t_s: float = Field(description="seconds since the monitor started")
     total: int
     benchmark: int = Field(description="sessions of the step being measured")
+    background: int = Field(0, description="sessions of other clients: not this campaign's (background load)")
+    background_active: int = Field(0, description="of those, the ones seen working (state not idle, where the role may see it)")
+    background_by_name: dict[str, int] = Field(
+        default_factory=dict, description="other clients' sessions by application_name ((role) when it has none)"
+    )
     by_state: dict[str, int]
     by_role: dict[str, int]
     longest_s_by_state: dict[str, float]
@@ -42,4 +49,20 @@ class ConnectionReport(BaseModel):
     longest_s_by_state: dict[str, float]
     incidents: list[Incident] = Field(default_factory=list)
     lock_waits: list[LockWait] = Field(default_factory=list, description="the last lock waits the monitor saw")
+    peak_background: int = Field(0, description="most sessions of other clients seen at once (not this campaign's)")
+    peak_background_active: int = Field(0, description="most of them seen working at once: background load on the server")
+    background_by_name: dict[str, int] = Field(
+        default_factory=dict, description="other clients' sessions by application_name ((role) without one), at their peak"
+    )
     raw: str | None = Field(None, description="the sample series (JSON lines)")
+
+    def background_note(self) -> str | None:
+        """The warning for a verdict's noise notes when other clients worked on the server during the run."""
+        if not self.peak_background_active:
+            return None
+        names = sorted(self.background_by_name.items(), key=lambda kv: (-kv[1], kv[0]))[:BACKGROUND_NAMES_SHOWN]
+        who = ", ".join(f"{name} {count}" for name, count in names)
+        return (
+            f"background load: up to {self.peak_background_active} session(s) of other clients were working on the server "
+            f"during the run ({who}); their load is in these figures"
+        )

@@ -230,6 +230,15 @@ class ServerInfo(BaseModel):
     database_size_bytes: int | None = Field(None, description="pg_database_size of the benchmark database at preflight")
     unreadable: list[str] = Field(default_factory=list, description="facts the role could not read, and why")
     preflight: PreflightOrigin | None = Field(None, description="where preflight ran")
+    system_identifier: str | None = Field(
+        None, description="pg_control_system()'s, where the role may read it: the server's identity, which its lease is keyed by"
+    )
+    share_server: bool = Field(
+        False,
+        description="connections.share_server: other sharing campaigns may have measured this server at the same "
+        "time, their load in these figures; otherwise it was this campaign's alone while leased",
+    )
+    lease_waited_s: float = Field(0.0, description="how long preflight waited for its turn on the server")
 
 
 class ShardResult(BaseModel):

@@ -11,7 +11,8 @@ Pure functions over facts read live at preflight (see pgarena/server/facts.py).
     available        = limit - sessions already held against it (other than pgarena's) - COORDINATOR_CONNECTIONS
     capacity         = min(available) - safety_margin
     allowed          = capacity - slots held by other pgarena campaigns on the same server: per campaign,
-                       the larger of its leases and its sessions seen (a lease may be gone or elsewhere)
+                       the larger of its leases and its sessions seen (a lease may be gone or elsewhere);
+                       a campaign that does not share the server holds it alone (pgarena.campaign.leases)
 """
 
 from __future__ import annotations
@@ -127,22 +128,39 @@ def _clamped(step: Step, allowed: int) -> Step:
     return step.model_copy(update={"clients": allowed, "requested_clients": step.clients})
 
 
+def _fixes(target: PlannedTarget, budget: Budget, allowed: int, leased_by_others: int) -> list[str]:
+    """Only fixes that would let the target run: never "lower clients to 0", never the policy it already has."""
+    need = target.connections_needed
+    binding = next(limit for limit in budget.limits if limit.name == budget.binding)
+    fixes = [f"raise {binding.setting} to at least {(binding.setting_value or binding.limit) + need - allowed}"]
+    if leased_by_others:
+        fixes.append("let the other campaigns finish first (a longer connections.lease_wait_s)")
+    if budget.safety_margin and allowed + budget.safety_margin >= need:
+        fixes.append(f"lower connections.safety_margin to {allowed + budget.safety_margin - need}")
+    if allowed >= 1:
+        fixes.append(f"lower clients to {allowed}")
+        if target.connections.policy != "clamp":
+            fixes.append(f'set "connections": {{"policy": "clamp"}} to run with {allowed} clients')
+    return fixes
+
+
 def apply_budget(target: PlannedTarget, budget: Budget, leased_by_others: int = 0) -> list[Step]:
-    """The steps to run within `allowed` connections: unchanged, clamped (policy clamp) or refused (policy fail)."""
+    """The steps to run within `allowed` connections: unchanged, clamped (policy clamp) or refused (policy
+    fail, or no connection left at all)."""
     allowed = budget.capacity - leased_by_others
     need = target.connections_needed
     if need <= allowed:
         return target.steps
-    binding = next(limit for limit in budget.limits if limit.name == budget.binding)
-    leases = (
-        f"; {leased_by_others} slots are held by other pgarena campaigns on this server (leases or open sessions)"
-        if leased_by_others
-        else ""
-    )
     if target.connections.policy == "fail" or allowed < 1:
+        leases = (
+            f"; {leased_by_others} slots are held by other pgarena campaigns on this server (leases or open sessions)"
+            if leased_by_others
+            else ""
+        )
+        available = f"only {allowed} are available" if allowed >= 1 else "none are available"
+        fixes = _fixes(target, budget, allowed, leased_by_others)
         raise BudgetRefused(
-            f"target {target.name} needs {need} connections but only {allowed} are available: {budget.explanation}"
-            f"{leases}. Raise {binding.setting} to at least {(binding.setting_value or binding.limit) + need - allowed}, or lower clients to "
-            f'{max(allowed, 0)}, or set "connections": {{"policy": "clamp"}} to run with {max(allowed, 0)} clients'
+            f"target {target.name} needs {need} connections but {available}: {budget.explanation}{leases}. "
+            f"{fixes[0][0].upper()}{fixes[0][1:]}{''.join(', or ' + fix for fix in fixes[1:])}"
         )
     return [_clamped(step, allowed) for step in target.steps]

@@ -15,6 +15,7 @@ from pgarena.model.budget import ConnectionFacts, Sessions
 from pgarena.model.plan import CAMPAIGN_TAG_RE
 from pgarena.model.redact import redact
 from pgarena.model.results import ServerSetting
+from pgarena.server.identity import IDENTIFY_SESSION
 from pgarena.server.postgres import CLIENT_SESSIONS, describe
 
 if TYPE_CHECKING:
@@ -54,15 +55,16 @@ DATABASE_SIZE_SQL = "select pg_database_size(current_database())"
 
 
 def sessions_of(rows: list[tuple[str | None, str | None, str, str]], role: str, database: str, own_tag: str = "") -> Sessions:
-    """Count open sessions. This campaign's own (tagged `own_tag`) are left out; other pgarena
-    campaigns' are counted apart, by campaign (preflight weighs them against their leases)."""
+    """Count open sessions. This campaign's own (tagged `own_tag`) are left out, and other campaigns' brief
+    identifying sessions (they close before waiting); other pgarena campaigns' are counted apart, by
+    campaign (preflight weighs them against their leases)."""
     campaigns: Counter[str] = Counter()
     others = []
     for row in rows:
         tagged = re.match(CAMPAIGN_TAG_RE, row[3])
         if tagged is None:
             others.append(row)
-        elif not (own_tag and row[3].startswith(own_tag + "/")):
+        elif not (own_tag and row[3].startswith(own_tag + "/")) and not row[3].endswith("/" + IDENTIFY_SESSION):
             campaigns["pgarena/" + tagged.group(1)] += 1
     return Sessions(
         total=len(others),

@@ -1,7 +1,8 @@
 """The live monitor: samples pg_stat_activity through one dedicated connection while a workload runs.
 
-Counts sessions by state and role, the longest time spent in each state, and the benchmark's own
-connections (tagged by application_name); a sudden fall of the benchmark's connections mid-run
+Counts sessions by state and role, the longest time spent in each state, the benchmark's own
+connections (tagged by application_name) and other clients' (background load: anything not of this
+campaign, by application_name); a sudden fall of the benchmark's connections mid-run
 (the 950 -> 628 collapse of the Azure study) is flagged as an incident. Benchmark sessions waiting
 on a lock are named with their blocker, so a step that times out says who held it up. A lost
 connection is recorded and opened again: a server frozen for a while is watched again when it answers.
@@ -16,6 +17,7 @@ from pathlib import Path
 
 from pgarena.model.matrix import Endpoint
 from pgarena.model.monitor import ActivitySample, ConnectionReport, Incident, LockWait
+from pgarena.server.identity import IDENTIFY_SESSION
 from pgarena.server.postgres import CLIENT_SESSIONS, connect
 
 # A fall of more than this fraction of the benchmark's connections between two samples is an incident.
@@ -43,6 +45,9 @@ select coalesce(a.wait_event_type, '') || ':' || coalesce(a.wait_event, ''), b.p
  order by 4 desc
 """
 BLOCKING_QUERY_CHARS = 200
+# A step's worker's own untagged sessions (pgarena.server.replication, restarts, pgarena.worker.facts).
+WORKER_SESSIONS = frozenset({"pgarena-replication", "pgarena-check", "pgarena-rtt"})
+BACKGROUND_NAMES_KEPT = 20
 # A connection that failed is opened again after this many sampling intervals.
 RECONNECT_INTERVALS = 1
 
@@ -54,14 +59,27 @@ def lock_waits_of(rows: list[tuple[str, int, str, int]]) -> list[LockWait]:
     ]
 
 
+def is_background(name: str, application_name: str) -> bool:
+    """A session not of the campaign measuring (its tag: the step's application_name without its last part;
+    its other shards, its monitor and preflight share it), nor a waiting campaign's one-query identification."""
+    ours = name.startswith(application_name.rsplit("/", 1)[0] + "/") or name in WORKER_SESSIONS
+    return not ours and not (name.startswith("pgarena/") and name.endswith("/" + IDENTIFY_SESSION))
+
+
 def sample_of(rows: list[tuple[str, str, str, float]], application_name: str, t_s: float) -> ActivitySample:
     longest: dict[str, float] = {}
     for _, state, _, seconds in rows:
         longest[state] = max(longest.get(state, 0.0), round(float(seconds), 3))
+    background = [r for r in rows if is_background(r[2], application_name)]
+    names = Counter(r[2] or f"({r[0]})" for r in background)
     return ActivitySample(
         t_s=round(t_s, 3),
         total=len(rows),
         benchmark=sum(1 for r in rows if r[2] == application_name),
+        # 'unknown': a role without pg_read_all_stats does not see other roles' state; not counted as working
+        background=len(background),
+        background_active=sum(1 for r in background if r[1] not in ("idle", "unknown")),
+        background_by_name=dict(names.most_common(BACKGROUND_NAMES_KEPT)),
         by_state=dict(Counter(r[1] for r in rows)),
         by_role=dict(Counter(r[0] for r in rows)),
         longest_s_by_state=longest,
@@ -88,7 +106,10 @@ def detect_drops(samples: list[ActivitySample]) -> list[Incident]:
 def report_of(samples: list[ActivitySample], interval_s: float, errors: list[Incident]) -> ConnectionReport:
     peak_by_state: dict[str, int] = {}
     longest: dict[str, float] = {}
+    background: dict[str, int] = {}
     for s in samples:
+        for name, count in s.background_by_name.items():
+            background[name] = max(background.get(name, 0), count)
         for state, count in s.by_state.items():
             peak_by_state[state] = max(peak_by_state.get(state, 0), count)
         for state, seconds in s.longest_s_by_state.items():
@@ -102,6 +123,9 @@ def report_of(samples: list[ActivitySample], interval_s: float, errors: list[Inc
         longest_s_by_state=longest,
         incidents=[*detect_drops(samples), *errors],
         lock_waits=next((s.lock_waits for s in reversed(samples) if s.lock_waits), []),
+        peak_background=max((s.background for s in samples), default=0),
+        peak_background_active=max((s.background_active for s in samples), default=0),
+        background_by_name=dict(sorted(background.items(), key=lambda kv: -kv[1])[:BACKGROUND_NAMES_KEPT]),
     )
 
 

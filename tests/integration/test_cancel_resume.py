@@ -16,13 +16,11 @@ import pg8000.dbapi
 import pytest
 from typer.testing import CliRunner
 
-from pgarena.campaign.leases import lease_key
 from pgarena.cli import app
 from pgarena.local.embedded import EmbeddedProcess
 from pgarena.local.leases import FileLeases
 from pgarena.local.resume import resume_local
 from pgarena.local.runtime import MATRIX_FILE, LocalRuntime, run_local
-from pgarena.model.matrix import Endpoint
 from pgarena.planning.campaign import parse_campaign
 
 pytestmark = pytest.mark.integration
@@ -102,8 +100,10 @@ def cancelled(servers, tmp_path_factory):
         # When the user presses Ctrl-C while the first target's run is measuring
         run = runtime.run(campaign, interrupt_during_the_run)
         workers = list(runtime.workers.processes.values())
-        leases = FileLeases(Path(os.environ["PGARENA_LEASE_DIR"]))  # the file store local runs share
-        holders, _ = leases.read(lease_key(Endpoint(**endpoint_of(servers[measured[0]]))))
+        lease_dir = Path(os.environ["PGARENA_LEASE_DIR"])  # the file store local runs share
+        leases = FileLeases(lease_dir)  # every server's (keyed by its identity), waiters too
+        records = [leases.read(path.stem) for path in lease_dir.glob("*.json")]
+        holders = [*(h for r in records for h in r.holders), *(w for r in records for w in r.queue)]
         sessions = benchmark_sessions(servers[measured[0]])
     return run, workers, holders, sessions, measured[0]
 

@@ -1,5 +1,6 @@
-"""Issue 15.3: two `pgarena run --local` processes on one server share its budget (leases in files,
-sessions tagged by campaign): observed server-side they never exceed it, and both finish."""
+"""Issue 15.3: two `pgarena run --local` processes on one server (leases in files, sessions tagged by
+campaign): observed server-side they never exceed its budget, and both finish (issue 34: in turns, as
+neither shares the server; tests/integration/test_exclusive_campaigns.py checks the turns)."""
 
 from __future__ import annotations
 

@@ -1,11 +1,15 @@
 """Connection budgets against a real server with small limits and other tenants' sessions held open."""
 
+import os
 import threading
+from pathlib import Path
 
 import pg8000.dbapi
 import pytest
 
+from pgarena.campaign.leases import Request
 from pgarena.local.embedded import EmbeddedProcess
+from pgarena.local.leases import FileLeases, default_lease_dir
 from pgarena.local.runtime import LocalRuntime
 from pgarena.planning.campaign import parse_campaign
 
@@ -97,7 +101,7 @@ def runtime(tmp_path_factory):
         yield rt
 
 
-def matrix(endpoint, name, clients, policy, database="bench1", pooler=None, lease_wait_s=0):  # noqa: PLR0913  # a matrix's knobs, as keywords with defaults
+def matrix(endpoint, name, clients, policy, database="bench1", pooler=None, lease_wait_s=0, share=False):  # noqa: PLR0913  # a matrix's knobs, as keywords with defaults
     target = {
         "name": "shared",
         "provider": "self-hosted",
@@ -115,7 +119,13 @@ def matrix(endpoint, name, clients, policy, database="bench1", pooler=None, leas
     return parse_campaign(
         {
             "campaign": name,
-            "connections": {"policy": policy, "safety_margin": 2, "monitor_interval_s": 0.5, "lease_wait_s": lease_wait_s},
+            "connections": {
+                "policy": policy,
+                "safety_margin": 2,
+                "monitor_interval_s": 0.5,
+                "lease_wait_s": lease_wait_s,
+                "share_server": share,
+            },
             "targets": [target],
             "workloads": [
                 {
@@ -152,6 +162,10 @@ def test_clamp_runs_with_exactly_the_budget_and_no_connection_errors(server, run
     assert not observer.errors and observer.peak == EXPECTED_BUDGET  # server side: what pgarena said it would open
     assert w.connections.peak_benchmark == EXPECTED_BUDGET  # the monitor agrees
     assert target.server.facts.sessions.by_role.get("tenant") == TENANT_SESSIONS
+    # And the other clients' sessions during the run are recorded as background (idle, or a state the
+    # benchmark role may not see: no warning)
+    assert w.connections.background_by_name == {"(tenant)": TENANT_SESSIONS, "observer": 1}
+    assert w.connections.peak_background == TENANT_SESSIONS + 1 and w.connections.background_note() is None
 
 
 def test_fail_refuses_with_budget_consumers_and_fix(server, runtime):
@@ -174,15 +188,41 @@ def test_pooler_limit_binds_when_lower(server, runtime):
     assert target.workloads[0].clients == 10 - 2 - 2
 
 
-def test_two_campaigns_on_one_target_stay_within_its_budget_together(server, runtime):
-    # Given two campaigns that each ask for 10 clients on the same server, started together
+def test_two_sharing_campaigns_on_one_target_stay_within_its_budget_together(server, runtime):
+    # Given two campaigns that share the server (share_server), each asking for 10 clients, started together
     server, observer = server
     observer.reset()
-    first = runtime.start(matrix(server, "first", 10, "clamp", database="bench1"))
-    second = runtime.start(matrix(server, "second", 10, "clamp", database="bench2"))
+    first = runtime.start(matrix(server, "first", 10, "clamp", database="bench1", share=True))
+    second = runtime.start(matrix(server, "second", 10, "clamp", database="bench2", share=True))
     runs = [runtime.wait(first), runtime.wait(second)]
     # Then both ran and together they never held more than the budget
     clients = sorted(r.results.targets[0].workloads[0].clients for r in runs)
     assert all(r.results.targets[0].status == "succeeded" for r in runs)
     assert sum(clients) <= EXPECTED_BUDGET - 2  # the other campaign's monitor and preflight hold slots too
     assert not observer.errors and 0 < observer.peak <= EXPECTED_BUDGET
+    # And both results say the server was shared
+    assert all(r.results.targets[0].server.share_server for r in runs)
+
+
+def test_a_campaign_is_refused_a_busy_server_with_fixes_that_work(server, runtime):
+    # Given another campaign holding the server (its lease, in the files every local runtime shares)
+    server, _ = server
+    conn = pg8000.dbapi.connect(host=server.host, port=server.port, user="postgres", database="postgres")
+    cursor = conn.cursor()
+    cursor.execute("select system_identifier::text from pg_control_system()")
+    key = "pg-" + cursor.fetchone()[0]
+    conn.close()
+    leases = FileLeases(Path(os.environ.get("PGARENA_LEASE_DIR") or default_lease_dir()))
+    assert leases.acquire(key, Request("someone-else-20260101T000000Z-abcdef/db"), slots=4, capacity=100, ttl_s=600)
+    try:
+        # When a campaign that may not wait (lease_wait_s 0) asks for it, though its 4 clients would fit
+        run = runtime.wait(runtime.start(matrix(server, "latecomer", 4, "clamp", lease_wait_s=0)))
+    finally:
+        leases.release(key, "someone-else-20260101T000000Z-abcdef/db")
+    # Then it is refused, naming the holder, with fixes that would let it run (never 0 clients)
+    (target,) = run.results.targets
+    assert target.status == "failed" and target.error.kind == "budget_refused"
+    assert "another campaign measures its server" in target.error.message
+    assert "someone-else-20260101T000000Z-abcdef/db holds it" in target.error.message
+    assert "raise lease_wait_s" in target.error.message and "share_server" in target.error.message
+    assert "lower clients" not in target.error.message

@@ -91,7 +91,9 @@ def test_plan_that_needs_more_connections_than_the_server_has_is_refused(campaig
     # clients
     assert t.status == "failed" and t.error.kind == "budget_refused"
     assert "needs 4 connections but only 2 are available" in t.error.message
-    assert "Raise max_connections to at least 10, or lower clients to 2" in t.error.message
+    assert (
+        "Raise max_connections to at least 10, or lower connections.safety_margin to 0, or lower clients to 2" in t.error.message
+    )
 
 
 def test_every_figure_traces_to_raw_output(campaign_run):

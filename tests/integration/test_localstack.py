@@ -102,8 +102,8 @@ def localstack_run(stack, localstack_runtime, matrix) -> LocalRun:
 
 def shape(value: Any, campaign_id: str, key: str = "") -> Any:
     """results.json with what differs between any two runs left out: ids (and the target order shuffled
-    from the id), times, measured figures, ports, process ids, and how many progress samples a run of
-    seconds happened to print."""
+    from the id), times, measured figures, ports, process ids, servers' system identifiers, and how many
+    progress samples a run of seconds happened to print."""
     if isinstance(value, dict):
         if value.get("name") == "port" and "setting" in value:  # the embedded server's port, in its settings
             value = {**value, "setting": "<port>"}
@@ -118,6 +118,8 @@ def shape(value: Any, campaign_id: str, key: str = "") -> Any:
         return value if key in STRUCTURAL_NUMBERS else "<number>"
     if key == "worker_id":  # host:pid:nonce of the warm worker that ran the step
         return "<worker>"
+    if key == "system_identifier":  # each run's embedded server is a new cluster
+        return "<system identifier>"
     text = str(value).replace(campaign_id, "<campaign>")
     return TRANSACTION_LOG.sub("transactions.<pid>.gz", ISO_TIME.sub("<time>", text))
 

@@ -30,7 +30,7 @@ from pgarena.aws.store import ResultStore, create_results_table
 from pgarena.aws.worker_slots import DynamoWorkerSlots
 from pgarena.campaign.finalize import StoppedExecution, finalize_stopped
 from pgarena.campaign.launch import launch, launch_preflight
-from pgarena.campaign.leases import holder_id, lease_key
+from pgarena.campaign.leases import Request, holder_id, lease_key
 from pgarena.campaign.ports import EndPorts
 from pgarena.campaign.preflight import preflight
 from pgarena.local.endpoints import LambdaContext
@@ -201,7 +201,7 @@ def _record(aws: Recorder, component: Component, plan) -> list[Call]:  # noqa: C
         store.put_summary(_summary(run, step_id=f"{run.step_id}/s0", series=series, progress=progress))
     if component in {Component.RELEASE_LEASE, Component.AGGREGATE, Component.FINALIZE_STOPPED}:
         LeaseStore(store.dynamodb, TABLE).acquire(
-            lease_key(target.endpoint), holder_id(plan.campaign_id, target.name), 5, 100, 60
+            lease_key(target.endpoint), Request(holder_id(plan.campaign_id, target.name)), 5, 100, 60
         )
     slots, slot = DynamoWorkerSlots(store.dynamodb, TABLE), WorkerSlot(campaign_id=plan.campaign_id, phase=1, target=0, shard=0)
     if component is Component.LAUNCH_WORKER:
@@ -237,7 +237,8 @@ def _record(aws: Recorder, component: Component, plan) -> list[Call]:  # noqa: C
         leases = LeaseStore(store.dynamodb, TABLE)
         key, holder = lease_key(target.endpoint), holder_id(plan.campaign_id, target.name)
         leases.held_by_others(key, holder)
-        leases.acquire(key, holder, 5, 100, 60.0)
+        leases.join(key, Request(holder))
+        leases.acquire(key, Request(holder), 5, 100, 60.0)
         # ...the handler records the target it could not reach...
         with pytest.raises(PgarenaError):
             _handler("preflight")({"campaign_id": plan.campaign_id, "phase": 1, "target": 0})
@@ -282,7 +283,8 @@ def _record(aws: Recorder, component: Component, plan) -> list[Call]:  # noqa: C
         leases = LeaseStore(store.dynamodb, TABLE)
         key, holder = lease_key(target.endpoint), holder_id(plan.campaign_id, target.name)
         leases.held_by_others(key, holder)
-        leases.acquire(key, holder, 5, 100, 60.0)
+        leases.join(key, Request(holder))
+        leases.acquire(key, Request(holder), 5, 100, 60.0)
         origin = PreflightOrigin(site="eu-west-1", runner="worker", worker_id="w1")
         with pytest.raises(PgarenaError):
             preflight(TargetRef(campaign_id=plan.campaign_id, phase=1, target=0), store, state, leases, origin)

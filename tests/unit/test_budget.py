@@ -81,7 +81,8 @@ def test_fail_policy_refuses_with_budget_consumers_and_fix():
     assert "needs 20 connections but only 18 are available" in message
     assert "rdsadmin 5" in message
     # max_connections itself: at 32, less 3 reserved, 5 held, 2 for pgarena and 2 margin, 20 are available
-    assert "Raise max_connections to at least 32, or lower clients to 18" in message
+    assert "Raise max_connections to at least 32, or lower connections.safety_margin to 0, or lower clients to 18" in message
+    assert 'set "connections": {"policy": "clamp"} to run with 18 clients' in message
 
 
 def test_clamp_policy_runs_the_largest_count_that_fits_and_keeps_the_request():
@@ -107,6 +108,30 @@ def test_clamp_refuses_when_nothing_fits():
     budget = compute_budget(facts(max_connections=6), ConnectionPolicy())
     with pytest.raises(BudgetRefused):
         apply_budget(target(4, policy="clamp"), budget)
+
+
+def test_a_refusal_offers_only_fixes_that_work():
+    # Given a clamp campaign left with no connection at all: 16 of 22's 18 held by another campaign, and 3 more
+    budget = compute_budget(facts(max_connections=22, role_is_superuser=True), ConnectionPolicy(safety_margin=2))
+    with pytest.raises(BudgetRefused) as caught:
+        apply_budget(target(16, policy="clamp"), budget, leased_by_others=19)
+    message = str(caught.value)
+    # Then it says none are available, and offers neither 0 (or -1) clients nor the policy it already has
+    assert "none are available" in message and "-1" not in message
+    assert "lower clients" not in message and '"policy": "clamp"' not in message
+    # But what would work: a larger server, the others finishing first, a smaller margin only if it is enough
+    assert "Raise max_connections to at least 39" in message
+    assert "let the other campaigns finish first" in message
+    assert "connections.safety_margin" not in message
+
+
+def test_a_fail_refusal_offers_clamp_and_the_count_that_fits():
+    budget = compute_budget(facts(max_connections=22, role_is_superuser=True), ConnectionPolicy(safety_margin=0))
+    with pytest.raises(BudgetRefused) as caught:
+        apply_budget(target(25, policy="fail"), budget)
+    assert caught.value.args[0].endswith(
+        'Raise max_connections to at least 27, or lower clients to 20, or set "connections": {"policy": "clamp"} to run with 20 clients'
+    )
 
 
 # --- other pgarena campaigns: their sessions are held, never subtracted as if a lease covered them -----
@@ -150,3 +175,12 @@ def test_a_steps_sessions_carry_its_campaigns_tag_within_63_bytes():
     step = target(4).steps[1]
     assert step.application_name.startswith(campaign_tag("cid") + "/")
     assert len(step.application_name.encode()) <= 63
+
+
+def test_a_waiting_campaigns_identifying_session_is_no_load():
+    # Given another campaign's short session reading who the server is (before it queues), and its preflight
+    other = campaign_tag("other")
+    rows = [("bench", "postgres", "active", f"{other}/identify"), ("bench", "postgres", "active", f"{other}/preflight")]
+    sessions = sessions_of(rows, "bench", "postgres", campaign_tag("mine"))
+    # Then only the preflight is held by that campaign: a waiter never counts against the holder's budget
+    assert sessions.by_campaign == {other: 1} and sessions.total == 0

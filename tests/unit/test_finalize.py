@@ -14,7 +14,7 @@ from pgarena.aws.ledger import Ledger
 from pgarena.aws.store import ResultStore, create_results_table
 from pgarena.campaign.cost_guard import check_cost, month_of
 from pgarena.campaign.finalize import CampaignEnd, StoppedExecution, finalize, finalize_stopped
-from pgarena.campaign.leases import holder_id, lease_key
+from pgarena.campaign.leases import Request, holder_id, lease_key
 from pgarena.campaign.ports import EndPorts
 from pgarena.model.history import HISTORY
 from pgarena.model.ledger import WorkerPricing
@@ -84,7 +84,7 @@ def test_a_stopped_campaign_settles_its_estimate_releases_its_leases_and_publish
     ledger, decision = booked(dynamodb, p)
     leases = LeaseStore(dynamodb, "t")
     target = p.targets[0]
-    assert leases.acquire(lease_key(target.endpoint), holder_id("cid", target.name), 4, 10, 600)
+    assert leases.acquire(lease_key(target.endpoint), Request(holder_id("cid", target.name)), 4, 10, 600)
     # What its states kept: the plan (execution e1's) and the cost decision
     state = CampaignState(store)
     state.put_plan(p, "e1")
@@ -107,7 +107,7 @@ def test_a_stopped_campaign_settles_its_estimate_releases_its_leases_and_publish
     entry = ledger.entry(month_of(NOW), "cid")
     assert entry.status == "settled" and entry.actual_usd < decision.estimate.total_usd
     assert results.cost is not None and results.cost.actual_usd == entry.actual_usd
-    assert leases.read(lease_key(target.endpoint))[0] == []
+    assert leases.read(lease_key(target.endpoint)).holders == []
     kept = CampaignResults.model_validate(store.get_json("cid/results.json"))
     assert kept.status == "cancelled" and {t.name for t in kept.targets} == {t.name for t in p.targets}
     assert all(w.error.kind == "cancelled" for t in kept.targets for w in [*t.loads, *t.workloads])

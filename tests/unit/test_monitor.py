@@ -59,3 +59,30 @@ def test_a_timed_out_step_names_the_lock_its_sessions_waited_on_and_who_held_it(
     # And other failures are left as they were
     refused = ErrorInfo(kind="connection_refused", message="refused")
     assert with_lock_waits(refused, report) == refused
+
+
+def test_other_clients_sessions_are_recorded_as_background_load():
+    # Given a step's sessions, its campaign's monitor and other shard, its worker's own check, and other clients
+    step = "pgarena/aaaaaaaaaaaa/bbbbbbbbbbbb"
+    rows = [
+        ("bench", "active", step, 0.1),
+        ("bench", "active", "pgarena/aaaaaaaaaaaa/cccccccccccc", 0.1),  # another shard of the step
+        ("bench", "idle", "pgarena/aaaaaaaaaaaa/monitor", 0.1),
+        ("bench", "idle", "pgarena-replication", 0.1),
+        ("bench", "active", "pgarena/ffffffffffff/dddddddddddd", 0.2),  # another campaign's load
+        ("bench", "active", "pgarena/eeeeeeeeeeee/identify", 0.0),  # a waiting campaign's one query: no load
+        ("app", "idle in transaction", "", 3.0),
+        ("tenant", "idle", "psql", 9.0),
+        ("other", "unknown", "", 1.0),  # a state the role may not see
+    ]
+    s = sample_of(rows, step, 1.0)
+    # Then four sessions are others', two of them working
+    assert (s.background, s.background_active) == (4, 2)
+    assert s.background_by_name == {"pgarena/ffffffffffff/dddddddddddd": 1, "(app)": 1, "psql": 1, "(other)": 1}
+    # And the report keeps the peaks, and says so in a note for the verdict
+    quiet = sample_of([("bench", "active", step, 0.1)], step, 2.0)
+    report = report_of([s, quiet], 1.0, [])
+    assert (report.peak_background, report.peak_background_active) == (4, 2)
+    note = report.background_note()
+    assert note is not None and "background load: up to 2 session(s)" in note and "pgarena/ffffffffffff/dddddddddddd 1" in note
+    assert report_of([quiet], 1.0, []).background_note() is None

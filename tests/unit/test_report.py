@@ -308,3 +308,16 @@ def test_cli_rebuilds_the_reports_from_results_json(tmp_path):
 def test_cli_report_without_results_json_says_so(tmp_path):
     result = CliRunner().invoke(app, ["report", str(tmp_path)])
     assert result.exit_code == 2
+
+
+def test_a_shared_server_is_said_so_in_the_report_and_the_summary(results):
+    # Given a target whose campaign shared its server (connections.share_server) and one that did not
+    shared = results.model_copy(deep=True)
+    first = shared.targets[0]
+    assert first.server is not None
+    first.server = first.server.model_copy(update={"share_server": True})
+    files = build_reports(shared)
+    # Then both reports flag that one, and only it
+    assert files["summary.md"].decode().count("(server shared with other campaigns)") == 1
+    assert files["report.html"].decode().count("server shared with other campaigns</span>") == 1
+    assert "server shared with other campaigns" not in build_reports(results)["summary.md"].decode()
