@@ -107,7 +107,7 @@ S3_PUTS_PER_STEP = 3
 S3_UPLOAD_EVERY_S = 15
 DYNAMODB_WRITES_PER_STEP = 1
 DYNAMODB_WRITES_PER_SLOT_STEP = 3  # the slot's item: offered (or registered), taken, freed
-DYNAMODB_WRITES_PER_TARGET = 2  # connection lease taken and given back
+DYNAMODB_WRITES_PER_TARGET = 3  # the server's lease: queued (its turn), taken, given back (a waiter renews its place about every 30 s besides)
 DYNAMODB_WRITES_PER_CAMPAIGN = 4  # ledger: booked (entry + month total), settled (entry + month total)
 
 
