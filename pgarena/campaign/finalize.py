@@ -15,6 +15,7 @@ from typing import Any, Literal
 from pgarena.analysis.aggregate import aggregate
 from pgarena.analysis.cancel import stopped_outcomes
 from pgarena.campaign.cost_guard import settle_campaign
+from pgarena.campaign.decide import decided
 from pgarena.campaign.leases import Leases, holder_id, lease_key
 from pgarena.campaign.ports import Ledger, Records, Store, WorkerSlots
 from pgarena.campaign.slots import close_slots
@@ -25,7 +26,7 @@ from pgarena.model.ledger import CostDecision
 from pgarena.model.matrix_errors import MatrixError
 from pgarena.model.outcomes import TargetOutcome
 from pgarena.model.plan import Plan, planned_target
-from pgarena.model.results import CampaignResults, now_iso
+from pgarena.model.results import AdaptiveRepetitions, CampaignResults, now_iso
 from pgarena.model.series import SeriesOnDemand, ShardSeries
 from pgarena.model.warm import CAMPAIGN_ENDED, WorkerSlot, campaign_slots
 from pgarena.planning.campaign import parse_campaign
@@ -53,10 +54,12 @@ def finalize(
     slots: WorkerSlots | None = None,
     closing: Sequence[WorkerSlot] = (),
     lease_keys: Mapping[str, str] | None = None,
+    adaptive: AdaptiveRepetitions | None = None,
 ) -> tuple[CampaignResults, str, list[str]]:
     """Close the workers' slots (`closing`: an idle worker leaves now), aggregate, settle, publish,
-    release (`lease_keys`: a target's lease key as its preflight made it, by target name). Returns the
-    results, results.json's key and the report names."""
+    release (`lease_keys`: a target's lease key as its preflight made it, by target name). `adaptive`: the
+    decisions of repetitions {min, max} (`plan` without the phases not needed). Returns the results,
+    results.json's key and the report names."""
     departures = close_slots(slots, closing, CAMPAIGN_ENDED.format(ending)) if slots is not None else {}
     finished_at = finished_at or now_iso()
     outcomes = list(outcomes)
@@ -73,6 +76,8 @@ def finalize(
     results = aggregate(plan, outcomes, summaries, started_at, finished_at, refusal, series, raw_keys)
     if ending != "completed":
         results = results.model_copy(update={"status": ending})
+    if adaptive is not None:
+        results = results.model_copy(update={"adaptive": adaptive})
     if cost is not None and ledger is not None:
         spent = settle_campaign(cost, plan, ran, summaries, started_at, finished_at, ledger, departures)
         results = results.model_copy(update={"cost": spent})
@@ -131,9 +136,11 @@ def finalize_stopped(
     if request is None:
         return None
     plan, cost, preflights = records.recorded(request.campaign_id)
+    adaptive = None
     if plan is not None:
         if records.plan_owner(request.campaign_id) != execution_name:  # refused at Validate: another campaign's id
             return None
+        plan, adaptive = decided(plan, store)  # phases its decisions found not needed are not cancelled
         outcomes = records.outcomes(plan, preflights)
     else:
         plan, outcomes = _planned_from_input(request, history), []
@@ -157,6 +164,7 @@ def finalize_stopped(
         slots=slots,
         closing=campaign_slots(plan.campaign_id, preflights),  # none before Validate answered
         lease_keys=keys,
+        adaptive=adaptive,
     )
     return results
 
@@ -169,6 +177,7 @@ def aggregate_and_rank(  # the campaign, and the ports finalize goes through
     plan, cost, preflights = records.recorded(campaign_id)
     if plan is None:
         raise RuntimeError(f"campaign {campaign_id} has no plan in the results bucket: Validate And Plan keeps it")
+    plan, adaptive = decided(plan, store)  # an adaptive campaign's phases not needed: not run, not failed
     outcomes = records.outcomes(plan, preflights)
     closing = campaign_slots(campaign_id, preflights)
-    return finalize(plan, outcomes, store, started_at, cost=cost, ledger=ledger, slots=slots, closing=closing)
+    return finalize(plan, outcomes, store, started_at, cost=cost, ledger=ledger, slots=slots, closing=closing, adaptive=adaptive)
