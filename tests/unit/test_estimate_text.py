@@ -26,12 +26,13 @@ def test_the_duration_line_gives_both_places():
 
 
 def test_local_is_shorter_than_aws_for_the_demo():
-    # Given the demo (12 short steps): locally no Fargate start-up per task
+    # Given the demo (22 short steps at its maximum of 10 repetitions): locally no Fargate start-up per task
     campaign = load_campaign(DEMO)
     local = local_wall_s(endpoint_plan(campaign), 2)
     aws = estimate_campaign(campaign, 1024, 2048).wall_s
-    # Then the local estimate is a few minutes (171 s measured on the 2-core machine) and well under AWS's
-    assert 120 < local < 240
+    # Then the local estimate, at the maximum, is a few minutes (171 s measured at 5 fixed repetitions on the
+    # 2-core machine) and well under AWS's
+    assert 240 < local < 480
     assert local < aws / 2
 
 
