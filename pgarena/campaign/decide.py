@@ -30,13 +30,16 @@ def ran_through(plan: Plan, phase: int) -> Plan:
 
 
 def without(plan: Plan, not_needed: list[int]) -> Plan:
-    """The plan without the phases not needed, in its phases and its recorded run order."""
+    """The plan without the phases not needed, in its phases, its recorded run order and its repetitions (the
+    most any workload ran: the results' runs per point)."""
     if not not_needed:
         return plan
     order = plan.run_order
     if order is not None:
         order = order.model_copy(update={"passes": [p for p in order.passes if p.phase not in not_needed]})
-    return plan.model_copy(update={"phases": [p for p in plan.phases if p.phase not in not_needed], "run_order": order})
+    phases = [p for p in plan.phases if p.phase not in not_needed]
+    repetitions = max((plan.repetition_of(p.phase) or 0 for p in phases), default=plan.repetitions)
+    return plan.model_copy(update={"phases": phases, "run_order": order, "repetitions": repetitions or plan.repetitions})
 
 
 def results_so_far(plan: Plan, through: int, store: Store, records: Records, started_at: str) -> CampaignResults:

@@ -79,6 +79,9 @@ def test_clearly_different_targets_stop_before_the_maximum(different):
     assert _repetitions(different) == {"durable": list(range(1, ran + 1)), "tuned": list(range(1, ran + 1))}
     assert [p.repetition for p in different.results.run_order.passes] == list(range(1, ran + 1))
     assert all(t.status == "succeeded" for t in different.results.targets)
+    # and the report says so
+    summary = (different.results_dir / "summary.md").read_text()
+    assert f"Repetitions until decided: 3 to 6; tpcb ran {ran}; phases " in summary and "not needed" in summary
 
 
 def test_the_decided_campaign_ranks_the_faster_target_first(different):
@@ -96,7 +99,7 @@ def test_identical_targets_run_past_min_and_are_never_ranked_apart(identical):
     assert ran + len(adaptive.not_needed) == 5
     assert _repetitions(identical) == {"twin-a": list(range(1, ran + 1)), "twin-b": list(range(1, ran + 1))}
     # and no headline names one of them first
-    report = (identical.results_dir / "report.md").read_text()
+    report = (identical.results_dir / "summary.md").read_text()
     assert "ranks first" not in report
 
 

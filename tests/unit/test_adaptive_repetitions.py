@@ -177,7 +177,7 @@ def test_a_decided_verdict_leaves_the_remaining_phases_not_needed(decisions):
     # and Aggregate And Rank sees the plan as it ran
     ran, adaptive = decide_module.decided(plan, store)
     assert [p.phase for p in ran.phases] == [1, 2, 3, 4] and [p.phase for p in ran.run_order.passes] == [1, 2, 3, 4]
-    assert adaptive.repetitions_run("tpcb") == 4
+    assert adaptive.repetitions_run("tpcb") == 4 and ran.repetitions == 4
 
 
 def test_a_decided_workload_goes_on_with_the_next_one(decisions):

@@ -74,6 +74,8 @@ def test_estimate_prints_both_durations_the_embedded_note_and_the_cap(tmp_path):
     assert result.exit_code == 0, result.output
     assert "with `run --local` on this machine" in result.output and "in AWS" in result.output
     assert "embedded targets durable, tuned: cannot run in AWS" in result.output
+    # the demo's repetitions {min 3, max 10}: priced at the maximum, and said so
+    assert "repetitions 3 to 10: priced and timed at 10 (the most it may run)" in result.output
     assert "within the campaign cap $5.00: the cost guard compares the cap with the estimate" in result.output
 
 
