@@ -32,6 +32,7 @@ from pgarena.remote.execution import RESULTS_WAIT_S, STACK_NAME
 from pgarena.remote.follow import WORKER_STATE
 from pgarena.report import write_to_folder
 from pgarena.report.progress import CampaignProgress
+from pgarena.report.view import repetitions_note
 from pgarena.tools.workloads import TOOL_NAMES
 
 if TYPE_CHECKING:
@@ -597,6 +598,8 @@ def print_verdict(results: CampaignResults) -> None:
 def _print_outcome(results: CampaignResults, folder: Path, wall_s: float) -> None:
     console.print(ranking_table(results))
     print_verdict(results)
+    if (note := repetitions_note(results)) is not None:
+        console.print(_text(note), highlight=False)
     for table in scenario_tables(results):
         console.print(table)
     console.print(_text(f"results: {folder / 'results.json'}  ({wall_s:.1f} s)"))

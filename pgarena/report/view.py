@@ -47,6 +47,18 @@ class SloRun:
     search: SloSearch
 
 
+def repetitions_note(results: CampaignResults) -> str | None:
+    """An adaptive campaign's repetitions: how many ran, and the phases not needed (not failures)."""
+    adaptive = results.adaptive
+    if adaptive is None:
+        return None
+    workloads = list(dict.fromkeys(look.workload for look in adaptive.looks if look.workload))
+    ran = "; ".join(f"{w} ran {adaptive.repetitions_run(w)}" for w in workloads) or f"ran {adaptive.repetitions_run()}"
+    skipped = ", ".join(str(n) for n in adaptive.not_needed)
+    not_needed = f"; phases {skipped} not needed: the verdict was decided without them" if skipped else ""
+    return f"Repetitions until decided: {adaptive.min} to {adaptive.max}; {ran}{not_needed}"
+
+
 @dataclass
 class Report:
     results: CampaignResults
@@ -71,15 +83,7 @@ class Report:
 
     @property
     def repetitions_note(self) -> str | None:
-        """An adaptive campaign's repetitions: how many ran, and the phases not needed (not failures)."""
-        adaptive = self.results.adaptive
-        if adaptive is None:
-            return None
-        workloads = list(dict.fromkeys(look.workload for look in adaptive.looks if look.workload))
-        ran = "; ".join(f"{w} ran {adaptive.repetitions_run(w)}" for w in workloads) or f"ran {adaptive.repetitions_run()}"
-        skipped = ", ".join(str(n) for n in adaptive.not_needed)
-        not_needed = f"; phases {skipped} not needed: the verdict was decided without them" if skipped else ""
-        return f"Repetitions until decided: {adaptive.min} to {adaptive.max}; {ran}{not_needed}"
+        return repetitions_note(self.results)
 
     @property
     def has_costs(self) -> bool:
