@@ -13,7 +13,9 @@ pytestmark = pytest.mark.integration
 RUN = {"clients": 2, "jobs": 1, "duration_s": 3}
 DIFFERENT = {
     "campaign": "adaptive",
-    "repetitions": {"min": 3, "max": 6},
+    # max 10, not 6: on a loaded 2-core machine the between-run CV reached 50% (other campaigns starting and
+    # stopping), and a 2-3x difference then took up to 6 phases (make demo, 6 of up to 10).
+    "repetitions": {"min": 3, "max": 10},
     "order_seed": 5,
     "connections": {"monitor_interval_s": 0.5},
     "targets": [
@@ -53,7 +55,7 @@ def _run(matrix, folder):
 
 @pytest.fixture(scope="module")
 def different(tmp_path_factory):
-    # Given fsync and synchronous_commit off against on, {min 3, max 6}
+    # Given fsync and synchronous_commit off against on, {min 3, max 10}
     # When the campaign runs through the local runtime
     return _run(DIFFERENT, tmp_path_factory.mktemp("adaptive"))
 
@@ -71,8 +73,8 @@ def test_clearly_different_targets_stop_before_the_maximum(different):
     adaptive = different.results.adaptive
     ran = adaptive.repetitions_run("tpcb")
     # Then the verdict was decided after min or a few more, and the phases past it are not needed
-    assert 3 <= ran < 6
-    assert adaptive.not_needed == list(range(ran + 1, 7))
+    assert 3 <= ran < 10
+    assert adaptive.not_needed == list(range(ran + 1, 11))
     assert adaptive.looks[-1].more is False and adaptive.looks[-1].reason == "decided"
     assert [look.repetitions for look in adaptive.looks] == list(range(3, ran + 1))
     # and every run that ran is there, interleaved, none of the phases not needed listed as failed
@@ -81,7 +83,7 @@ def test_clearly_different_targets_stop_before_the_maximum(different):
     assert all(t.status == "succeeded" for t in different.results.targets)
     # and the report says so
     summary = (different.results_dir / "summary.md").read_text()
-    assert f"Repetitions until decided: 3 to 6; tpcb ran {ran}; phases " in summary and "not needed" in summary
+    assert f"Repetitions until decided: 3 to 10; tpcb ran {ran}; phases " in summary and "not needed" in summary
 
 
 def test_the_decided_campaign_ranks_the_faster_target_first(different):
