@@ -38,6 +38,7 @@ from pgarena.remote.execution import RESULTS_WAIT_S
 from pgarena.remote.follow import WORKER_STATE
 from pgarena.report import InconsistentResultsError, check_consistent, write_to_folder
 from pgarena.report.progress import CampaignProgress
+from pgarena.report.view import repetitions_note
 from pgarena.tools.workloads import TOOL_NAMES
 
 if TYPE_CHECKING:
@@ -216,7 +217,7 @@ def estimate(
     """Print how long the campaign takes locally and in AWS, and what it would cost in AWS, line by line."""
     from pgarena.planning.cost import DEFAULT_REGION, PRICES, endpoint_plan, estimate_campaign, format_lines
     from pgarena.planning.duration import local_wall_s
-    from pgarena.planning.estimate_text import cap_lines, duration_line, embedded_note
+    from pgarena.planning.estimate_text import adaptive_note, cap_lines, duration_line, embedded_note
     from pgarena.planning.fixed_cost import fixed_monthly_cost
 
     matrix = _matrix_file(matrix, matrix_option)
@@ -227,6 +228,8 @@ def estimate(
     priced = result.region if result.region in PRICES else f"{DEFAULT_REGION} (no table for {result.region})"
     print(f"{campaign.campaign}: {result.tasks} worker tasks, {priced} list prices as of {result.prices_as_of}")
     print(duration_line(local_wall_s(endpoint_plan(campaign), len(embedded)), result.wall_s, result.tasks))
+    if (note := adaptive_note(campaign.min_repetitions, campaign.max_repetitions)) is not None:
+        print(note)
     if (note := embedded_note(embedded)) is not None:
         print(note)
     for row in format_lines(result) + [f"note: {note}" for note in result.notes]:
@@ -649,6 +652,8 @@ def _print_outcome(results: CampaignResults, folder: Path, wall_s: float) -> Non
         raise typer.Exit(1) from None
     console.print(ranking_table(results))
     print_verdict(results)
+    if (note := repetitions_note(results)) is not None:
+        console.print(_text(note), highlight=False)
     for table in scenario_tables(results):
         console.print(table)
     console.print(_text(f"results: {folder / 'results.json'}  ({wall_s:.1f} s)"))

@@ -102,6 +102,9 @@ RELEASE_LEASE = FunctionSpec(
 AGGREGATE = FunctionSpec(
     "AggregateFunction", "functions/aggregate/handler.handler", "AggregateFunctionArn", 1024, 300, Component.AGGREGATE
 )
+# Decide More Phases builds an adaptive campaign's results so far (every summary, as Aggregate does) after each
+# repetition past min, and says whether another is needed.
+DECIDE = FunctionSpec("DecideFunction", "functions/decide/handler.handler", "DecideFunctionArn", 1024, 300, Component.DECIDE)
 # The cost guard prices the plan and books it in the month's ledger (pgarena.ledger).
 COST_GUARD = FunctionSpec(
     "CostGuardFunction", "functions/cost_guard/handler.handler", "CostGuardFunctionArn", 256, 30, Component.COST_GUARD

@@ -210,6 +210,8 @@ class OrchestrationConstruct(Construct):
         )
         self.release_lease_function = self._build_function(constants.RELEASE_LEASE, environment=results_env)
         self.aggregate_function = self._build_function(constants.AGGREGATE, environment=results_env)
+        # Its next phases name the targets preflighted on their site, as Validate And Plan's do.
+        self.decide_function = self._build_function(constants.DECIDE, environment={**results_env, **sites_env})
         # The guard prices worker time with the task definition's size.
         self.cost_guard_function = self._build_function(
             constants.COST_GUARD,
@@ -254,6 +256,7 @@ class OrchestrationConstruct(Construct):
             constants.LAUNCH_WORKER: self.launch_worker_function,
             constants.RELEASE_LEASE: self.release_lease_function,
             constants.AGGREGATE: self.aggregate_function,
+            constants.DECIDE: self.decide_function,
             constants.COST_GUARD: self.cost_guard_function,
         }
 

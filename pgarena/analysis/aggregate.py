@@ -391,7 +391,7 @@ def aggregate(  # noqa: PLR0913  # everything a campaign left behind, in separat
     by_step = {s.step_id: s for s in summaries}
     keys = frozenset(raw_keys)
     results = [_target_result(t, by_name.get(t.name), by_step, plan.campaign_id, series or {}, keys) for t in plan.targets]
-    computed = compute(results, plan.campaign_id, plan.ranking, plan.repetitions)
+    computed = compute(results, plan.campaign_id, plan.ranking, plan.repetitions, design=plan.design)
     return computed.results(
         campaign_id=plan.campaign_id,
         campaign=plan.campaign,

@@ -147,7 +147,9 @@ def combine(
             kept = _combined_target(kept, *replaced[target.name])
         targets.append(kept)
     # The kept runs' figures are computed again with the re-runs': the ranking and comparisons span both.
-    computed = compute([t.model_copy(update={"points": []}) for t in targets], campaign_id, matrix.ranking, matrix.repetitions)
+    computed = compute(
+        [t.model_copy(update={"points": []}) for t in targets], campaign_id, matrix.ranking, matrix.max_repetitions
+    )
     return computed.results(
         campaign_id=campaign_id,
         campaign=original.campaign,

@@ -121,6 +121,7 @@ CAMPAIGN_FILES = ObjectKind("a campaign's files", (layout.campaign_prefix("*"),)
 PLAN = ObjectKind("the plan", (layout.plan_key("*"),))
 COST_DECISION = ObjectKind("the cost decision", (layout.cost_key("*"),))
 PREFLIGHT_STEPS = ObjectKind("preflight's steps", (layout.preflight_key("*", "*", "*"),))
+DECISIONS = ObjectKind("an adaptive campaign's decisions", (layout.decisions_key("*"),))
 # Listed to find which preflights answered (a missing object reads as AccessDenied without ListBucket).
 CAMPAIGN_STATE = ObjectKind("a campaign's state files", (layout.state_prefix("*"),))
 # A step's progress series: the worker writes it beside the states' records, its summary's item points to it.
@@ -171,6 +172,7 @@ class Component(StrEnum):
     LAUNCH_WORKER = "launch_worker"
     RELEASE_LEASE = "release_lease"
     AGGREGATE = "aggregate"
+    DECIDE = "decide"
     FINALIZE_STOPPED = "finalize_stopped"
     START_CAMPAIGN = "start_campaign"
     TASK_STOPPED = "task_stopped"
@@ -241,9 +243,23 @@ ACCESS: Mapping[Component, tuple[Grant, ...]] = MappingProxyType(
             BucketGrant(PLAN, (A.GET_OBJECT,)),
             BucketGrant(COST_DECISION, (A.GET_OBJECT,)),
             BucketGrant(PREFLIGHT_STEPS, (A.GET_OBJECT,)),
+            BucketGrant(DECISIONS, (A.GET_OBJECT,)),
             BucketGrant(CAMPAIGN_STATE, (A.LIST_BUCKET,)),
             BucketGrant(RESULTS, (A.PUT_OBJECT,)),
             BucketGrant(REPORTS, (A.PUT_OBJECT,)),
+        ),
+        # An adaptive campaign's results so far, read as aggregate reads them (nothing written but the
+        # decisions, read back to add the next): the plan, the outcomes, the summaries and series.
+        Component.DECIDE: (
+            TableGrant(SUMMARIES, (A.QUERY,)),
+            TableGrant(OUTCOMES, (A.QUERY,)),
+            BucketGrant(RAW_OUTPUT, (A.GET_OBJECT, A.LIST_BUCKET)),
+            BucketGrant(PROGRESS, (A.GET_OBJECT,)),
+            BucketGrant(PLAN, (A.GET_OBJECT,)),
+            BucketGrant(COST_DECISION, (A.GET_OBJECT,)),
+            BucketGrant(PREFLIGHT_STEPS, (A.GET_OBJECT,)),
+            BucketGrant(DECISIONS, (A.GET_OBJECT, A.PUT_OBJECT)),
+            BucketGrant(CAMPAIGN_STATE, (A.LIST_BUCKET,)),
         ),
         # An execution stopped, failed or timed out ends through the same finalize as aggregate's (its
         # workers' slots closed first), and gives its leases back (LeaseStore.release: read, then a
@@ -262,6 +278,7 @@ ACCESS: Mapping[Component, tuple[Grant, ...]] = MappingProxyType(
             BucketGrant(PLAN, (A.GET_OBJECT,)),
             BucketGrant(COST_DECISION, (A.GET_OBJECT,)),
             BucketGrant(PREFLIGHT_STEPS, (A.GET_OBJECT,)),
+            BucketGrant(DECISIONS, (A.GET_OBJECT,)),
             BucketGrant(CAMPAIGN_STATE, (A.LIST_BUCKET,)),
             BucketGrant(RESULTS, (A.PUT_OBJECT,)),
             BucketGrant(REPORTS, (A.PUT_OBJECT,)),

@@ -17,6 +17,7 @@ from typing import Literal
 from pgarena.analysis.aggregate import aggregate
 from pgarena.analysis.cancel import stopped_outcomes
 from pgarena.campaign.cost_guard import settle_campaign
+from pgarena.campaign.decide import decided
 from pgarena.campaign.leases import holder_id, lease_key
 from pgarena.campaign.ports import EndPorts, Executions, Records, Store
 from pgarena.campaign.slots import close_slots
@@ -28,7 +29,7 @@ from pgarena.model.ledger import CostDecision
 from pgarena.model.matrix_errors import MatrixError
 from pgarena.model.outcomes import TargetOutcome
 from pgarena.model.plan import Plan, planned_target
-from pgarena.model.results import CampaignResults, now_iso
+from pgarena.model.results import AdaptiveRepetitions, CampaignResults, now_iso
 from pgarena.model.series import SeriesOnDemand, ShardSeries
 from pgarena.model.warm import CAMPAIGN_ENDED, WorkerSlot, campaign_slots
 from pgarena.planning.campaign import parse_campaign
@@ -52,6 +53,7 @@ class CampaignEnd:
     finished_at: str | None = None
     closing: Sequence[WorkerSlot] = ()
     lease_keys: Mapping[str, str] = field(default_factory=dict)
+    adaptive: AdaptiveRepetitions | None = None  # the decisions of repetitions {min, max} (the plan without phases not needed)
 
 
 @dataclass(frozen=True)
@@ -99,6 +101,8 @@ def finalize(end: CampaignEnd, ports: EndPorts) -> Finalized:
     results = aggregate(plan, outcomes, summaries, end.started_at, finished_at, refusal, series, raw_keys)
     if ending != "completed":
         results = results.model_copy(update={"status": ending})
+    if end.adaptive is not None:
+        results = results.model_copy(update={"adaptive": end.adaptive})
     if cost is not None and ports.ledger is not None:
         spent = settle_campaign(cost, plan, ran, summaries, end.started_at, finished_at, ports.ledger, departures)
         results = results.model_copy(update={"cost": spent})
@@ -147,9 +151,11 @@ def finalize_stopped(stopped: StoppedExecution, records: Records, executions: Ex
     if request is None:
         return None
     plan, cost, preflights = records.recorded(request.campaign_id)
+    adaptive = None
     if plan is not None:
         if records.plan_owner(request.campaign_id) != stopped.name:  # refused at Validate: another campaign's id
             return None
+        plan, adaptive = decided(plan, ports.store)  # phases its decisions found not needed are not cancelled
         outcomes = records.outcomes(plan, preflights)
     else:
         plan, outcomes = _planned_from_input(request, history), []
@@ -169,6 +175,7 @@ def finalize_stopped(stopped: StoppedExecution, records: Records, executions: Ex
         ending=stopped.ending,
         closing=campaign_slots(plan.campaign_id, preflights),  # none before Validate answered
         lease_keys=keys,
+        adaptive=adaptive,
     )
     return finalize(end, ports)
 
@@ -180,7 +187,13 @@ def aggregate_and_rank(campaign_id: str, started_at: str, records: Records, port
     plan, cost, preflights = records.recorded(campaign_id)
     if plan is None:
         raise RuntimeError(f"campaign {campaign_id} has no plan in the results bucket: Validate And Plan keeps it")
+    plan, adaptive = decided(plan, ports.store)  # an adaptive campaign's phases not needed: not run, not failed
     end = CampaignEnd(
-        plan, records.outcomes(plan, preflights), started_at, cost=cost, closing=campaign_slots(campaign_id, preflights)
+        plan,
+        records.outcomes(plan, preflights),
+        started_at,
+        cost=cost,
+        closing=campaign_slots(campaign_id, preflights),
+        adaptive=adaptive,
     )
     return finalize(end, ports)

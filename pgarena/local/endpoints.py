@@ -43,6 +43,7 @@ FUNCTIONS = (
     "launch_worker",
     "release_lease",
     "aggregate",
+    "decide",
     "finalize_stopped",
     "task_stopped",
 )

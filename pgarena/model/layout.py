@@ -16,6 +16,7 @@ RAW_DIR = "raw"
 STATE_DIR = "state"
 PLAN_FILE = "plan.json"
 COST_FILE = "cost.json"
+DECISIONS_FILE = "decisions.json"
 RESULTS_FILE = "results.json"
 PREFLIGHT_EVIDENCE_FILE = "preflight/preflight.json"
 # Reports (pgarena.report.REPORT_FILES) sit at the campaign's root beside results.json; they are
@@ -87,6 +88,11 @@ def plan_key(campaign_id: str) -> str:
 def cost_key(campaign_id: str) -> str:
     """Check Cost Cap's decision: the estimate, the caps, whether it was booked."""
     return f"{state_prefix(campaign_id)}{COST_FILE}"
+
+
+def decisions_key(campaign_id: str) -> str:
+    """An adaptive campaign's decisions (Decide More Phases): each look, and the phases not needed."""
+    return f"{state_prefix(campaign_id)}{DECISIONS_FILE}"
 
 
 def preflight_key(campaign_id: str, phase: int | str, target: int | str) -> str:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, ValidationInfo, field_validator, model_validator
+from pydantic import Discriminator, Field, Tag, ValidationInfo, field_validator, model_validator
 
 # The tools' workload schemas sit beneath the matrix and share its base, names and bounds; the names
 # others import from here are re-exported. MAX_STARTED_TOGETHER is the one AWS limit among them, as it
@@ -32,6 +32,10 @@ REGION_PATTERN = r"^[a-z]{2}(-[a-z]+)+-\d{1,2}$"
 # Bounds of the schema's fields (each refusal names the bound).
 MAX_SETTINGS = 200
 MAX_SETTING_CHARS = 1_024
+# Repetitions of each point, fixed or the most an adaptive campaign may run: each is a phase of every target.
+MAX_REPETITIONS = 100
+# The fewest runs of a point an adaptive campaign decides on: a between-run variance needs two.
+MIN_ADAPTIVE_REPETITIONS = 2
 
 EnvVarName = Annotated[str, Field(pattern=ENV_VAR_PATTERN)]
 SecretArn = Annotated[str, Field(pattern=SECRET_ARN_PATTERN)]
@@ -443,12 +447,49 @@ class Scenario(Strict):
     consolidation: Consolidation | None = Field(None, description="the same workload on the first N targets at once")
 
 
+class RepetitionRange(Strict):
+    """Adaptive repetitions: `min` phases always run, then one more at a time while a ranked pair is undecided,
+    up to `max` (docs/guide/02-matrix.md, "Repetitions until decided")."""
+
+    min: int = Field(
+        ge=MIN_ADAPTIVE_REPETITIONS,
+        le=MAX_REPETITIONS,
+        description="repetitions always run before the first decision; 3 or more recommended",
+    )
+    max: int = Field(
+        ge=MIN_ADAPTIVE_REPETITIONS,
+        le=MAX_REPETITIONS,
+        description=f"repetitions at most (at most {MAX_REPETITIONS}); the estimate and the cost guard price this many",
+    )
+
+    @model_validator(mode="after")
+    def _min_within_max(self) -> RepetitionRange:
+        if self.min > self.max:
+            raise ValueError(f"min ({self.min}) is above max ({self.max}): lower min or raise max")
+        return self
+
+
+def _repetitions_form(value: Any) -> str:
+    # Tags with "[" are dropped from a refusal's path (pgarena.model.matrix_errors): "$.repetitions.min".
+    return "range[min,max]" if isinstance(value, dict | RepetitionRange) else "int"
+
+
+Repetitions = Annotated[
+    Annotated[int, Field(ge=1, le=MAX_REPETITIONS), Tag("int")] | Annotated[RepetitionRange, Tag("range[min,max]")],
+    Discriminator(_repetitions_form),
+]
+
+
 class Campaign(Strict):
     campaign: Name
     targets: list[Target] = Field(min_length=1, description="the servers compared")
     workloads: list[Workload] = Field(min_length=1, description="what is run on every target, in order")
-    repetitions: int = Field(
-        1, ge=1, le=100, description="runs of each point, interleaved across targets; 3 or more for confidence intervals"
+    repetitions: Repetitions = Field(
+        1,
+        description=(
+            "runs of each point, interleaved across targets; 3 or more for confidence intervals; "
+            "or {min, max}: more runs only while the verdict is undecided"
+        ),
     )
     order_seed: int | None = Field(
         None, ge=0, description="seeds the shuffled target order of each repetition; derived from the campaign id when absent"
@@ -467,6 +508,26 @@ class Campaign(Strict):
     ranking: RankingConfig | None = Field(None, description="composite score weights and tie rule; defaults when absent")
     cost: CostPolicy | None = Field(None, description="cost caps and the price region; no caps when absent")
     scenario: Scenario | None = Field(None, description="a consolidation sweep; a plain comparison when absent")
+
+    @property
+    def max_repetitions(self) -> int:
+        """Repetitions planned: all of them when fixed, the most an adaptive campaign may run."""
+        return self.repetitions.max if isinstance(self.repetitions, RepetitionRange) else self.repetitions
+
+    @property
+    def min_repetitions(self) -> int | None:
+        """Repetitions always run before deciding whether more are needed; None when they are fixed."""
+        return self.repetitions.min if isinstance(self.repetitions, RepetitionRange) else None
+
+    @model_validator(mode="after")
+    def _adaptive_not_in_a_sweep(self) -> Campaign:
+        if self.min_repetitions is not None and self.scenario and self.scenario.consolidation:
+            # A sweep's phases are its steps, each running every repetition: there is no phase to add.
+            raise ValueError(
+                "repetitions {min, max} with scenario.consolidation: a consolidation sweep runs a fixed number of "
+                "repetitions in each step; give repetitions as a number"
+            )
+        return self
 
     @model_validator(mode="after")
     def _consolidation_uses_every_target(self) -> Campaign:

@@ -156,7 +156,14 @@ class PlanPhase(Boundary):
 class Plan(Boundary):
     campaign_id: str
     campaign: str
-    repetitions: int
+    repetitions: int = Field(description="repetitions planned: all of them, or an adaptive campaign's most")
+    min_repetitions: int | None = Field(
+        None, description="an adaptive campaign's repetitions always run; the phases past them run only while needed"
+    )
+    max_repetitions: int | None = Field(
+        None,
+        description="an adaptive campaign's maximum, kept when `repetitions` is cut to what ran (phases not needed left out)",
+    )
     target_concurrency: int
     phases: list[PlanPhase] = Field(
         min_length=1, description="one phase with every target, or a consolidation sweep's steps in order"
@@ -199,6 +206,46 @@ class Plan(Boundary):
         return list(merged.values())
 
     @property
+    def adaptive(self) -> bool:
+        return self.min_repetitions is not None
+
+    @property
+    def design(self) -> tuple[int, int] | None:
+        """(min, max) runs per point of adaptive repetitions, the sequential design's looks; None when fixed."""
+        if self.min_repetitions is None:
+            return None
+        return self.min_repetitions, self.max_repetitions or self.repetitions
+
+    def repetition_of(self, phase: int) -> int | None:
+        """The repetition a phase runs (None: every one, or a cleanup)."""
+        passes = self.run_order.passes if self.run_order else []
+        return next((p.repetition for p in passes if p.phase == phase and not p.cleanup), None)
+
+    def conditional(self, phase: int) -> bool:
+        """A phase an adaptive campaign runs only when its decision asks for it: a repetition past min."""
+        repetition = self.repetition_of(phase)
+        return self.min_repetitions is not None and repetition is not None and repetition > self.min_repetitions
+
+    def batch_from(self, first: int) -> list[int]:
+        """The phases run together from `first`: it, then every following phase that needs no decision
+        (all of them in a fixed plan; in an adaptive one up to the next repetition past min)."""
+        batch: list[int] = []
+        for number in (p.phase for p in self.phases if p.phase >= first):
+            if batch and (self.conditional(number) or self.conditional(batch[0])):
+                break  # a repetition past min is followed by its decision
+            batch.append(number)
+        return batch
+
+    def batches(self) -> list[list[int]]:
+        """Run Phases In Order's batches when every phase runs (an adaptive plan at its maximum); one in a fixed plan."""
+        out: list[list[int]] = []
+        first = min((p.phase for p in self.phases), default=1)
+        while batch := self.batch_from(first):
+            out.append(batch)
+            first = batch[-1] + 1
+        return out
+
+    @property
     def phased(self) -> bool:
         """A consolidation sweep: step ids and raw paths carry the phase (p1/, p2/, ...)."""
         return bool(self.scenario and self.scenario.consolidation)
@@ -222,26 +269,31 @@ class PhaseRef(Boundary):
 
 
 class PlanRef(Boundary):
-    """Validate And Plan's answer."""
+    """Validate And Plan's answer, and each decision's of an adaptive campaign (Decide More Phases): the
+    phases Run Phases In Order runs next. `through`: the last of them; `adaptive`: a decision follows."""
 
     campaign_id: str
     phases: list[PhaseRef]
+    through: int = 0
+    adaptive: bool = False
 
     @classmethod
-    def of(cls, plan: Plan, sites: SiteMap | None = None) -> PlanRef:
-        """`sites`: the stack's, which tell the targets preflighted on their site from those preflighted at home."""
-        return cls(
-            campaign_id=plan.campaign_id,
-            phases=[
-                PhaseRef(
-                    phase=p.phase,
-                    concurrency=p.concurrency,
-                    last_target=len(p.targets) - 1,
-                    on_site=[i for i, t in enumerate(p.targets) if sites is not None and sites.preflight_site(t.placement)],
-                )
-                for p in plan.phases
-            ],
-        )
+    def of(cls, plan: Plan, sites: SiteMap | None = None, first: int = 1) -> PlanRef:
+        """`sites`: the stack's, which tell the targets preflighted on their site from those preflighted at home.
+        `first`: the phase to run next; an adaptive plan runs from there to its next decision, a fixed one
+        all of its phases."""
+        numbers = set(plan.batch_from(first))
+        phases = [
+            PhaseRef(
+                phase=p.phase,
+                concurrency=p.concurrency,
+                last_target=len(p.targets) - 1,
+                on_site=[i for i, t in enumerate(p.targets) if sites is not None and sites.preflight_site(t.placement)],
+            )
+            for p in plan.phases
+            if p.phase in numbers
+        ]
+        return cls(campaign_id=plan.campaign_id, phases=phases, through=max(numbers, default=0), adaptive=plan.adaptive)
 
 
 class StepRef(Boundary):

@@ -431,6 +431,7 @@ class RunPass(BaseModel):
     phase: int
     workload: str | None = Field(None, description="the workload the pass runs; None: every workload")
     repetition: int | None = Field(None, description="the repetition the pass runs; None: every repetition")
+    cleanup: bool = Field(False, description="an adaptive plan's cleanup of the workload, after its repetitions")
     targets: list[str] = Field(description="in the order they ran (target_concurrency at a time)")
 
 
@@ -450,6 +451,32 @@ class Statistics(BaseModel):
     method: str
     repetitions: int
     note: str | None = Field(None, description="e.g. '1 run per point: no confidence interval'")
+
+
+class Look(BaseModel):
+    """One decision of an adaptive campaign, after a phase past its minimum repetitions."""
+
+    phase: int = Field(description="the phase just run")
+    workload: str | None = None
+    repetitions: int = Field(description="the workload's repetitions run so far")
+    more: bool = Field(description="another repetition was run")
+    reason: str = Field(description="why: undecided, decided, or the maximum reached")
+
+
+class AdaptiveRepetitions(BaseModel):
+    """repetitions {min, max}: what ran, and the phases planned to max that were not needed."""
+
+    min: int
+    max: int
+    looks: list[Look] = Field(default_factory=list)
+    not_needed: list[int] = Field(
+        default_factory=list, description="phases planned but not run: the verdict was decided without them (not failures)"
+    )
+
+    def repetitions_run(self, workload: str | None = None) -> int:
+        """Repetitions the workload ran (the most of any when None)."""
+        runs = [look.repetitions + look.more for look in self.looks if workload is None or look.workload == workload]
+        return max(runs, default=self.min)
 
 
 class CampaignResults(BaseModel):
@@ -485,3 +512,6 @@ class CampaignResults(BaseModel):
     scenarios: Scenarios | None = Field(None, description="consolidation and replication tables, when the matrix asks")
     statistics: Statistics | None = Field(None, description="the interval method; says so when points have one run")
     run_order: RunOrder | None = Field(None, description="the seeded, interleaved order the targets ran in")
+    adaptive: AdaptiveRepetitions | None = Field(
+        None, description="repetitions {min, max}: the decisions taken and the phases not needed"
+    )

@@ -130,6 +130,11 @@ class ToolWorkload(Protocol):
         ...
 
     @property
+    def reloads_each_repetition(self) -> bool:
+        """The data set is loaded again before each repetition, not only the first (init.each_repetition)."""
+        ...
+
+    @property
     def long_field(self) -> str | None:
         """The field that makes a workload long (custom script text), named by the override-size refusal."""
         ...

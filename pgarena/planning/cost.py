@@ -90,11 +90,17 @@ LAMBDA_SHAPE: dict[str, tuple[int, float]] = {
     "launch_worker": (512, 1.0),
     "release_lease": (256, 0.5),
     "aggregate": (1024, 5.0),
+    "decide": (1024, 5.0),
 }
 
 # State transitions of a campaign that runs, from statemachines/campaign.asl.json's success path
 # (a unit test walks the file and keeps these equal); retries and failures add a few.
-TRANSITIONS_PER_CAMPAIGN = 5  # Validate And Plan, Check Cost Cap, Within Cost Cap?, Run Phases In Order, Aggregate And Rank
+# Validate And Plan, Check Cost Cap, Within Cost Cap?, Run Phases In Order, Decision Due?, Aggregate And Rank
+TRANSITIONS_PER_CAMPAIGN = 6
+# An adaptive campaign's loop: each batch after the first enters Run Phases In Order and Decision Due? again;
+# each decision (one per batch) is Decide More Phases and Another Phase?.
+TRANSITIONS_PER_BATCH = 2
+TRANSITIONS_PER_DECISION = 2
 TRANSITIONS_PER_PHASE = 2  # List Phase Targets, Benchmark Targets
 # Where Preflight Runs, Preflight Target (or Preflight On Site), Run Steps In Order, Release Connection Lease, Target Finished
 TRANSITIONS_PER_TARGET = 5
@@ -107,7 +113,9 @@ S3_PUTS_PER_STEP = 3
 S3_UPLOAD_EVERY_S = 15
 DYNAMODB_WRITES_PER_STEP = 1
 DYNAMODB_WRITES_PER_SLOT_STEP = 3  # the slot's item: offered (or registered), taken, freed
-DYNAMODB_WRITES_PER_TARGET = 3  # the server's lease: queued (its turn), taken, given back (a waiter renews its place about every 30 s besides)
+DYNAMODB_WRITES_PER_TARGET = (
+    3  # the server's lease: queued (its turn), taken, given back (a waiter renews its place about every 30 s besides)
+)
 DYNAMODB_WRITES_PER_CAMPAIGN = 4  # ledger: booked (entry + month total), settled (entry + month total)
 
 
@@ -295,7 +303,9 @@ def _price(  # noqa: PLR0913  # the worker size, region and Spot, not grouped ye
                 else f"{target.provider}: no hourly_cost_usd in the matrix, counted as free",
             )
         )
+    decisions = len(plan.batches()) if plan.adaptive else 0  # priced at the maximum: every phase runs
     invocations = {
+        "decide": decisions,
         "validate": 1,
         "cost_guard": 1,
         "aggregate": 1,
@@ -307,6 +317,7 @@ def _price(  # noqa: PLR0913  # the worker size, region and Spot, not grouped ye
     gb_s = sum(count * LAMBDA_SHAPE[name][0] / 1024 * LAMBDA_SHAPE[name][1] for name, count in invocations.items())
     transitions = (
         TRANSITIONS_PER_CAMPAIGN
+        + (TRANSITIONS_PER_BATCH * (decisions - 1) + TRANSITIONS_PER_DECISION * decisions if decisions else 0)
         + TRANSITIONS_PER_PHASE * len(passes)
         + TRANSITIONS_PER_TARGET * target_passes
         + TRANSITIONS_PER_STEP * step_count

@@ -17,6 +17,16 @@ def duration_line(local_s: float, aws_s: float, tasks: int) -> str:
     )
 
 
+def adaptive_note(min_repetitions: int | None, max_repetitions: int) -> str | None:
+    """An adaptive campaign is priced, timed and booked at its maximum: what it may cost, not what it will."""
+    if min_repetitions is None:
+        return None
+    return (
+        f"repetitions {min_repetitions} to {max_repetitions}: priced and timed at {max_repetitions} (the most it may run); "
+        f"it stops after {min_repetitions} or more as soon as the verdict is decided, and costs less then"
+    )
+
+
 def embedded_note(names: list[str]) -> str | None:
     """Embedded targets are priced as endpoints of the same hourly cost, but only the local runtime starts them."""
     if not names:

@@ -6,7 +6,8 @@ statemachines/campaign.asl.json writes a fixed number of events per run of it (c
 moto's GetExecutionHistory: tests/integration/test_history_events.py, and test_site_regions.py for a
 target preflighted on its site); the campaign's shape gives how
 many times each runs. A shard's worker adds its Map iteration and its task, so the count grows with
-targets x client counts x repetitions x workers.
+targets x client counts x repetitions x workers. An adaptive campaign (repetitions {min, max}) is counted
+at its maximum, its loop's decisions included (loop_events), so every phase it may run is within the limit.
 """
 
 from __future__ import annotations
@@ -31,8 +32,12 @@ PASS_EVENTS = 2  # PassStateEntered, PassStateExited (a Choice alike)
 MAP_EVENTS = 4  # MapStateEntered, MapStateStarted, MapStateSucceeded, MapStateExited
 ITERATION_EVENTS = 2  # MapIterationStarted, MapIterationSucceeded
 
-# Validate And Plan, Check Cost Cap, Within Cost Cap?, Run Phases In Order, Aggregate And Rank.
-CAMPAIGN_EVENTS = EXECUTION_EVENTS + 3 * LAMBDA_TASK_EVENTS + PASS_EVENTS + MAP_EVENTS
+# Validate And Plan, Check Cost Cap, Within Cost Cap?, Run Phases In Order, Decision Due?, Aggregate And Rank.
+CAMPAIGN_EVENTS = EXECUTION_EVENTS + 3 * LAMBDA_TASK_EVENTS + 2 * PASS_EVENTS + MAP_EVENTS
+# An adaptive campaign's loop, per batch of phases after the first: Run Phases In Order again and Decision Due?;
+# per decision (one after every batch): Decide More Phases and Another Phase?.
+BATCH_EVENTS = MAP_EVENTS + PASS_EVENTS
+DECISION_EVENTS = LAMBDA_TASK_EVENTS + PASS_EVENTS
 # The phase's iteration, List Phase Targets, Benchmark Targets.
 PHASE_EVENTS = ITERATION_EVENTS + PASS_EVENTS + MAP_EVENTS
 # The target's iteration, Where Preflight Runs, Preflight Target, Run Steps In Order, Release Connection
@@ -68,6 +73,29 @@ def _phase_targets(campaign: Campaign) -> list[int]:
     return [len(campaign.targets)] * len(passes(campaign))
 
 
+def batches(campaign: Campaign) -> int:
+    """The batches Run Phases In Order runs when every phase runs (an adaptive campaign at its maximum): a
+    repetition past min is a batch of its own, each followed by a decision."""
+    if campaign.min_repetitions is None:
+        return 1
+    low = campaign.min_repetitions
+    count, previous_conditional = 0, False
+    for selected in passes(campaign):
+        conditional = selected.repetition is not None and selected.repetition > low
+        if count == 0 or conditional or previous_conditional:
+            count += 1
+        previous_conditional = conditional
+    return count
+
+
+def loop_events(campaign: Campaign) -> int:
+    """What an adaptive campaign's loop adds to the history at its maximum (0 for fixed repetitions)."""
+    if campaign.min_repetitions is None:
+        return 0
+    n = batches(campaign)
+    return (n - 1) * BATCH_EVENTS + n * DECISION_EVENTS
+
+
 def count_history(campaign: Campaign) -> HistoryCount:
     """The history events of the campaign's execution, from its shape alone (no plan is built)."""
     phases = passes(campaign)
@@ -95,6 +123,7 @@ def count_history(campaign: Campaign) -> HistoryCount:
     on_site_runs = sum(sum(on_site[:n]) for n in targets)
     events = (
         CAMPAIGN_EVENTS
+        + loop_events(campaign)
         + len(phases) * PHASE_EVENTS
         + target_runs * TARGET_EVENTS
         + on_site_runs * ON_SITE_PREFLIGHT_EVENTS

@@ -51,20 +51,31 @@ class _StepCommon(TypedDict):
 
 class Pass(NamedTuple):
     """What one target runs in one phase: one workload's one repetition of an interleaved plan, or (None)
-    every workload and every repetition."""
+    every workload and every repetition. `cleanup`: an adaptive plan's workload cleanup, a phase of its own
+    after the workload's repetitions (its last repetition is not known in advance)."""
 
     workload: int | None = None  # an index into campaign.workloads
     repetition: int | None = None
+    cleanup: bool = False
 
 
 def passes(campaign: Campaign) -> list[Pass]:
     """One per phase of the plan: a consolidation sweep's every step runs everything; an interleaved plan
-    has one pass per workload and repetition, or a single pass with one repetition."""
+    has one pass per workload and repetition, or a single pass with one repetition. An adaptive plan
+    (repetitions {min, max}) has every pass up to max: the state machine runs those past min only while
+    they are needed."""
     sweep = campaign.scenario.consolidation if campaign.scenario else None
     if sweep is not None:
         return [Pass()] * len(sweep.steps)
-    if campaign.repetitions > 1:
-        return [Pass(w, r) for w in range(len(campaign.workloads)) for r in range(1, campaign.repetitions + 1)]
+    repetitions = campaign.max_repetitions
+    if campaign.min_repetitions is not None:
+        return [
+            p
+            for w, workload in enumerate(campaign.workloads)
+            for p in [*(Pass(w, r) for r in range(1, repetitions + 1)), *([Pass(w, cleanup=True)] if workload.cleans_up else [])]
+        ]
+    if repetitions > 1:
+        return [Pass(w, r) for w in range(len(campaign.workloads)) for r in range(1, repetitions + 1)]
     return [Pass()]
 
 
@@ -78,17 +89,22 @@ class StepShape(NamedTuple):
 
 
 def step_shapes(campaign: Campaign, selected: Pass) -> Iterator[StepShape]:
-    """The steps one target runs in a pass, in order: each workload's load (with the first repetition), its
-    runs, its cleanup (with the last repetition)."""
+    """The steps one target runs in a pass, in order: each workload's load (with the first repetition, or
+    with each when init.each_repetition), its runs, its cleanup (with the last repetition; in a pass of its
+    own in an adaptive plan)."""
     workloads = campaign.workloads if selected.workload is None else [campaign.workloads[selected.workload]]
-    repetitions = range(1, campaign.repetitions + 1) if selected.repetition is None else [selected.repetition]
+    if selected.cleanup:
+        yield from (StepShape(workload, "cleanup") for workload in workloads)
+        return
+    last = campaign.max_repetitions
+    repetitions = range(1, last + 1) if selected.repetition is None else [selected.repetition]
     for workload in workloads:
-        if 1 in repetitions:
-            yield StepShape(workload, "init")
         for repetition in repetitions:
+            if repetition == 1 or workload.reloads_each_repetition:
+                yield StepShape(workload, "init", repetition=repetition)
             for clients in workload.client_counts:
                 yield StepShape(workload, "run", clients, repetition)
-        if workload.cleans_up and campaign.repetitions in repetitions:
+        if workload.cleans_up and last in repetitions and campaign.min_repetitions is None:
             yield StepShape(workload, "cleanup")
 
 
@@ -121,9 +137,11 @@ def _steps(  # noqa: PLR0913  # optional narrowings of the steps (phase, group, 
         workload = shape.workload
         prefix = f"{target.name}/{workload.name}" if phase is None else f"p{phase}/{target.name}/{workload.name}"
         if shape.kind == "init":
+            # A load before a later repetition (init.each_repetition) is a step of its own.
+            suffix = "" if shape.repetition == 1 else f"-r{shape.repetition}"
             steps.append(
                 Step(
-                    step_id=f"{prefix}/init",
+                    step_id=f"{prefix}/init{suffix}",
                     workload=workload.name,
                     kind="init",
                     spec=workload.step_spec("init"),
@@ -192,7 +210,8 @@ def plan_campaign(campaign: Campaign, campaign_id: str) -> Plan:
     return Plan(
         campaign_id=campaign_id,
         campaign=campaign.campaign,
-        repetitions=campaign.repetitions,
+        repetitions=campaign.max_repetitions,
+        min_repetitions=campaign.min_repetitions,
         target_concurrency=campaign.target_concurrency,
         ranking=campaign.ranking,
         cost=campaign.cost,
@@ -226,6 +245,7 @@ def _interleaved(campaign: Campaign, campaign_id: str) -> tuple[list[PlanPhase],
                 phase=number,
                 workload=None if selected.workload is None else campaign.workloads[selected.workload].name,
                 repetition=selected.repetition,
+                cleanup=selected.cleanup,
                 targets=[t.name for t in order],
             )
         )

@@ -34,8 +34,9 @@ class StepLike(Protocol):
     def repetition(self) -> int: ...
 
 
-def step_label(step: StepLike, repetitions: int, phase: int | None = None) -> str:
-    """'target tuned · tpcb · 16 clients · repetition 2/5' ('load' and 'cleanup' for the other kinds)."""
+def step_label(step: StepLike, repetitions: int, phase: int | None = None, adaptive: bool = False) -> str:
+    """'target tuned · tpcb · 16 clients · repetition 2/5' ('load' and 'cleanup' for the other kinds); an
+    adaptive campaign's repetitions are its phases, run while needed: 'phase 4 of up to 12'."""
     parts = [f"phase {phase}"] if phase is not None else []
     parts += [f"target {step.target}", step.workload]
     if step.kind == "init":
@@ -45,7 +46,9 @@ def step_label(step: StepLike, repetitions: int, phase: int | None = None) -> st
     else:
         if step.clients is not None:
             parts.append(f"{step.clients} client{'s' * (step.clients != 1)}")
-        if repetitions > 1:
+        if adaptive:
+            parts.append(f"phase {step.repetition} of up to {repetitions}")
+        elif repetitions > 1:
             parts.append(f"repetition {step.repetition}/{repetitions}")
     return " · ".join(parts)
 
@@ -113,7 +116,7 @@ class CampaignProgress:
         step = self.steps.get(step_id)
         repetitions = self.plan.repetitions if self.plan else 1
         if step is not None:
-            return step_label(step, repetitions, step.phase)
+            return step_label(step, repetitions, step.phase, adaptive=bool(self.plan and self.plan.adaptive))
         if summary is not None:  # not in the plan (a resume's re-run): its repetition count is not known
             return step_label(summary, 1)
         return step_id
@@ -121,7 +124,10 @@ class CampaignProgress:
     def _place(self, step_id: str) -> str:
         """'step 7 of 22': steps are numbered as they start."""
         number = self.numbers.setdefault(step_id, len(self.numbers) + 1)
-        return f"step {number} of {len(self.steps)}" if self.steps else f"step {number}"
+        if not self.steps:
+            return f"step {number}"
+        # An adaptive campaign's steps are planned to its maximum: the phases past min may not run.
+        return f"step {number} of {'up to ' if self.plan and self.plan.adaptive else ''}{len(self.steps)}"
 
     def _left(self, elapsed_s: float) -> str:
         done_s = sum(self.planned_s.get(s, 0.0) for s in self.done)

@@ -49,6 +49,18 @@ class SloRun:
     search: SloSearch
 
 
+def repetitions_note(results: CampaignResults) -> str | None:
+    """An adaptive campaign's repetitions: how many ran, and the phases not needed (not failures)."""
+    adaptive = results.adaptive
+    if adaptive is None:
+        return None
+    workloads = list(dict.fromkeys(look.workload for look in adaptive.looks if look.workload))
+    ran = "; ".join(f"{w} ran {adaptive.repetitions_run(w)}" for w in workloads) or f"ran {adaptive.repetitions_run()}"
+    skipped = ", ".join(str(n) for n in adaptive.not_needed)
+    not_needed = f"; phases {skipped} not needed: the verdict was decided without them" if skipped else ""
+    return f"Repetitions until decided: {adaptive.min} to {adaptive.max}; {ran}{not_needed}"
+
+
 @dataclass
 class Report:
     results: CampaignResults
@@ -70,6 +82,10 @@ class Report:
     slo_runs: list[SloRun] = field(default_factory=list)
     matrices: list[Matrix] = field(default_factory=list)
     noise: list[NoiseWarning] = field(default_factory=list)
+
+    @property
+    def repetitions_note(self) -> str | None:
+        return repetitions_note(self.results)
 
     @property
     def has_costs(self) -> bool:

@@ -46,6 +46,7 @@ def test_cost_model_knows_each_function_at_its_deployed_memory(default_synth):
             constants.LAUNCH_WORKER,
             constants.RELEASE_LEASE,
             constants.AGGREGATE,
+            constants.DECIDE,
         )
     }
 

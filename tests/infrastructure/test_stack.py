@@ -30,6 +30,7 @@ HANDLERS = {
     "functions/release_lease/handler.handler",
     "functions/aggregate/handler.handler",
     "functions/cost_guard/handler.handler",
+    "functions/decide/handler.handler",
 }
 # Started by EventBridge, not by the state machine: the state machine may not invoke it.
 FINALIZE_STOPPED_HANDLER = "functions/finalize_stopped/handler.handler"
@@ -329,6 +330,7 @@ def test_each_placeholder_points_at_its_function_or_the_results_table(default_sy
         "ReleaseLeaseFunctionArn": cfn.function_logical_id(default_synth, "functions/release_lease/handler.handler"),
         "AggregateFunctionArn": cfn.function_logical_id(default_synth, "functions/aggregate/handler.handler"),
         "CostGuardFunctionArn": cfn.function_logical_id(default_synth, "functions/cost_guard/handler.handler"),
+        "DecideFunctionArn": cfn.function_logical_id(default_synth, "functions/decide/handler.handler"),
     }
 
 

@@ -134,6 +134,18 @@ def _plan(campaign_id: str = "c1", placement: dict | None = None):
     return plan_campaign(parse_campaign(data), campaign_id)
 
 
+def _adaptive_plan(campaign_id: str = "c4"):
+    """repetitions {min 2, max 3}: after phase 2, Decide More Phases evaluates the results so far."""
+    data = json.loads((FIXTURES / "matrices" / "minimal.json").read_text())
+    data["targets"] = data["targets"][:1]
+    data["repetitions"] = {"min": 2, "max": 3}
+    return plan_campaign(parse_campaign(data), campaign_id)
+
+
+def _decisions(plan) -> dict:
+    return {"min": 1, "max": plan.repetitions, "looks": [], "not_needed": []}
+
+
 def _summary(step, **changes) -> StepSummary:
     fields = {
         "campaign_id": step.campaign_id,
@@ -184,15 +196,25 @@ def _record(aws: Recorder, component: Component, plan) -> list[Call]:  # noqa: C
     target = plan.targets[0]
     load, run = target.steps
     aws.recording = False
+    if component in {Component.AGGREGATE, Component.FINALIZE_STOPPED}:
+        # An adaptive campaign's (repetitions {min, max}): its decisions are read back, its phases not needed left out.
+        plan = plan.model_copy(update={"min_repetitions": 1})
+        store.put_json(layout.decisions_key(plan.campaign_id), _decisions(plan))
+    if component is Component.DECIDE:
+        plan = _adaptive_plan()
+        target = plan.phases[0].targets[0]
+        load, run = target.steps
     if component is not Component.VALIDATE:
         state.put_plan(plan, "e1")
     started_at = "2026-11-22T12:00:00+00:00"
-    if component in {Component.AGGREGATE, Component.FINALIZE_STOPPED}:
+    if component in {Component.AGGREGATE, Component.FINALIZE_STOPPED, Component.DECIDE}:
         _handler("cost_guard")({"campaign_id": plan.campaign_id})
-        state.put_preflight(plan.campaign_id, 1, 0, preflight_result(target))
-        store.dynamodb.put_item(
-            TableName=TABLE, Item=marshal({"pk": access.OUTCOMES.pk(plan.campaign_id), "sk": layout.outcome_target_sk(1, 0)})
-        )
+        for phase in plan.phases[:2]:  # an adaptive plan's phases past the first two have not run
+            state.put_preflight(plan.campaign_id, phase.phase, 0, preflight_result(phase.targets[0]))
+            store.dynamodb.put_item(
+                TableName=TABLE,
+                Item=marshal({"pk": access.OUTCOMES.pk(plan.campaign_id), "sk": layout.outcome_target_sk(phase.phase, 0)}),
+            )
         # A shard's per-second series, which aggregate reads back to merge the shards; its progress series,
         # which the summary's item points to.
         series = store.put_json(f"{run.raw_prefix}/s0/series.json", {"start_epoch": 0.0, "end_epoch": 1.0, "seconds": []})
@@ -291,6 +313,9 @@ def _record(aws: Recorder, component: Component, plan) -> list[Call]:  # noqa: C
         state.put_preflight(plan.campaign_id, 1, 0, preflight_result(target))
     elif component is Component.AGGREGATE:
         _handler("aggregate")({"campaign_id": plan.campaign_id, "started_at": started_at})
+    elif component is Component.DECIDE:
+        for _ in range(2):  # retried: the second reads back the decision the first kept
+            _handler("decide")({"campaign_id": plan.campaign_id, "through": 2, "started_at": started_at})
     elif component is Component.FINALIZE_STOPPED:
         matrix = json.loads((FIXTURES / "matrices" / "minimal.json").read_text())
         matrix["targets"] = matrix["targets"][:1]

@@ -219,13 +219,20 @@ def test_measured_shards_are_priced_one_task_each():
     assert spent.tasks == 3 and spent.worker_task_s == pytest.approx(3 * (600 + cost.TASK_OVERHEAD_S))
 
 
+# The Choices of an adaptive campaign's loop: a fixed campaign takes their Default.
+LOOP_CHOICES = {"$.planned.adaptive", "$.planned.more"}
+
+
 def _success_path(states: dict, start: str) -> list[str]:
-    """State names entered by a campaign that runs and succeeds: Next, the allowed branch of a Choice."""
+    """State names entered by a campaign that runs and succeeds with fixed repetitions: Next, the allowed
+    branch of a Choice, the Default of the adaptive loop's."""
     names, name = [], start
     while name:
         state = states[name]
         names.append(name)
-        if state["Type"] == "Choice":
+        if state["Type"] == "Choice" and {c["Variable"] for c in state["Choices"]} <= LOOP_CHOICES:
+            name = state["Default"]
+        elif state["Type"] == "Choice":
             (allowed,) = [c for c in state["Choices"] if c.get("BooleanEquals") is True]
             name = allowed["Next"]
         else:
@@ -256,6 +263,48 @@ def test_transition_counts_follow_the_asl():
         cost.TRANSITIONS_PER_STEP,
         cost.TRANSITIONS_PER_WORKER,
     )
+
+
+def test_the_adaptive_loop_counts_follow_the_asl():
+    # Given the state machine file
+    states = json.loads(ASL.read_text())["States"]
+
+    # When following the loop from Run Phases In Order back to itself, its decision allowing another phase
+    path, name = [], states["Run Phases In Order"]["Next"]
+    while name != "Run Phases In Order":
+        path.append(name)
+        state = states[name]
+        name = next(c["Next"] for c in state["Choices"]) if state["Type"] == "Choice" else state["Next"]
+
+    # Then a batch after the first re-enters the Map and Decision Due?, and a decision is two states
+    assert path == ["Decision Due?", "Decide More Phases", "Another Phase?"]
+    assert 1 + len(path) == cost.TRANSITIONS_PER_BATCH + cost.TRANSITIONS_PER_DECISION
+    assert states["Another Phase?"]["Default"] == states["Decision Due?"]["Default"] == "Aggregate And Rank"
+
+
+def test_an_adaptive_campaign_is_priced_at_its_maximum():
+    # Given the same campaign with 6 fixed repetitions and with repetitions {min 3, max 6}
+    data = json.loads((FIXTURES / "matrices" / "minimal.json").read_text())
+    data["targets"] = data["targets"][:1]
+    data["targets"][0]["hourly_cost_usd"] = 1.0
+    fixed, adaptive = json.loads(json.dumps(data)), json.loads(json.dumps(data))
+    fixed["repetitions"], adaptive["repetitions"] = 6, {"min": 3, "max": 6}
+    low = json.loads(json.dumps(data))
+    low["repetitions"] = 3
+
+    # When estimated
+    def estimated(matrix):
+        return cost.estimate(plan_campaign(parse_campaign(matrix), "c"), 1, 2, "us-east-1")
+
+    at_max, fixed6, fixed3 = estimated(adaptive), estimated(fixed), estimated(low)
+
+    # Then its workers and wall time are the six repetitions', not the three it may stop at
+    assert at_max.tasks == fixed6.tasks > fixed3.tasks
+    assert at_max.wall_s == pytest.approx(fixed6.wall_s)
+    # and its decisions (one after the first 3 phases, then one after each of the 3 more) are priced too
+    requests = {line.item: line.quantity for line in at_max.lines}["Lambda requests"]
+    assert requests == {line.item: line.quantity for line in fixed6.lines}["Lambda requests"] + 4
+    assert at_max.total_usd > fixed6.total_usd
 
 
 def test_format_lines_prints_each_item_and_the_total():

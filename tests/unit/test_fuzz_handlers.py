@@ -16,7 +16,7 @@ from pgarena.model.errors import InvalidMatrix
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish")
 
-HANDLERS = ["validate", "cost_guard", "preflight", "launch_worker", "release_lease", "aggregate", "start_campaign"]
+HANDLERS = ["validate", "cost_guard", "preflight", "launch_worker", "release_lease", "aggregate", "decide", "start_campaign"]
 FUZZ = settings(
     max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
 )

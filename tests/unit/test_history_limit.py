@@ -9,7 +9,7 @@ import pytest
 from pgarena.model.matrix import Campaign
 from pgarena.model.matrix_errors import MatrixError
 from pgarena.planning.campaign import parse_campaign
-from pgarena.planning.history import HISTORY_LIMIT_EVENTS, SHARD_EVENTS, count_history
+from pgarena.planning.history import HISTORY_LIMIT_EVENTS, SHARD_EVENTS, batches, count_history
 from tests.conftest import FIXTURES
 
 MINIMAL = json.loads((FIXTURES / "matrices" / "minimal.json").read_text())
@@ -32,14 +32,14 @@ def problems(data) -> dict[str, str]:
     return {p.path: p.message for p in caught.value.problems}
 
 
-@pytest.mark.parametrize(("workers", "events"), [(1, 3_799), (10, 17_623), (13, 22_231)])
+@pytest.mark.parametrize(("workers", "events"), [(1, 3_801), (10, 17_625), (13, 22_233)])
 def test_8_x_8_x_3_events_grow_by_eight_per_worker_task(workers, events):
     # Given 8 targets x 8 client counts x 3 repetitions on `workers` workers per run
     campaign = parse_campaign(study(workers))
-    # Then the history counts its 192 runs' worker tasks at 8 events each, over a fixed 3,799 at one worker
+    # Then the history counts its 192 runs' worker tasks at 8 events each, over a fixed 3,801 at one worker
     count = count_history(campaign)
     assert count.events == events
-    assert count.events == 3_799 + 192 * (workers - 1) * SHARD_EVENTS
+    assert count.events == 3_801 + 192 * (workers - 1) * SHARD_EVENTS
 
 
 @pytest.mark.parametrize("workers", [16, 40])
@@ -73,3 +73,31 @@ def test_a_heartbeat_timeout_at_or_past_the_shortest_step_timeout_is_refused():
     # And one second less is accepted
     data["heartbeat_timeout_s"] = 309
     assert parse_campaign(data).heartbeat_timeout_s == 309
+
+
+def test_an_adaptive_campaign_is_counted_at_its_maximum_with_its_decisions():
+    # Given the study with 12 fixed repetitions, and with repetitions {min 3, max 12}
+    fixed, adaptive = study(1, repetitions=12), study(1)
+    adaptive["repetitions"] = {"min": 3, "max": 12}
+
+    # When counted
+    at_max, fixed12 = count_history(Campaign.model_validate(adaptive)), count_history(Campaign.model_validate(fixed))
+
+    # Then it runs the 12 repetitions' phases, plus its loop: 10 decisions (after phases 1-3, then after each
+    # of 4..12), each Decide More Phases (5 events) and Another Phase? (2), and 9 more batches, each Run
+    # Phases In Order (4) and Decision Due? (2)
+    assert at_max.phases == fixed12.phases == 12
+    assert batches(Campaign.model_validate(adaptive)) == 10
+    assert at_max.events == fixed12.events + 10 * (5 + 2) + 9 * (4 + 2)
+
+
+def test_an_adaptive_campaign_past_the_history_limit_at_its_maximum_is_refused():
+    # Given repetitions {min 3, max 12} on 8 targets x 8 client counts x 4 workers: within the limit at 3, past it at 12
+    data = study(4)
+    data["repetitions"] = {"min": 3, "max": 12}
+    low = copy.deepcopy(data)
+    low["repetitions"] = 3
+    assert count_history(Campaign.model_validate(low)).events <= HISTORY_LIMIT_EVENTS
+
+    # When validated / Then it is refused: every phase it may run must fit
+    assert "Step Functions history" in problems(data)["$.workloads[0].run.workers"]

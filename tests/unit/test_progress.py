@@ -1,6 +1,7 @@
 """Progress in campaign terms: the step's target, workload, clients and repetition, its place among the
 campaign's steps, the time left, its result on its own line, and an SLO search's probes."""
 
+import json
 from io import StringIO
 
 from rich.console import Console
@@ -8,7 +9,7 @@ from rich.console import Console
 from pgarena import cli
 from pgarena.model.errors import ErrorInfo
 from pgarena.model.results import StepSummary
-from pgarena.planning.campaign import load_campaign
+from pgarena.planning.campaign import load_campaign, parse_campaign
 from pgarena.planning.cost import endpoint_plan
 from pgarena.planning.duration import local_step_s
 from pgarena.remote.follow import WORKER_STATE, Event
@@ -27,17 +28,33 @@ def _summary(step_id, tps=710.2, status="succeeded", error=None, kind="run"):
     )  # fmt: skip
 
 
+def _fixed_demo():
+    """The demo with 5 fixed repetitions (it runs {min 3, max 10}): 12 steps."""
+    data = json.loads(DEMO.read_text())
+    data["repetitions"] = 5
+    return parse_campaign(data)
+
+
 def _demo() -> CampaignProgress:
-    return CampaignProgress(endpoint_plan(load_campaign(DEMO)), local_step_s, 180.0)
+    return CampaignProgress(endpoint_plan(_fixed_demo()), local_step_s, 180.0)
+
+
+def test_an_adaptive_campaign_says_its_phase_of_up_to_max():
+    # Given the demo as it is, repetitions {min 3, max 10}: 22 steps planned to its maximum
+    progress = CampaignProgress(endpoint_plan(load_campaign(DEMO)), local_step_s, 400.0)
+    progress.started("durable/tpcb/init", 5.0)
+    # When its fourth repetition starts / Then the line says the phase and the steps as "of up to"
+    line = progress.started("durable/tpcb/c4-r4", 10.0)
+    assert line.startswith("target durable · tpcb · 4 clients · phase 4 of up to 10 — step 2 of up to 22")
 
 
 def test_a_run_reads_as_target_workload_clients_and_repetition():
-    step = next(s for t in endpoint_plan(load_campaign(DEMO)).targets for s in t.steps if s.step_id == "tuned/tpcb/c4-r2")
+    step = next(s for t in endpoint_plan(_fixed_demo()).targets for s in t.steps if s.step_id == "tuned/tpcb/c4-r2")
     assert step_label(step, 5) == "target tuned · tpcb · 4 clients · repetition 2/5"
 
 
 def test_one_repetition_is_not_numbered_and_a_load_says_so():
-    plan = endpoint_plan(load_campaign(DEMO))
+    plan = endpoint_plan(_fixed_demo())
     steps = {s.step_id: s for t in plan.targets for s in t.steps}
     assert step_label(steps["durable/tpcb/c4-r1"], 1) == "target durable · tpcb · 4 clients"
     assert step_label(steps["durable/tpcb/init"], 5) == "target durable · tpcb · load"
@@ -77,7 +94,7 @@ def test_a_finished_step_has_its_result_on_its_own_line():
 
 
 def test_a_failed_step_shows_its_error_and_the_last_step_no_time_left():
-    progress = CampaignProgress(endpoint_plan(load_campaign(DEMO)), local_step_s, 180.0)
+    progress = _demo()
     error = ErrorInfo(kind="tool_failed", message="pgbench exited 1")
     line = progress.finished(_summary("tuned/tpcb/c4-r3", status="failed", error=error), 50.0)
     assert line.endswith("— step 1 of 12: tool_failed: pgbench exited 1 (~" + line.split("(~")[1])

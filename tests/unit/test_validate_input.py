@@ -48,7 +48,12 @@ def validate(execution_input, execution_name: str = "exec-1") -> dict:
 
 def test_a_bare_matrix_is_planned_under_the_executions_name(store):
     ref = validate(matrix(), "nightly-run-42")
-    assert ref == {"campaign_id": "nightly-run-42", "phases": [{"phase": 1, "concurrency": 1, "last_target": 0, "on_site": []}]}
+    assert ref == {
+        "campaign_id": "nightly-run-42",
+        "phases": [{"phase": 1, "concurrency": 1, "last_target": 0, "on_site": []}],
+        "through": 1,
+        "adaptive": False,
+    }
     assert store.get_json("nightly-run-42/state/plan.json")["campaign"] == matrix()["campaign"]
 
 

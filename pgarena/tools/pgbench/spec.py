@@ -39,6 +39,10 @@ class PgbenchInit(Strict):
     init_steps: str | None = Field(
         None, pattern=r"^[dtgGvpf]+$", description="pgbench -I steps, e.g. dtGvp; overrides data_generation"
     )
+    each_repetition: bool = Field(
+        False,
+        description="load the data set again before each repetition: the interval then covers data-layout variance too",
+    )
 
     @model_validator(mode="after")
     def _partitioning(self) -> PgbenchInit:
@@ -225,6 +229,10 @@ class PgbenchWorkload(Strict):
     @property
     def cleans_up(self) -> bool:
         return False
+
+    @property
+    def reloads_each_repetition(self) -> bool:
+        return self.init.each_repetition
 
     @property
     def long_field(self) -> str | None:

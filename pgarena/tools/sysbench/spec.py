@@ -232,6 +232,11 @@ class SysbenchWorkload(Strict):
         return self.cleanup
 
     @property
+    def reloads_each_repetition(self) -> bool:
+        # prepare refuses tables that exist: a reload would need a cleanup first (not offered).
+        return False
+
+    @property
     def long_field(self) -> str | None:
         return None
 
