@@ -284,8 +284,8 @@ ACCESS: Mapping[Component, tuple[Grant, ...]] = MappingProxyType(
         # Fails the step of a worker whose task never ran (SendTaskFailure, granted by the stack); touches no results.
         Component.TASK_STOPPED: (),
         # ResultStore.put_summary (its progress series, then a conditional put), wait_at_barrier (update,
-        # read), raw output uploaded tagged; its slot (WorkerSlots: registered with a put, then conditional
-        # updates and reads while it waits for the next step). A worker that preflights its target on its
+        # read), raw output uploaded tagged; its slot (WorkerSlots: registered, then conditional updates and
+        # reads while it waits for the next step). A worker that preflights its target on its
         # site does what the preflight function does: Component.PREFLIGHT's grants on leases, plan and records.
         Component.WORKER: (
             TableGrant(SUMMARIES, (A.PUT_ITEM,)),
@@ -295,7 +295,7 @@ ACCESS: Mapping[Component, tuple[Grant, ...]] = MappingProxyType(
             BucketGrant(PREFLIGHT_STEPS, (A.PUT_OBJECT,)),
             BucketGrant(PROGRESS, (A.PUT_OBJECT,)),
             BucketGrant(CA_BUNDLES, (A.GET_OBJECT,)),
-            TableGrant(WORKERS, (A.GET_ITEM, A.PUT_ITEM, A.UPDATE_ITEM)),
+            TableGrant(WORKERS, (A.GET_ITEM, A.UPDATE_ITEM)),
             TableGrant(BARRIERS, (A.UPDATE_ITEM, A.GET_ITEM)),
             BucketGrant(RAW_OUTPUT, (A.PUT_OBJECT, A.PUT_OBJECT_TAGGING)),
         ),
