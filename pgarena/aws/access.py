@@ -281,8 +281,9 @@ ACCESS: Mapping[Component, tuple[Grant, ...]] = MappingProxyType(
             BucketGrant(REPORTS, (A.PUT_OBJECT,)),
         ),
         Component.START_CAMPAIGN: (BucketGrant(SCHEDULE_MATRICES, (A.GET_OBJECT,)),),
-        # Fails the step of a worker whose task never ran (SendTaskFailure, granted by the stack); touches no results.
-        Component.TASK_STOPPED: (),
+        # Fails the step a stopped worker task left unanswered (SendTaskFailure, granted by the stack): the one
+        # its slot names (WorkerSlots.read) for a worker that ran; writes no results.
+        Component.TASK_STOPPED: (TableGrant(WORKERS, (A.GET_ITEM,)),),
         # ResultStore.put_summary (its progress series, then a conditional put), wait_at_barrier (update,
         # read), raw output uploaded tagged; its slot (WorkerSlots: registered, then conditional updates and
         # reads while it waits for the next step). A worker that preflights its target on its
