@@ -60,7 +60,9 @@ LEDGER = ItemKind("cost ledger", "ledger#")
 OUTCOMES = ItemKind("target and worker outcomes", "outcome#")
 # A warm worker's slot (pgarena.model.warm): the launch function offers it the next step there.
 WORKERS = ItemKind("warm worker slots", "worker#")
-ITEM_KINDS = (SUMMARIES, LEASES, BARRIERS, LEDGER, OUTCOMES, WORKERS)
+# A campaign id's claim: the execution that took it, written once by Validate And Plan (a conditional put).
+CLAIMS = ItemKind("campaign id claims", "claim#")
+ITEM_KINDS = (SUMMARIES, LEASES, BARRIERS, LEDGER, OUTCOMES, WORKERS, CLAIMS)
 # The kinds whose partition is one campaign's: an id with any such item is in use.
 CAMPAIGN_ITEM_KINDS = (SUMMARIES, BARRIERS, OUTCOMES)
 
@@ -90,6 +92,10 @@ def lease_item_key(server: str) -> dict[str, AttributeValueTypeDef]:
 
 def barrier_key(campaign_id: str, group_id: str) -> dict[str, AttributeValueTypeDef]:
     return _key(BARRIERS.pk(campaign_id), group_id)
+
+
+def campaign_claim_key(campaign_id: str) -> dict[str, AttributeValueTypeDef]:
+    return _key(CLAIMS.pk(campaign_id), "execution")
 
 
 def worker_slot_key(campaign_id: str, slot: str) -> dict[str, AttributeValueTypeDef]:
@@ -202,9 +208,11 @@ A = Action
 ACCESS: Mapping[Component, tuple[Grant, ...]] = MappingProxyType(
     {
         # Refuses a campaign id in use (ResultStore.campaign_traces: one listing of the campaign's
-        # prefix, one query per campaign partition), then keeps the plan (CampaignState.put_plan: a
+        # prefix, one query per campaign partition), claims it (CampaignState.claim_id: a conditional
+        # put, so that of two executions given one id at once, one is refused), then keeps the plan (CampaignState.put_plan: a
         # retried Validate reads the plan's owner back).
         Component.VALIDATE: (
+            TableGrant(CLAIMS, (A.PUT_ITEM,)),
             BucketGrant(CAMPAIGN_FILES, (A.LIST_BUCKET,)),
             TableGrant(SUMMARIES, (A.QUERY,)),
             TableGrant(BARRIERS, (A.QUERY,)),

@@ -48,12 +48,19 @@ def _warm_worker_on(runtime, step_id: str) -> int:
     slots = runtime.dynamodb.scan(
         TableName=TABLE, FilterExpression="begins_with(pk, :w)", ExpressionAttributeValues={":w": {"S": "worker#"}}
     )
-    (item,) = [i for i in slots["Items"] if i["state"]["S"] == "busy" and i.get("step_id", {}).get("S") == step_id]
+    (item,) = [i for i in slots["Items"] if i["state"]["S"] == "busy" and _holds(i) == step_id]
     pid = int(item["worker"]["S"].split(":")[1])
     environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
     started_for = next(e[len(b"PGARENA_STEP=") :] for e in environ if e.startswith(b"PGARENA_STEP="))
     assert json.loads(started_for)["step_id"] != step_id
     return pid
+
+
+def _holds(item) -> str:
+    """The step a slot's item holds: its step_id, or the step of its offer (items written before step_id)."""
+    return item.get("step_id", {}).get("S") or json.loads(item.get("assignment", {}).get("S", "{}")).get("step", {}).get(
+        "step_id", ""
+    )
 
 
 def _kill_mid_run(server, runtime, campaign_id, killed: list[int], errors: list[str]) -> None:

@@ -29,6 +29,7 @@ class MemoryStore:
     def __init__(self) -> None:
         self.objects: dict[str, bytes] = {}
         self.steps: dict[tuple[str, str], StepSummary] = {}
+        self.claims: dict[str, str] = {}  # campaign id -> the execution that claimed it (the table's claim# items)
 
     def put_file(self, key: str, path: Path, content_type: str = "text/plain") -> str:
         self.objects[key] = path.read_bytes()
@@ -70,6 +71,10 @@ class MemoryRecords:
 
     def plan_owner(self, campaign_id: str) -> str | None:
         return self.owners.get(campaign_id)
+
+    def claim_id(self, campaign_id: str, execution: str) -> str | None:
+        holder = self.store.claims.setdefault(campaign_id, execution)
+        return None if holder == execution else holder
 
     def put_plan(self, plan: Plan, execution: str) -> None:
         self.store.put_bytes(layout.plan_key(plan.campaign_id), plan.model_dump_json().encode(), "application/json")
