@@ -11,15 +11,18 @@ import json
 import os
 import signal
 import threading
+import time
 from pathlib import Path
 
 import pytest
 
+from pgarena.aws.worker_slots import DynamoWorkerSlots
 from pgarena.local.embedded import EmbeddedProcess
 from pgarena.local.runtime import TABLE, LocalRuntime
 from pgarena.model.layout import raw_key
+from pgarena.model.warm import WorkerSlot
 from pgarena.planning.campaign import parse_campaign
-from tests.integration.test_faults import FAST, target, wait_for_run, wait_for_text
+from tests.integration.test_faults import FAST, INJECT_DEADLINE_S, target, wait_for_run, wait_for_text
 
 pytestmark = pytest.mark.integration
 
@@ -42,32 +45,31 @@ def runtime(tmp_path_factory):
         yield rt
 
 
-def _warm_worker_on(runtime, step_id: str) -> int:
-    """The pid of the worker whose slot holds `step_id` busy; it was started for another step (the load):
-    a warm worker, whose step's token is not the one in its task's overrides."""
-    slots = runtime.dynamodb.scan(
-        TableName=TABLE, FilterExpression="begins_with(pk, :w)", ExpressionAttributeValues={":w": {"S": "worker#"}}
-    )
-    (item,) = [i for i in slots["Items"] if i["state"]["S"] == "busy" and _holds(i) == step_id]
-    pid = int(item["worker"]["S"].split(":")[1])
+def _warm_worker_on(runtime, campaign_id: str, step_id: str) -> int:
+    """The pid of the worker whose slot (the phase's only one) holds `step_id` busy; it was started for
+    another step (the load): a warm worker, whose step's token is not the one in its task's overrides."""
+    deadline = time.monotonic() + INJECT_DEADLINE_S
+    slot = WorkerSlot(campaign_id=campaign_id, phase=1, target=0, shard=0)
+    while True:
+        state = DynamoWorkerSlots(runtime.dynamodb, TABLE).read(slot)
+        held = state.assignment.step.step_id if state is not None and state.assignment is not None else ""
+        if state is not None and state.state == "busy" and held == step_id:
+            break
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"no worker holds {step_id}: {state}")
+        time.sleep(0.1)
+    pid = int(state.worker.split(":")[1])
     environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
     started_for = next(e[len(b"PGARENA_STEP=") :] for e in environ if e.startswith(b"PGARENA_STEP="))
     assert json.loads(started_for)["step_id"] != step_id
     return pid
 
 
-def _holds(item) -> str:
-    """The step a slot's item holds: its step_id, or the step of its offer (items written before step_id)."""
-    return item.get("step_id", {}).get("S") or json.loads(item.get("assignment", {}).get("S", "{}")).get("step", {}).get(
-        "step_id", ""
-    )
-
-
 def _kill_mid_run(server, runtime, campaign_id, killed: list[int], errors: list[str]) -> None:
     try:
         wait_for_run(server.endpoint)
         wait_for_text(runtime, raw_key(campaign_id, RUN, "pgbench.log"), "progress:")
-        pid = _warm_worker_on(runtime, RUN)
+        pid = _warm_worker_on(runtime, campaign_id, RUN)
         os.killpg(pid, signal.SIGKILL)  # the worker and the tool it started, as a Fargate task dies
         killed.append(pid)
     except Exception as error:  # reported by the test
