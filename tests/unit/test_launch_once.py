@@ -18,7 +18,6 @@ from pgarena.aws.worker_slots import DynamoWorkerSlots
 from pgarena.campaign.launch import launch
 from pgarena.model.plan import ShardRef
 from pgarena.model.warm import ABANDONED_WAIT_S, Assignment, WorkerSlot
-from pgarena.worker.run import next_assignment
 from tests.unit.test_campaign_state import preflight_result
 from tests.unit.test_warm_workers import TABLE, Fleet, aws, sweep
 
@@ -105,9 +104,10 @@ def test_a_retry_while_the_offer_is_pending_makes_no_second_offer(phase):
     # When the retried launch waits, and the worker claims the step meanwhile
     polls = []
 
-    def worker_polls(seconds: float) -> None:
+    def worker_polls(seconds: float) -> None:  # the worker's next read of its slot: it takes the offer
         polls.append(seconds)
-        assert next_assignment(slots, slot, "w1", sleep=lambda s: None) is not None
+        state = slots.read(slot)
+        assert state.state == "assigned" and slots.claim(slot, "w1", state.seq)
 
     _, worker, started = launch(ref, "token-1", records, fleet, slots, sleep=worker_polls)
     # Then the retry saw it taken by that worker: one offer (its seq), no RunTask
