@@ -18,7 +18,7 @@ import boto3
 from pgarena.aws.executions import StepFunctionsExecutions
 from pgarena.aws.settings import BucketEnv, FromEnv, LauncherEnv, TableEnv
 from pgarena.aws.sites import ssm_site_reader
-from pgarena.campaign.ports import EndPorts
+from pgarena.campaign.ports import EndPorts, SlotState
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from pgarena.aws.store import BucketDocuments, ResultStore
     from pgarena.aws.worker_slots import DynamoWorkerSlots
     from pgarena.campaign.leases import Leases
+    from pgarena.model.warm import WorkerSlot
 
 Env = TypeVar("Env", bound=FromEnv)
 
@@ -147,6 +148,13 @@ class Dependencies(Generic[Env]):
         if not isinstance(self.env, LauncherEnv):
             raise TypeError(f"{type(self.env).__name__} names no worker cluster")
         return EcsLauncher(cast("ECSClient", client("ecs")), self.env, ecs_in=_ecs_in, site_in=_site_in)
+
+    def read_slot(self, region: str | None, table: str, slot: WorkerSlot) -> SlotState | None:
+        """A warm worker's slot in the results table `table` of `region` (a stopped task's home; None: this
+        region): what task_stopped reads to find the step a stopped worker held."""
+        from pgarena.aws.worker_slots import DynamoWorkerSlots
+
+        return DynamoWorkerSlots(cast("DynamoDBClient", client("dynamodb", region)), table).read(slot)
 
     def executions(self, region: str | None = None) -> StepFunctionsExecutions:
         """The state machine's executions in `region` (None: the function's own)."""

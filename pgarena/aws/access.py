@@ -60,7 +60,9 @@ LEDGER = ItemKind("cost ledger", "ledger#")
 OUTCOMES = ItemKind("target and worker outcomes", "outcome#")
 # A warm worker's slot (pgarena.model.warm): the launch function offers it the next step there.
 WORKERS = ItemKind("warm worker slots", "worker#")
-ITEM_KINDS = (SUMMARIES, LEASES, BARRIERS, LEDGER, OUTCOMES, WORKERS)
+# A campaign id's claim: the execution that took it, written once by Validate And Plan (a conditional put).
+CLAIMS = ItemKind("campaign id claims", "claim#")
+ITEM_KINDS = (SUMMARIES, LEASES, BARRIERS, LEDGER, OUTCOMES, WORKERS, CLAIMS)
 # The kinds whose partition is one campaign's: an id with any such item is in use.
 CAMPAIGN_ITEM_KINDS = (SUMMARIES, BARRIERS, OUTCOMES)
 
@@ -92,8 +94,15 @@ def barrier_key(campaign_id: str, group_id: str) -> dict[str, AttributeValueType
     return _key(BARRIERS.pk(campaign_id), group_id)
 
 
+def campaign_claim_key(campaign_id: str) -> dict[str, AttributeValueTypeDef]:
+    return _key(CLAIMS.pk(campaign_id), "execution")
+
+
 def worker_slot_key(campaign_id: str, slot: str) -> dict[str, AttributeValueTypeDef]:
-    return _key(WORKERS.pk(campaign_id), slot)
+    """A slot's item, in a partition of its own: each idle worker reads its slot every SLOT_POLL_S, and a
+    campaign's slots in one partition (40 targets x 40 shards: 32,000 reads a second) would pass a
+    partition's 3,000 reads a second."""
+    return _key(WORKERS.pk(f"{campaign_id}#{slot}"), slot)
 
 
 def ledger_campaign_key(month: str, campaign_id: str) -> dict[str, AttributeValueTypeDef]:
@@ -187,9 +196,11 @@ A = Action
 ACCESS: Mapping[Component, tuple[Grant, ...]] = MappingProxyType(
     {
         # Refuses a campaign id in use (ResultStore.campaign_traces: one listing of the campaign's
-        # prefix, one query per campaign partition), then keeps the plan (CampaignState.put_plan: a
+        # prefix, one query per campaign partition), claims it (CampaignState.claim_id: a conditional
+        # put, so that of two executions given one id at once, one is refused), then keeps the plan (CampaignState.put_plan: a
         # retried Validate reads the plan's owner back).
         Component.VALIDATE: (
+            TableGrant(CLAIMS, (A.PUT_ITEM,)),
             BucketGrant(CAMPAIGN_FILES, (A.LIST_BUCKET,)),
             TableGrant(SUMMARIES, (A.QUERY,)),
             TableGrant(BARRIERS, (A.QUERY,)),
@@ -284,11 +295,12 @@ ACCESS: Mapping[Component, tuple[Grant, ...]] = MappingProxyType(
             BucketGrant(REPORTS, (A.PUT_OBJECT,)),
         ),
         Component.START_CAMPAIGN: (BucketGrant(SCHEDULE_MATRICES, (A.GET_OBJECT,)),),
-        # Fails the step of a worker whose task never ran (SendTaskFailure, granted by the stack); touches no results.
-        Component.TASK_STOPPED: (),
+        # Fails the step a stopped worker task left unanswered (SendTaskFailure, granted by the stack): the one
+        # its slot names (WorkerSlots.read) for a worker that ran; writes no results.
+        Component.TASK_STOPPED: (TableGrant(WORKERS, (A.GET_ITEM,)),),
         # ResultStore.put_summary (its progress series, then a conditional put), wait_at_barrier (update,
-        # read), raw output uploaded tagged; its slot (WorkerSlots: registered with a put, then conditional
-        # updates and reads while it waits for the next step). A worker that preflights its target on its
+        # read), raw output uploaded tagged; its slot (WorkerSlots: registered, then conditional updates and
+        # reads while it waits for the next step). A worker that preflights its target on its
         # site does what the preflight function does: Component.PREFLIGHT's grants on leases, plan and records.
         Component.WORKER: (
             TableGrant(SUMMARIES, (A.PUT_ITEM,)),
@@ -298,7 +310,7 @@ ACCESS: Mapping[Component, tuple[Grant, ...]] = MappingProxyType(
             BucketGrant(PREFLIGHT_STEPS, (A.PUT_OBJECT,)),
             BucketGrant(PROGRESS, (A.PUT_OBJECT,)),
             BucketGrant(CA_BUNDLES, (A.GET_OBJECT,)),
-            TableGrant(WORKERS, (A.GET_ITEM, A.PUT_ITEM, A.UPDATE_ITEM)),
+            TableGrant(WORKERS, (A.GET_ITEM, A.UPDATE_ITEM)),
             TableGrant(BARRIERS, (A.UPDATE_ITEM, A.GET_ITEM)),
             BucketGrant(RAW_OUTPUT, (A.PUT_OBJECT, A.PUT_OBJECT_TAGGING)),
         ),

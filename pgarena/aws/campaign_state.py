@@ -10,7 +10,9 @@ caught: the campaign would be lost).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
+
+from botocore.exceptions import ClientError
 
 from pgarena.aws import access
 from pgarena.aws.items import marshal, unmarshal
@@ -35,6 +37,25 @@ class CampaignState:
         """The name of the execution that planned the campaign."""
         head = self.store.s3.head_object(Bucket=self.store.bucket, Key=layout.plan_key(campaign_id))
         return head.get("Metadata", {}).get(EXECUTION_METADATA)
+
+    def claim_id(self, campaign_id: str, execution: str) -> str | None:
+        """Take the campaign id for `execution`, at once for all (a conditional put: two executions given
+        one id at the same moment cannot both pass). None when it is this execution's (taken now, or
+        before: its Validate And Plan retried); else the execution that holds it."""
+        try:
+            self.store.dynamodb.put_item(
+                TableName=self.store.table,
+                Item={**access.campaign_claim_key(campaign_id), **marshal({"execution": execution})},
+                ConditionExpression="attribute_not_exists(pk) OR execution = :me",
+                ExpressionAttributeValues=marshal({":me": execution}),
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            )
+        except ClientError as error:
+            if error.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
+                raise
+            held = cast("dict[str, Any]", error.response).get("Item") or {}  # the failed check's item (ALL_OLD)
+            return str(unmarshal(held).get("execution") or "another execution")
+        return None
 
     def put_plan(self, plan: Plan, execution: str) -> None:
         self.store.s3.put_object(

@@ -57,8 +57,10 @@ def step_field(environment: Mapping[str, str], name: str) -> str:
 
 def client_token(step: Work, task_token: str, attempt: int = 0) -> str:
     """ECS's idempotency token: a launch Lambda retried after a RunTask that did start a task gets that
-    task back instead of a second worker. The task token is new for each attempt of the state; `attempt`
-    counts RunTasks refused for capacity (no task started), each asked anew."""
+    task back instead of a second worker (moto's and LocalStack's interpreters keep a state's task token
+    over its retries; a retry with a new token finds its step on the worker slot instead:
+    pgarena.campaign.launch.hand_over). `attempt` counts RunTasks refused for capacity (no task
+    started), each asked anew."""
     suffix = f"\n{attempt}" if attempt else ""
     return hashlib.sha256(f"{step.step_id}\n{task_token}{suffix}".encode()).hexdigest()[:64]
 

@@ -1,9 +1,16 @@
-"""A worker task that stopped before its container ran (an image that cannot be pulled, no route out of
-the subnets, a Fargate quota) never beats nor answers: without this, its step waits for the heartbeat
-timeout. ECS's task state change (EventBridge, or the local ECS stand-in) names the task token in the
-overrides RunTask was given; the step is failed at once with ECS's reason (pgarena.campaign.stopped_worker).
+"""A worker task that stopped without answering its step never beats again: without this, its step waits
+for the heartbeat timeout. ECS's task state change (EventBridge, or the local ECS stand-in, which sees its
+process exit) comes for every stopped worker task, whatever its stop code, and the step is failed at once
+(pgarena.campaign.stopped_worker):
 
-A task that did start is left alone: its worker answers for itself, or the heartbeat timeout tells.
+- a task that stopped before its container ran (an image that cannot be pulled, no route out of the
+  subnets, a Fargate quota): the step of the task token in the overrides RunTask was given, with
+  `worker_did_not_start` and ECS's reason;
+- a task that ran and stopped mid-step (killed, out of memory, its host or Spot capacity gone): the step
+  its slot says it holds (a warm worker serves several steps, each with its own token: pgarena.aws.
+  worker_slots, which records the task a slot's worker runs in), with `worker_lost` and ECS's reason.
+  A worker idle, gone from its slot, or replaced there holds no step: nothing is failed. A step already
+  answered fails harmlessly (Step Functions refuses the token: TaskTimedOut, InvalidToken).
 
 EventBridge rules are regional, and so are ECS's state changes: each site region's stack has its own rule
 on its cluster and its own task_stopped function (the home stack's, for the home cluster and the external
@@ -14,18 +21,28 @@ docs/guide/05-deploy.md ("Sites") says why a function per region rather than for
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import logging
+from collections.abc import Callable, Mapping
 from typing import Any
 
-from pydantic import BaseModel, Field
+from botocore.exceptions import BotoCoreError, ClientError
+from pydantic import BaseModel, Field, ValidationError
 
 from pgarena.aws.launch import step_field
-from pgarena.aws.settings import RESULTS_REGION_VAR, TASK_TOKEN_VAR
+from pgarena.aws.settings import RESULTS_REGION_VAR, STEP_VAR, TASK_TOKEN_VAR
+from pgarena.campaign.ports import SlotState
 from pgarena.model.errors import ErrorInfo, ErrorKind
-from pgarena.model.stopped import UnstartedWorker
+from pgarena.model.plan import is_preflight
+from pgarena.model.stopped import StoppedWorker
+from pgarena.model.warm import BUSY, FINISHING, LAUNCHING, WorkerSlot
+
+log = logging.getLogger(__name__)
 
 # ECS's stopCode for a task whose containers never ran.
 FAILED_TO_START = "TaskFailedToStart"
+SLOT_VAR = "PGARENA_WORKER_SLOT"
+# The slot's states in which its worker holds a step it has not answered (finishing: about to answer).
+HOLDING = frozenset({BUSY, FINISHING, LAUNCHING})
 
 
 def matches(pattern: Mapping[str, Any], event: Mapping[str, Any]) -> bool:
@@ -97,22 +114,57 @@ def reason(detail: TaskDetail) -> str:
     return "; ".join(parts)
 
 
-def unstarted_worker(change: TaskStateChange) -> UnstartedWorker | None:
-    """The pgarena worker this stop leaves unanswered, or None (not stopped, it ran, or not a worker)."""
+# The slot a stopped task's worker served, read in the home region's results table (region, table, slot):
+# None when the slot has no item, or cannot be read.
+SlotReader = Callable[[str | None, str, WorkerSlot], SlotState | None]
+
+
+def stopped_worker(change: TaskStateChange, read_slot: SlotReader) -> StoppedWorker | None:
+    """The step this stop leaves unanswered, or None (not stopped, not a worker, or its worker held no
+    step: idle, gone, replaced)."""
     detail = change.detail
     if detail.lastStatus != "STOPPED":
-        return None
-    if detail.startedAt is not None and detail.stopCode != FAILED_TO_START:
         return None
     environment = _environment(detail)
     token = environment.get(TASK_TOKEN_VAR)
     if not token:
         return None
-    message = f"the worker's task stopped before its container ran ({detail.stopCode or 'no stop code'}): {reason(detail)}"
-    return UnstartedWorker(
-        task_arn=detail.taskArn,
-        step_id=step_field(environment, "step_id"),
-        task_token=token,
-        error=ErrorInfo(kind=ErrorKind.WORKER_DID_NOT_START, message=message),
-        home_region=environment.get(RESULTS_REGION_VAR) or None,
-    )
+    home = environment.get(RESULTS_REGION_VAR) or None
+    if detail.startedAt is None or detail.stopCode == FAILED_TO_START:
+        message = f"the worker's task stopped before its container ran ({detail.stopCode or 'no stop code'}): {reason(detail)}"
+        error = ErrorInfo(kind=ErrorKind.WORKER_DID_NOT_START, message=message)
+        return StoppedWorker(
+            task_arn=detail.taskArn, step_id=step_field(environment, "step_id"), task_token=token, error=error, home_region=home
+        )
+    held = _held_step(detail, environment, read_slot)
+    if held is None:
+        return None
+    step_id, held_token = held
+    message = f"the worker's task stopped while its step ran ({detail.stopCode or 'no stop code'}): {reason(detail)}"
+    error = ErrorInfo(kind=ErrorKind.WORKER_LOST, message=message)
+    return StoppedWorker(task_arn=detail.taskArn, step_id=step_id, task_token=held_token, error=error, home_region=home)
+
+
+def _held_step(detail: TaskDetail, environment: Mapping[str, str], read_slot: SlotReader) -> tuple[str, str] | None:
+    """(step id, task token) of the step the stopped task's worker held unanswered, or None. A worker
+    started for one step holds that one; a warm worker the one its slot names, if the slot is its task's
+    and busy (a step it claimed, or the one it was started with before it registered)."""
+    first = (step_field(environment, "step_id"), environment[TASK_TOKEN_VAR])
+    try:
+        slot = WorkerSlot.model_validate_json(environment.get(SLOT_VAR) or "")
+    except ValidationError:
+        return first  # started for one step: if it answered, the failure is refused
+    try:
+        state = read_slot(environment.get(RESULTS_REGION_VAR) or None, environment.get("RESULTS_TABLE", ""), slot)
+    except (BotoCoreError, ClientError) as error:
+        log.warning("the slot of stopped task %s could not be read (%s): failing its first step", detail.taskArn, error)
+        return first
+    if state is None:
+        return first  # no slot item: it never registered, and no launch recorded its step
+    if state.state not in HOLDING:
+        return None
+    if state.task == detail.taskArn or (not state.task and state.task_token == first[1]):
+        return state.step_id, state.task_token
+    if not state.task_token and is_preflight(environment.get(STEP_VAR, "")):
+        return first  # a worker started for its target's preflight on its site, still on it
+    return None

@@ -5,6 +5,11 @@ One item per slot (pgarena.model.warm.WorkerSlot), written by three parties: the
 the next step, and whatever ends the target's phase or the campaign, which closes it. Every change is a
 conditional update, so that of an offer and a worker leaving, of a withdrawn offer and a late claim, or
 of an offer and a close, exactly one happens.
+
+The item also names the step it holds (`step_id`, `task_token`: offered, being launched, served or
+finished) and the task its worker runs in (`task`). A step is offered only to a worker idle or finishing
+its previous step, never to a busy one, and never twice: a launch the state machine retries (a Lambda
+error after the step was handed over) finds its step there and starts no second worker for it.
 """
 
 from __future__ import annotations
@@ -19,12 +24,14 @@ from botocore.exceptions import ClientError
 from pgarena.aws import access
 from pgarena.aws.items import marshal, unmarshal
 from pgarena.campaign.ports import SlotState
-from pgarena.model.warm import ASSIGNED, BUSY, CLOSED, FRESH_S, GONE, IDLE, Assignment, WorkerSlot
+from pgarena.model.warm import ASSIGNED, BUSY, CLOSED, FINISHING, FRESH_S, GONE, IDLE, LAUNCHING, Assignment, WorkerSlot
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
 _NAMES = {"#s": "state"}
+# The slot does not hold the step whose token is :token (compared explicitly: the slot may hold none).
+_NOT_HOLDING = "(attribute_not_exists(task_token) OR task_token <> :token)"
 
 
 def _epoch(value: float) -> Decimal:
@@ -70,32 +77,62 @@ class DynamoWorkerSlots:
 
     # --- the launch function's side -----------------------------------------------------------------
     def offer(self, slot: WorkerSlot, assignment: Assignment) -> SlotState | None:
-        """The step given to the slot's worker if its beat is fresh and it is idle, or busy answering the
-        step before (it beats just before it answers); None when no such worker holds the slot."""
+        """The step given to the slot's worker if its beat is fresh and it is idle, or finishing the step
+        before (it beats just before it answers); None when no such worker holds the slot, when its worker
+        is busy on a step, or when the slot holds this step already (its token)."""
         item = self._update(
             slot,
-            "SET #s = :assigned, assignment = :a, seq = seq + :one",
-            "(#s = :idle OR #s = :busy) AND beat > :since",
+            "SET #s = :assigned, assignment = :a, seq = seq + :one, step_id = :step, task_token = :token",
+            "(#s = :idle OR #s = :finishing) AND beat > :since AND " + _NOT_HOLDING,
             {
                 ":assigned": ASSIGNED,
                 ":a": assignment.model_dump_json(),
                 ":one": 1,
                 ":idle": IDLE,
-                ":busy": BUSY,
+                ":finishing": FINISHING,
                 ":since": _epoch(self.clock() - FRESH_S),
+                ":step": assignment.step.step_id,
+                ":token": assignment.task_token,
             },
         )
-        return None if item is None else SlotState(state=ASSIGNED, worker=item["worker"], seq=int(item["seq"]))
+        return None if item is None else _state(item)
 
     def withdraw(self, slot: WorkerSlot, seq: int) -> bool:
-        """Take back an offer no worker took; False when the worker took it meanwhile."""
+        """Take back an offer no worker took, the slot then waiting for a worker started for the step
+        (launching); False when the worker took it meanwhile."""
         done = self._update(
             slot,
-            "SET #s = :gone REMOVE assignment",
+            "SET #s = :launching, worker = :none REMOVE assignment",
             "#s = :assigned AND seq = :seq",
-            {":gone": GONE, ":assigned": ASSIGNED, ":seq": seq},
+            {":launching": LAUNCHING, ":none": "", ":assigned": ASSIGNED, ":seq": seq},
         )
         return done is not None
+
+    def launching(self, slot: WorkerSlot, assignment: Assignment) -> bool:
+        """The slot holds the step from now on, a worker about to be started for it (RunTask): no worker
+        holds the slot until that one registers (one idle there sees that and exits). False when the slot
+        is closed, or holds this step already otherwise than launching it (offered, served, finished)."""
+        done = self._update(
+            slot,
+            "SET #s = :launching, worker = :none, seq = if_not_exists(seq, :zero), step_id = :step, task_token = :token "
+            "REMOVE assignment, task",
+            f"attribute_not_exists(#s) OR (#s <> :closed AND ({_NOT_HOLDING} OR #s = :launching))",
+            {
+                ":launching": LAUNCHING,
+                ":none": "",
+                ":zero": 0,
+                ":closed": CLOSED,
+                ":step": assignment.step.step_id,
+                ":token": assignment.task_token,
+            },
+        )
+        return done is not None
+
+    def started(self, slot: WorkerSlot, task_token: str, task: str) -> None:
+        """The task RunTask started for the slot's step (task_stopped finds a stopped task's step by it);
+        nothing when the slot moved on to another step meanwhile."""
+        condition = "attribute_exists(#s) AND task_token = :token"  # every expression names the state
+        self._update(slot, "SET task = :task", condition, {":task": task, ":token": task_token})
 
     # --- the side that ends a target's phase or the campaign ----------------------------------------------
     def close(self, slot: WorkerSlot, why: str) -> SlotState | None:
@@ -113,38 +150,35 @@ class DynamoWorkerSlots:
         return _state(before) if before else None
 
     # --- the worker's side ----------------------------------------------------------------------------
-    def register(self, slot: WorkerSlot, worker: str) -> bool:
-        """A new worker holds the slot from now on (one it replaces sees another name there and exits);
-        False when the slot is closed: its step was given up before the worker started."""
-        try:
-            self.dynamodb.put_item(
-                TableName=self.table,
-                Item={
-                    **access.worker_slot_key(slot.campaign_id, slot.name),
-                    **marshal({"state": BUSY, "worker": worker, "seq": 0, "beat": _epoch(self.clock())}),
-                },
-                ConditionExpression="attribute_not_exists(#s) OR #s <> :closed",
-                ExpressionAttributeNames=_NAMES,
-                ExpressionAttributeValues=marshal({":closed": CLOSED}),
-            )
-        except ClientError as error:
-            if error.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
-                return False
-            raise
-        return True
+    def register(self, slot: WorkerSlot, worker: str, task_token: str | None = None) -> bool:
+        """A new worker holds the slot from now on, busy on the step it was started with (one it replaces
+        sees another name there and exits); False when the slot is closed (its step was given up before
+        the worker started) or, given the worker's task token, when the slot has moved on to another step."""
+        condition = "attribute_not_exists(#s) OR #s <> :closed"
+        values: dict[str, Any] = {":busy": BUSY, ":me": worker, ":zero": 0, ":now": _epoch(self.clock()), ":closed": CLOSED}
+        if task_token is not None:
+            condition = f"({condition}) AND (attribute_not_exists(task_token) OR task_token = :token)"
+            values[":token"] = task_token
+        registered = self._update(
+            slot,
+            "SET #s = :busy, worker = :me, seq = if_not_exists(seq, :zero), beat = :now REMOVE leave_reason, left_at, assignment",
+            condition,
+            values,
+        )
+        return registered is not None
 
     def finishing(self, slot: WorkerSlot, worker: str) -> None:
         """The worker is about to answer its step: its beat renewed, so that the next step's offer finds
-        it live however long the step ran."""
-        self._update(
-            slot, "SET beat = :now", "worker = :me AND attribute_exists(#s)", {":now": _epoch(self.clock()), ":me": worker}
-        )
+        it live however long the step ran, and the next step may be offered to it from now on."""
+        values = {":finishing": FINISHING, ":busy": BUSY, ":now": _epoch(self.clock()), ":me": worker}
+        self._update(slot, "SET #s = :finishing, beat = :now", "worker = :me AND #s = :busy", values)
 
     def idle(self, slot: WorkerSlot, worker: str) -> bool:
         """The worker answered its step and waits for the next (one offered meanwhile stays offered);
         False when it no longer holds the slot, or the slot is closed."""
-        values = {":idle": IDLE, ":busy": BUSY, ":now": _epoch(self.clock()), ":me": worker}
-        if self._update(slot, "SET #s = :idle, beat = :now", "worker = :me AND #s = :busy", values) is not None:
+        values = {":idle": IDLE, ":busy": BUSY, ":finishing": FINISHING, ":now": _epoch(self.clock()), ":me": worker}
+        condition = "worker = :me AND (#s = :busy OR #s = :finishing)"
+        if self._update(slot, "SET #s = :idle, beat = :now", condition, values) is not None:
             return True
         state = self.read(slot)
         return state is not None and state.worker == worker and state.state != CLOSED
@@ -163,9 +197,17 @@ class DynamoWorkerSlots:
     def leave(self, slot: WorkerSlot, worker: str, why: str) -> bool:
         """The worker exits, saying why and when; False when a step was offered meanwhile (it takes that
         one instead) or it no longer holds the slot. On a closed slot the leaving is noted beside the close."""
-        values = {":gone": GONE, ":me": worker, ":idle": IDLE, ":busy": BUSY, ":why": why, ":now": _epoch(self.clock())}
+        values = {
+            ":gone": GONE,
+            ":me": worker,
+            ":idle": IDLE,
+            ":busy": BUSY,
+            ":finishing": FINISHING,
+            ":why": why,
+            ":now": _epoch(self.clock()),
+        }
         left = "SET #s = :gone, leave_reason = :why, left_at = :now"
-        if self._update(slot, left, "worker = :me AND (#s = :idle OR #s = :busy)", values) is not None:
+        if self._update(slot, left, "worker = :me AND (#s = :idle OR #s = :busy OR #s = :finishing)", values) is not None:
             return True
         values = {":me": worker, ":closed": CLOSED, ":why": why, ":now": _epoch(self.clock())}
         noted = self._update(slot, "SET leave_reason = :why, left_at = :now", "worker = :me AND #s = :closed", values)
@@ -183,4 +225,7 @@ def _state(data: dict[str, Any]) -> SlotState:
         closed=data.get("close_reason"),
         left=data.get("leave_reason"),
         left_at=float(left_at) if left_at is not None else None,
+        step_id=data.get("step_id", ""),
+        task_token=data.get("task_token", ""),
+        task=data.get("task", ""),
     )

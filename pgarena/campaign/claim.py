@@ -18,14 +18,15 @@ from pgarena.planning.planner import plan_campaign
 
 def claim(store: Store, records: Records, campaign_id: str, execution: str, fix: str) -> None:
     """Refuse a campaign id that already has files or items, unless all it has is the plan this very
-    execution wrote (its Validate And Plan retried)."""
+    execution wrote (its Validate And Plan retried); then take it with a conditional write, so that of
+    two executions given one new id at the same moment (both find no trace), one is refused."""
     traces = store.campaign_traces(campaign_id)
-    if not traces:
-        return
-    if traces == [store.url(layout.plan_key(campaign_id))] and records.plan_owner(campaign_id) == execution:
-        return
-    # Every worker's write-once summary would conflict and results.json would be overwritten.
-    raise CampaignExists(f"campaign id {campaign_id!r} is already used ({traces[0]}): {fix}")
+    if traces and not (traces == [store.url(layout.plan_key(campaign_id))] and records.plan_owner(campaign_id) == execution):
+        # Every worker's write-once summary would conflict and results.json would be overwritten.
+        raise CampaignExists(f"campaign id {campaign_id!r} is already used ({traces[0]}): {fix}")
+    holder = records.claim_id(campaign_id, execution)
+    if holder is not None:
+        raise CampaignExists(f"campaign id {campaign_id!r} is already used (claimed by execution {holder}): {fix}")
 
 
 def claim_and_plan(

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from pgarena.campaign.ports import Executions
 from pgarena.model.errors import error_name
-from pgarena.model.stopped import UnstartedWorker
+from pgarena.model.stopped import StoppedWorker
 
 
 @dataclass(frozen=True)
@@ -17,7 +17,7 @@ class StepFailure:
     failed: bool  # False: its token was no longer waited for (the worker answered, or the state gave up)
 
 
-def fail_step(worker: UnstartedWorker, executions_in: Callable[[str | None], Executions]) -> StepFailure:
+def fail_step(worker: StoppedWorker, executions_in: Callable[[str | None], Executions]) -> StepFailure:
     """Fail the worker's step with its error, as every Catch reads a kind back (its class-name form), in
     the home region the worker reports to: its state machine issued the token (`executions_in(None)`:
     this region's own)."""

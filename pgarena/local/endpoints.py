@@ -27,6 +27,7 @@ from pgarena.aws.launch import step_field
 from pgarena.local.children import Children
 from pgarena.local.signing import RunKeys
 from pgarena.local.task_env import WorkerUserError, override_refusal, own_user, process_environment, worker_command
+from pgarena.model.results import now_iso
 from pgarena.planning.limits import RUNTASK_OVERRIDES_LIMIT_CHARS
 from pgarena.system.processes import die_with_parent, spawn
 
@@ -279,9 +280,21 @@ TaskStopped = Callable[[dict[str, Any]], None]
 REASON_LINES = 2
 
 
-def task_stopped_event(task: dict[str, Any], stopped_reason: str, container_reason: str) -> dict[str, Any]:
-    """ECS's "ECS Task State Change" for a task that stopped before its container ran (no startedAt)."""
-    container = (task.get("overrides", {}).get("containerOverrides") or [{}])[0].get("name", "")
+def task_stopped_event(
+    task: dict[str, Any], stopped_reason: str, container_reason: str, exit_code: int | None = None
+) -> dict[str, Any]:
+    """ECS's "ECS Task State Change" for a stopped task: one that stopped before its container ran (no
+    startedAt, TaskFailedToStart), or, given its container's `exit_code`, one that ran (startedAt, and the
+    stop code ECS gives: UserInitiated after StopTask, else EssentialContainerExited)."""
+    name = (task.get("overrides", {}).get("containerOverrides") or [{}])[0].get("name", "")
+    container: dict[str, Any] = {"name": name, "lastStatus": "STOPPED", "reason": container_reason}
+    ran: dict[str, Any] = {}
+    if exit_code is not None:
+        container["exitCode"] = exit_code if exit_code >= 0 else 128 - exit_code  # a signal's death as Docker says it: 137
+        ran = {
+            "startedAt": task.get("startedAt", ""),
+            "stopCode": "UserInitiated" if task.get("desiredStatus") == "STOPPED" else "EssentialContainerExited",
+        }
     return {
         "version": "0",
         "source": "aws.ecs",
@@ -298,8 +311,9 @@ def task_stopped_event(task: dict[str, Any], stopped_reason: str, container_reas
             "stoppedReason": stopped_reason,
             "startedBy": task.get("startedBy", ""),
             "overrides": task.get("overrides", {}),
-            "containers": [{"name": container, "lastStatus": "STOPPED", "reason": container_reason}],
-        },
+            "containers": [container],
+        }
+        | ran,
     }
 
 
@@ -446,6 +460,7 @@ class EcsEndpoint(_Server):
                 if token:
                     self.tokens[token] = task
             return {"tasks": [task], "failures": []}
+        task["startedAt"] = now_iso()  # its process runs: no provisioning to wait for
         campaign_id = step_field(env, "campaign_id")
         if self.children is not None:
             self.children.add(campaign_id, "worker", process.pid, group=True, container=self.workers.container(task_id))
@@ -476,12 +491,17 @@ class EcsEndpoint(_Server):
         return None
 
     def _watch(self, task: dict[str, Any], process: subprocess.Popen[bytes], log_path: Path) -> None:
-        """When the task's process ends without having run its worker (a container that could not start),
-        its state change goes out as ECS sends it."""
+        """When the task's process ends, its state change goes out as ECS sends it: for a worker that never
+        ran (a container that could not start), and for one that ran, whatever its exit (task_stopped fails
+        the step a worker killed mid-step held, at once)."""
         exit_code = process.wait()
         if self.workers.never_ran(exit_code):
             reason = _last_lines(log_path) or f"exit code {exit_code}"
             self._stopped(task, f"CannotStartContainerError: {reason}", reason)
+            return
+        stopped_reason = task.get("stoppedReason") or "Essential container in task exited"
+        if self.on_stopped is not None:
+            self.on_stopped(task_stopped_event(task, stopped_reason, "", exit_code))
 
     def _stopped(self, task: dict[str, Any], stopped_reason: str, container_reason: str) -> None:
         if self.on_stopped is not None:

@@ -305,10 +305,11 @@ def _caught(caught: Caught) -> ErrorInfo:
         message = message or name
     else:
         kind = _snake(name.split(".")[-1])
-    if caught.worker_timeouts_s is not None and kind in (ErrorKind.TIMEOUT, ErrorKind.WORKER_LOST):
+    if caught.worker_timeouts_s is not None and name in _STATES_ERRORS and kind in (ErrorKind.TIMEOUT, ErrorKind.WORKER_LOST):
         # The state machine stopped waiting and the worker never wrote a summary (a live worker writes
         # one even when its tool times out): the worker was lost. moto reports a missed heartbeat as
-        # States.Timeout, AWS as States.HeartbeatTimeout.
+        # States.Timeout, AWS as States.HeartbeatTimeout. (A stopped task's WorkerLost, sent at once by
+        # task_stopped, keeps its own message: ECS's reason.)
         heartbeat_s, timeout_s = caught.worker_timeouts_s
         return ErrorInfo(
             kind=ErrorKind.WORKER_LOST,

@@ -8,8 +8,9 @@ from pydantic import BaseModel, Field
 from pgarena.model.errors import ErrorInfo
 
 
-class UnstartedWorker(BaseModel):
-    """A worker whose task stopped before it ran: the token its step waits on, and why."""
+class StoppedWorker(BaseModel):
+    """A worker whose task stopped without answering its step (before it ran, or mid-step): the token its
+    step waits on, and why."""
 
     task_arn: str
     step_id: str

@@ -57,9 +57,14 @@ class WorkerSlot(Boundary):
         return f"{self.phase}#{self.target}#{self.shard}"
 
 
-# A slot's states: its worker busy on a step, idle waiting for the next, a step offered to it (assigned),
-# its worker gone, or the slot closed (no step will come).
-BUSY, IDLE, ASSIGNED, GONE, CLOSED = "busy", "idle", "assigned", "gone", "closed"
+# A slot's states: its worker busy on a step, finishing it (its answer about to go: the next step may be
+# offered), idle waiting for the next, a step offered to it (assigned), a worker being started for a step
+# (launching: RunTask, no worker holds the slot yet), its worker gone, or the slot closed (no step will come).
+BUSY, FINISHING, IDLE, ASSIGNED = "busy", "finishing", "idle", "assigned"
+LAUNCHING, GONE, CLOSED = "launching", "gone", "closed"
+# How long a launch retried with a new task token waits for the slot's worker to let go of the step's
+# abandoned attempt (its next heartbeat is refused: it stops within one beat) before starting the step anew.
+ABANDONED_WAIT_S = 20.0
 # Why a slot closed (its item's `closed`): no step will be offered there again. Release Connection Lease
 # closes a target's slots when its phase's steps ended, or were cut short; finalize every slot of the
 # campaign, with how it ended (campaign_completed, campaign_cancelled, campaign_failed).

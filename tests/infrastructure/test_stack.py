@@ -482,7 +482,8 @@ def test_worker_may_use_the_start_barrier(default_synth):
     }
     assert grants == {
         (access.BARRIERS.leading_keys,): ["dynamodb:GetItem", "dynamodb:UpdateItem"],
-        (access.WORKERS.leading_keys,): ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"],
+        # registered with an update, as every other change of its slot: the step the slot holds is kept
+        (access.WORKERS.leading_keys,): ["dynamodb:GetItem", "dynamodb:UpdateItem"],
     }
 
 
@@ -619,7 +620,8 @@ def test_a_worker_task_that_stops_in_the_stacks_cluster_reaches_task_stopped(def
     function_id = cfn.logical_id(default_synth, "AWS::Lambda::Function", "TaskStoppedFunction")
     (cluster_id,) = default_synth.resources_of_type("AWS::ECS::Cluster")
 
-    # Then a stopped task of pgarena's (RunTask's startedBy) in the stack's cluster reaches task_stopped
+    # Then a stopped task of pgarena's (RunTask's startedBy) in the stack's cluster reaches task_stopped,
+    # whatever its stop code and whether it started: one that ran and stopped mid-step fails its step too
     assert pattern["detail-type"] == ["ECS Task State Change"]
     assert pattern["detail"] == {
         "clusterArn": [{"Fn::GetAtt": [cluster_id, "Arn"]}],
@@ -627,7 +629,10 @@ def test_a_worker_task_that_stops_in_the_stacks_cluster_reaches_task_stopped(def
         "startedBy": ["pgarena"],
     }
     assert [t["Arn"] for t in targets] == [{"Fn::GetAtt": [function_id, "Arn"]}]
-    # and it may fail a step (the token is the authorization), and do nothing else with Step Functions, the
-    # table or the bucket
-    actions = {a for st in cfn.statements_of_function(default_synth, TASK_STOPPED_HANDLER) for a in cfn.as_list(st["Action"])}
-    assert {a for a in actions if a.startswith(("states:", "dynamodb:", "s3:"))} == {"states:SendTaskFailure"}
+    # and it may fail a step (the token is the authorization) and read the workers' slots (the step a stopped
+    # worker held), and do nothing else with Step Functions, the table or the bucket
+    statements = cfn.statements_of_function(default_synth, TASK_STOPPED_HANDLER)
+    actions = {a for st in statements for a in cfn.as_list(st["Action"])}
+    assert {a for a in actions if a.startswith(("states:", "dynamodb:", "s3:"))} == {"states:SendTaskFailure", "dynamodb:GetItem"}
+    read = cfn.statement_with(statements, "dynamodb:GetItem")
+    assert read["Condition"] == {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["worker#*"]}}

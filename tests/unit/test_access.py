@@ -382,9 +382,10 @@ def test_the_scheduler_touches_no_results():
     assert ACCESS[Component.SCHEDULER] == ()
 
 
-def test_task_stopped_touches_no_results():
-    # It reads the token from ECS's event and calls Step Functions only (tests/unit/test_task_stopped.py)
-    assert ACCESS[Component.TASK_STOPPED] == ()
+def test_task_stopped_only_reads_the_workers_slots():
+    # It reads the token from ECS's event or the stopped worker's slot, and calls Step Functions
+    # (tests/unit/test_task_stopped.py, test_task_stopped_mid_step.py)
+    assert ACCESS[Component.TASK_STOPPED] == (access.TableGrant(access.WORKERS, (access.Action.GET_ITEM,)),)
 
 
 def _put_item_tasks(node):

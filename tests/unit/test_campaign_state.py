@@ -114,6 +114,18 @@ def test_the_plan_is_claimed_by_its_execution_and_read_back(state):
     assert state.plan("cid") == plan and state.plan_owner("cid") == "e1"
 
 
+def test_two_executions_given_one_new_id_at_once_cannot_both_take_it(state):
+    # Given two executions that both found the id free (no file, no item: the check before the claim)
+    assert state.store.campaign_traces("cid") == []
+    # When both claim it, e1 first (a check-then-put let both through)
+    claim(state.store, state, "cid", "e1", "fix")
+    # Then e2 is refused, naming the execution that holds the id; e1's retried Validate is not
+    with pytest.raises(CampaignExists, match=r"campaign id 'cid' is already used \(claimed by execution e1\): fix"):
+        claim(state.store, state, "cid", "e2", "fix")
+    claim(state.store, state, "cid", "e1", "fix")
+    assert state.claim_id("cid", "e2") == "e1" and state.claim_id("cid", "e1") is None
+
+
 def test_an_outcome_item_makes_the_id_in_use(state):
     state.store.dynamodb.put_item(TableName="t", Item=marshal({"pk": access.OUTCOMES.pk("cid"), "sk": "x"}))
     with pytest.raises(CampaignExists, match="target and worker outcomes"):

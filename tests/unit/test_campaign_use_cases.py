@@ -24,7 +24,7 @@ from pgarena.model.ledger import CostDecision
 from pgarena.model.outcomes import TargetOutcome
 from pgarena.model.plan import Plan, PreflightResult, ShardRef, Step
 from pgarena.model.results import CampaignResults, StepSummary
-from pgarena.model.stopped import UnstartedWorker
+from pgarena.model.stopped import StoppedWorker
 from tests.conftest import FIXTURES
 from tests.unit.test_campaign_state import preflight_result
 
@@ -35,6 +35,7 @@ class MemoryStore:
     def __init__(self) -> None:
         self.objects: dict[str, bytes] = {}
         self.steps: dict[tuple[str, str], StepSummary] = {}
+        self.claims: dict[str, str] = {}  # campaign id -> the execution that claimed it (the table's claim# items)
 
     def put_file(self, key: str, path: Path, content_type: str = "text/plain") -> str:
         self.objects[key] = path.read_bytes()
@@ -76,6 +77,10 @@ class MemoryRecords:
 
     def plan_owner(self, campaign_id: str) -> str | None:
         return self.owners.get(campaign_id)
+
+    def claim_id(self, campaign_id: str, execution: str) -> str | None:
+        holder = self.store.claims.setdefault(campaign_id, execution)
+        return None if holder == execution else holder
 
     def put_plan(self, plan: Plan, execution: str) -> None:
         self.store.put_bytes(layout.plan_key(plan.campaign_id), plan.model_dump_json().encode(), "application/json")
@@ -219,9 +224,9 @@ def test_a_scheduled_firing_starts_its_campaign_from_the_bucket_once():
     }
 
 
-def _unstarted(home_region: str | None) -> UnstartedWorker:
+def _unstarted(home_region: str | None) -> StoppedWorker:
     error = ErrorInfo(kind=ErrorKind.WORKER_DID_NOT_START, message="CannotPullContainerError: no such image")
-    return UnstartedWorker(task_arn="task-1", step_id="e1/t/c4/r1/run", task_token="tok", error=error, home_region=home_region)
+    return StoppedWorker(task_arn="task-1", step_id="e1/t/c4/r1/run", task_token="tok", error=error, home_region=home_region)
 
 
 @pytest.mark.parametrize("home_region", [None, "us-east-1"])

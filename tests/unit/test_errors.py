@@ -7,6 +7,7 @@ import pytest
 from pgarena.model.errors import (
     RAISED,
     Caught,
+    ErrorInfo,
     ErrorKind,
     ToolExit,
     WorkerStopped,
@@ -133,6 +134,10 @@ def test_every_source_of_a_failure_gets_its_kind_from_one_entry_point():
     assert error_info(Caught(timed_out)).model_dump() == {"kind": "timeout", "message": "States.Timeout", "raw": None}
     lost = error_info(Caught(timed_out, worker_timeouts_s=(60, 900)))
     assert lost.kind == "worker_lost" and "no heartbeat for 60 s or past the step's 900 s" in lost.message
+    # A worker's stopped task reported at once (task_stopped's WorkerLost) keeps its message: ECS's reason
+    stopped_task = ErrorInfo(kind=ErrorKind.WORKER_LOST, message="the worker's task stopped while its step ran (exit code 137)")
+    caught = Caught({"Error": "WorkerLost", "Cause": stopped_task.cause()}, worker_timeouts_s=(60, 900))
+    assert error_info(caught) == stopped_task
     # A driver's text that names no kind gets the caller's, and the message it is given
     assert error_info("boom", ErrorKind.PREFLIGHT_FAILED, "reading settings failed: boom").model_dump() == {
         "kind": "preflight_failed",

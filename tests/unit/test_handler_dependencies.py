@@ -16,6 +16,7 @@ def test_every_function_has_a_handler():
     assert [path.parent.name for path in HANDLERS] == [
         "aggregate",
         "cost_guard",
+        "decide",
         "finalize_stopped",
         "launch_worker",
         "preflight",

@@ -1,6 +1,7 @@
-"""A worker task that stopped before its container ran fails its step at once, from ECS's task state change
-(pgarena.aws.task_stopped, pgarena.campaign.stopped_worker); a task that ran, or a token no longer waited
-for, is left alone."""
+"""A worker task that stopped without answering its step fails that step at once (pgarena.aws.task_stopped),
+from ECS's task state change, whatever its stop code: one that never ran, with worker_did_not_start; one that
+stopped mid-step, with worker_lost, the step its slot says it held. A worker that held no step (idle, gone,
+replaced at its slot), or a token no longer waited for, is left alone."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from functions import dependencies
 from functions.task_stopped import handler as task_stopped_handler
 from pgarena.aws.deployment import rule_pattern
 from pgarena.aws.executions import StepFunctionsExecutions
-from pgarena.aws.task_stopped import TaskStateChange, matches, unstarted_worker
+from pgarena.aws.task_stopped import TaskStateChange, matches, stopped_worker
 from pgarena.campaign.stopped_worker import StepFailure, fail_step
 from pgarena.local.endpoints import EcsEndpoint, LambdaContext
 from pgarena.local.signing import RunKeys, new_credentials
@@ -38,7 +39,7 @@ def test_a_task_that_failed_to_start_names_its_step_token_and_ecs_reason():
     change = TaskStateChange.model_validate(_event())
 
     # When reading which step it leaves unanswered
-    worker = unstarted_worker(change)
+    worker = stopped_worker(change, _no_slot)
 
     # Then it is the step's token, and the error carries the stoppedReason and the container's reason
     assert worker is not None
@@ -54,8 +55,8 @@ def test_a_task_that_failed_to_start_names_its_step_token_and_ecs_reason():
 
 def test_a_containers_own_reason_and_exit_code_are_added():
     container = {"name": "worker", "reason": "CannotStartContainerError: exec format error", "exitCode": 255}
-    worker = unstarted_worker(
-        TaskStateChange.model_validate(_event(stoppedReason="Task failed to start", containers=[container]))
+    worker = stopped_worker(
+        TaskStateChange.model_validate(_event(stoppedReason="Task failed to start", containers=[container])), _no_slot
     )
     assert worker is not None
     assert worker.error.message.endswith(
@@ -67,17 +68,20 @@ def test_a_containers_own_reason_and_exit_code_are_added():
     "detail",
     [
         {"lastStatus": "RUNNING", "stopCode": None},  # not stopped
-        {"startedAt": "2026-11-25T20:00:00Z", "stopCode": "EssentialContainerExited"},  # it ran: it answers itself
         {"overrides": {"containerOverrides": [{"name": "worker", "environment": []}]}},  # not a pgarena worker
     ],
 )
-def test_a_task_that_ran_or_is_not_a_worker_is_left_alone(detail):
-    assert unstarted_worker(TaskStateChange.model_validate(_event(**detail))) is None
+def test_a_running_task_or_one_that_is_not_a_worker_is_left_alone(detail):
+    assert stopped_worker(TaskStateChange.model_validate(_event(**detail)), _no_slot) is None
+
+
+def _no_slot(region, table, slot):
+    pytest.fail("no slot to read")
 
 
 def test_the_step_fails_with_the_kind_the_campaign_reads_back():
     # Given the unstarted worker and Step Functions answering SendTaskFailure
-    worker = unstarted_worker(TaskStateChange.model_validate(_event()))
+    worker = stopped_worker(TaskStateChange.model_validate(_event()), _no_slot)
     assert worker is not None
     sfn = boto3.client("stepfunctions", region_name="us-east-1")
     error = "WorkerDidNotStart"
@@ -110,14 +114,12 @@ def test_another_send_task_failure_error_is_raised():
         StepFunctionsExecutions(sfn).fail_task("token", "WorkerDidNotStart", "{}")
 
 
-def test_the_handler_ignores_a_task_that_ran(monkeypatch):
-    # Given a stop of a task that ran (no Step Functions call may be made: no client is reachable)
+def test_the_handler_ignores_a_running_task(monkeypatch):
+    # Given a change of a task still running (no AWS call may be made: no client is reachable)
     monkeypatch.setattr(dependencies, "client", lambda *a, **k: pytest.fail("no call expected"))
 
     # When the handler gets it / Then it fails no step
-    answer = task_stopped_handler.handler(
-        _event(startedAt="2026-11-25T20:00:00Z", stopCode="EssentialContainerExited"), LambdaContext("pgarena-task-stopped")
-    )
+    answer = task_stopped_handler.handler(_event(lastStatus="RUNNING"), LambdaContext("pgarena-task-stopped"))
     assert answer == {"failed_step": False}
 
 
@@ -175,7 +177,7 @@ def test_the_local_ecs_reports_a_worker_that_never_ran_as_ecs_does(tmp_path, wor
 
     # Then one state change went out, in ECS's shape, that task_stopped reads as the step's unstarted worker
     assert len(changes) == 1
-    worker = unstarted_worker(TaskStateChange.model_validate(changes[0]))
+    worker = stopped_worker(TaskStateChange.model_validate(changes[0]), _no_slot)
     assert worker is not None and worker.task_arn == task_arn and worker.step_id == "s1" and worker.task_token == "tok"
     assert changes[0]["detail-type"] == "ECS Task State Change" and changes[0]["detail"]["startedBy"] == "pgarena"
     assert reason in worker.error.message
@@ -221,3 +223,35 @@ def test_a_rule_takes_its_own_cluster_s_stopped_pgarena_tasks_only():
     without = _event()
     del without["detail"]["startedBy"]
     assert not matches(rule_pattern(home), without)
+
+
+class _Runs(_Unstartable):
+    """Workers that run until killed."""
+
+    def start(self, task_id, env, log):
+        return subprocess.Popen(["sleep", "600"], stdout=log)
+
+
+def test_the_local_ecs_reports_a_worker_that_ran_and_stopped_as_ecs_does(tmp_path):
+    # Given the local ECS stand-in, two running workers, and a rule's target collecting changes
+    credentials = new_credentials()
+    changes: list[dict[str, Any]] = []
+    with EcsEndpoint({}, tmp_path, RunKeys([credentials]), workers=_Runs(), on_stopped=changes.append) as endpoint:
+        killed, stopped = _run_task(endpoint, credentials), _run_task(endpoint, credentials)
+        # When one is killed (SIGKILL: out of memory, its host gone) and the other stopped by StopTask
+        endpoint.processes[killed].kill()
+        endpoint.stop_task(stopped, reason="campaign cancelled")
+        for process in list(endpoint.processes.values()):
+            process.wait(timeout=60)
+        for thread in [t for t in threading.enumerate() if t.name.startswith("task-")]:
+            thread.join(timeout=60)
+
+    # Then each stop went out as ECS sends it for a task that ran: its start, its stop code, its exit code
+    details = {change["detail"]["taskArn"]: change["detail"] for change in changes}
+    assert set(details) == {killed, stopped}
+    assert details[killed]["stopCode"] == "EssentialContainerExited" and details[killed]["containers"][0]["exitCode"] == 137
+    assert details[stopped]["stopCode"] == "UserInitiated" and details[stopped]["stoppedReason"] == "campaign cancelled"
+    assert all(detail["startedAt"] for detail in details.values())
+    # And task_stopped reads them as stops of workers that ran (no slot: the step it was started with)
+    worker = stopped_worker(TaskStateChange.model_validate(changes[0]), lambda *a: pytest.fail("no slot"))
+    assert worker is not None and worker.error.kind == ErrorKind.WORKER_LOST and worker.task_token == "tok"

@@ -324,3 +324,15 @@ def test_every_slot_a_campaign_may_have_used_is_listed_from_its_preflights():
     preflights = {(1, i): preflight_result(t) for i, t in enumerate(plan.phases[0].targets)}
     # Then every (phase, target, shard) is listed once
     assert sorted(s.name for s in campaign_slots("c1", preflights)) == ["1#0#0", "1#0#1", "1#1#0", "1#1#1"]
+
+
+def test_each_slot_has_a_partition_of_its_own_within_the_workers_grant():
+    # Given every slot of a campaign of 40 targets x 40 shards (each idle worker reads its slot every 0.05 s)
+    from pgarena.aws import access
+
+    keys = [access.worker_slot_key("c1", f"1#{t}#{k}")["pk"]["S"] for t in range(40) for k in range(40)]
+    # Then no two share a partition, and the workers' grant (its leading keys) covers each
+    assert len(set(keys)) == len(keys) == 1600
+    assert all(access.grant_covers(access.TableGrant(access.WORKERS, (access.Action.GET_ITEM,)), key) for key in keys)
+    # And another campaign's slot of the same name is another item
+    assert access.worker_slot_key("c2", "1#0#0") != access.worker_slot_key("c1", "1#0#0")
