@@ -23,17 +23,21 @@ STARTED_SQL = "select (extract(epoch from pg_postmaster_start_time()) * 1000000)
 def read_identity(cursor: Cursor) -> ServerIdentity:
     """The server's system identifier and its postmaster's start, each where the role may read it."""
     unreadable: list[str] = []
-    values: list[object] = []
-    for what, sql in (("pg_control_system", SYSTEM_IDENTIFIER_SQL), ("pg_postmaster_start_time", STARTED_SQL)):
-        try:
-            cursor.execute(sql)
-            values.append(cursor.fetchone()[0])
-        except Exception as error:  # a permission a managed service revoked: the next fact, or the addresses, key it
-            unreadable.append(f"{what}: {describe(error)}")
-            values.append(None)
-    system_identifier, started_us = values
+    system_identifier = _first_value(cursor, "pg_control_system", unreadable, SYSTEM_IDENTIFIER_SQL)
+    started_us = _first_value(cursor, "pg_postmaster_start_time", unreadable, STARTED_SQL)
     return ServerIdentity(
         system_identifier=str(system_identifier) if system_identifier is not None else None,
         started_us=int(str(started_us)) if started_us is not None else None,
         unreadable=unreadable,
     )
+
+
+def _first_value(cursor: Cursor, what: str, unreadable: list[str], sql: str = SYSTEM_IDENTIFIER_SQL) -> object:
+    """The statement's first value, or None (and why, in `unreadable`) where the role may not read it."""
+    try:
+        cursor.execute(sql)
+        value: object = cursor.fetchone()[0]
+    except Exception as error:  # a permission a managed service revoked: the next fact, or the addresses, key it
+        unreadable.append(f"{what}: {describe(error)}")
+        return None
+    return value

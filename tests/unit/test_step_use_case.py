@@ -129,3 +129,17 @@ def test_a_cancel_signal_while_the_tool_runs_keeps_its_raw_output_and_records_th
     assert summary.error is not None and summary.error.kind == ErrorKind.WORKER_STOPPED and summary.error.raw == _raw_key(step)
     # And the state machine is told at once, by the worker's answer rather than a missed heartbeat
     assert [kind for kind, _ in fakes.tokens["t1"].failed] == [ErrorKind.WORKER_STOPPED] and fakes.stops == []
+
+
+def test_a_server_that_gives_no_counters_leaves_the_run_without_them_and_it_still_succeeds(step, monkeypatch):
+    # Given a server whose counters cannot be read at all (it did not answer that connection)
+    fakes = Fakes()
+    monkeypatch.setattr(fakes.server, "counters", lambda step, closing=False: None)
+    # When the worker serves a run
+    error = serve_step(
+        Assignment(step=step, task_token="t1", last=True), fakes.worker(FakeProcesses(FakeTool(canned(SUCCEEDED)))), 1
+    )
+    # Then the run succeeded, without counters and without a snapshots file
+    [summary] = fakes.store.stored
+    assert error is None and summary.status == "succeeded" and summary.server_counters is None
+    assert not any(key.endswith("server-counters.json") for key in summary.raw)
