@@ -66,8 +66,14 @@ def test_launch_worker_is_granted_exactly_the_named_stack_s_site_and_knows_its_n
     joined = [_joined(r) for s in statements for r in cfn.as_list(s["Resource"])]
 
     # Then every site name it is granted is this stack's: the task family, the cluster, the roles, the parameter
-    (run_task,) = [s for s in statements if s["Action"] == "ecs:RunTask" and f":ecs:{REGION}:" in _joined(s["Resource"])]
-    assert _joined(run_task["Resource"]).endswith(f":task-definition/{site_task_family(STACK)}:*")
+    (run_task,) = [
+        s
+        for s in statements
+        if s["Action"] == "ecs:RunTask" and any(f":ecs:{REGION}:" in _joined(r) for r in cfn.as_list(s["Resource"]))
+    ]
+    assert [_joined(r) for r in cfn.as_list(run_task["Resource"])] == [
+        f"arn:<AWS::Partition>:ecs:{REGION}:<AWS::AccountId>:task-definition/{site_task_family(STACK)}:*"
+    ]
     assert _joined(run_task["Condition"]["ArnEquals"]["ecs:cluster"]).endswith(f":cluster/{site_cluster_name(STACK)}")
     for name in (site_task_role_name(REGION, STACK), site_execution_role_name(REGION, STACK)):
         assert f"arn:<AWS::Partition>:iam::<AWS::AccountId>:role/{name}" in joined
