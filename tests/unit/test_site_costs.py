@@ -96,6 +96,10 @@ def test_the_cost_guard_books_the_site_lines(aws_credentials):
     # Then its estimate carries both lines, and what it books is their total with the rest
     assert {"ECS Anywhere instances", "results from eu-west-1"} <= set(items(decision.estimate))
     assert decision.booked and decision.estimate.total_usd == pytest.approx(sum(e.usd for e in decision.estimate.lines))
+    # and a refusal's breakdown names them
+    breakdown = decision.estimate.breakdown()
+    assert "workers (ECS Anywhere) $" in breakdown and "sites' results across regions $" in breakdown
+    assert "ECS Anywhere" not in cost.estimate(plan(None), 1, 2, HOME).breakdown()
 
 
 def test_each_region_site_adds_its_nat_gateway_and_address_to_the_fixed_cost():
