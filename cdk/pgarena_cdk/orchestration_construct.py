@@ -17,7 +17,7 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
-from pgarena.aws.access import RESULTS_TABLE_PLACEHOLDER, Component
+from pgarena.aws.access import PASSED_ROLES, RESULTS_TABLE_PLACEHOLDER, Component, WorkerRole
 from pgarena.aws.deployment import (
     rule_pattern,
     site_cluster_name,
@@ -362,13 +362,8 @@ class OrchestrationConstruct(Construct):
                 conditions={"ArnEquals": {"ecs:cluster": compute.cluster.cluster_arn}},
             )
         )
-        function.add_to_role_policy(
-            iam.PolicyStatement(
-                actions=["iam:PassRole"],
-                resources=[compute.task_role.role_arn, compute.execution_role.role_arn],
-                conditions={"StringEquals": {"iam:PassedToService": "ecs-tasks.amazonaws.com"}},
-            )
-        )
+        home = {WorkerRole.TASK: compute.task_role.role_arn, WorkerRole.EXECUTION: compute.execution_role.role_arn}
+        _grant_pass_roles(function, home)
 
     def _grant_launch_in_site(self, function: lambda_.Function, compute: ComputeConstruct, region: str) -> None:
         """RunTask in a worker site's region, on its named cluster and task family; its task definition's roles
@@ -388,17 +383,12 @@ class OrchestrationConstruct(Construct):
                 conditions={"ArnEquals": {"ecs:cluster": arn("ecs", "cluster", site_cluster_name(name))}},
             )
         )
-        function.add_to_role_policy(
-            iam.PolicyStatement(
-                actions=["iam:PassRole"],
-                resources=[
-                    compute.task_role.role_arn,
-                    arn("iam", "role", site_task_role_name(region, name), region_=""),
-                    arn("iam", "role", site_execution_role_name(region, name), region_=""),
-                ],
-                conditions={"StringEquals": {"iam:PassedToService": "ecs-tasks.amazonaws.com"}},
-            )
-        )
+        site = {
+            WorkerRole.TASK: compute.task_role.role_arn,
+            WorkerRole.SITE_TASK: arn("iam", "role", site_task_role_name(region, name), region_=""),
+            WorkerRole.SITE_EXECUTION: arn("iam", "role", site_execution_role_name(region, name), region_=""),
+        }
+        _grant_pass_roles(function, site)
         function.add_to_role_policy(
             iam.PolicyStatement(
                 actions=["ssm:GetParameter"],
@@ -442,3 +432,15 @@ class OrchestrationConstruct(Construct):
             finding="Resource::*",
         )
         return state_machine
+
+
+def _grant_pass_roles(function: lambda_.Function, arns: dict[WorkerRole, str]) -> None:
+    """iam:PassRole, to ECS tasks only, on those of these roles the access map lets launch_worker pass."""
+    passed = PASSED_ROLES[Component.LAUNCH_WORKER]
+    function.add_to_role_policy(
+        iam.PolicyStatement(
+            actions=["iam:PassRole"],
+            resources=[arn for role, arn in arns.items() if role in passed],
+            conditions={"StringEquals": {"iam:PassedToService": "ecs-tasks.amazonaws.com"}},
+        )
+    )

@@ -165,6 +165,25 @@ def test_launch_worker_may_pass_every_role_each_site_task_definition_names(sites
         assert not [policy for policy in resources_of_type(template, "AWS::IAM::Policy") if task_role_ref in policy["Roles"]]
 
 
+def test_launch_worker_may_pass_the_home_task_definition_s_roles_and_no_other_function_passes_any(sites_synth):
+    # Given the home stack's Fargate task definition and every function's statements
+    (home,) = sites_synth.resources_of_type("AWS::ECS::TaskDefinition").values()
+    passing = {
+        name: [s for s in cfn.statements_of_role(sites_synth, name) if s["Action"] == "iam:PassRole"]
+        for name in sites_synth.resources_of_type("AWS::IAM::Role")
+    }
+
+    # Then launch_worker may pass its task role and execution role, to ECS tasks only, and no other role
+    # may pass any (pgarena.aws.access.PASSED_ROLES)
+    launcher_role = cfn.function(sites_synth, LAUNCH_WORKER)["Role"]["Fn::GetAtt"][0]
+    assert [name for name, statements in passing.items() if statements] == [launcher_role]
+    passed = [r for s in passing[launcher_role] for r in cfn.as_list(s["Resource"])]
+    assert home["Properties"]["TaskRoleArn"] in passed and home["Properties"]["ExecutionRoleArn"] in passed
+    assert all(
+        s["Condition"] == {"StringEquals": {"iam:PassedToService": "ecs-tasks.amazonaws.com"}} for s in passing[launcher_role]
+    )
+
+
 def test_validate_and_launch_worker_know_the_site_regions_and_the_stack_outputs_them(sites_synth):
     # Given the functions' environments and the stack's outputs
     expected = f"{NEW_VPC},{GIVEN_VPC}"
