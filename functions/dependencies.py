@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
 import boto3
 
+from pgarena.aws.deployment import STACK_NAME
 from pgarena.aws.executions import StepFunctionsExecutions
 from pgarena.aws.settings import BucketEnv, FromEnv, LauncherEnv, TableEnv
 from pgarena.aws.sites import ssm_site_reader
@@ -71,8 +72,9 @@ def _ssm_in(region: str) -> SSMClient:
     return cast("SSMClient", client("ssm", region))
 
 
-# Made once per Lambda container: each site's parameter is read at its first launch only.
-_site_in = ssm_site_reader(_ssm_in)
+# Made once per Lambda container: each site's parameter is read at a launch, then kept a minute. The stack
+# sets STACK_NAME, which names its sites' parameters (the local runtime's are the default stack's).
+_site_in = ssm_site_reader(_ssm_in, os.environ.get("STACK_NAME", STACK_NAME))
 
 
 @dataclass

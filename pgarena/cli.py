@@ -234,7 +234,8 @@ def estimate(
         print(note)
     for row in format_lines(result) + [f"note: {note}" for note in result.notes]:
         print(row)
-    print(fixed_monthly_cost(result.region).line())
+    sites = [t.placement.region for t in campaign.targets if t.placement is not None and t.placement.region is not None]
+    print(fixed_monthly_cost(result.region, site_regions=sites).line())
     cap = campaign.cost.cap_usd if campaign.cost else None
     if campaign.cost and campaign.cost.monthly_cap_usd is not None:
         print(f"monthly cap ${campaign.cost.monthly_cap_usd:.2f}: checked against the month's ledger when it starts")

@@ -8,7 +8,6 @@ from typing import Any
 
 from aws_cdk import App
 
-from pgarena_cdk import constants
 from pgarena_cdk.nag import add_security_checks
 from pgarena_cdk.settings import DeploySettings
 from pgarena_cdk.site_stack import WorkerSiteStack, site_stack_id
@@ -32,7 +31,10 @@ def build(app: App, repo_root: Path = REPO_ROOT) -> PgarenaStack:
     """Add the stack to `app`, and a worker site's stack per region of `pgarena:sites` (its
     `site_stacks`). No `env` on the home stack: it is environment-agnostic, so synth never calls AWS."""
     settings = DeploySettings.from_context(app.node)
-    stack = PgarenaStack(app, constants.STACK_ID, settings=settings, repo_root=repo_root)
-    stack.site_stacks = [WorkerSiteStack(app, site_stack_id(site.region), site, settings, repo_root) for site in settings.sites]
+    stack = PgarenaStack(app, settings.stack_name, settings=settings, repo_root=repo_root)
+    stack.site_stacks = [
+        WorkerSiteStack(app, site_stack_id(site.region, settings.stack_name), site, settings, repo_root)
+        for site in settings.sites
+    ]
     add_security_checks(app)
     return stack

@@ -23,6 +23,9 @@ CONTEXT_SCHEDULES = "pgarena:schedules"
 # Worker sites in other regions: [{"region": "eu-west-1"}, {"region": ..., "vpcId": ..., "subnetIds": [...], ...}]
 CONTEXT_SITES = sites.SITES_CONTEXT_KEY
 CONTEXT_EXTERNAL_SITES = sites.EXTERNAL_SITES_CONTEXT_KEY
+# The home stack's name (default STACK_ID): the sites' stacks and every fixed resource name derive from it,
+# so that two deployments can share an account (`pgarena run --aws --stack-name` finds it).
+CONTEXT_STACK_NAME = "pgarena:stackName"
 
 # Defaults used when the context does not set a value.
 DEFAULT_WORKER_CPU_UNITS = 1024
@@ -143,5 +146,10 @@ OUTPUT_NAT_EGRESS_IPS = "NatEgressIps"
 OUTPUT_WORKER_SITE_REGIONS = deployment.OUTPUT_WORKER_SITE_REGIONS
 OUTPUT_EXTERNAL_SITES = deployment.OUTPUT_EXTERNAL_SITES
 
-# A worker site's stack: one per region of pgarena:sites, named after the home stack.
-SITE_STACK_ID_PREFIX = f"{STACK_ID}-Site-"
+# The worker image's platform (built linux/amd64): every worker task definition says so, Fargate's and
+# the EXTERNAL one (ECS Anywhere machines must be x86_64 Linux).
+WORKER_CPU_ARCHITECTURE = "X86_64"
+WORKER_OS_FAMILY = "LINUX"
+
+# A worker site's stack: one per region of pgarena:sites, named after the home stack (`<stack>-Site-<region>`).
+SITE_STACK_ID_INFIX = "-Site-"

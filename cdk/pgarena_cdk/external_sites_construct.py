@@ -4,7 +4,8 @@ home cluster and given the `pgarena.site` attribute; launch_worker places a targ
 What it creates, once for all sites (the placement constraint tells them apart):
 - the instance role the machines' SSM and ECS agents act as (an SSM activation names it);
 - an EXTERNAL task definition: the worker image, the home task role and execution role, the size of the
-  Fargate workers, bridge network (a machine outside AWS has no subnets);
+  Fargate workers, bridge network (a machine outside AWS has no subnets), Linux on x86_64 only (the image
+  is amd64: ECS places its tasks on x86_64 machines only, never on an ARM64 one where it cannot start);
 - per site, an SSM parameter recording it (what launch_worker uses and how a machine joins), and outputs
   with the commands that create an activation and register a machine (docs/guide/05-deploy.md, Sites).
 
@@ -29,7 +30,7 @@ from pgarena_cdk.compute_construct import ComputeConstruct, add_worker_container
 from pgarena_cdk.nag import acknowledge
 from pgarena_cdk.settings import DeploySettings
 
-EXTERNAL_SITE_PARAMETER_PREFIX = "/pgarena/external-sites/"
+EXTERNAL_SITE_PARAMETER_PREFIX = "/pgarena/"
 # What the ECS agent calls on its cluster and its own container instance (the ECS part of
 # AmazonEC2ContainerServiceforEC2Role, without CreateCluster, ECR or logs: the task's execution role pulls
 # the image and ships the logs).
@@ -43,14 +44,16 @@ AGENT_ACTIONS = [
 ]
 
 
-def external_site_parameter_name(site: str) -> str:
-    return f"{EXTERNAL_SITE_PARAMETER_PREFIX}{site}"
+def external_site_parameter_name(site: str, stack_name: str = constants.STACK_ID) -> str:
+    """Named after the stack too: SSM names are regional, and two deployments may share a region."""
+    return f"{EXTERNAL_SITE_PARAMETER_PREFIX}{stack_name}/external-sites/{site}"
 
 
 class ExternalSitesConstruct(Construct):
     def __init__(self, scope: Construct, id_: str, settings: DeploySettings, repo_root: Path, compute: ComputeConstruct) -> None:
         super().__init__(scope, id_)
         self.sites = list(settings.external_sites)
+        self.stack_name = settings.stack_name
         self.instance_role = self._build_instance_role(compute.cluster)
         self.task_definition = self._build_task_definition(settings, repo_root, compute)
         for site in self.sites:
@@ -101,13 +104,22 @@ class ExternalSitesConstruct(Construct):
     def _build_task_definition(
         self, settings: DeploySettings, repo_root: Path, compute: ComputeConstruct
     ) -> ecs.ExternalTaskDefinition:
-        """The worker as an EXTERNAL task: the same image, roles and logs as on Fargate, the same size."""
+        """The worker as an EXTERNAL task: the same image, roles and logs as on Fargate, the same size, on
+        Linux x86_64 machines only (the image is built for linux/amd64)."""
         task_definition = ecs.ExternalTaskDefinition(
             self,
             "ExternalWorkerTask",
             network_mode=ecs.NetworkMode.BRIDGE,
             task_role=compute.task_role,
             execution_role=compute.execution_role,
+        )
+        # ExternalTaskDefinition takes no runtime platform; CloudFormation's resource does. Without it ECS
+        # would place the amd64 image on an ARM64 machine too, where every task crashes at start.
+        resource = task_definition.node.default_child
+        if not isinstance(resource, ecs.CfnTaskDefinition):
+            raise TypeError(f"{task_definition.node.path} has no task definition resource")
+        resource.runtime_platform = ecs.CfnTaskDefinition.RuntimePlatformProperty(
+            cpu_architecture=constants.WORKER_CPU_ARCHITECTURE, operating_system_family=constants.WORKER_OS_FAMILY
         )
         # Memory and CPU per container, as the Fargate workers' task (1024 units a vCPU): sites compare
         # databases, never worker sizes.
@@ -133,7 +145,7 @@ class ExternalSitesConstruct(Construct):
         ssm.StringParameter(
             self,
             f"Site{''.join(part.capitalize() for part in site.split('-'))}Parameter",
-            parameter_name=external_site_parameter_name(site),
+            parameter_name=external_site_parameter_name(site, self.stack_name),
             string_value=Stack.of(self).to_json_string(value),
             description=f"pgarena external site {site}: machines registered through ECS Anywhere with {SITE_ATTRIBUTE}={site}",
         )

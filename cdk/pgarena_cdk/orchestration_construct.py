@@ -17,13 +17,14 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
-from pgarena.aws.access import RESULTS_TABLE_PLACEHOLDER, Component
+from pgarena.aws.access import PASSED_ROLES, RESULTS_TABLE_PLACEHOLDER, Component, WorkerRole
 from pgarena.aws.deployment import (
-    SITE_CLUSTER_NAME,
-    SITE_TASK_FAMILY,
     rule_pattern,
+    site_cluster_name,
     site_execution_role_name,
     site_parameter_name,
+    site_task_family,
+    site_task_role_name,
 )
 from pgarena_cdk import constants
 from pgarena_cdk.bundling import dependencies_layer_code
@@ -330,6 +331,8 @@ class OrchestrationConstruct(Construct):
             "CAPACITY_PROVIDER": compute.capacity_provider or "",
             # Workers in every site run as this role (RunTask's taskRoleArn override)
             "WORKER_TASK_ROLE_ARN": compute.task_role.role_arn,
+            # Names the sites' parameters (pgarena.aws.deployment.site_parameter_name)
+            "STACK_NAME": self._settings.stack_name,
         }
         # The EXTERNAL task definition, for targets on external sites (none: no such site is served).
         environment["EXTERNAL_TASK_DEFINITION_ARN"] = external_sites.task_definition.task_definition_arn if external_sites else ""
@@ -362,18 +365,16 @@ class OrchestrationConstruct(Construct):
                 conditions={"ArnEquals": {"ecs:cluster": compute.cluster.cluster_arn}},
             )
         )
-        function.add_to_role_policy(
-            iam.PolicyStatement(
-                actions=["iam:PassRole"],
-                resources=[compute.task_role.role_arn, compute.execution_role.role_arn],
-                conditions={"StringEquals": {"iam:PassedToService": "ecs-tasks.amazonaws.com"}},
-            )
-        )
+        home = {WorkerRole.TASK: compute.task_role.role_arn, WorkerRole.EXECUTION: compute.execution_role.role_arn}
+        _grant_pass_roles(function, home)
 
     def _grant_launch_in_site(self, function: lambda_.Function, compute: ComputeConstruct, region: str) -> None:
-        """RunTask in a worker site's region, on its named cluster and task family; its execution role and the
-        home task role passed; its parameter read. Names, not tokens: the site is another region's stack."""
+        """RunTask in a worker site's region, on its named cluster and task family; its task definition's roles
+        and the home task role (the override) passed; its parameter read. Names, not tokens: the site is
+        another region's stack, its names derived from this stack's (pgarena.aws.deployment)."""
         stack = Stack.of(self)
+        name = self._settings.stack_name
+        family = site_task_family(name)
 
         def arn(service: str, resource: str, name: str, region_: str | None = region) -> str:
             return stack.format_arn(service=service, region=region_, resource=resource, resource_name=name)
@@ -381,21 +382,20 @@ class OrchestrationConstruct(Construct):
         function.add_to_role_policy(
             iam.PolicyStatement(
                 actions=["ecs:RunTask"],
-                resources=[arn("ecs", "task-definition", f"{SITE_TASK_FAMILY}:*")],
-                conditions={"ArnEquals": {"ecs:cluster": arn("ecs", "cluster", SITE_CLUSTER_NAME)}},
+                resources=[arn("ecs", "task-definition", f"{family}:*")],
+                conditions={"ArnEquals": {"ecs:cluster": arn("ecs", "cluster", site_cluster_name(name))}},
             )
         )
-        function.add_to_role_policy(
-            iam.PolicyStatement(
-                actions=["iam:PassRole"],
-                resources=[compute.task_role.role_arn, arn("iam", "role", site_execution_role_name(region), region_="")],
-                conditions={"StringEquals": {"iam:PassedToService": "ecs-tasks.amazonaws.com"}},
-            )
-        )
+        site = {
+            WorkerRole.TASK: compute.task_role.role_arn,
+            WorkerRole.SITE_TASK: arn("iam", "role", site_task_role_name(region, name), region_=""),
+            WorkerRole.SITE_EXECUTION: arn("iam", "role", site_execution_role_name(region, name), region_=""),
+        }
+        _grant_pass_roles(function, site)
         function.add_to_role_policy(
             iam.PolicyStatement(
                 actions=["ssm:GetParameter"],
-                resources=[arn("ssm", "parameter", site_parameter_name(region).lstrip("/"))],
+                resources=[arn("ssm", "parameter", site_parameter_name(region, name).lstrip("/"))],
             )
         )
         acknowledge(
@@ -403,7 +403,7 @@ class OrchestrationConstruct(Construct):
             "AwsSolutions-IAM5",
             f"RunTask on every revision of the worker site's task family in {region} (a deploy adds revisions), "
             "only in that site's cluster (the ecs:cluster condition).",
-            finding=f"Resource::arn:<AWS::Partition>:ecs:{region}:<AWS::AccountId>:task-definition/{SITE_TASK_FAMILY}:*",
+            finding=f"Resource::arn:<AWS::Partition>:ecs:{region}:<AWS::AccountId>:task-definition/{family}:*",
         )
 
     def _build_state_machine(self, repo_root: Path) -> sfn.StateMachine:
@@ -435,3 +435,15 @@ class OrchestrationConstruct(Construct):
             finding="Resource::*",
         )
         return state_machine
+
+
+def _grant_pass_roles(function: lambda_.Function, arns: dict[WorkerRole, str]) -> None:
+    """iam:PassRole, to ECS tasks only, on those of these roles the access map lets launch_worker pass."""
+    passed = PASSED_ROLES[Component.LAUNCH_WORKER]
+    function.add_to_role_policy(
+        iam.PolicyStatement(
+            actions=["iam:PassRole"],
+            resources=[arn for role, arn in arns.items() if role in passed],
+            conditions={"StringEquals": {"iam:PassedToService": "ecs-tasks.amazonaws.com"}},
+        )
+    )

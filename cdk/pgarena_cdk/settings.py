@@ -10,6 +10,7 @@ from aws_cdk import aws_logs as logs
 from constructs import Node
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from pgarena.aws.deployment import STACK_NAME_PATTERN
 from pgarena.model.matrix import SITE_NAME_PATTERN
 from pgarena_cdk import constants
 from pgarena_cdk.schedules_construct import ScheduleSpec
@@ -77,6 +78,7 @@ class SiteSpec(BaseModel):
 class DeploySettings(BaseModel):
     model_config = ConfigDict(populate_by_name=True, frozen=True)
 
+    stack_name: str = Field(constants.STACK_ID, alias=constants.CONTEXT_STACK_NAME, pattern=STACK_NAME_PATTERN)
     vpc_id: str | None = Field(None, alias=constants.CONTEXT_VPC_ID)
     subnet_ids: list[str] = Field(default_factory=list, alias=constants.CONTEXT_SUBNET_IDS)
     security_group_ids: list[str] = Field(default_factory=list, alias=constants.CONTEXT_SECURITY_GROUP_IDS)

@@ -336,3 +336,18 @@ def grant_covers(grant: Grant, key: str) -> bool:
 def allows(component: Component, action: str, key: str) -> bool:
     """Whether the map lets `component` do `action` on `key` (see grant_covers)."""
     return any(action in grant.actions and grant_covers(grant, key) for grant in ACCESS[component])
+
+
+class WorkerRole(StrEnum):
+    """The roles a worker task is started with: its task definition's and RunTask's override."""
+
+    TASK = "the home task role"  # Component.WORKER's grants: every site's workers run as it (the override)
+    EXECUTION = "the home execution role"  # ECS pulls the image and ships the logs
+    SITE_TASK = "a site task definition's role"  # named so it can be passed; it may do nothing
+    SITE_EXECUTION = "a site's execution role"
+
+
+# Who hands which worker roles to ECS (iam:PassRole, to ecs-tasks.amazonaws.com only): RunTask checks every
+# role the task definition and the overrides name. The stack grants exactly these, by ARN at home and by
+# name in each site's region (pgarena.aws.deployment); not table or bucket access, so not in ACCESS.
+PASSED_ROLES: Mapping[Component, frozenset[WorkerRole]] = MappingProxyType({Component.LAUNCH_WORKER: frozenset(WorkerRole)})

@@ -63,5 +63,9 @@ class CostEstimate(BaseModel):
             + self.line_usd("DynamoDB")
             + self.line_usd("S3"),
         }
+        # Lines only campaigns with sites have (pgarena.planning.cost: external sites, region sites' uploads).
+        for name, prefix in (("workers (ECS Anywhere)", "ECS Anywhere"), ("sites' results across regions", "results from ")):
+            if any(line.item.startswith(prefix) for line in self.lines):
+                groups[name] = self.line_usd(prefix)
         parts = [f"{name} ${usd:.2f}" for name, usd in sorted(groups.items(), key=lambda kv: -kv[1])]
         return f"{', '.join(parts)}; {self.tasks} worker tasks, about {self.wall_s / 60:.0f} min"

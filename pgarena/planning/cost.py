@@ -29,7 +29,8 @@ from pgarena.planning.shards import shard
 
 # THE PRICE TABLE. List prices as of 2026-06 from the AWS pricing pages; they change, and some
 # regions are missing: edit this table (a region without an entry is priced as DEFAULT_REGION, and
-# the estimate says so). Savings plans, free tiers and data transfer are not modelled.
+# the estimate says so). Savings plans and free tiers are not modelled; data transfer only where a
+# worker site's results cross regions (below).
 PRICES_AS_OF = "2026-06"
 DEFAULT_REGION = "us-east-1"
 _US = RegionPrices(
@@ -67,6 +68,34 @@ PRICES: dict[str, RegionPrices] = {
         }
     ),
 }
+
+# Per region: (NAT gateway per hour, NAT data processed per GB), USD (aws.amazon.com/vpc/pricing); the
+# stack's and each region site's NAT (pgarena.planning.fixed_cost), and a site's results leaving through it.
+NAT_PRICES: dict[str, tuple[float, float]] = {
+    "us-east-1": (0.045, 0.045),
+    "us-east-2": (0.045, 0.045),
+    "us-west-2": (0.045, 0.045),
+    "eu-west-1": (0.048, 0.048),
+    "eu-central-1": (0.052, 0.052),
+}
+PUBLIC_IPV4_HOUR_USD = 0.005  # every region (aws.amazon.com/vpc/pricing, public IPv4 addresses)
+# Data transfer out of a region to another AWS region, per GB (aws.amazon.com/ec2/pricing/on-demand, "Data
+# Transfer OUT From Amazon EC2 To" another region): $0.02 from these regions; a region not listed is priced so.
+INTER_REGION_GB_USD: dict[str, float] = {
+    "us-east-1": 0.02,
+    "us-east-2": 0.02,
+    "us-west-2": 0.02,
+    "eu-west-1": 0.02,
+    "eu-central-1": 0.02,
+}
+# ECS Anywhere, per managed on-premises instance-hour, every region (aws.amazon.com/ecs/pricing): an external
+# site's worker is priced so for its task's time instead of Fargate (its machine is its cloud's bill).
+ECS_ANYWHERE_INSTANCE_HOUR_USD = 0.01025
+# What a worker uploads to the home bucket and table per second of its tool (raw output, per-transaction
+# logs, progress series), an assumption rather than a measurement: a region site's uploads go through its
+# NAT and across regions, priced by the GB.
+SITE_UPLOAD_BYTES_PER_TOOL_S = 50_000
+SITE_UPLOAD_BYTES_PER_STEP = 1_000_000  # summary, monitor series, logs of the step
 
 # The model's assumptions about time, in seconds. Fargate bills from the start of the image pull
 # to the task's stop, and at least a minute per task.
@@ -251,6 +280,61 @@ def recorded_tasks(summaries: Iterable[StepSummary], lost: Iterable[Worker], dep
     return tasks
 
 
+def on_external_site(step: Step) -> bool:
+    """Whether the step's worker runs on an external site (ECS Anywhere), not on Fargate."""
+    return step.placement is not None and step.placement.site is not None
+
+
+def site_region(step: Step, home: str) -> str | None:
+    """The region site the step's worker runs in, when it is not the stack's own region."""
+    region = step.placement.region if step.placement is not None else None
+    return region if region not in (None, home) else None
+
+
+def _external_lines(external_s: list[float]) -> list[CostLine]:
+    if not external_s:
+        return []
+    return [
+        _line(
+            "ECS Anywhere instances",
+            sum(external_s) / 3600,
+            "instance-hours",
+            ECS_ANYWHERE_INSTANCE_HOUR_USD,
+            f"{len(external_s)} worker tasks on external sites (placement.site), instead of Fargate; "
+            "the machines are their cloud's bill",
+        )
+    ]
+
+
+def site_upload_gb(workers: Iterable[Worker]) -> float:
+    """What these workers upload home (SITE_UPLOAD_BYTES_PER_TOOL_S, SITE_UPLOAD_BYTES_PER_STEP), in GB."""
+    return sum(SITE_UPLOAD_BYTES_PER_STEP + SITE_UPLOAD_BYTES_PER_TOOL_S * seconds for _, seconds in workers) / 1e9
+
+
+def _transfer_lines(workers: list[Worker], home: str) -> list[CostLine]:
+    """A region site's results reach the home bucket and table through its NAT and across regions: the NAT's
+    processing there, then the transfer out of that region, per GB."""
+    by_region: dict[str, list[Worker]] = {}
+    for worker in workers:
+        if (far := site_region(worker[0], home)) is not None:
+            by_region.setdefault(far, []).append(worker)
+    lines = []
+    for far, site_workers in sorted(by_region.items()):
+        processing = NAT_PRICES.get(far, NAT_PRICES[DEFAULT_REGION])[1]
+        transfer = INTER_REGION_GB_USD.get(far, INTER_REGION_GB_USD[DEFAULT_REGION])
+        lines.append(
+            _line(
+                f"results from {far}",
+                site_upload_gb(site_workers),
+                "GB",
+                processing + transfer,
+                f"{len(site_workers)} workers' uploads home: its NAT ${processing:.3f}/GB + to {home} ${transfer:.3f}/GB "
+                f"(assumed {SITE_UPLOAD_BYTES_PER_TOOL_S // 1000} KB per tool second)",
+            )
+        )
+    return lines
+
+
 def _price(  # noqa: PLR0913  # the worker size, region and Spot, not grouped yet
     plan: Plan,
     workers: list[Worker],
@@ -261,10 +345,12 @@ def _price(  # noqa: PLR0913  # the worker size, region and Spot, not grouped ye
     region: str,
     spot: bool,
     basis: str,
+    external_s: list[float] | None = None,
 ) -> CostEstimate:
-    """Price these worker tasks (`task_s`: each one's seconds before Fargate's minimum, counted as
-    `basis` says) and the steps they ran (`workers`: the requests each makes); steps without a worker
-    did not run."""
+    """Price these worker tasks (`task_s`: each Fargate task's seconds before Fargate's minimum, counted as
+    `basis` says; `external_s`: each external site's task's) and the steps they ran (`workers`: the requests
+    each makes, the uploads of region sites); steps without a worker did not run."""
+    external_s = external_s or []
     prices, notes = prices_for(region)
     billed_s = sum(_billed_s(seconds) for seconds in task_s)
     step_count = len({step.group_id or step.step_id for step, _ in workers})
@@ -289,6 +375,7 @@ def _price(  # noqa: PLR0913  # the worker size, region and Spot, not grouped ye
             prices.fargate_gb_hour * discount,
             f"{worker_memory_gb:g} GB per task",
         ),
+        *_external_lines(external_s),
     ]
     for target in plan.targets:
         hourly = target.hourly_cost_usd
@@ -342,6 +429,7 @@ def _price(  # noqa: PLR0913  # the worker size, region and Spot, not grouped ye
             "summaries, leases, ledger; lease polling adds reads",
         ),
         _line("S3 requests", s3_puts, "PUT requests", prices.s3_put, "raw output, summaries, results.json"),
+        *_transfer_lines(workers, region),
     ]
     return CostEstimate(
         region=region,
@@ -349,7 +437,7 @@ def _price(  # noqa: PLR0913  # the worker size, region and Spot, not grouped ye
         worker_vcpu=worker_vcpu,
         worker_memory_gb=worker_memory_gb,
         spot=spot,
-        tasks=len(task_s),
+        tasks=len(task_s) + len(external_s),
         worker_task_s=round(billed_s, 3),
         wall_s=round(wall_s, 3),
         lines=lines,
@@ -375,9 +463,11 @@ def estimate(plan: Plan, worker_cpu: float, worker_memory_gb: float, region: str
     priced = []
     for seconds in (expected_work_s, bounded_work_s):
         workers = _workers(plan, seconds)
-        task_s, wall_s = _slot_tasks(plan, workers)
+        _, wall_s = _slot_tasks(plan, workers)
+        task_s, _ = _slot_tasks(plan, [w for w in workers if not on_external_site(w[0])])
+        external_s, _ = _slot_tasks(plan, [w for w in workers if on_external_site(w[0])])
         basis = f"one per target, phase and shard, {WARM_STEP_OVERHEAD_S} s per later step"
-        priced.append(_price(plan, workers, task_s, wall_s, worker_cpu, worker_memory_gb, region, spot, basis))
+        priced.append(_price(plan, workers, task_s, wall_s, worker_cpu, worker_memory_gb, region, spot, basis, external_s))
     expected, bound = priced
     return expected.model_copy(update={"bound_usd": bound.total_usd})
 
@@ -397,9 +487,17 @@ def actual(  # noqa: PLR0913  # what ran, and the worker size, region and Spot, 
     them (recorded_tasks), the requests of the steps that ran, the targets over its wall time. `lost`:
     the step and shard ids launched that wrote no summary."""
     workers = measured_workers(plan, {s.step_id: s.wall_s for s in summaries}, lost)
-    tasks = recorded_tasks(summaries, [w for w in workers if w[0].step_id in lost], departures)
+    external = {w[0].step_id for w in workers if on_external_site(w[0])}
+    tasks, external_s = (
+        recorded_tasks(
+            [s for s in summaries if (s.step_id in external) is on_site],
+            [w for w in workers if w[0].step_id in lost and (w[0].step_id in external) is on_site],
+            departures,
+        )
+        for on_site in (False, True)
+    )
     basis = "the workers the steps recorded, each from its first step's start to its last step's end"
-    return _price(plan, workers, tasks, wall_s, worker_cpu, worker_memory_gb, region, spot, basis)
+    return _price(plan, workers, tasks, wall_s, worker_cpu, worker_memory_gb, region, spot, basis, external_s)
 
 
 def measured_workers(plan: Plan, tool_s: dict[str, float], launched_without_summary: set[str]) -> list[Worker]:

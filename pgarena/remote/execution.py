@@ -27,6 +27,7 @@ from pgarena.aws.deployment import (
     OUTPUT_STATE_MACHINE_ARN,
     OUTPUT_WORKER_CLUSTER_ARN,
     OUTPUT_WORKER_SITE_REGIONS,
+    STACK_NAME,
 )
 from pgarena.aws.sites import ssm_site_reader
 from pgarena.aws.store import ResultStore
@@ -72,6 +73,7 @@ class StackOutputs(BaseModel):
     worker_cluster_arn: str | None = None  # Ctrl-C stops the workers' tasks; without it they stop at their next heartbeat
     # Read with the stack's outputs; unknown when every resource is given (Ctrl-C then stops the home cluster's only).
     sites: SiteMap | None = None
+    stack_name: str = STACK_NAME  # names its sites' parameters (pgarena.aws.deployment.site_parameter_name)
 
 
 def new_campaign_id(name: str) -> str:
@@ -122,6 +124,7 @@ def stack_outputs(cloudformation: CloudFormationClient, stack_name: str, given: 
         if missing:
             raise AwsRunError(f"stack {stack_name!r} has no output {', '.join(missing)}: is it pgarena's stack?")
         known["sites"] = _sites(cloudformation, outputs)
+    known["stack_name"] = stack_name
     return StackOutputs.model_validate(known)
 
 
@@ -285,7 +288,9 @@ class AwsCampaign:
         if self.outputs.worker_cluster_arn:
             # Unknown sites (every resource given by option): the home cluster's, external sites' included.
             sites = self.outputs.sites or SiteMap(home_region=self.clients.ecs.meta.region_name)
-            clusters, problems = worker_clusters(sites, self.outputs.worker_cluster_arn, ssm_site_reader(self.clients.ssm_in))
+            clusters, problems = worker_clusters(
+                sites, self.outputs.worker_cluster_arn, ssm_site_reader(self.clients.ssm_in, self.outputs.stack_name)
+            )
             result = stop_campaign_workers(self.clients.ecs_in, clusters, campaign_id, "pgarena run --aws: Ctrl-C")
             for problem in [*problems, *result.problems]:
                 on_event(Event(time.monotonic() - t0, "state", problem))

@@ -64,6 +64,17 @@ def test_the_external_task_is_the_fargate_worker_on_a_bridge_network(external_sy
     assert (str(container["Cpu"]), str(container["Memory"])) == (fargate["Cpu"], fargate["Memory"])
 
 
+def test_the_external_task_runs_only_on_x86_64_linux_machines(external_synth):
+    # Given the EXTERNAL task definition (the worker image is built linux/amd64)
+    external = _external(external_synth)
+
+    # Then ECS places it on x86_64 Linux machines only: an ARM64 machine of a site is never given a worker
+    # that cannot start there, as the Fargate task definition already says for Fargate
+    platform = {"CpuArchitecture": "X86_64", "OperatingSystemFamily": "LINUX"}
+    assert external["RuntimePlatform"] == platform
+    assert _fargate(external_synth)["RuntimePlatform"] == platform
+
+
 def test_the_instance_role_is_ssm_core_and_the_agent_s_calls_on_the_home_cluster(external_synth):
     # Given the role SSM activations name
     (role_name,) = [

@@ -6,7 +6,13 @@ import json
 
 import pytest
 
-from pgarena.aws.deployment import SITE_CLUSTER_NAME, SITE_TASK_FAMILY, site_execution_role_name, site_parameter_name
+from pgarena.aws.deployment import (
+    SITE_CLUSTER_NAME,
+    SITE_TASK_FAMILY,
+    site_execution_role_name,
+    site_parameter_name,
+    site_task_role_name,
+)
 from pgarena_cdk import constants
 from tests.infrastructure import template as cfn
 
@@ -132,6 +138,50 @@ def test_launch_worker_passes_the_site_execution_role_and_reads_the_site_paramet
     for region in (NEW_VPC, GIVEN_VPC):
         assert any(arn.endswith(f":role/{site_execution_role_name(region)}") for arn in passed)
         assert any(arn.endswith(f":ssm:{region}:<AWS::AccountId>:parameter{site_parameter_name(region)}") for arn in read)
+
+
+def _role_name(template: dict, reference: dict) -> str:
+    """The RoleName of the role a task definition's TaskRoleArn / ExecutionRoleArn refers to (Fn::GetAtt)."""
+    logical_id = reference["Fn::GetAtt"][0]
+    return template["Resources"][logical_id]["Properties"]["RoleName"]
+
+
+def test_launch_worker_may_pass_every_role_each_site_task_definition_names(sites_synth):
+    # Given launch_worker's PassRole resources
+    statements = _statements(sites_synth, LAUNCH_WORKER)
+    passed = [_joined(r) for s in statements if s["Action"] == "iam:PassRole" for r in cfn.as_list(s["Resource"])]
+
+    # Then each site's task definition has a named task role and execution role, and launch_worker may pass
+    # both (RunTask checks iam:PassRole on the task definition's roles): no unnamed role CDK made
+    for region in (NEW_VPC, GIVEN_VPC):
+        template = site_template(sites_synth, region)
+        (definition,) = resources_of_type(template, "AWS::ECS::TaskDefinition")
+        task_role, execution_role = (_role_name(template, definition[key]) for key in ("TaskRoleArn", "ExecutionRoleArn"))
+        assert (task_role, execution_role) == (site_task_role_name(region), site_execution_role_name(region))
+        for name in (task_role, execution_role):
+            assert f"arn:<AWS::Partition>:iam::<AWS::AccountId>:role/{name}" in passed
+        # and the site's task role may do nothing: workers run as the home task role (RunTask's override)
+        task_role_ref = {"Ref": definition["TaskRoleArn"]["Fn::GetAtt"][0]}
+        assert not [policy for policy in resources_of_type(template, "AWS::IAM::Policy") if task_role_ref in policy["Roles"]]
+
+
+def test_launch_worker_may_pass_the_home_task_definition_s_roles_and_no_other_function_passes_any(sites_synth):
+    # Given the home stack's Fargate task definition and every function's statements
+    (home,) = sites_synth.resources_of_type("AWS::ECS::TaskDefinition").values()
+    passing = {
+        name: [s for s in cfn.statements_of_role(sites_synth, name) if s["Action"] == "iam:PassRole"]
+        for name in sites_synth.resources_of_type("AWS::IAM::Role")
+    }
+
+    # Then launch_worker may pass its task role and execution role, to ECS tasks only, and no other role
+    # may pass any (pgarena.aws.access.PASSED_ROLES)
+    launcher_role = cfn.function(sites_synth, LAUNCH_WORKER)["Role"]["Fn::GetAtt"][0]
+    assert [name for name, statements in passing.items() if statements] == [launcher_role]
+    passed = [r for s in passing[launcher_role] for r in cfn.as_list(s["Resource"])]
+    assert home["Properties"]["TaskRoleArn"] in passed and home["Properties"]["ExecutionRoleArn"] in passed
+    assert all(
+        s["Condition"] == {"StringEquals": {"iam:PassedToService": "ecs-tasks.amazonaws.com"}} for s in passing[launcher_role]
+    )
 
 
 def test_validate_and_launch_worker_know_the_site_regions_and_the_stack_outputs_them(sites_synth):

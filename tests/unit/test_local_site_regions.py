@@ -14,7 +14,7 @@ from botocore.exceptions import ClientError
 from moto import mock_aws
 from typer.testing import CliRunner
 
-from pgarena.aws.deployment import SITE_CLUSTER_NAME, SITE_TASK_FAMILY
+from pgarena.aws.deployment import SITE_CLUSTER_NAME, SITE_TASK_FAMILY, site_parameter_name
 from pgarena.aws.sites import ssm_site_reader
 from pgarena.cli import app
 from pgarena.local import iam as local_iam
@@ -157,7 +157,7 @@ def test_under_enforced_iam_a_site_parameter_is_read_by_its_arn(aws_credentials)
         grant = {
             "Effect": "Allow",
             "Action": "ssm:GetParameter",
-            "Resource": f"arn:aws:ssm:{FAR}:123456789012:parameter/pgarena/sites/{FAR}",
+            "Resource": f"arn:aws:ssm:{FAR}:123456789012:parameter{site_parameter_name(FAR)}",
         }
         policy = json.dumps({"Version": "2012-10-17", "Statement": [grant]})
         iam_client.put_user_policy(UserName="launcher", PolicyName="site", PolicyDocument=policy)

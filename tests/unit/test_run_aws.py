@@ -150,8 +150,12 @@ def desired_status(ecs, cluster, task):
     return described["desiredStatus"]
 
 
-@pytest.mark.parametrize("site_published", [True, False], ids=["site-published", "site-parameter-missing"])
-def test_ctrl_c_stops_the_campaigns_workers_in_every_sites_cluster(aws, tmp_path, site_published):
+@pytest.mark.parametrize(
+    ("site_published", "stack"),
+    [(True, "Pgarena"), (False, "Pgarena"), (True, "PgarenaStaging")],
+    ids=["site-published", "site-parameter-missing", "named-stack"],
+)
+def test_ctrl_c_stops_the_campaigns_workers_in_every_sites_cluster(aws, tmp_path, site_published, stack):
     # Given a stack with a worker site in another region: the campaign's workers in the home cluster and in
     # the site's (published in its region's parameter, as the site stack does), another campaign's in both
     home_ecs, home_cluster = worker_cluster("us-east-1", "workers")
@@ -159,15 +163,17 @@ def test_ctrl_c_stops_the_campaigns_workers_in_every_sites_cluster(aws, tmp_path
     if site_published:
         site = WorkerSite(region=SITE_REGION, cluster_arn=site_cluster, task_definition_arn="worker:1")
         boto3.client("ssm", region_name=SITE_REGION).put_parameter(
-            Name=site_parameter_name(SITE_REGION), Value=site.model_dump_json(), Type="String"
+            Name=site_parameter_name(SITE_REGION, stack), Value=site.model_dump_json(), Type="String"
         )
     mine = {"home": run_worker(home_ecs, home_cluster, "mine-1"), "site": run_worker(site_ecs, site_cluster, "mine-1")}
     others = {"home": run_worker(home_ecs, home_cluster, "other-1"), "site": run_worker(site_ecs, site_cluster, "other-1")}
     machine, execution = started_execution()
     boto3.client("s3").create_bucket(Bucket="results")
-    deploy({**OUTPUTS, "StateMachineArn": machine, "WorkerClusterArn": home_cluster, OUTPUT_WORKER_SITE_REGIONS: SITE_REGION})
+    outputs_ = {**OUTPUTS, "StateMachineArn": machine, "WorkerClusterArn": home_cluster, OUTPUT_WORKER_SITE_REGIONS: SITE_REGION}
+    deploy(outputs_, stack)
     clients = aws_clients("us-east-1")
-    outputs = stack_outputs(clients.cloudformation, "Pgarena", NOTHING_GIVEN)
+    # (a stack of another name reads its own sites' parameters)
+    outputs = stack_outputs(clients.cloudformation, stack, NOTHING_GIVEN)
     events = []
 
     # When Ctrl-C stops the campaign

@@ -2,6 +2,7 @@
 no site for is refused before anything starts."""
 
 import json
+import re
 
 import boto3
 import pytest
@@ -180,7 +181,8 @@ def test_a_site_whose_stack_is_missing_fails_the_launch_with_the_deploy_command(
     launcher = _launcher(two_regions.model_copy(update={"site_regions": f"{FAR},us-west-2"}))
 
     # When a target placed there is launched, the launch fails naming the missing parameter and the fix
-    with pytest.raises(PgarenaError, match=r"/pgarena/sites/us-west-2 is missing there.*deploy --all") as error:
+    missing = re.escape(site_parameter_name("us-west-2"))
+    with pytest.raises(PgarenaError, match=rf"{missing} is missing there.*deploy --all") as error:
         launcher.launch(first_step({"region": "us-west-2"}), "t1")
     assert error.value.kind == ErrorKind.LAUNCH_FAILED
 
