@@ -19,6 +19,7 @@ CACHE_HIT_RATIO_MIN = 0.99
 # transaction that holds it.
 HOT_ROW_WAITS = ("Lock:tuple", "Lock:transactionid")
 MIB = 1 << 20
+SHOWN_WAITS = 2
 
 # The kinds of findings two targets can differ in, with how each reads.
 DIFFERING = {
@@ -52,13 +53,23 @@ def _checkpoints(c: ServerCounters) -> Iterator[tuple[str, str]]:
 
 def _cache(c: ServerCounters) -> Iterator[tuple[str, str]]:
     ratio = c.cache_hit_ratio
-    if ratio is not None and ratio < CACHE_HIT_RATIO_MIN and c.database is not None:
-        yield (
-            "low_cache_hit_ratio",
-            f"cache hit ratio {ratio:.3f} (blks_hit {c.database.blks_hit}, blks_read {c.database.blks_read}) "
-            f"below {CACHE_HIT_RATIO_MIN:g}: shared_buffers ({_setting(c, 'shared_buffers')}) against a database of "
-            f"{_mib(c.database_size_bytes)}; raise shared_buffers, or read the run as one that reads from outside it",
-        )
+    if ratio is None or ratio >= CACHE_HIT_RATIO_MIN or c.database is None:
+        return
+    fits = (
+        c.shared_buffers_bytes is not None
+        and c.database_size_bytes is not None
+        and c.shared_buffers_bytes >= c.database_size_bytes
+    )
+    fix = (
+        "the data fits in it: the blocks read are first reads after the load (a warm-up leaves them out)"
+        if fits
+        else "the data does not fit: raise shared_buffers, or read the run as one that reads from outside it"
+    )
+    yield (
+        "low_cache_hit_ratio",
+        f"cache hit ratio {ratio:.3f} (blks_hit {c.database.blks_hit}, blks_read {c.database.blks_read}) below "
+        f"{CACHE_HIT_RATIO_MIN:g}; shared_buffers {_setting(c, 'shared_buffers')}, database {_mib(c.database_size_bytes)}: {fix}",
+    )
 
 
 def _temp_and_deadlocks(c: ServerCounters) -> Iterator[tuple[str, str]]:
@@ -106,7 +117,7 @@ def hot_row(w: WorkloadResult) -> str | None:
     if scale is None or clients is None or scale >= clients:
         return None
     waits = [lw for lw in (w.connections.lock_waits if w.connections else []) if lw.wait_event in HOT_ROW_WAITS]
-    seen = "; the monitor saw " + "; ".join(lw.describe() for lw in waits) if waits else ""
+    seen = "; the monitor saw " + "; ".join(lw.describe() for lw in waits[:SHOWN_WAITS]) if waits else ""
     return (
         f"scale {scale} is below the {clients} clients: they update {scale} hot row(s) (pgbench_branches) and wait "
         f"on each other's row locks{seen}; raise the scale to at least the clients to measure the server, not the lock"

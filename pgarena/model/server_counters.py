@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Self, TypeVar
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, computed_field
 
 
 class _Counters(BaseModel):
@@ -97,6 +97,7 @@ class CounterSnapshot(BaseModel):
     io: IoCounters | None = None
     tables: list[TableStats] | None = None
     database_size_bytes: int | None = Field(None, description="pg_database_size of the benchmark's database")
+    shared_buffers_bytes: int | None = None
     settings: dict[str, str] = Field(
         default_factory=dict,
         description="the settings the findings name (shared_buffers, max_wal_size, work_mem...), as SHOW prints them",
@@ -135,10 +136,12 @@ class ServerCounters(BaseModel):
     io: IoCounters | None = None
     tables: list[TableActivity] = Field(default_factory=list)
     database_size_bytes: int | None = Field(None, description="the benchmark's database at the window's end")
+    shared_buffers_bytes: int | None = None
     settings: dict[str, str] = Field(default_factory=dict, description="the settings the findings name, at the window's end")
     unreadable: dict[str, str] = Field(default_factory=dict, description="counters not read, and why")
     raw: str | None = Field(None, description="the two snapshots (server-counters.json)")
 
+    @computed_field  # type: ignore[prop-decorator]  # pydantic's documented use, which mypy does not know
     @property
     def cache_hit_ratio(self) -> float | None:
         """blks_hit / (blks_hit + blks_read) over the window; None without reads."""
@@ -197,6 +200,7 @@ def counter_deltas(snapshots: CounterSnapshots, raw: str | None = None) -> Serve
         io=_minus(after.io, before.io),
         tables=_tables(before.tables, after.tables),
         database_size_bytes=after.database_size_bytes,
+        shared_buffers_bytes=after.shared_buffers_bytes,
         settings=after.settings,
         unreadable={**before.unreadable, **after.unreadable},
         raw=raw,

@@ -123,6 +123,11 @@ def _size(cursor: Cursor, version_num: int) -> int:
     return int(cursor.fetchone()[0])
 
 
+def _shared_buffers(cursor: Cursor, version_num: int) -> int:
+    cursor.execute("select pg_size_bytes(current_setting('shared_buffers'))")
+    return int(cursor.fetchone()[0])
+
+
 def _settings(cursor: Cursor, version_num: int) -> dict[str, str]:
     cursor.execute(SETTINGS_SQL, (list(SETTINGS),))
     return {str(name): str(value) for name, value in cursor.fetchall()}
@@ -135,6 +140,7 @@ SECTIONS: dict[str, Callable[[Cursor, int], Any]] = {
     "io": _io,
     "tables": _tables,
     "database_size_bytes": _size,
+    "shared_buffers_bytes": _shared_buffers,
     "settings": _settings,
 }
 

@@ -49,6 +49,7 @@ def test_a_role_without_privileges_reads_every_view_its_major_has(server):
         assert snapshot.io is None and snapshot.unreadable == {"io": "pg_stat_io is new in PostgreSQL 16"}
     [table] = [t for t in snapshot.tables if t.table == "public.bench"]
     assert table.n_live_tup is not None and table.autovacuum_count is not None
+    assert snapshot.shared_buffers_bytes == 128 << 20
     assert snapshot.database_size_bytes > 0 and set(snapshot.settings) == {
         "shared_buffers",
         "max_wal_size",

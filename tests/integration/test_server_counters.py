@@ -75,8 +75,8 @@ def test_a_data_set_past_shared_buffers_reports_its_cache_hit_ratio(run):
     ratio = counters.cache_hit_ratio
     assert ratio is not None and ratio < 0.99 and counters.database.blks_read > 0
     said = _findings(run, "small", "writes")["low_cache_hit_ratio"]
-    assert f"cache hit ratio {ratio:.3f}" in said and "shared_buffers (1MB)" in said
-    assert counters.database_size_bytes > 40 << 20
+    assert f"cache hit ratio {ratio:.3f}" in said and "shared_buffers 1MB" in said and "the data does not fit" in said
+    assert counters.database_size_bytes > 40 << 20 and counters.shared_buffers_bytes == 1 << 20
 
 
 def test_a_scale_1_8_client_run_gets_the_hot_row_hint_in_its_incidents(run):

@@ -75,6 +75,7 @@ def test_each_finding_names_its_figure_and_its_fix():
         checkpoints=CheckpointCounters(checkpoints_req=2),
         wal=WalCounters(wal_bytes=48 << 20, wal_fpi=1000),
         database_size_bytes=80 << 20,
+        shared_buffers_bytes=128 << 10,
     )
     found = dict(counter_findings(c))
     assert set(found) == {"checkpoints_requested", "low_cache_hit_ratio", "temp_files", "deadlocks"}
@@ -82,8 +83,11 @@ def test_each_finding_names_its_figure_and_its_fix():
         "2 checkpoint(s) requested" in found["checkpoints_requested"] and "raise max_wal_size" in found["checkpoints_requested"]
     )
     assert "(32MB)" in found["checkpoints_requested"] and "48.0 MiB" in found["checkpoints_requested"]
-    assert "cache hit ratio 0.900" in found["low_cache_hit_ratio"] and "shared_buffers (128kB)" in found["low_cache_hit_ratio"]
-    assert "80.0 MiB" in found["low_cache_hit_ratio"]
+    assert "cache hit ratio 0.900" in found["low_cache_hit_ratio"] and "shared_buffers 128kB" in found["low_cache_hit_ratio"]
+    assert "database 80.0 MiB: the data does not fit: raise shared_buffers" in found["low_cache_hit_ratio"]
+    # Data that fits in shared_buffers read its blocks once after the load: said so, not "raise it"
+    fits = c.model_copy(update={"shared_buffers_bytes": 128 << 20})
+    assert "the data fits in it" in dict(counter_findings(fits))["low_cache_hit_ratio"]
     assert "2 temp file(s)" in found["temp_files"] and "work_mem (4MB)" in found["temp_files"]
     assert "1 deadlock(s)" in found["deadlocks"]
     # A run that stayed in shared_buffers and never checkpointed has none
