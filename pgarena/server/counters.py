@@ -72,31 +72,37 @@ def _iso(value: Any) -> str | None:
     return value.isoformat() if isinstance(value, datetime) else None
 
 
-def _row(cursor: Cursor, sql: str) -> list[Any]:
-    cursor.execute(sql)
+def _row(cursor: Cursor) -> list[Any]:
+    """The executed statement's one row, as integers."""
     row = cursor.fetchone()
     return [None if v is None else int(v) for v in row] if row is not None else []
 
 
 def _database(cursor: Cursor, version_num: int) -> DatabaseCounters:
-    return DatabaseCounters(**dict(zip(DatabaseCounters.model_fields, _row(cursor, DATABASE_SQL), strict=False)))
+    cursor.execute(DATABASE_SQL)
+    return DatabaseCounters(**dict(zip(DatabaseCounters.model_fields, _row(cursor), strict=False)))
 
 
 def _checkpoints(cursor: Cursor, version_num: int) -> CheckpointCounters:
-    sql = CHECKPOINTER_SQL if version_num >= CHECKPOINTER_MAJOR * 10000 else BGWRITER_SQL
-    return CheckpointCounters(**dict(zip(CheckpointCounters.model_fields, _row(cursor, sql), strict=False)))
+    if version_num >= CHECKPOINTER_MAJOR * 10000:
+        cursor.execute(CHECKPOINTER_SQL)
+    else:
+        cursor.execute(BGWRITER_SQL)
+    return CheckpointCounters(**dict(zip(CheckpointCounters.model_fields, _row(cursor), strict=False)))
 
 
 def _wal(cursor: Cursor, version_num: int) -> WalCounters | None:
     if version_num < WAL_MAJOR * 10000:
         raise LookupError(f"pg_stat_wal is new in PostgreSQL {WAL_MAJOR}")
-    return WalCounters(**dict(zip(WalCounters.model_fields, _row(cursor, WAL_SQL), strict=False)))
+    cursor.execute(WAL_SQL)
+    return WalCounters(**dict(zip(WalCounters.model_fields, _row(cursor), strict=False)))
 
 
 def _io(cursor: Cursor, version_num: int) -> IoCounters | None:
     if version_num < IO_MAJOR * 10000:
         raise LookupError(f"pg_stat_io is new in PostgreSQL {IO_MAJOR}")
-    return IoCounters(**dict(zip(IoCounters.model_fields, _row(cursor, IO_SQL), strict=False)))
+    cursor.execute(IO_SQL)
+    return IoCounters(**dict(zip(IoCounters.model_fields, _row(cursor), strict=False)))
 
 
 def _tables(cursor: Cursor, version_num: int) -> list[TableStats]:
