@@ -86,6 +86,9 @@ def test_a_scale_1_8_client_run_gets_the_hot_row_hint_in_its_incidents(run):
         assert "scale 1 is below the 8 clients" in _findings(run, target, "hot")["hot_row"]
         assert "hot_row" not in _findings(run, target, "writes")  # scale 5 >= 4 clients
     assert "scale 1 is below the 8 clients" in (run.results_dir / "summary.md").read_text()
+    # The report's incidents list them (it said "Incidents (0)" while the monitor recorded lock waits)
+    html = (run.results_dir / "report.html").read_text()
+    assert '<span class="badge server">hot_row</span>' in html and "Incidents (0)" not in html
 
 
 def test_every_delta_is_recomputed_from_the_kept_snapshots(run):
