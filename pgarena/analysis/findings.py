@@ -23,11 +23,11 @@ SHOWN_WAITS = 2
 
 # The kinds of findings two targets can differ in, with how each reads.
 DIFFERING = {
-    "checkpoints_requested": "checkpoints requested during the run",
-    "low_cache_hit_ratio": f"a cache hit ratio below {CACHE_HIT_RATIO_MIN:g}",
+    "checkpoints_requested": "requested checkpoints",
+    "low_cache_hit_ratio": "cache misses",
     "temp_files": "temp files",
     "deadlocks": "deadlocks",
-    "autovacuum": "autovacuum on the benchmark's tables",
+    "autovacuum": "autovacuum",
 }
 
 
@@ -150,25 +150,30 @@ def run_findings(target: TargetResult) -> list[Finding]:
     return found
 
 
+def _figure(message: str) -> str:
+    """A finding's figure: its message up to the first explanation."""
+    return message.split(";")[0].split(":")[0]
+
+
 def differences(findings: list[Finding], measured: dict[str, set[tuple[str, int | None]]]) -> list[Finding]:
     """Where one target had a finding at a point and another target measured at the same point did not:
     a ranking between them compares unlike runs, and says so. `measured`: target -> its points with counters."""
-    had: dict[tuple[str, str, int | None], set[str]] = defaultdict(set)
+    had: dict[tuple[str, str, int | None], dict[str, str]] = defaultdict(dict)
     for f in findings:
         if f.kind in DIFFERING and f.workload is not None:
-            had[(f.kind, f.workload, f.clients)].add(f.target)
+            had[(f.kind, f.workload, f.clients)].setdefault(f.target, _figure(f.message))  # its first run's
     found = []
     for (kind, workload, clients), targets in had.items():
         without = sorted(t for t, points in measured.items() if (workload, clients) in points and t not in targets)
         if not without:
             continue
-        for target in sorted(targets):
+        for target, figure in sorted(targets.items()):
             found.append(
                 Finding(
                     target=target,
                     source="server",
                     kind=f"differs:{kind}",
-                    message=f"{target} had {DIFFERING[kind]} and {', '.join(without)} did not: "
+                    message=f"{DIFFERING[kind]} on {target} ({figure}), not on {', '.join(without)}: "
                     "their ranking at this point compares unlike runs",
                     workload=workload,
                     clients=clients,

@@ -65,7 +65,7 @@ def test_the_small_target_checkpointed_during_its_run_and_the_defaults_did_not(r
     assert "checkpoints_requested" not in _findings(run, "defaults", "writes")
     # And the difference between the two is said in results.json, summary.md and report.html
     differs = [f for f in run.results.findings if f.kind == "differs:checkpoints_requested" and f.workload == "writes"]
-    assert [f.target for f in differs] == ["small"] and "and defaults did not" in differs[0].message
+    assert [f.target for f in differs] == ["small"] and "), not on defaults: " in differs[0].message
     assert differs[0].message in (run.results_dir / "summary.md").read_text()
     assert "Where the servers differed" in (run.results_dir / "report.html").read_text()
 

@@ -135,7 +135,7 @@ def test_targets_that_differ_at_one_point_say_so_and_targets_alike_do_not():
     assert run_findings(b) == []
     [differs] = server_findings([a, b])
     assert differs.target == "a" and differs.kind == "differs:checkpoints_requested"
-    assert "a had checkpoints requested during the run and b did not" in differs.message
+    assert differs.message.startswith("requested checkpoints on a (1 checkpoint(s) requested during the run), not on b:")
     # Both checkpointed, or the other never measured the point: nothing to say
     both = a.model_copy(update={"name": "b"})
     assert server_findings([a, both]) == []
