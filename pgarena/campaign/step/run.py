@@ -80,8 +80,10 @@ class _StepRun:
         postmaster_before = self.worker.server.postmaster_start(step.endpoint) or step.postmaster_started_at
         version = self.worker.processes.version(run.argv[0])
         facts = self._facts(version, step_of_worker)  # before the barrier too: 20 round trips
+        # The window's opening edge, outside it: before the barrier, so that no shard starts later for it.
+        before = _counters(step, self.worker.server)
         barrier = _barrier(step, self.worker.barriers)
-        ran = self._measured_run(run, raw_key, version)
+        ran = self._measured_run(run, raw_key, version, before)
         raw = [self.evidence.put_file(raw_key, run.raw_path)]  # upload before parsing: the raw output is the evidence
         raw.extend(self.evidence.put_logs(step.raw_prefix, self.tool.artifacts(self.workdir)))
         connections = self._connections(ran.monitor, raw)
@@ -123,9 +125,8 @@ class _StepRun:
             return facts
         return facts.model_copy(update={"worker_id": self.worker.worker_id, "step_of_worker": step_of_worker})
 
-    def _measured_run(self, run: ToolRun, raw_key: str, version: str | None) -> _Ran:
+    def _measured_run(self, run: ToolRun, raw_key: str, version: str | None, before: CounterSnapshot | None) -> _Ran:
         step, server = self.step, self.worker.server
-        before = _counters(step, server)  # the window's edges are read outside it: they add no load inside
         started_at, t0 = now_iso(), time.monotonic()
         try:
             with _replication(step, server, self.workdir) as lag:
@@ -137,6 +138,7 @@ class _StepRun:
         except WorkerStopped:  # stopped while the tool ran: what it printed until then is the evidence
             raise WorkerStopped(raw=self.worker.store.put_file(raw_key, run.raw_path)) from None
         wall_s, finished_at = time.monotonic() - t0, now_iso()
+        # The closing edge, once the tool and the monitors are done: it adds no load inside the window either.
         after = _counters(step, server, closing=True) if before is not None else None
         counters = CounterSnapshots(before=before, after=after) if before is not None and after is not None else None
         return _Ran(code, ToolExit(code, started_at, finished_at, wall_s, version), monitor, lag, catch_ups, counters)
