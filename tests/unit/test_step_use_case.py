@@ -153,3 +153,16 @@ def test_a_run_reads_the_servers_counters_at_its_windows_edges_and_keeps_both_sn
     assert counters.raw == key and key in summary.raw and summary.raw_files[key].sha256
     kept = json.loads(fakes.store.files[key])
     assert kept["after"]["database"]["xact_commit"] - kept["before"]["database"]["xact_commit"] == 100
+
+
+def test_a_server_that_gives_no_counters_leaves_the_run_without_them_and_it_still_succeeds(step, monkeypatch):
+    # Given a server whose counters cannot be read at all (it did not answer that connection)
+    fakes = Fakes()
+    monkeypatch.setattr(fakes.server, "counters", lambda step, closing=False: None)
+    # When the worker serves a run
+    worker = fakes.worker(FakeProcesses(FakeTool(canned(SUCCEEDED))))
+    error = serve_step(Assignment(step=step, task_token="t1", last=True), worker, 1)
+    # Then the run succeeded, without counters and without a snapshots file
+    [summary] = fakes.store.stored
+    assert error is None and summary.status == "succeeded" and summary.server_counters is None
+    assert not any(key.endswith("server-counters.json") for key in summary.raw)
