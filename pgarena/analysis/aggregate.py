@@ -36,6 +36,7 @@ from pgarena.model.results import (
     WorkloadResult,
 )
 from pgarena.model.series import ShardSeries
+from pgarena.model.server_counters import ServerCounters
 from pgarena.model.slo import SloSearch
 from pgarena.model.tool_figures import ToolFigures
 
@@ -73,6 +74,14 @@ def _connections(campaign_id: str, summary: StepSummary | None) -> ConnectionRep
         return None
     report = summary.connections
     return report.model_copy(update={"raw": _relative(campaign_id, [report.raw])[0] if report.raw else None})
+
+
+def _server_counters(campaign_id: str, summary: StepSummary | None) -> ServerCounters | None:
+    """The run's counter deltas, their snapshots' key relative to the campaign folder."""
+    if summary is None or summary.server_counters is None:
+        return None
+    counters = summary.server_counters
+    return counters.model_copy(update={"raw": _relative(campaign_id, [counters.raw])[0] if counters.raw else None})
 
 
 def _replication(campaign_id: str, summary: StepSummary | None) -> ReplicationResult | None:
@@ -196,6 +205,7 @@ def _sharded_result(  # noqa: PLR0913  # a step's planned shards, their outcomes
         # A shard whose load generator ran out of CPU held the merged figure down with it.
         incidents=[i for shard, _ in ran if (i := saturation_incident(shard.worker, shard.harness)) is not None],
         replication=replication,
+        server_counters=_server_counters(campaign_id, summaries.get(shard_ids[0])),  # the first shard reads them
         error=degraded,
         **common,
     )
@@ -331,6 +341,7 @@ def _target_result(  # noqa: PLR0913  # a target's plan, outcome, summaries, ser
                 warmup_s=summary.warmup_s if summary else step.spec.warmup_s,
                 tool_figures=summary.tool_figures if summary else ToolFigures(),
                 connections=_connections(campaign_id, summary),
+                server_counters=_server_counters(campaign_id, summary),
                 replication=_replication(campaign_id, summary),
                 phase=step.phase,
                 barrier=summary.barrier if summary else None,

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from pgarena.model.plan import Plan, PreflightResult, Step, Work
     from pgarena.model.replication import ReplicaCatchUp
     from pgarena.model.results import StepSummary
+    from pgarena.model.server_counters import CounterSnapshot
     from pgarena.model.warm import Assignment, WorkerSlot
 
 
@@ -180,6 +181,11 @@ class ServerReads(Protocol):
 
     def postmaster_start(self, endpoint: Endpoint, wait_s: float = 0.0) -> str | None:
         """pg_postmaster_start_time(), waiting up to wait_s for the server to answer; None if it does not."""
+        ...
+
+    def counters(self, step: Step, closing: bool = False) -> CounterSnapshot | None:
+        """The server's counters now (an edge of the step's window); None when it did not answer. `closing`:
+        the closing edge, read once the step's sessions have exited (they flush their statistics then)."""
         ...
 
     def monitor(self, step: Step, series_path: Path) -> AbstractContextManager[ActivityMonitor]: ...

@@ -114,7 +114,7 @@ class Finding(BaseModel):
     """Something that went wrong, with where it happened and the files that show it."""
 
     target: str
-    source: Literal["target", "load", "run", "stability", "connections"]
+    source: Literal["target", "load", "run", "stability", "connections", "server"]
     kind: str
     message: str
     workload: str | None = None

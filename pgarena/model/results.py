@@ -11,10 +11,11 @@ from pydantic import BaseModel, Field, SerializeAsAny, model_validator
 from pgarena.model.budget import Budget, ConnectionFacts
 from pgarena.model.errors import ErrorInfo
 from pgarena.model.figures import Latency, PointStats, UslFit
-from pgarena.model.metrics import Stability, TargetMetrics
+from pgarena.model.metrics import Finding, Stability, TargetMetrics
 from pgarena.model.monitor import ConnectionReport, Incident
 from pgarena.model.pairwise import FootingProblem, NoiseWarning, PairComparison
 from pgarena.model.replication import ReplicationResult
+from pgarena.model.server_counters import ServerCounters
 from pgarena.model.slo import SloSearch
 from pgarena.model.tool_figures import ToolFigures
 
@@ -140,6 +141,10 @@ class StoredObject(RawFile):
 
 # A tool's subclass is written whole (SerializeAsAny), not as the base's fields only.
 ToolFiguresField = SerializeAsAny[ToolFigures]
+SERVER_COUNTERS = (
+    "the server's counters over the run's window (pg_stat_database, checkpoints, WAL, I/O, the benchmark's tables): "
+    "deltas of two snapshots read at its edges, kept in `raw`"
+)
 TOOL_FIGURES = "the tool's own figures, e.g. queries per second (qps); a figure the tool did not report is left out"
 
 
@@ -188,6 +193,7 @@ class StepSummary(BaseModel):
     barrier: Barrier | None = None
     tool_figures: ToolFiguresField = Field(default_factory=ToolFigures, description=TOOL_FIGURES)
     connections: ConnectionReport | None = None
+    server_counters: ServerCounters | None = Field(None, description=SERVER_COUNTERS)
     replication: ReplicationResult | None = Field(None, description="replicas' lag and catch-up after the run")
     worker: WorkerFacts | None = Field(None, description="the load generator's machine and its round trip to the database")
     harness: HarnessCost | None = Field(None, description="what the worker itself cost, apart from the tool")
@@ -273,6 +279,7 @@ class WorkloadResult(BaseModel):
     )
     tool_figures: ToolFiguresField = Field(default_factory=ToolFigures, description=TOOL_FIGURES)
     connections: ConnectionReport | None = None
+    server_counters: ServerCounters | None = Field(None, description=SERVER_COUNTERS)
     shards: list[ShardResult] = Field(default_factory=list, description="set when several workers ran the step")
     start_skew_s: float | None = Field(None, description="latest shard start minus earliest")
     window_s: float | None = Field(
@@ -499,6 +506,11 @@ class CampaignResults(BaseModel):
         default_factory=list,
         description="per target: every point's figures and intervals, scaling curves and findings, computed once at "
         "aggregation; the report, the CLI, the CSVs and `compare` read them from here",
+    )
+    findings: list[Finding] = Field(
+        default_factory=list,
+        description="where targets differ in their server counters' findings at one point (one checkpointed, the other "
+        "did not): their ranking there compares unlike runs; each target's own findings are in its metrics",
     )
     cost: CampaignCost | None = None
     status: Literal["completed", "cancelled", "failed"] = Field(

@@ -30,6 +30,9 @@ class ToolFigures(BaseModel):
         "limit); the measured window's when a warm-up was left out",
     )
     above_latency_limit: int | None = Field(None, description="transactions that finished later than the latency limit")
+    scale: int | None = Field(
+        None, description="the data set's scale the run found (its scaling factor: one branch row per unit)"
+    )
     window_s: float | None = Field(
         None, description="the measured window's length, when a warm-up was left out (None: the whole run is measured)"
     )

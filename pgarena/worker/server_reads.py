@@ -1,4 +1,5 @@
-"""The server reads port on pgarena.server (pg8000): the postmaster's start, the activity and lag monitors."""
+"""The server reads port on pgarena.server (pg8000): the postmaster's start, the counters, the activity and lag
+monitors."""
 
 from __future__ import annotations
 
@@ -6,6 +7,8 @@ from pathlib import Path
 
 from pgarena.model.matrix import Endpoint
 from pgarena.model.plan import Step
+from pgarena.model.server_counters import CounterSnapshot
+from pgarena.server.counters import SESSIONS_GONE_WAIT_S, read_counters
 from pgarena.server.monitor import Monitor
 from pgarena.server.replication import ReplicationMonitor
 from pgarena.server.restarts import read_postmaster_start
@@ -14,6 +17,10 @@ from pgarena.server.restarts import read_postmaster_start
 class PostgresReads:
     def postmaster_start(self, endpoint: Endpoint, wait_s: float = 0.0) -> str | None:
         return read_postmaster_start(endpoint, wait_s)
+
+    def counters(self, step: Step, closing: bool = False) -> CounterSnapshot | None:
+        own_name = step.application_name.rsplit("/", 1)[0] + "/counters"  # tagged with the campaign, as the monitor's
+        return read_counters(step.endpoint, step.application_name, own_name, SESSIONS_GONE_WAIT_S if closing else 0.0)
 
     def monitor(self, step: Step, series_path: Path) -> Monitor:
         return Monitor(step.endpoint, step.application_name, step.monitor_interval_s, series_path)

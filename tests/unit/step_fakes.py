@@ -19,6 +19,7 @@ from pgarena.model.matrix import Endpoint
 from pgarena.model.monitor import ConnectionReport
 from pgarena.model.plan import Step
 from pgarena.model.results import StepSummary, WorkerFacts
+from pgarena.model.server_counters import CheckpointCounters, CounterSnapshot, DatabaseCounters
 from pgarena.model.warm import ASSIGNED, BUSY, IDLE, Assignment, WorkerSlot
 from pgarena.planning.campaign import parse_campaign
 from pgarena.planning.planner import plan_campaign
@@ -131,10 +132,24 @@ class FakeServer:
 
     def __init__(self) -> None:
         self.reads: list[float] = []
+        self.counter_reads: list[bool] = []  # closing, per read
 
     def postmaster_start(self, endpoint: Endpoint, wait_s: float = 0.0) -> str | None:
         self.reads.append(wait_s)
         return "2026-11-27 10:00:00+00"
+
+    def counters(self, step: Step, closing: bool = False) -> CounterSnapshot | None:
+        """Counters that grew by one requested checkpoint and 100 commits over the window."""
+        self.counter_reads.append(closing)
+        n = len(self.counter_reads)
+        return CounterSnapshot(
+            taken_at=f"2026-11-27T10:00:0{n}+00:00",
+            epoch=1_800_000_000.0 + n,
+            server_version_num=180006,
+            database=DatabaseCounters(xact_commit=100 * n, blks_hit=1000 * n, blks_read=0),
+            checkpoints=CheckpointCounters(checkpoints_req=n, checkpoints_timed=5),
+            unreadable={"io": "permission denied for view pg_stat_io"},
+        )
 
     def monitor(self, step: Step, series_path: Path) -> nullcontext[FakeMonitor]:
         return nullcontext(FakeMonitor(series_path))

@@ -131,14 +131,37 @@ def test_a_cancel_signal_while_the_tool_runs_keeps_its_raw_output_and_records_th
     assert [kind for kind, _ in fakes.tokens["t1"].failed] == [ErrorKind.WORKER_STOPPED] and fakes.stops == []
 
 
+def test_a_run_reads_the_servers_counters_at_its_windows_edges_and_keeps_both_snapshots(step):
+    # Given a server whose counters grow by one requested checkpoint and 100 commits over the window
+    fakes = Fakes()
+    # When the worker serves a run
+    serve_step(Assignment(step=step, task_token="t1", last=True), fakes.worker(FakeProcesses(FakeTool(canned(SUCCEEDED)))), 1)
+    [summary] = fakes.store.stored
+    # Then the counters were read twice, the closing read last (after the tool exited)
+    assert fakes.server.counter_reads == [False, True]
+    # And the summary has their deltas, what could not be read listed with its reason
+    counters = summary.server_counters
+    assert counters is not None and counters.window_s == 1.0 and counters.server_version_num == 180006
+    assert counters.checkpoints is not None and (
+        counters.checkpoints.checkpoints_req,
+        counters.checkpoints.checkpoints_timed,
+    ) == (1, 0)
+    assert counters.database is not None and counters.database.xact_commit == 100 and counters.cache_hit_ratio == 1.0
+    assert counters.unreadable == {"io": "permission denied for view pg_stat_io"}
+    # And the two snapshots are kept as raw evidence, with their sha256, beside the tool's output
+    key = f"{step.raw_prefix}/server-counters.json"
+    assert counters.raw == key and key in summary.raw and summary.raw_files[key].sha256
+    kept = json.loads(fakes.store.files[key])
+    assert kept["after"]["database"]["xact_commit"] - kept["before"]["database"]["xact_commit"] == 100
+
+
 def test_a_server_that_gives_no_counters_leaves_the_run_without_them_and_it_still_succeeds(step, monkeypatch):
     # Given a server whose counters cannot be read at all (it did not answer that connection)
     fakes = Fakes()
     monkeypatch.setattr(fakes.server, "counters", lambda step, closing=False: None)
     # When the worker serves a run
-    error = serve_step(
-        Assignment(step=step, task_token="t1", last=True), fakes.worker(FakeProcesses(FakeTool(canned(SUCCEEDED)))), 1
-    )
+    worker = fakes.worker(FakeProcesses(FakeTool(canned(SUCCEEDED))))
+    error = serve_step(Assignment(step=step, task_token="t1", last=True), worker, 1)
     # Then the run succeeded, without counters and without a snapshots file
     [summary] = fakes.store.stored
     assert error is None and summary.status == "succeeded" and summary.server_counters is None

@@ -28,7 +28,9 @@ from pgarena.model.redact import Redactor
 from pgarena.model.replication import ReplicaCatchUp
 from pgarena.model.results import Barrier as BarrierRecord
 from pgarena.model.results import StepSummary, WorkerFacts, now_iso
+from pgarena.model.server_counters import CounterSnapshot, CounterSnapshots, ServerCounters, counter_deltas
 from pgarena.model.slo import SloProbe
+from pgarena.server.counters import COUNTERS_FILE
 from pgarena.server.credentials import local_ca, resolve_password
 from pgarena.server.replication import LAG_SERIES
 from pgarena.server.restarts import RESTART_SUSPECTS, RESTART_WAIT_S, restart_evidence
@@ -53,6 +55,7 @@ class _Ran:
     monitor: ActivityMonitor | None
     lag: LagMonitor | None
     catch_ups: list[ReplicaCatchUp] | None
+    counters: CounterSnapshots | None = None
 
 
 class _StepRun:
@@ -77,17 +80,22 @@ class _StepRun:
         postmaster_before = self.worker.server.postmaster_start(step.endpoint) or step.postmaster_started_at
         version = self.worker.processes.version(run.argv[0])
         facts = self._facts(version, step_of_worker)  # before the barrier too: 20 round trips
+        # The window's opening edge, outside it: before the barrier, so that no shard starts later for it.
+        before = _counters(step, self.worker.server)
         barrier = _barrier(step, self.worker.barriers)
-        ran = self._measured_run(run, raw_key, version)
+        ran = self._measured_run(run, raw_key, version, before)
         raw = [self.evidence.put_file(raw_key, run.raw_path)]  # upload before parsing: the raw output is the evidence
         raw.extend(self.evidence.put_logs(step.raw_prefix, self.tool.artifacts(self.workdir)))
         connections = self._connections(ran.monitor, raw)
+        server_counters = self._server_counters(ran.counters, raw)
         with self.meter.log_processing():
             measured = self.tool.measure(step, run.raw_path.read_text(errors="replace"), ran.code, self.workdir)
         measured.error = self._restarted(with_lock_waits(measured.error, connections), postmaster_before)
         self._series(measured, raw)
         measured.barrier = barrier
-        summary = summarize(step, measured, ran.exit, raw, connections).model_copy(update={"worker": facts})
+        summary = summarize(step, measured, ran.exit, raw, connections).model_copy(
+            update={"worker": facts, "server_counters": server_counters}
+        )
         summary = self._with_replication(summary, measured, ran)
         if step.tool_runs > 1:  # before the harness is metered: its probes are part of the step
             summary = slo_search(step, summary, self._probe)
@@ -117,7 +125,7 @@ class _StepRun:
             return facts
         return facts.model_copy(update={"worker_id": self.worker.worker_id, "step_of_worker": step_of_worker})
 
-    def _measured_run(self, run: ToolRun, raw_key: str, version: str | None) -> _Ran:
+    def _measured_run(self, run: ToolRun, raw_key: str, version: str | None, before: CounterSnapshot | None) -> _Ran:
         step, server = self.step, self.worker.server
         started_at, t0 = now_iso(), time.monotonic()
         try:
@@ -130,7 +138,10 @@ class _StepRun:
         except WorkerStopped:  # stopped while the tool ran: what it printed until then is the evidence
             raise WorkerStopped(raw=self.worker.store.put_file(raw_key, run.raw_path)) from None
         wall_s, finished_at = time.monotonic() - t0, now_iso()
-        return _Ran(code, ToolExit(code, started_at, finished_at, wall_s, version), monitor, lag, catch_ups)
+        # The closing edge, once the tool and the monitors are done: it adds no load inside the window either.
+        after = _counters(step, server, closing=True) if before is not None else None
+        counters = CounterSnapshots(before=before, after=after) if before is not None and after is not None else None
+        return _Ran(code, ToolExit(code, started_at, finished_at, wall_s, version), monitor, lag, catch_ups, counters)
 
     def _connections(self, monitor: ActivityMonitor | None, raw: list[str]) -> ConnectionReport | None:
         """The monitor's report, its series uploaded (and appended to raw)."""
@@ -142,6 +153,17 @@ class _StepRun:
             connections = connections.model_copy(update={"raw": key})
             raw.append(key)
         return connections
+
+    def _server_counters(self, snapshots: CounterSnapshots | None, raw: list[str]) -> ServerCounters | None:
+        """The window's counter deltas; the two snapshots they come from uploaded (and appended to raw)."""
+        if snapshots is None:
+            return None
+        path = self.workdir / "upload" / COUNTERS_FILE
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(snapshots.model_dump_json())
+        key = self.evidence.put_file(f"{self.step.raw_prefix}/{COUNTERS_FILE}", path, "application/json")
+        raw.append(key)
+        return counter_deltas(snapshots, key)
 
     def _restarted(self, error: ErrorInfo | None, postmaster_before: str | None) -> ErrorInfo | None:
         """The step's error, or that the server restarted under it. A step that failed the way a restart
@@ -213,6 +235,13 @@ def _barrier(step: Step, barriers: Barrier) -> BarrierRecord | None:
     else:
         return None
     return BarrierRecord(start_epoch=start_at, all_arrived=complete, released_epoch=time.time())
+
+
+def _counters(step: Step, server: ServerReads, closing: bool = False) -> CounterSnapshot | None:
+    """A run's counters at one edge of its window (the first shard reads them: they are the server's)."""
+    if step.kind != "run" or step.shard != 0:
+        return None
+    return server.counters(step, closing)
 
 
 @contextmanager

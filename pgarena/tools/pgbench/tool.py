@@ -130,4 +130,5 @@ def summary_figures(summary: PgbenchSummary | None) -> PgbenchFigures:
         above_latency_limit=summary.transactions_above_latency_limit,
         retried=summary.transactions_retried,
         retries=summary.total_retries,
+        scale=summary.scaling_factor,
     )
