@@ -42,4 +42,7 @@ class ConnectionReport(BaseModel):
     longest_s_by_state: dict[str, float]
     incidents: list[Incident] = Field(default_factory=list)
     lock_waits: list[LockWait] = Field(default_factory=list, description="the last lock waits the monitor saw")
+    lock_wait_s: float = Field(
+        0.0, description="how long the step's sessions were seen waiting on a lock: the samples that saw a wait x the interval"
+    )
     raw: str | None = Field(None, description="the sample series (JSON lines)")
