@@ -94,7 +94,9 @@ LAMBDA_SHAPE: dict[str, tuple[int, float]] = {
 
 # State transitions of a campaign that runs, from statemachines/campaign.asl.json's success path
 # (a unit test walks the file and keeps these equal); retries and failures add a few.
-TRANSITIONS_PER_CAMPAIGN = 5  # Validate And Plan, Check Cost Cap, Within Cost Cap?, Run Phases In Order, Aggregate And Rank
+TRANSITIONS_PER_CAMPAIGN = (
+    6  # Validate And Plan, Check Cost Cap, Within Cost Cap?, Check Targets, Run Phases In Order, Aggregate And Rank
+)
 TRANSITIONS_PER_PHASE = 2  # List Phase Targets, Benchmark Targets
 # Where Preflight Runs, Preflight Target (or Preflight On Site), Run Steps In Order, Release Connection Lease, Target Finished
 TRANSITIONS_PER_TARGET = 5

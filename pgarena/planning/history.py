@@ -31,8 +31,8 @@ PASS_EVENTS = 2  # PassStateEntered, PassStateExited (a Choice alike)
 MAP_EVENTS = 4  # MapStateEntered, MapStateStarted, MapStateSucceeded, MapStateExited
 ITERATION_EVENTS = 2  # MapIterationStarted, MapIterationSucceeded
 
-# Validate And Plan, Check Cost Cap, Within Cost Cap?, Run Phases In Order, Aggregate And Rank.
-CAMPAIGN_EVENTS = EXECUTION_EVENTS + 3 * LAMBDA_TASK_EVENTS + PASS_EVENTS + MAP_EVENTS
+# Validate And Plan, Check Cost Cap, Within Cost Cap?, Check Targets, Run Phases In Order, Aggregate And Rank.
+CAMPAIGN_EVENTS = EXECUTION_EVENTS + 4 * LAMBDA_TASK_EVENTS + PASS_EVENTS + MAP_EVENTS
 # The phase's iteration, List Phase Targets, Benchmark Targets.
 PHASE_EVENTS = ITERATION_EVENTS + PASS_EVENTS + MAP_EVENTS
 # The target's iteration, Where Preflight Runs, Preflight Target, Run Steps In Order, Release Connection
