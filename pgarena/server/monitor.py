@@ -103,7 +103,8 @@ def lock_wait_incident(samples: list[ActivitySample], interval_s: float) -> Inci
     )
 
 
-def report_of(samples: list[ActivitySample], interval_s: float, errors: list[Incident]) -> ConnectionReport:
+def report_of(samples: list[ActivitySample], interval_s: float, errors: list[Incident], drops: bool = True) -> ConnectionReport:
+    """`drops`: falls of the benchmark's connections are incidents (a run's; a load's close as it goes)."""
     peak_by_state: dict[str, int] = {}
     longest: dict[str, float] = {}
     for s in samples:
@@ -118,7 +119,11 @@ def report_of(samples: list[ActivitySample], interval_s: float, errors: list[Inc
         peak_total=max((s.total for s in samples), default=0),
         peak_by_state=peak_by_state,
         longest_s_by_state=longest,
-        incidents=[*detect_drops(samples), *[i for i in [lock_wait_incident(samples, interval_s)] if i], *errors],
+        incidents=[
+            *(detect_drops(samples) if drops else []),
+            *[i for i in [lock_wait_incident(samples, interval_s)] if i],
+            *errors,
+        ],
         lock_waits=next((s.lock_waits for s in reversed(samples) if s.lock_waits), []),
         lock_wait_s=round(sum(interval_s for s in samples if s.lock_waits), 3),
     )
@@ -127,8 +132,9 @@ def report_of(samples: list[ActivitySample], interval_s: float, errors: list[Inc
 class Monitor:
     """Background sampler; use as a context manager around the tool's run."""
 
-    def __init__(self, endpoint: Endpoint, application_name: str, interval_s: float, series_path: Path):
+    def __init__(self, endpoint: Endpoint, application_name: str, interval_s: float, series_path: Path, drops: bool = True):
         self.endpoint = endpoint
+        self.drops = drops
         self.application_name = application_name
         self.interval_s = interval_s
         self.series_path = series_path
@@ -171,4 +177,4 @@ class Monitor:
         self._thread.join(timeout=30)
 
     def report(self) -> ConnectionReport:
-        return report_of(self.samples, self.interval_s, self.errors)
+        return report_of(self.samples, self.interval_s, self.errors, self.drops)

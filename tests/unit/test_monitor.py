@@ -79,3 +79,11 @@ def test_a_step_seen_waiting_on_a_lock_carries_how_long_and_on_what():
 def test_a_step_that_never_waited_has_no_lock_wait():
     report = report_of([sample(0.0, 1), sample(1.0, 1)], 1.0, [])
     assert report.lock_wait_s == 0.0 and not [i for i in report.incidents if i.kind == "lock_wait"]
+
+
+def test_a_loads_connections_closing_as_it_goes_are_no_collapse():
+    # Given sysbench prepare's 4 threads finishing their tables one after the other
+    samples = [sample(0, 4), sample(1, 4), sample(2, 2), sample(3, 1), sample(4, 0)]
+    # When the load's report is made / Then no connection_drop (a run's would have one)
+    assert not report_of(samples, 1.0, [], drops=False).incidents
+    assert {i.kind for i in report_of(samples, 1.0, []).incidents} == {"connection_drop"}
