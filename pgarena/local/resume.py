@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -33,6 +34,10 @@ from pgarena.planning.planner import plan_campaign
 from pgarena.remote.execution import new_campaign_id
 from pgarena.remote.follow import Event
 from pgarena.report import folder_writer, publish_results
+
+
+# A shard's id is its step's with `/s<index>` (pgarena.planning.shards).
+SHARD_SUFFIX = re.compile(r"/s\d+$")
 
 
 class NothingToResume(Exception):
@@ -74,8 +79,13 @@ def incomplete_evidence(folder: Path) -> dict[str, ErrorInfo]:
 
 def kept_step_ids(folder: Path) -> set[str]:
     """The ids of the steps kept in the folder that succeeded and whose raw output is what their worker
-    uploaded: `pgarena resume` keeps them as measured."""
-    return {s.step_id for s in verified_steps(folder) if s.status == "succeeded"}
+    uploaded: `pgarena resume` keeps them as measured. A sharded step (`<step>/s<i>` each shard) is kept
+    when every shard kept there is."""
+    kept: dict[str, bool] = {}
+    for summary in verified_steps(folder):
+        step_id = SHARD_SUFFIX.sub("", summary.step_id)
+        kept[step_id] = kept.get(step_id, True) and summary.status == "succeeded"
+    return {step_id for step_id, ok in kept.items() if ok}
 
 
 def plan_resume(original: CampaignResults, matrix: Campaign, folder: Path) -> list[Rerun]:

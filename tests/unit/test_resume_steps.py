@@ -112,3 +112,14 @@ def test_an_unverified_step_is_failed_alone_until_its_rerun_replaces_it():
     assert a.status == "failed" and a.error == why
     assert {(w.clients, w.status) for w in a.workloads} == {(2, "succeeded"), (4, "failed")}
     assert [l.status for l in a.loads] == ["succeeded"]
+
+
+def test_a_sharded_step_is_kept_when_every_shard_kept_is(tmp_path, monkeypatch):
+    from pgarena.local import resume
+
+    ok = [summary("a/w1/c4-r1"), summary("a/w1/init")]
+    shards = [summary("a/w1/c2-r1").model_copy(update={"step_id": f"a/w1/c2-r1/s{i}"}) for i in range(2)]
+    lost = [summary("a/w1/c4-r2").model_copy(update={"step_id": f"a/w1/c4-r2/s{i}"}) for i in range(2)]
+    lost[1] = lost[1].model_copy(update={"status": "failed"})
+    monkeypatch.setattr(resume, "verified_steps", lambda folder: [*ok, *shards, *lost])
+    assert resume.kept_step_ids(tmp_path) == {"a/w1/c4-r1", "a/w1/init", "a/w1/c2-r1"}
