@@ -35,7 +35,6 @@ from pgarena.remote.execution import new_campaign_id
 from pgarena.remote.follow import Event
 from pgarena.report import folder_writer, publish_results
 
-
 # A shard's id is its step's with `/s<index>` (pgarena.planning.shards).
 SHARD_SUFFIX = re.compile(r"/s\d+$")
 
