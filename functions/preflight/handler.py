@@ -26,8 +26,8 @@ class PreflightEvent(TargetRef):
 
 @logger.inject_lambda_context
 @tracer.capture_lambda_handler
-def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    if CHECK_KEY in event:
+def handler(event: Any, context: LambdaContext) -> dict[str, Any]:
+    if isinstance(event, dict) and CHECK_KEY in event:
         return _check({k: v for k, v in event.items() if k != CHECK_KEY})
     return _preflight(PreflightEvent.model_validate(event))
 
