@@ -321,6 +321,7 @@ def _target_result(  # noqa: PLR0913  # a target's plan, outcome, summaries, ser
                     phase=step.phase,
                     raw=raw,
                     error=error if status == "failed" else None,
+                    connections=_connections(campaign_id, summary),
                 )
             )
             continue

@@ -21,7 +21,7 @@ from pgarena.model import layout
 from pgarena.model.figures import Interval, Latency, UslFit, usl
 from pgarena.model.metrics import Finding, PointMetrics, Scaling, ScalingPoint, Stability, TargetMetrics
 from pgarena.model.monitor import Incident
-from pgarena.model.results import CampaignResults, ProgressSample, Statistics, TargetResult, WorkloadResult
+from pgarena.model.results import CampaignResults, LoadResult, ProgressSample, Statistics, TargetResult, WorkloadResult
 from pgarena.model.tool_figures import ToolFigures
 
 N = TypeVar("N", int, float)
@@ -419,6 +419,18 @@ def relative_raw(campaign_id: str, raw: str | None) -> list[str]:
     return [layout.relative(campaign_id, raw)]
 
 
+def _load_incidents(target: str, load: LoadResult) -> list[Finding]:
+    """What the live monitor saw during a load (a lock it waited on), each a finding of the load."""
+    monitored = load.connections
+    if monitored is None:
+        return []
+    raw = [monitored.raw] if monitored.raw else []
+    return [
+        Finding(target=target, source="load", kind=i.kind, message=i.message, at_s=i.at_s, workload=load.workload, raw=raw)
+        for i in monitored.incidents
+    ]
+
+
 def findings(target: TargetResult, campaign_id: str = "") -> list[Finding]:  # noqa: C901  # one check per kind of finding, in a row
     """Every classified failure and incident of a target, each with its evidence."""
     found: list[Finding] = []
@@ -457,6 +469,7 @@ def findings(target: TargetResult, campaign_id: str = "") -> list[Finding]:  # n
                     raw=load.raw or relative_raw(campaign_id, load.error.raw),
                 )
             )
+        found.extend(_load_incidents(target.name, load))
     for w in target.workloads:
         where = _Where(target=target.name, workload=w.name, clients=nominal_clients(w), repetition=w.repetition)
         if w.error is not None and not (target.error is not None and w.error.kind == "not_run"):

@@ -1,8 +1,9 @@
-"""Resume a local campaign: re-run its failed (target, workload) pairs, combine them with its successes."""
+"""Resume a local campaign: re-run its missing, failed or unverified steps, combine them with the kept ones."""
 
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -10,18 +11,32 @@ from pathlib import Path
 from typing import Any
 
 from pgarena.analysis.evidence import incomplete
-from pgarena.analysis.rerun import Rerun, combine, copy_raw, load_original, plan_reruns, with_failed_pairs
+from pgarena.analysis.rerun import (
+    Rerun,
+    combine,
+    copy_raw,
+    load_original,
+    plan_reruns,
+    plan_step_reruns,
+    steps_to_rerun,
+    with_failed_pairs,
+    with_failed_steps,
+)
 from pgarena.local.endpoints import REGION
-from pgarena.local.progress import evidence_failure, kept_steps, salvage
+from pgarena.local.progress import evidence_failure, kept_steps, salvage, verified_steps
 from pgarena.local.runtime import MATRIX_FILE, LocalRuntime
 from pgarena.model.errors import ErrorInfo
 from pgarena.model.layout import RESULTS_FILE, inside
-from pgarena.model.matrix import Campaign
+from pgarena.model.matrix import Campaign, Endpoint
 from pgarena.model.results import CampaignResults
 from pgarena.planning.campaign import parse_campaign
+from pgarena.planning.planner import plan_campaign
 from pgarena.remote.execution import new_campaign_id
 from pgarena.remote.follow import Event
 from pgarena.report import folder_writer, publish_results
+
+# A shard's id is its step's with `/s<index>` (pgarena.planning.shards).
+SHARD_SUFFIX = re.compile(r"/s\d+$")
 
 
 class NothingToResume(Exception):
@@ -50,15 +65,52 @@ def load_folder(folder: Path) -> tuple[CampaignResults, dict[str, Any] | None]:
     return salvage(folder, matrix), matrix
 
 
-def incomplete_evidence(folder: Path) -> dict[tuple[str, str], ErrorInfo]:
-    """(target, workload) -> why, for each pair with a step whose kept raw output is not what its worker
-    uploaded (missing, truncated, another checksum): such a step counts as not run."""
-    failures: dict[tuple[str, str], ErrorInfo] = {}
+def incomplete_evidence(folder: Path) -> dict[str, ErrorInfo]:
+    """Step id -> why, for each step whose kept raw output is not what its worker uploaded (missing,
+    truncated, another checksum): such a step counts as not run."""
+    failures: dict[str, ErrorInfo] = {}
     for summary in kept_steps(folder):
         why = incomplete(folder, summary)
         if why is not None:
-            failures.setdefault((summary.target, summary.workload), evidence_failure(summary, why))
+            failures[summary.step_id] = evidence_failure(summary, why)
     return failures
+
+
+def kept_step_ids(folder: Path) -> set[str]:
+    """The ids of the steps kept in the folder that succeeded and whose raw output is what their worker
+    uploaded: `pgarena resume` keeps them as measured. A sharded step (`<step>/s<i>` each shard) is kept
+    when every shard kept there is."""
+    kept: dict[str, bool] = {}
+    for summary in verified_steps(folder):
+        step_id = SHARD_SUFFIX.sub("", summary.step_id)
+        kept[step_id] = kept.get(step_id, True) and summary.status == "succeeded"
+    return {step_id for step_id, ok in kept.items() if ok}
+
+
+def plan_resume(original: CampaignResults, matrix: Campaign, folder: Path) -> list[Rerun]:
+    """The campaign that re-runs what the folder does not hold verified: step by step, or for a
+    consolidation sweep (its targets run together) every failed (target, workload) pair."""
+    if matrix.scenario is not None:
+        return plan_reruns(original, matrix)
+    # Only the step ids matter here: an embedded target is planned at a placeholder endpoint.
+    placeholder = Endpoint(host="embedded", user="postgres")
+    planned = matrix.model_copy(
+        update={
+            "targets": [
+                t if t.endpoint else t.model_copy(update={"embedded": None, "endpoint": placeholder}) for t in matrix.targets
+            ]
+        }
+    )
+    plan = plan_campaign(planned, original.campaign_id)
+    return plan_step_reruns(steps_to_rerun(plan, kept_step_ids(folder)), plan, matrix)
+
+
+def _with_failures(original: CampaignResults, failures: dict[str, ErrorInfo], matrix: Campaign) -> CampaignResults:
+    """The original with each step of unverified evidence failed: the step alone, or for a sweep (which
+    re-runs whole pairs) its (target, workload) pair."""
+    if matrix.scenario is None:
+        return with_failed_steps(original, failures)
+    return with_failed_pairs(original, {(i.split("/")[-3], i.split("/")[-2]): e for i, e in failures.items()})
 
 
 def named_sites(campaign: Campaign) -> tuple[str, ...]:
@@ -85,15 +137,15 @@ def resume_local(
     `matrix` replaces the one kept beside the results (a fixed password_env, a corrected host)."""
     t0 = time.monotonic()
     original, kept_matrix = load_folder(folder)
-    failures = incomplete_evidence(folder)
-    for (target, workload), failure in failures.items():
-        on_event(Event(time.monotonic() - t0, "state", f"Evidence Incomplete {target}/{workload}: {failure.message}"))
-    original = with_failed_pairs(original, failures)
     if matrix is None:
         if kept_matrix is None:
             raise FileNotFoundError(f"{folder / MATRIX_FILE}: no matrix kept beside the results; pass the matrix")
         matrix = parse_campaign(kept_matrix)
-    reruns = plan_reruns(original, matrix)
+    failures = incomplete_evidence(folder)
+    for step_id, failure in failures.items():
+        on_event(Event(time.monotonic() - t0, "state", f"Evidence Incomplete {step_id}: {failure.message}"))
+    original = _with_failures(original, failures, matrix)
+    reruns = plan_resume(original, matrix, folder)
     if not reruns and not (folder / RESULTS_FILE).exists():  # every step was kept: complete the folder itself
         publish_results(original, folder_writer(folder))
         return Resumed(original.campaign_id, folder, original, [], time.monotonic() - t0)

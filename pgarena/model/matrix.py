@@ -508,6 +508,11 @@ class Campaign(Strict):
     ranking: RankingConfig | None = Field(None, description="composite score weights and tie rule; defaults when absent")
     cost: CostPolicy | None = Field(None, description="cost caps and the price region; no caps when absent")
     scenario: Scenario | None = Field(None, description="a consolidation sweep; a plain comparison when absent")
+    only_steps: list[str] | None = Field(
+        None,
+        description="set by `pgarena resume`: the step ids this campaign runs, every other planned step kept from the "
+        "campaign it resumes (a plain comparison only); every step when absent",
+    )
 
     @property
     def max_repetitions(self) -> int:
@@ -539,6 +544,10 @@ class Campaign(Strict):
                 f"scenario.consolidation with an slo (workload {', '.join(repr(n) for n in searched)}): a consolidation "
                 "sweep starts its targets' runs together, an SLO search's probes do not; remove the workload's slo "
                 "or the scenario"
+            )
+        if sweep and self.only_steps is not None:
+            raise ValueError(
+                "only_steps with scenario.consolidation: a sweep's phases run their targets together; remove only_steps"
             )
         if sweep and sweep.steps[-1] != len(self.targets):
             raise ValueError(

@@ -54,6 +54,9 @@ class ConnectionReport(BaseModel):
     background_by_name: dict[str, int] = Field(
         default_factory=dict, description="other clients' sessions by application_name ((role) without one), at their peak"
     )
+    lock_wait_s: float = Field(
+        0.0, description="how long the step's sessions were seen waiting on a lock: the samples that saw a wait x the interval"
+    )
     raw: str | None = Field(None, description="the sample series (JSON lines)")
 
     def background_note(self) -> str | None:

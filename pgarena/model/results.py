@@ -319,6 +319,9 @@ class LoadResult(BaseModel):
     phase: int | None = Field(None, description="the consolidation step the load belongs to (multi-phase campaigns)")
     raw: list[str] = Field(default_factory=list)
     error: ErrorInfo | None = None
+    connections: ConnectionReport | None = Field(
+        None, description="the live monitor's report of a load (init): its lock waits and how long, as incidents"
+    )
 
 
 class WorkerSize(BaseModel):

@@ -124,8 +124,9 @@ LAMBDA_SHAPE: dict[str, tuple[int, float]] = {
 
 # State transitions of a campaign that runs, from statemachines/campaign.asl.json's success path
 # (a unit test walks the file and keeps these equal); retries and failures add a few.
-# Validate And Plan, Check Cost Cap, Within Cost Cap?, Run Phases In Order, Decision Due?, Aggregate And Rank
-TRANSITIONS_PER_CAMPAIGN = 6
+# Validate And Plan, Check Cost Cap, Within Cost Cap?, Check Targets, Run Phases In Order, Decision Due?,
+# Aggregate And Rank
+TRANSITIONS_PER_CAMPAIGN = 7
 # An adaptive campaign's loop: each batch after the first enters Run Phases In Order and Decision Due? again;
 # each decision (one per batch) is Decide More Phases and Another Phase?.
 TRANSITIONS_PER_BATCH = 2

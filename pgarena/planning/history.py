@@ -32,8 +32,9 @@ PASS_EVENTS = 2  # PassStateEntered, PassStateExited (a Choice alike)
 MAP_EVENTS = 4  # MapStateEntered, MapStateStarted, MapStateSucceeded, MapStateExited
 ITERATION_EVENTS = 2  # MapIterationStarted, MapIterationSucceeded
 
-# Validate And Plan, Check Cost Cap, Within Cost Cap?, Run Phases In Order, Decision Due?, Aggregate And Rank.
-CAMPAIGN_EVENTS = EXECUTION_EVENTS + 3 * LAMBDA_TASK_EVENTS + 2 * PASS_EVENTS + MAP_EVENTS
+# Validate And Plan, Check Cost Cap, Within Cost Cap?, Check Targets, Run Phases In Order, Decision Due?,
+# Aggregate And Rank.
+CAMPAIGN_EVENTS = EXECUTION_EVENTS + 4 * LAMBDA_TASK_EVENTS + 2 * PASS_EVENTS + MAP_EVENTS
 # An adaptive campaign's loop, per batch of phases after the first: Run Phases In Order again and Decision Due?;
 # per decision (one after every batch): Decide More Phases and Another Phase?.
 BATCH_EVENTS = MAP_EVENTS + PASS_EVENTS

@@ -196,6 +196,8 @@ def plan_campaign(campaign: Campaign, campaign_id: str) -> Plan:
     run_order = None
     if sweep is None:
         phases, run_order = _interleaved(campaign, campaign_id)
+        if campaign.only_steps is not None:
+            phases, run_order = _only(phases, run_order, frozenset(campaign.only_steps))
     else:
         # Step k runs the first n targets at once, all of them every step: ideal scaling is the first
         # step's throughput per target x n.
@@ -256,6 +258,26 @@ def _interleaved(campaign: Campaign, campaign_id: str) -> tuple[list[PlanPhase],
         passes=recorded,
     )
     return phases, run_order
+
+
+def _only(phases: list[PlanPhase], run_order: RunOrder, only: frozenset[str]) -> tuple[list[PlanPhase], RunOrder]:
+    """The plan narrowed to the steps `only` names (a resumed campaign's re-runs), each target's order and
+    each pass's kept: a target left with no step leaves its pass, an empty pass leaves the plan, and the
+    passes are numbered again from 1."""
+    kept_phases: list[PlanPhase] = []
+    kept_passes: list[RunPass] = []
+    for phase, recorded in zip(phases, run_order.passes):
+        targets = [
+            t.model_copy(update={"steps": steps}) for t in phase.targets if (steps := [s for s in t.steps if s.step_id in only])
+        ]
+        if targets:
+            number = len(kept_phases) + 1
+            kept_phases.append(phase.model_copy(update={"phase": number, "targets": targets}))
+            names = [t.name for t in targets]
+            kept_passes.append(recorded.model_copy(update={"phase": number, "targets": names}))
+    if not kept_phases:
+        raise InvalidMatrix(f"only_steps names no step of the campaign's plan: {sorted(only)[:5]}")
+    return kept_phases, run_order.model_copy(update={"passes": kept_passes})
 
 
 def _planned(target: Target, steps: list[Step], campaign: Campaign) -> PlannedTarget:

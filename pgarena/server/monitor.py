@@ -4,7 +4,9 @@ Counts sessions by state and role, the longest time spent in each state, the ben
 connections (tagged by application_name) and other clients' (background load: anything not of this
 campaign, by application_name); a sudden fall of the benchmark's connections mid-run
 (the 950 -> 628 collapse of the Azure study) is flagged as an incident. Benchmark sessions waiting
-on a lock are named with their blocker, so a step that times out says who held it up. A lost
+on a lock are named with their blocker, so a step that times out says who held it up, and a step
+that waited (a load held up by another session's table lock) carries a `lock_wait` incident with
+how long and on what: its time includes the wait. A lost
 connection is recorded and opened again: a server frozen for a while is watched again when it answers.
 """
 
@@ -103,7 +105,24 @@ def detect_drops(samples: list[ActivitySample]) -> list[Incident]:
     return incidents
 
 
-def report_of(samples: list[ActivitySample], interval_s: float, errors: list[Incident]) -> ConnectionReport:
+def lock_wait_incident(samples: list[ActivitySample], interval_s: float) -> Incident | None:
+    """The step's sessions seen waiting on a lock: for about how long (the samples that saw a wait x the
+    interval), from when, and on what (the longest-seen blocker)."""
+    waited = [s for s in samples if s.lock_waits]
+    if not waited:
+        return None
+    blockers = Counter(w.describe() for s in waited for w in s.lock_waits)
+    blocker, _ = blockers.most_common(1)[0]
+    return Incident(
+        kind="lock_wait",
+        at_s=waited[0].t_s,
+        message=f"waited on a lock for about {len(waited) * interval_s:.1f} s from {waited[0].t_s:.1f} s: {blocker}; "
+        "the step's time includes the wait",
+    )
+
+
+def report_of(samples: list[ActivitySample], interval_s: float, errors: list[Incident], drops: bool = True) -> ConnectionReport:
+    """`drops`: falls of the benchmark's connections are incidents (a run's; a load's close as it goes)."""
     peak_by_state: dict[str, int] = {}
     longest: dict[str, float] = {}
     background: dict[str, int] = {}
@@ -121,19 +140,25 @@ def report_of(samples: list[ActivitySample], interval_s: float, errors: list[Inc
         peak_total=max((s.total for s in samples), default=0),
         peak_by_state=peak_by_state,
         longest_s_by_state=longest,
-        incidents=[*detect_drops(samples), *errors],
+        incidents=[
+            *(detect_drops(samples) if drops else []),
+            *[i for i in [lock_wait_incident(samples, interval_s)] if i],
+            *errors,
+        ],
         lock_waits=next((s.lock_waits for s in reversed(samples) if s.lock_waits), []),
         peak_background=max((s.background for s in samples), default=0),
         peak_background_active=max((s.background_active for s in samples), default=0),
         background_by_name=dict(sorted(background.items(), key=lambda kv: -kv[1])[:BACKGROUND_NAMES_KEPT]),
+        lock_wait_s=round(sum(interval_s for s in samples if s.lock_waits), 3),
     )
 
 
 class Monitor:
     """Background sampler; use as a context manager around the tool's run."""
 
-    def __init__(self, endpoint: Endpoint, application_name: str, interval_s: float, series_path: Path):
+    def __init__(self, endpoint: Endpoint, application_name: str, interval_s: float, series_path: Path, drops: bool = True):
         self.endpoint = endpoint
+        self.drops = drops
         self.application_name = application_name
         self.interval_s = interval_s
         self.series_path = series_path
@@ -176,4 +201,4 @@ class Monitor:
         self._thread.join(timeout=30)
 
     def report(self) -> ConnectionReport:
-        return report_of(self.samples, self.interval_s, self.errors)
+        return report_of(self.samples, self.interval_s, self.errors, self.drops)

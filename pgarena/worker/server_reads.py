@@ -23,7 +23,8 @@ class PostgresReads:
         return read_counters(step.endpoint, step.application_name, own_name, SESSIONS_GONE_WAIT_S if closing else 0.0)
 
     def monitor(self, step: Step, series_path: Path) -> Monitor:
-        return Monitor(step.endpoint, step.application_name, step.monitor_interval_s, series_path)
+        # A load's connections close as its parts finish (sysbench prepare's threads): no collapse to flag.
+        return Monitor(step.endpoint, step.application_name, step.monitor_interval_s, series_path, drops=step.kind == "run")
 
     def replication(self, step: Step, series_path: Path) -> ReplicationMonitor:
         return ReplicationMonitor(step.endpoint, step.replicas, step.monitor_interval_s, series_path)

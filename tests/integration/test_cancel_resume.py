@@ -22,6 +22,7 @@ from pgarena.local.leases import FileLeases
 from pgarena.local.resume import resume_local
 from pgarena.local.runtime import MATRIX_FILE, LocalRuntime, run_local
 from pgarena.planning.campaign import parse_campaign
+from tests.ports import refused_port
 
 pytestmark = pytest.mark.integration
 
@@ -29,7 +30,6 @@ FAST = {"fsync": "off", "synchronous_commit": "off", "shared_buffers": "16MB"}
 # Ctrl-C once the run's uploaded output shows pgbench measuring (not after a fixed time: on a loaded
 # machine pgbench may take seconds to connect).
 WAIT_FOR_PROGRESS_S = 120
-PASSWORD_ENV = "PGARENA_TEST_RESUME_PW"
 
 
 def workload(duration_s):
@@ -194,35 +194,25 @@ def test_ctrl_c_of_the_command_prints_one_line_per_thing_stopped(servers, tmp_pa
 
 @pytest.fixture(scope="module")
 def resumed(servers, tmp_path_factory):
-    # Given a campaign where one target failed (its password variable was not set) and one succeeded
+    # Given a campaign where one target failed (its port refused: a refused login would fail the whole
+    # campaign before anything loads, issue 34.14) and one succeeded
     out = tmp_path_factory.mktemp("resume-results")
-    matrix = parse_campaign(
-        {
-            "campaign": "resume-me",
-            "targets": [
-                {"name": "ok", "provider": "self-hosted", "endpoint": endpoint_of(servers["first"])},
-                {
-                    "name": "locked",
-                    "provider": "self-hosted",
-                    "endpoint": endpoint_of(servers["second"], password_env=PASSWORD_ENV),
-                },
-            ],
-            "workloads": [workload(3)],
-        }
-    )
-    with pytest.MonkeyPatch.context() as env:
-        env.delenv(PASSWORD_ENV, raising=False)
-        first = run_local(matrix, out)
-        # When the password is set and the campaign is resumed
-        env.setenv(PASSWORD_ENV, "not-checked-by-trust-auth")
-        again = resume_local(first.results_dir)
+
+    def matrix(port):
+        locked = {"name": "locked", "provider": "self-hosted", "endpoint": {**endpoint_of(servers["second"]), "port": port}}
+        targets = [{"name": "ok", "provider": "self-hosted", "endpoint": endpoint_of(servers["first"])}, locked]
+        return parse_campaign({"campaign": "resume-me", "targets": targets, "workloads": [workload(3)]})
+
+    first = run_local(matrix(refused_port()), out)
+    # When the port is corrected and the campaign is resumed
+    again = resume_local(first.results_dir, matrix=matrix(servers["second"].port))
     return first, again
 
 
 def test_the_failed_target_is_recorded_before_resuming(resumed):
     first, _ = resumed
     ok, locked = first.results.targets
-    assert ok.status == "succeeded" and locked.error.kind == "authentication"
+    assert ok.status == "succeeded" and locked.error.kind == "connection_refused"
     assert (first.results_dir / MATRIX_FILE).exists()
 
 

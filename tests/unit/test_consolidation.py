@@ -192,7 +192,8 @@ def test_the_state_machine_runs_phases_one_after_the_other():
     assert listed["concurrency.$"] == "$.phase.concurrency" and listed["targets.$"].startswith("States.ArrayRange(0, ")
     targets = phases["ItemProcessor"]["States"]["Benchmark Targets"]
     assert targets["ItemsPath"] == "$.targets" and targets["MaxConcurrencyPath"] == "$.concurrency"
-    assert asl["States"]["Within Cost Cap?"]["Choices"][0]["Next"] == "Run Phases In Order"
+    assert asl["States"]["Within Cost Cap?"]["Choices"][0]["Next"] == "Check Targets"
+    assert asl["States"]["Check Targets"]["Next"] == "Run Phases In Order"
 
 
 def summary(step, tps):

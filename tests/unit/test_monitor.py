@@ -86,3 +86,31 @@ def test_other_clients_sessions_are_recorded_as_background_load():
     note = report.background_note()
     assert note is not None and "background load: up to 2 session(s)" in note and "pgarena/ffffffffffff/dddddddddddd 1" in note
     assert report_of([quiet], 1.0, []).background_note() is None
+
+
+def test_a_step_seen_waiting_on_a_lock_carries_how_long_and_on_what():
+    # Given a load seen waiting on pid 4242's table lock in 3 samples of 5 taken every 2 s
+    blocked = lock_waits_of([("Lock:relation", 4242, "lock table pgbench_branches in access exclusive mode", 1)])
+    samples = [sample(0.0, 1), *(sample(t, 1) for t in (2.0, 4.0, 6.0)), sample(8.0, 1)]
+    for waiting in samples[1:4]:
+        waiting.lock_waits = blocked
+    # When the monitor reports
+    report = report_of(samples, 2.0, [])
+    # Then the report says for how long, from when, and who held the lock
+    assert report.lock_wait_s == 6.0
+    (incident,) = [i for i in report.incidents if i.kind == "lock_wait"]
+    assert incident.at_s == 2.0 and "about 6.0 s" in incident.message
+    assert "blocked by pid 4242" in incident.message and "lock table pgbench_branches" in incident.message
+
+
+def test_a_step_that_never_waited_has_no_lock_wait():
+    report = report_of([sample(0.0, 1), sample(1.0, 1)], 1.0, [])
+    assert report.lock_wait_s == 0.0 and not [i for i in report.incidents if i.kind == "lock_wait"]
+
+
+def test_a_loads_connections_closing_as_it_goes_are_no_collapse():
+    # Given sysbench prepare's 4 threads finishing their tables one after the other
+    samples = [sample(0, 4), sample(1, 4), sample(2, 2), sample(3, 1), sample(4, 0)]
+    # When the load's report is made / Then no connection_drop (a run's would have one)
+    assert not report_of(samples, 1.0, [], drops=False).incidents
+    assert {i.kind for i in report_of(samples, 1.0, []).incidents} == {"connection_drop"}

@@ -256,8 +256,8 @@ def _replication(step: Step, server: ServerReads, workdir: Path) -> Iterator[Lag
 
 @contextmanager
 def _monitor(step: Step, server: ServerReads, workdir: Path) -> Iterator[ActivityMonitor | None]:
-    """Runs are watched by the live monitor; loads are not (one connection, nothing to watch)."""
-    if step.kind != "run":
+    """Runs and loads are watched by the live monitor (a load held up by a lock says so); cleanups are not."""
+    if step.kind == "cleanup":
         yield None
         return
     with server.monitor(step, workdir / "monitor.jsonl") as monitor:
