@@ -19,8 +19,9 @@ CSV_COLUMNS = [
 
 
 def _events(series: Series) -> list[tuple[float, str]]:
-    marks = [(float(s.run), f"split at run {s.run}: {'; '.join(s.changed)}") for s in series.splits]
-    marks += [(float(c.run), f"change ({c.direction}): {c.message}") for c in series.changes]
+    """Short marks (a long one would run past the chart's edge): the full sentences are the chart's note."""
+    marks = [(float(s.run), f"split at run {s.run}") for s in series.splits]
+    marks += [(float(c.run), f"{c.ratio - 1:+.0%} ({c.direction})") for c in series.changes]
     return marks
 
 
@@ -35,7 +36,8 @@ def series_chart(index: int, series: Series) -> Chart:
             labels=[f"run {p.run} ({p.started_at[:10]}): {p.value:,.1f} {series.unit}" for p in series.points],
         )
     ]
-    low = [(float(p.run), p.ci95_low) for p in series.points if p.ci95_low is not None]
+    # The axis starts at 0: an interval reaching below it (few, noisy repetitions) is drawn to 0
+    low = [(float(p.run), max(0.0, p.ci95_low)) for p in series.points if p.ci95_low is not None]
     high = [(float(p.run), p.ci95_high) for p in series.points if p.ci95_high is not None]
     if low and high:
         lines += [

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import math
 import random
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -50,11 +51,18 @@ def _scaled(results: CampaignResults, night: Night, rng: random.Random) -> Campa
     return results.model_copy(update={"targets": targets, "metrics": metrics})
 
 
-def write_nights(root: Path, nights: list[Night], seed: int = 5) -> list[Path]:
-    """One results folder per night under root, a day apart, each with its results.json and matrix.json."""
+def _renamed(text: str, suffix: str) -> str:
+    """The fixture's targets a and b named a<suffix> and b<suffix>: every value "a" or "b", never a key."""
+    return re.sub(r'"([ab])"(?!\s*:)', lambda m: f'"{m[1]}{suffix}"', text)
+
+
+def write_nights(root: Path, nights: list[Night], seed: int = 5, suffix: str = "") -> list[Path]:
+    """One results folder per night under root, a day apart, each with its results.json and matrix.json;
+    `suffix` lengthens the targets' names (a page's layout under long names)."""
     rng = random.Random(seed)
-    real = CampaignResults.model_validate_json((NIGHTLY / "results.json").read_text())
-    matrix = json.loads((NIGHTLY / "matrix.json").read_text())
+    real = CampaignResults.model_validate_json(_renamed((NIGHTLY / "results.json").read_text(), suffix))
+    matrix = json.loads(_renamed((NIGHTLY / "matrix.json").read_text(), suffix))
+    nights = [Night({k + suffix: v for k, v in n.speed.items()}, {k + suffix: v for k, v in n.settings.items()}) for n in nights]
     folders = []
     for day, night in enumerate(nights, start=1):
         campaign_id = f"nightly-202612{day:02d}T020000Z-{day:06x}"
