@@ -9,7 +9,7 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from pgarena.analysis.history import index, trends
+from pgarena.analysis.history import detect, index, trends
 from pgarena.cli import EXIT_CHANGED, app
 from tests.unit.history_runs import Night, write_nights
 
@@ -110,3 +110,14 @@ def test_the_trend_page_and_csv(b_slower, tmp_path_factory):
     rows = page.with_suffix(".csv").read_text().splitlines()
     assert len(rows) == 1 + 4 * 8
     assert sum("since run 5" in r for r in rows) == 2
+
+
+def test_without_ruptures_history_says_how_to_install_it_and_the_gate_cannot_pass(b_slower, monkeypatch):
+    # Given the change-point library is not installed (the `history` extra)
+    monkeypatch.setattr(detect, "available", lambda: False)
+    listed = runner.invoke(app, ["history", "nightly", "--out", str(b_slower)])
+    # Then the runs are listed, with no change point and the command that installs the library
+    assert listed.exit_code == 0 and "pip install 'pgarena[history]'" in listed.output and "change:" not in listed.output
+    assert json.loads(runner.invoke(app, ["history", "nightly", "--out", str(b_slower), "--json"]).output)["detector"] is None
+    gated = runner.invoke(app, ["history", "nightly", "--out", str(b_slower), "--fail-on-change"])
+    assert gated.exit_code == 2 and "pip install 'pgarena[history]'" in gated.output
