@@ -14,6 +14,7 @@ Table items (one table, keys `pk`/`sk`, both strings):
                                          sk shard#<phase>#<index>#<step>#<shard>  (the state machine: a worker failed)
     ledger   pk ledger#<YYYY-MM>         sk campaign#<id> | total      (ledger: the month's cost bookings)
     worker   pk worker#<campaign_id>     sk <phase>#<target>#<shard>   (worker_slots: the warm worker of a slot)
+    history  pk history#<campaign>       sk <started_at>#<campaign_id> (history_index: a finished run, by name)
 """
 
 from __future__ import annotations
@@ -60,7 +61,9 @@ LEDGER = ItemKind("cost ledger", "ledger#")
 OUTCOMES = ItemKind("target and worker outcomes", "outcome#")
 # A warm worker's slot (pgarena.model.warm): the launch function offers it the next step there.
 WORKERS = ItemKind("warm worker slots", "worker#")
-ITEM_KINDS = (SUMMARIES, LEASES, BARRIERS, LEDGER, OUTCOMES, WORKERS)
+# The index of finished runs by campaign name (pgarena.aws.history_index), written by finalize.
+HISTORY = ItemKind("campaign history index", "history#")
+ITEM_KINDS = (SUMMARIES, LEASES, BARRIERS, LEDGER, OUTCOMES, WORKERS, HISTORY)
 # The kinds whose partition is one campaign's: an id with any such item is in use.
 CAMPAIGN_ITEM_KINDS = (SUMMARIES, BARRIERS, OUTCOMES)
 
@@ -94,6 +97,11 @@ def barrier_key(campaign_id: str, group_id: str) -> dict[str, AttributeValueType
 
 def worker_slot_key(campaign_id: str, slot: str) -> dict[str, AttributeValueTypeDef]:
     return _key(WORKERS.pk(campaign_id), slot)
+
+
+def history_key(campaign: str, started_at: str, campaign_id: str) -> dict[str, AttributeValueTypeDef]:
+    """A run's index item: sorted by when it started within its campaign's partition."""
+    return _key(HISTORY.pk(campaign), f"{started_at}#{campaign_id}")
 
 
 def ledger_campaign_key(month: str, campaign_id: str) -> dict[str, AttributeValueTypeDef]:
@@ -230,7 +238,7 @@ ACCESS: Mapping[Component, tuple[Grant, ...]] = MappingProxyType(
         # finalize: the workers' slots closed (WorkerSlots.close, read: when each worker left), the plan,
         # the cost decision and the outcomes (CampaignState), ResultStore.summaries (query), each sharded
         # step's series (read), what lost workers left (list), Ledger.settle (read, update), then
-        # results.json and the reports.
+        # results.json and the reports, then the run's index item.
         Component.AGGREGATE: (
             TableGrant(WORKERS, (A.GET_ITEM, A.UPDATE_ITEM)),
             TableGrant(SUMMARIES, (A.QUERY,)),
@@ -244,6 +252,7 @@ ACCESS: Mapping[Component, tuple[Grant, ...]] = MappingProxyType(
             BucketGrant(CAMPAIGN_STATE, (A.LIST_BUCKET,)),
             BucketGrant(RESULTS, (A.PUT_OBJECT,)),
             BucketGrant(REPORTS, (A.PUT_OBJECT,)),
+            TableGrant(HISTORY, (A.PUT_ITEM,)),  # the run's index item (HistoryIndex.record)
         ),
         # An execution stopped, failed or timed out ends through the same finalize as aggregate's (its
         # workers' slots closed first), and gives its leases back (LeaseStore.release: read, then a
@@ -265,6 +274,7 @@ ACCESS: Mapping[Component, tuple[Grant, ...]] = MappingProxyType(
             BucketGrant(CAMPAIGN_STATE, (A.LIST_BUCKET,)),
             BucketGrant(RESULTS, (A.PUT_OBJECT,)),
             BucketGrant(REPORTS, (A.PUT_OBJECT,)),
+            TableGrant(HISTORY, (A.PUT_ITEM,)),  # the run's index item (HistoryIndex.record)
         ),
         Component.START_CAMPAIGN: (BucketGrant(SCHEDULE_MATRICES, (A.GET_OBJECT,)),),
         # Fails the step of a worker whose task never ran (SendTaskFailure, granted by the stack); touches no results.

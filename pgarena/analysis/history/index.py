@@ -9,7 +9,7 @@ from pathlib import Path
 
 from pgarena.analysis.compare import ResultsError, load_results
 from pgarena.analysis.headline import headline
-from pgarena.analysis.history.schema import CampaignEntry, RunEntry
+from pgarena.analysis.history.schema import CampaignEntry, IndexedRun, RunEntry
 from pgarena.model.matrix_json import MAX_RESULTS_BYTES, read_text
 from pgarena.model.results import CampaignResults
 
@@ -75,6 +75,18 @@ def run_entry(number: int, folder: str, results: CampaignResults) -> RunEntry:
         failed_targets=[t.name for t in results.targets if t.status == "failed"],
         headline=headline(results.ranking, results.comparisons, results.footing),
         cost_usd=None if cost is None else cost.actual_usd if cost.actual_usd is not None else cost.estimated_usd,
+    )
+
+
+def indexed_run(results: CampaignResults, results_key: str) -> IndexedRun:
+    """The index item finalize writes for a run (in AWS): what `history` lists, and where results.json is."""
+    entry = run_entry(0, "", results)
+    return IndexedRun(
+        campaign=results.campaign,
+        results_key=results_key,
+        **entry.model_dump(
+            include={"campaign_id", "started_at", "finished_at", "status", "targets", "failed_targets", "headline", "cost_usd"}
+        ),
     )
 
 

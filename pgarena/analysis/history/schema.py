@@ -25,6 +25,21 @@ class RunEntry(BaseModel):
     cost_usd: float | None = Field(None, description="the actual cost, else the estimate; None when not recorded")
 
 
+class IndexedRun(BaseModel):
+    """A finished campaign run as finalize indexes it in AWS (the results table, one item per run)."""
+
+    campaign: str
+    campaign_id: str
+    started_at: str
+    finished_at: str
+    status: str
+    targets: list[str]
+    failed_targets: list[str] = Field(default_factory=list)
+    headline: str
+    cost_usd: float | None = None
+    results_key: str = Field(description="results.json's key in the results bucket")
+
+
 class CampaignEntry(BaseModel):
     """A campaign name and its runs under the root."""
 
