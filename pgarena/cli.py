@@ -831,11 +831,17 @@ def history(
         int, typer.Option(help="--fail-on-change looks at each series' last this many runs", min=1)
     ] = history_trends.DEFAULT_RECENT_RUNS,
     json_schema_only: Annotated[bool, typer.Option("--json-schema", help="print the JSON Schema of --json's output")] = False,
+    stack: Annotated[
+        str | None, typer.Option(help="first copy into --out the runs this deployed stack indexed (e.g. Pgarena)")
+    ] = None,
+    region: Annotated[str | None, typer.Option(help="--stack: the stack's region (default: boto3's)")] = None,
 ) -> None:
     """List the campaigns under --out, or one campaign's runs, its series' trends and change points."""
     if json_schema_only:
         print(json.dumps({"history": History.model_json_schema(), "campaigns": Campaigns.model_json_schema()}, indent=2))
         return
+    if stack is not None:
+        _copy_stack_runs(stack, region, name, out)
     if not out.is_dir():
         _fail(f"{out}: no such folder (give the --out campaigns were written to)")
         raise typer.Exit(2)
@@ -845,12 +851,7 @@ def history(
     if name is None:
         _list_campaigns(found, out, as_json)
         return
-    if not any(r.campaign == name for _, r in found.runs):
-        _fail(f"{name}: no run of this campaign under {out} (`pgarena history --out {out}` lists them)")
-        raise typer.Exit(2)
-    if fail_on_change and not history_detect.available():
-        _fail(history_detect.INSTALL_HINT)
-        raise typer.Exit(2)
+    _check_history_or_exit(found, name, out, fail_on_change)
     told = history_trends.history(found, name, str(out), threshold, recent)
     if html is not None:
         html.write_text(render_trends_html(told))
@@ -861,6 +862,33 @@ def history(
         print_history(told, html)
     if fail_on_change and told.gate:
         raise typer.Exit(EXIT_CHANGED)
+
+
+def _check_history_or_exit(found: history_index.Found, name: str, out: Path, fail_on_change: bool) -> None:
+    if not any(r.campaign == name for _, r in found.runs):
+        _fail(f"{name}: no run of this campaign under {out} (`pgarena history --out {out}` lists them)")
+        raise typer.Exit(2)
+    if fail_on_change and not history_detect.available():
+        _fail(history_detect.INSTALL_HINT)
+        raise typer.Exit(2)
+
+
+def _copy_stack_runs(stack: str, region: str | None, name: str | None, out: Path) -> None:
+    """The runs the stack indexed, copied into --out (those not there yet), for history to read."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    from pgarena.remote.execution import AwsRunError, aws_clients
+    from pgarena.remote.history import copy_runs, indexed_runs
+
+    try:
+        clients = aws_clients(region)
+        bucket, runs = indexed_runs(clients, stack, name)
+        out.mkdir(parents=True, exist_ok=True)
+        copied = copy_runs(clients, bucket, runs, out)
+    except (AwsRunError, BotoCoreError, ClientError) as error:
+        _fail(f"could not read stack {stack!r}'s history: {error} (check credentials and --region)")
+        raise typer.Exit(1) from None
+    errors.print(_text(f"{len(runs)} run(s) indexed in {stack}; copied {len(copied)} into {out}"), highlight=False)
 
 
 def _list_campaigns(found: history_index.Found, out: Path, as_json: bool) -> None:

@@ -3,13 +3,22 @@
 import boto3
 import pytest
 from moto import mock_aws
+from typer.testing import CliRunner
 
+from pgarena.analysis.history.index import indexed_run
 from pgarena.analysis.history.schema import IndexedRun
 from pgarena.aws.history_index import HistoryIndex
 from pgarena.aws.store import ResultStore, create_results_table
 from pgarena.campaign.finalize import CampaignEnd, finalize
 from pgarena.campaign.ports import EndPorts
+from pgarena.cli import EXIT_CHANGED, app
+from pgarena.model import layout
+from pgarena.model.results import CampaignResults
+from tests.unit.history_runs import Night, write_nights
 from tests.unit.test_finalize import plan
+from tests.unit.test_run_aws import OUTPUTS, deploy
+
+runner = CliRunner()
 
 
 @pytest.fixture
@@ -53,3 +62,23 @@ def test_finalize_indexes_the_run_after_its_results(aws):
     (run,) = index.runs(finalized.results.campaign)
     assert run.campaign_id == finalized.results.campaign_id and run.results_key == finalized.results_key
     assert run.status == "completed" and store.get_json(run.results_key)["campaign_id"] == run.campaign_id
+
+
+def test_history_stack_copies_the_indexed_runs_and_reads_them(aws, tmp_path):
+    # Given a deployed stack whose index holds eight nightly runs, their results.json in the bucket
+    index, store = aws
+    made = tmp_path / "made"
+    for folder in write_nights(made, [Night() for _ in range(4)] + [Night(speed={"b": 0.75}) for _ in range(4)]):
+        results = CampaignResults.model_validate_json((folder / "results.json").read_text())
+        key = layout.results_key(results.campaign_id)
+        store.put_bytes(key, (folder / "results.json").read_bytes(), "application/json")
+        index.record(indexed_run(results, key))
+    deploy({**OUTPUTS, "ResultsTableName": "t"})
+    out = tmp_path / "results"
+    # When history reads the stack
+    listed = runner.invoke(app, ["history", "--stack", "Pgarena", "--out", str(out), "--json"])
+    # Then every indexed run was copied into --out and listed, and b's change found as in a local root
+    assert listed.exit_code == 0, listed.output
+    assert sorted(p.parent.name for p in out.glob("*/results.json")) == sorted(p.name for p in made.iterdir())
+    told = runner.invoke(app, ["history", "nightly", "--stack", "Pgarena", "--out", str(out), "--fail-on-change"])
+    assert told.exit_code == EXIT_CHANGED and "copied 0" in told.output and "since run 5" in told.output
