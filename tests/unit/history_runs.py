@@ -27,6 +27,7 @@ class Night:
 
     speed: dict[str, float] = field(default_factory=dict)
     settings: dict[str, dict[str, str]] = field(default_factory=dict)  # target -> {setting: value}
+    run: dict[str, object] = field(default_factory=dict)  # the matrix's workload's run settings changed
 
 
 def _scaled(results: CampaignResults, night: Night, rng: random.Random) -> CampaignResults:
@@ -62,7 +63,9 @@ def write_nights(root: Path, nights: list[Night], seed: int = 5, suffix: str = "
     rng = random.Random(seed)
     real = CampaignResults.model_validate_json(_renamed((NIGHTLY / "results.json").read_text(), suffix))
     matrix = json.loads(_renamed((NIGHTLY / "matrix.json").read_text(), suffix))
-    nights = [Night({k + suffix: v for k, v in n.speed.items()}, {k + suffix: v for k, v in n.settings.items()}) for n in nights]
+    nights = [
+        Night({k + suffix: v for k, v in n.speed.items()}, {k + suffix: v for k, v in n.settings.items()}, n.run) for n in nights
+    ]
     folders = []
     for day, night in enumerate(nights, start=1):
         campaign_id = f"nightly-202612{day:02d}T020000Z-{day:06x}"
@@ -78,6 +81,7 @@ def write_nights(root: Path, nights: list[Night], seed: int = 5, suffix: str = "
         (folder / "results.json").write_text(results.model_dump_json())
         for target in matrix["targets"]:
             target["embedded"]["settings"].update(night.settings.get(target["name"], {}))
+        matrix["workloads"][0]["run"].update(night.run)
         (folder / "matrix.json").write_text(json.dumps(matrix))
         folders.append(folder)
     return folders

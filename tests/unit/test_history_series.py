@@ -121,3 +121,28 @@ def test_without_ruptures_history_says_how_to_install_it_and_the_gate_cannot_pas
     assert json.loads(runner.invoke(app, ["history", "nightly", "--out", str(b_slower), "--json"]).output)["detector"] is None
     gated = runner.invoke(app, ["history", "nightly", "--out", str(b_slower), "--fail-on-change"])
     assert gated.exit_code == 2 and "pip install 'pgarena[history]'" in gated.output
+
+
+def test_a_workload_setting_changed_in_the_matrix_splits_every_series_of_it(tmp_path):
+    # Given eight runs whose matrix runs the workload twice as long from run 4 on, both targets faster with it
+    write_nights(tmp_path, [Night() for _ in range(3)] + [Night(speed={"a": 1.3, "b": 1.3}, run={"duration_s": 4})] * 5)
+    told = trends.history(index.read_runs(tmp_path), "nightly", str(tmp_path))
+    # Then every series splits at run 4, saying which setting changed, and none is flagged
+    for s in told.series:
+        assert [(x.run, x.changed) for x in s.splits] == [(4, ["workload run.duration_s: 2 -> 4"])], s.splits
+        assert s.changes == []
+
+
+def test_adding_a_client_count_to_the_matrix_splits_nothing(tmp_path):
+    write_nights(tmp_path, [Night() for _ in range(3)] + [Night(run={"clients": [2, 8]})] * 3)
+    told = trends.history(index.read_runs(tmp_path), "nightly", str(tmp_path))
+    assert told.series and not any(s.splits for s in told.series)
+
+
+def test_a_run_without_its_matrix_is_compared_on_what_results_json_records(tmp_path):
+    # Given eight runs of which the fourth's folder kept no matrix.json (as a run copied from AWS)
+    folders = write_nights(tmp_path, [Night() for _ in range(8)])
+    (folders[3] / "matrix.json").unlink()
+    told = trends.history(index.read_runs(tmp_path), "nightly", str(tmp_path))
+    # Then no series splits: what is unknown did not change
+    assert told.series and not any(s.splits for s in told.series)

@@ -24,14 +24,23 @@ class Found:
     workloads: dict[str, dict[str, str]] = field(default_factory=dict)
 
 
+def _flat(value: object, path: str = "") -> dict[str, object]:
+    """A workload's settings as dotted paths (run.duration_s), client counts left out: adding a client
+    count to the matrix does not change how the others are measured."""
+    if not isinstance(value, dict):
+        return {path: value}
+    flat: dict[str, object] = {}
+    for key, inner in value.items():
+        if key != "clients":
+            flat |= _flat(inner, f"{path}.{key}" if path else str(key))
+    return flat
+
+
 def matrix_workloads(text: str) -> dict[str, str]:
     """Each workload's settings but its client counts, as canonical JSON: what a point's runs must share."""
     try:
         matrix = json.loads(text)
-        return {
-            str(w["name"]): json.dumps({k: v for k, v in w.items() if k != "clients"}, sort_keys=True)
-            for w in matrix.get("workloads", [])
-        }
+        return {str(w["name"]): json.dumps(_flat(w), sort_keys=True) for w in matrix.get("workloads", [])}
     except (ValueError, TypeError, KeyError, AttributeError):  # not a matrix pgarena wrote: nothing to compare
         return {}
 

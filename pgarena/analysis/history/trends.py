@@ -11,7 +11,6 @@ pgarena cannot see: that is what a change point finds.
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Callable
 
 from pgarena.analysis.history import detect
@@ -36,6 +35,7 @@ _LOCATION_SETTINGS = frozenset(
     }
 )  # fmt: skip
 
+WORKLOAD_SETTINGS = "workload settings"  # the fact holding the matrix's workload, as canonical JSON
 Key = tuple[str, str, int | None]
 METRICS: dict[Metric, tuple[str, Callable[[PointMetrics], Interval | None], bool]] = {
     # metric: (its unit, its interval on a point, whether higher is better)
@@ -64,7 +64,7 @@ def point_facts(target: TargetResult, workload: str, clients: int | None, matrix
     """What must be equal for two runs of this point to be compared: see the module's docstring."""
     facts = _target_facts(target)
     if workload in matrix:
-        facts["workload settings"] = matrix[workload]
+        facts[WORKLOAD_SETTINGS] = matrix[workload]
     for run in target.workloads:
         if run.name != workload or (run.requested_clients or run.clients) != clients:
             continue
@@ -77,17 +77,26 @@ def point_facts(target: TargetResult, workload: str, clients: int | None, matrix
     return facts
 
 
-def _changed(before: dict[str, str], now: dict[str, str]) -> list[str]:
-    def shown(name: str, value: str | None) -> str:
-        if value is None:
-            return "(none)"
-        return "changed" if name == "workload settings" else value
+def _differing(before: dict[str, str], now: dict[str, str]) -> list[str]:
+    """The facts that differ. The workload's settings only where both runs kept their matrix (an AWS run's
+    folder has none): unknown is not a change."""
+    return sorted(
+        k
+        for k in before.keys() | now.keys()
+        if before.get(k) != now.get(k) and (k != WORKLOAD_SETTINGS or (k in before and k in now))
+    )
 
-    differ = sorted(k for k in before.keys() | now.keys() if before.get(k) != now.get(k))
-    if differ == ["workload settings"]:  # say which of the workload's settings changed
-        a, b = json.loads(before[differ[0]]), json.loads(now[differ[0]])
-        return [f"workload {k}: {a.get(k)} -> {b.get(k)}" for k in sorted(a.keys() | b.keys()) if a.get(k) != b.get(k)]
-    return [f"{k}: {shown(k, before.get(k))} -> {shown(k, now.get(k))}" for k in differ]
+
+def _changed(before: dict[str, str], now: dict[str, str]) -> list[str]:
+    """Each fact that differs, as 'name: before -> now'; the workload's settings one setting at a time."""
+    lines: list[str] = []
+    for k in _differing(before, now):
+        if k == WORKLOAD_SETTINGS:
+            a, b = json.loads(before[k]), json.loads(now[k])
+            lines += [f"workload {s}: {a.get(s)} -> {b.get(s)}" for s in sorted(a.keys() | b.keys()) if a.get(s) != b.get(s)]
+        else:
+            lines.append(f"{k}: {before.get(k, '(none)')} -> {now.get(k, '(none)')}")
+    return lines
 
 
 def _pct(ratio: float) -> str:
@@ -109,7 +118,7 @@ def _segments(points: list[TrendPoint], facts: list[dict[str, str]]) -> tuple[li
     splits: list[Split] = []
     segments: list[list[int]] = [[0]] if points else []
     for i in range(1, len(points)):
-        if facts[i] != facts[i - 1]:
+        if _differing(facts[i - 1], facts[i]):
             splits.append(Split(run=points[i].run, started_at=points[i].started_at, changed=_changed(facts[i - 1], facts[i])))
             segments.append([])
         segments[-1].append(i)
@@ -223,8 +232,3 @@ def history(
     return History(
         campaign=campaign, root=root, runs=[e for e, _ in runs], series=series, detector=detector, gate=gate(series, recent)
     )
-
-
-def relative(value: float) -> str:
-    """A ratio as the CLI shows a level, e.g. 0.82 -> '-18%'."""
-    return f"{value - 1:+.0%}" if math.isfinite(value) else "?"
