@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from mypy_boto3_stepfunctions import SFNClient
 
     from pgarena.aws.campaign_state import CampaignState
+    from pgarena.aws.history_index import HistoryIndex
     from pgarena.aws.launch import EcsLauncher
     from pgarena.aws.ledger import Ledger
     from pgarena.aws.store import BucketDocuments, ResultStore
@@ -165,4 +166,11 @@ class Dependencies(Generic[Env]):
     def ending(self, *, leases: bool) -> EndPorts:
         """What finalize goes through: the store, the ledger, the worker slots, and the leases when the
         ending gives them back (Aggregate And Rank's targets gave theirs back at Release Connection Lease)."""
-        return EndPorts(self.store, self.ledger, self.leases if leases else None, self.worker_slots)
+        return EndPorts(self.store, self.ledger, self.leases if leases else None, self.worker_slots, self.history_index)
+
+    @cached_property
+    def history_index(self) -> HistoryIndex:
+        """The index of finished runs by campaign name, which finalize adds each run to."""
+        from pgarena.aws.history_index import HistoryIndex
+
+        return HistoryIndex(self.dynamodb, self.tables.results_table)

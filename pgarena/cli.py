@@ -23,6 +23,10 @@ from rich.text import Text
 from pgarena.analysis.compare import DEFAULT_THRESHOLD, ResultsError, compare_campaigns, load_results
 from pgarena.analysis.footing import describe
 from pgarena.analysis.headline import headline, phase_cost, rank_label, score_label
+from pgarena.analysis.history import detect as history_detect
+from pgarena.analysis.history import index as history_index
+from pgarena.analysis.history import trends as history_trends
+from pgarena.analysis.history.schema import CampaignEntry, Campaigns, History
 from pgarena.analysis.metrics import stored_metrics
 from pgarena.analysis.ranking import unranked_reasons
 from pgarena.aws.deployment import STACK_NAME
@@ -38,6 +42,7 @@ from pgarena.remote.execution import RESULTS_WAIT_S
 from pgarena.remote.follow import WORKER_STATE
 from pgarena.report import InconsistentResultsError, check_consistent, write_to_folder
 from pgarena.report.progress import CampaignProgress
+from pgarena.report.trends import render_trends_html, trends_csv
 from pgarena.report.view import repetitions_note
 from pgarena.tools.workloads import TOOL_NAMES
 
@@ -819,6 +824,138 @@ def compare(
     console.print(_text(summary), style="red" if regressions else "green", highlight=False)
     if fail_on_regression and regressions:
         raise typer.Exit(1)
+
+
+# `pgarena history --fail-on-change`: a series changed for the worse at its latest runs.
+EXIT_CHANGED = 4
+
+
+@app.command()
+def history(
+    name: Annotated[str | None, typer.Argument(help="a campaign's name; none: list the campaigns")] = None,
+    out: Annotated[Path, typer.Option(help="the results folder the campaigns were written to (run's --out)")] = Path("results"),
+    as_json: Annotated[bool, typer.Option("--json", help="print it as JSON (its schema: --json-schema)")] = False,
+    html: Annotated[Path | None, typer.Option(help="write the trend page here, and its CSV beside it (.csv)")] = None,
+    fail_on_change: Annotated[
+        bool, typer.Option("--fail-on-change", help=f"exit {EXIT_CHANGED} when a series changed for the worse at its latest runs")
+    ] = False,
+    threshold: Annotated[
+        float, typer.Option(help="relative change below which none is reported", min=0)
+    ] = history_trends.DEFAULT_THRESHOLD,
+    recent: Annotated[
+        int, typer.Option(help="--fail-on-change looks at each series' last this many runs", min=1)
+    ] = history_trends.DEFAULT_RECENT_RUNS,
+    json_schema_only: Annotated[bool, typer.Option("--json-schema", help="print the JSON Schema of --json's output")] = False,
+    stack: Annotated[
+        str | None, typer.Option(help="first copy into --out the runs this deployed stack indexed (e.g. Pgarena)")
+    ] = None,
+    region: Annotated[str | None, typer.Option(help="--stack: the stack's region (default: boto3's)")] = None,
+) -> None:
+    """List the campaigns under --out, or one campaign's runs, its series' trends and change points."""
+    if json_schema_only:
+        print(json.dumps({"history": History.model_json_schema(), "campaigns": Campaigns.model_json_schema()}, indent=2))
+        return
+    if stack is not None:
+        _copy_stack_runs(stack, region, name, out)
+    if not out.is_dir():
+        _fail(f"{out}: no such folder (give the --out campaigns were written to)")
+        raise typer.Exit(2)
+    found = history_index.read_runs(out)
+    for problem in found.unreadable:
+        errors.print(_text(f"skipped: {problem}"), highlight=False)
+    if name is None:
+        _list_campaigns(found, out, as_json)
+        return
+    _check_history_or_exit(found, name, out, fail_on_change)
+    told = history_trends.history(found, name, str(out), threshold, recent)
+    if html is not None:
+        html.write_text(render_trends_html(told))
+        html.with_suffix(".csv").write_text(trends_csv(told))
+    if as_json:
+        print(told.model_dump_json(indent=2))
+    else:
+        print_history(told, html)
+    if fail_on_change and told.gate:
+        raise typer.Exit(EXIT_CHANGED)
+
+
+def _check_history_or_exit(found: history_index.Found, name: str, out: Path, fail_on_change: bool) -> None:
+    if not any(r.campaign == name for _, r in found.runs):
+        _fail(f"{name}: no run of this campaign under {out} (`pgarena history --out {out}` lists them)")
+        raise typer.Exit(2)
+    if fail_on_change and not history_detect.available():
+        _fail(history_detect.INSTALL_HINT)
+        raise typer.Exit(2)
+
+
+def _copy_stack_runs(stack: str, region: str | None, name: str | None, out: Path) -> None:
+    """The runs the stack indexed, copied into --out (those not there yet), for history to read."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    from pgarena.remote.execution import AwsRunError, aws_clients
+    from pgarena.remote.history import copy_runs, indexed_runs
+
+    try:
+        clients = aws_clients(region)
+        bucket, runs = indexed_runs(clients, stack, name)
+        out.mkdir(parents=True, exist_ok=True)
+        copied = copy_runs(clients, bucket, runs, out)
+    except (AwsRunError, BotoCoreError, ClientError) as error:
+        _fail(f"could not read stack {stack!r}'s history: {error} (check credentials and --region)")
+        raise typer.Exit(1) from None
+    errors.print(_text(f"{len(runs)} run(s) indexed in {stack}; copied {len(copied)} into {out}"), highlight=False)
+
+
+def _list_campaigns(found: history_index.Found, out: Path, as_json: bool) -> None:
+    listing = history_index.campaigns(found)
+    if as_json:
+        print(Campaigns(root=str(out), campaigns=listing, unreadable=found.unreadable).model_dump_json(indent=2))
+    else:
+        console.print(history_campaigns_table(listing))
+
+
+def history_campaigns_table(listing: list[CampaignEntry]) -> Table:
+    table = Table(title="campaigns")
+    for column in ("campaign", "runs", "first run", "last run", "last status", "last campaign id"):
+        table.add_column(column)
+    for c in listing:
+        table.add_row(
+            _text(c.campaign), str(c.runs), c.first_started_at, c.last_started_at, c.last_status, _text(c.last_campaign_id)
+        )
+    return table
+
+
+def print_history(told: History, html: Path | None) -> None:
+    """The runs table, then every change and split, then the gate's verdict."""
+    table = Table(title=_text(f"{told.campaign}: {len(told.runs)} run(s) under {told.root}"))
+    for column in ("run", "started", "campaign id", "status", "targets", "verdict", "cost"):
+        table.add_column(column, justify="right" if column in ("run", "cost") else "left")
+    for r in told.runs:
+        failed = f" ({', '.join(r.failed_targets)} failed)" if r.failed_targets else ""
+        cost = f"${r.cost_usd:,.2f}" if r.cost_usd is not None else "-"
+        table.add_row(
+            str(r.run),
+            r.started_at[:19],
+            _text(r.campaign_id),
+            r.status + failed,
+            _text(", ".join(r.targets)),
+            _text(history_index.short_headline(r)),
+            cost,
+        )
+    console.print(table)
+    for s in told.series:
+        for split in s.splits:
+            console.print(
+                _text(f"split: {s.label}: {s.metric} from run {split.run}: {'; '.join(split.changed)}"), highlight=False
+            )
+        for change in s.changes:
+            console.print(_text(f"change: {change.message}", "red" if change.direction == "worse" else "green"), highlight=False)
+    if told.detector is None:
+        console.print(_text(f"no change points: {history_detect.INSTALL_HINT}", "yellow"), highlight=False)
+    elif not any(s.changes for s in told.series):
+        console.print(_text(f"no change in {len(told.series)} series", "green"), highlight=False)
+    if html is not None:
+        console.print(_text(f"trends: {html} (and {html.with_suffix('.csv')})"), highlight=False)
 
 
 def _tool_name(name: str) -> str:

@@ -14,6 +14,7 @@ Table items (one table, keys `pk`/`sk`, both strings):
                                          sk shard#<phase>#<index>#<step>#<shard>  (the state machine: a worker failed)
     ledger   pk ledger#<YYYY-MM>         sk campaign#<id> | total      (ledger: the month's cost bookings)
     worker   pk worker#<campaign_id>     sk <phase>#<target>#<shard>   (worker_slots: the warm worker of a slot)
+    history  pk history#<campaign>       sk <started_at>#<campaign_id> (history_index: a finished run, by name)
 """
 
 from __future__ import annotations
@@ -62,7 +63,9 @@ OUTCOMES = ItemKind("target and worker outcomes", "outcome#")
 WORKERS = ItemKind("warm worker slots", "worker#")
 # A campaign id's claim: the execution that took it, written once by Validate And Plan (a conditional put).
 CLAIMS = ItemKind("campaign id claims", "claim#")
-ITEM_KINDS = (SUMMARIES, LEASES, BARRIERS, LEDGER, OUTCOMES, WORKERS, CLAIMS)
+# The index of finished runs by campaign name (pgarena.aws.history_index), written by finalize.
+HISTORY = ItemKind("campaign history index", "history#")
+ITEM_KINDS = (SUMMARIES, LEASES, BARRIERS, LEDGER, OUTCOMES, WORKERS, CLAIMS, HISTORY)
 # The kinds whose partition is one campaign's: an id with any such item is in use.
 CAMPAIGN_ITEM_KINDS = (SUMMARIES, BARRIERS, OUTCOMES)
 
@@ -103,6 +106,11 @@ def worker_slot_key(campaign_id: str, slot: str) -> dict[str, AttributeValueType
     campaign's slots in one partition (40 targets x 40 shards: 32,000 reads a second) would pass a
     partition's 3,000 reads a second."""
     return _key(WORKERS.pk(f"{campaign_id}#{slot}"), slot)
+
+
+def history_key(campaign: str, started_at: str, campaign_id: str) -> dict[str, AttributeValueTypeDef]:
+    """A run's index item: sorted by when it started within its campaign's partition."""
+    return _key(HISTORY.pk(campaign), f"{started_at}#{campaign_id}")
 
 
 def ledger_campaign_key(month: str, campaign_id: str) -> dict[str, AttributeValueTypeDef]:
@@ -243,7 +251,7 @@ ACCESS: Mapping[Component, tuple[Grant, ...]] = MappingProxyType(
         # finalize: the workers' slots closed (WorkerSlots.close, read: when each worker left), the plan,
         # the cost decision and the outcomes (CampaignState), ResultStore.summaries (query), each sharded
         # step's series (read), what lost workers left (list), Ledger.settle (read, update), then
-        # results.json and the reports.
+        # results.json and the reports, then the run's index item.
         Component.AGGREGATE: (
             TableGrant(WORKERS, (A.GET_ITEM, A.UPDATE_ITEM)),
             TableGrant(SUMMARIES, (A.QUERY,)),
@@ -258,6 +266,7 @@ ACCESS: Mapping[Component, tuple[Grant, ...]] = MappingProxyType(
             BucketGrant(CAMPAIGN_STATE, (A.LIST_BUCKET,)),
             BucketGrant(RESULTS, (A.PUT_OBJECT,)),
             BucketGrant(REPORTS, (A.PUT_OBJECT,)),
+            TableGrant(HISTORY, (A.PUT_ITEM,)),  # the run's index item (HistoryIndex.record)
         ),
         # An adaptive campaign's results so far, read as aggregate reads them (nothing written but the
         # decisions, read back to add the next): the plan, the outcomes, the summaries and series.
@@ -293,6 +302,7 @@ ACCESS: Mapping[Component, tuple[Grant, ...]] = MappingProxyType(
             BucketGrant(CAMPAIGN_STATE, (A.LIST_BUCKET,)),
             BucketGrant(RESULTS, (A.PUT_OBJECT,)),
             BucketGrant(REPORTS, (A.PUT_OBJECT,)),
+            TableGrant(HISTORY, (A.PUT_ITEM,)),  # the run's index item (HistoryIndex.record)
         ),
         Component.START_CAMPAIGN: (BucketGrant(SCHEDULE_MATRICES, (A.GET_OBJECT,)),),
         # Fails the step a stopped worker task left unanswered (SendTaskFailure, granted by the stack): the one

@@ -1,5 +1,5 @@
 """The one way a campaign ends, however it ends: aggregate what finished, settle the month's ledger,
-write results.json and the reports, give the connection leases back.
+write results.json and the reports, index the run (`pgarena history --stack`), give the connection leases back.
 
 Used by the aggregate Lambda (the state machine's last state) and by the finalize_stopped Lambda (an execution
 stopped, failed or timed out: its history is read back through the Executions port), which the local
@@ -16,6 +16,7 @@ from typing import Literal
 
 from pgarena.analysis.aggregate import aggregate
 from pgarena.analysis.cancel import stopped_outcomes
+from pgarena.analysis.history.index import indexed_run
 from pgarena.campaign.cost_guard import settle_campaign
 from pgarena.campaign.decide import decided
 from pgarena.campaign.leases import holder_id, lease_key
@@ -107,6 +108,8 @@ def finalize(end: CampaignEnd, ports: EndPorts) -> Finalized:
         spent = settle_campaign(cost, plan, ran, summaries, end.started_at, finished_at, ports.ledger, departures)
         results = results.model_copy(update={"cost": spent})
     reports = publish_results(results, store_writer(store, plan.campaign_id))
+    if ports.index is not None:  # after results.json: an indexed run's results are there to read
+        ports.index.record(indexed_run(results, layout.results_key(plan.campaign_id)))
     if ports.leases is not None:  # idempotent: a target whose lease was already released is a no-op
         for target in plan.targets:
             key = end.lease_keys.get(target.name) or lease_key(target.endpoint)

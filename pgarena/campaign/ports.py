@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
+    from pgarena.analysis.history.schema import IndexedRun
     from pgarena.campaign.leases import Leases
     from pgarena.model.history import HistoryEvent
     from pgarena.model.ledger import Booking, CostDecision, LedgerEntry
@@ -216,12 +217,22 @@ class Executions(Protocol):
         ...
 
 
+class CampaignIndex(Protocol):
+    """Every finished campaign run, by campaign name (pgarena.aws.history_index on the results table)."""
+
+    def record(self, run: IndexedRun) -> None: ...
+    def runs(self, campaign: str) -> list[IndexedRun]: ...
+    def campaigns(self) -> list[str]: ...
+
+
 @dataclass(frozen=True)
 class EndPorts:
     """What finalize goes through: the results store, and whatever the campaign holds there (the month's
-    ledger to settle, the connection leases to give back, the workers' slots to close). None: not held."""
+    ledger to settle, the connection leases to give back, the workers' slots to close, the index of finished
+    runs to add it to: `pgarena history --stack`). None: not held."""
 
     store: Store
     ledger: Ledger | None = None
     leases: Leases | None = None
     slots: WorkerSlots | None = None
+    index: CampaignIndex | None = None

@@ -23,6 +23,7 @@ from pgarena.aws import access
 from pgarena.aws.access import ACCESS, BUCKET_ACTIONS, Action, BucketGrant, Component, TableGrant, allows
 from pgarena.aws.barrier import wait_at_barrier
 from pgarena.aws.campaign_state import CampaignState
+from pgarena.aws.history_index import HistoryIndex
 from pgarena.aws.items import marshal
 from pgarena.aws.leases import LeaseStore
 from pgarena.aws.ledger import Ledger
@@ -326,7 +327,13 @@ def _record(aws: Recorder, component: Component, plan) -> list[Call]:  # noqa: C
         finalize_stopped(_stopped("c9", "failed", started_at), CampaignState(store), _History([started]), ports)
         # stopped after: what its states kept, read back
         started["executionStartedEventDetails"] = {"input": json.dumps({"campaign_id": plan.campaign_id, "matrix": matrix})}
-        ports = EndPorts(store, Ledger(store.dynamodb, TABLE), leases, DynamoWorkerSlots(store.dynamodb, TABLE))
+        ports = EndPorts(
+            store,
+            Ledger(store.dynamodb, TABLE),
+            leases,
+            DynamoWorkerSlots(store.dynamodb, TABLE),
+            HistoryIndex(store.dynamodb, TABLE),
+        )
         for _ in range(2):  # EventBridge delivers at least once: the second finds the worker slots closed
             finalize_stopped(_stopped("e1", "cancelled", started_at), CampaignState(store), _History([started]), ports)
     elif component is Component.START_CAMPAIGN:
