@@ -121,8 +121,10 @@ def lock_wait_incident(samples: list[ActivitySample], interval_s: float) -> Inci
     )
 
 
-def report_of(samples: list[ActivitySample], interval_s: float, errors: list[Incident], drops: bool = True) -> ConnectionReport:
-    """`drops`: falls of the benchmark's connections are incidents (a run's; a load's close as it goes)."""
+def report_of(samples: list[ActivitySample], interval_s: float, errors: list[Incident], run: bool = True) -> ConnectionReport:
+    """`run`: a run's falls of the benchmark's connections are incidents (a load's close as it goes), and a
+    load's lock waits (a run's clients wait on each other's row locks as they go: the hot-row finding reads
+    those from `lock_waits`, and a moment's wait in one sample is no stall)."""
     peak_by_state: dict[str, int] = {}
     longest: dict[str, float] = {}
     background: dict[str, int] = {}
@@ -141,8 +143,8 @@ def report_of(samples: list[ActivitySample], interval_s: float, errors: list[Inc
         peak_by_state=peak_by_state,
         longest_s_by_state=longest,
         incidents=[
-            *(detect_drops(samples) if drops else []),
-            *[i for i in [lock_wait_incident(samples, interval_s)] if i],
+            *(detect_drops(samples) if run else []),
+            *([] if run else [i for i in [lock_wait_incident(samples, interval_s)] if i]),
             *errors,
         ],
         lock_waits=next((s.lock_waits for s in reversed(samples) if s.lock_waits), []),
@@ -156,9 +158,9 @@ def report_of(samples: list[ActivitySample], interval_s: float, errors: list[Inc
 class Monitor:
     """Background sampler; use as a context manager around the tool's run."""
 
-    def __init__(self, endpoint: Endpoint, application_name: str, interval_s: float, series_path: Path, drops: bool = True):
+    def __init__(self, endpoint: Endpoint, application_name: str, interval_s: float, series_path: Path, run: bool = True):
         self.endpoint = endpoint
-        self.drops = drops
+        self.run = run
         self.application_name = application_name
         self.interval_s = interval_s
         self.series_path = series_path
@@ -201,4 +203,4 @@ class Monitor:
         self._thread.join(timeout=30)
 
     def report(self) -> ConnectionReport:
-        return report_of(self.samples, self.interval_s, self.errors, self.drops)
+        return report_of(self.samples, self.interval_s, self.errors, self.run)

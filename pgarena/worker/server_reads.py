@@ -24,7 +24,7 @@ class PostgresReads:
 
     def monitor(self, step: Step, series_path: Path) -> Monitor:
         # A load's connections close as its parts finish (sysbench prepare's threads): no collapse to flag.
-        return Monitor(step.endpoint, step.application_name, step.monitor_interval_s, series_path, drops=step.kind == "run")
+        return Monitor(step.endpoint, step.application_name, step.monitor_interval_s, series_path, run=step.kind == "run")
 
     def replication(self, step: Step, series_path: Path) -> ReplicationMonitor:
         return ReplicationMonitor(step.endpoint, step.replicas, step.monitor_interval_s, series_path)

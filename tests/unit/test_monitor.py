@@ -94,13 +94,16 @@ def test_a_step_seen_waiting_on_a_lock_carries_how_long_and_on_what():
     samples = [sample(0.0, 1), *(sample(t, 1) for t in (2.0, 4.0, 6.0)), sample(8.0, 1)]
     for waiting in samples[1:4]:
         waiting.lock_waits = blocked
-    # When the monitor reports
-    report = report_of(samples, 2.0, [])
+    # When the monitor reports the load
+    report = report_of(samples, 2.0, [], run=False)
     # Then the report says for how long, from when, and who held the lock
     assert report.lock_wait_s == 6.0
     (incident,) = [i for i in report.incidents if i.kind == "lock_wait"]
     assert incident.at_s == 2.0 and "about 6.0 s" in incident.message
     assert "blocked by pid 4242" in incident.message and "lock table pgbench_branches" in incident.message
+    # And a run's clients waiting on each other's row locks are counted, not an incident (the hot-row finding reads them)
+    as_run = report_of(samples, 2.0, [])
+    assert as_run.lock_wait_s == 6.0 and as_run.lock_waits and not [i for i in as_run.incidents if i.kind == "lock_wait"]
 
 
 def test_a_step_that_never_waited_has_no_lock_wait():
@@ -112,5 +115,5 @@ def test_a_loads_connections_closing_as_it_goes_are_no_collapse():
     # Given sysbench prepare's 4 threads finishing their tables one after the other
     samples = [sample(0, 4), sample(1, 4), sample(2, 2), sample(3, 1), sample(4, 0)]
     # When the load's report is made / Then no connection_drop (a run's would have one)
-    assert not report_of(samples, 1.0, [], drops=False).incidents
+    assert not report_of(samples, 1.0, [], run=False).incidents
     assert {i.kind for i in report_of(samples, 1.0, []).incidents} == {"connection_drop"}
