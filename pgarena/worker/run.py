@@ -106,13 +106,23 @@ def main() -> int:
     else:
         first = Assignment(step=Step.model_validate_json(env.step), task_token=env.task_token, last=env.last_step)
     if env.slot is None:  # started for one step
-        error = first(lambda: None) if callable(first) else serve_step(first, worker, 1)
-        return 0 if error is None else 1
+        return _serve_alone(first, worker)
     slot = WorkerSlot.model_validate_json(env.slot)
     slots = DynamoWorkerSlots(store.dynamodb, store.table)
-    if not slots.register(slot, worker.worker_id):  # the target's phase or the campaign ended before this worker started
+    try:
+        registered = slots.register(slot, worker.worker_id)
+    except Exception as error:  # the slot is an optimisation: the step this worker was started with is still its own
+        logger.warning("slot not registered: serving the first step alone", slot=slot.name, error=str(error))
+        return _serve_alone(first, worker)
+    if not registered:  # the target's phase or the campaign ended before this worker started
         logger.info("slot closed before the worker started: its step was given up", slot=slot.name, worker=worker.worker_id)
         return 0
     return serve_slot(
         first, Seat(slot, slots, worker.worker_id, exit_now), lambda step, n, renew: serve_step(step, worker, n, renew)
     )
+
+
+def _serve_alone(first: Assignment | Preflight, worker: StepWorker) -> int:
+    """The step (or preflight) the worker was started with, answered, and no other."""
+    error = first(lambda: None) if callable(first) else serve_step(first, worker, 1)
+    return 0 if error is None else 1
