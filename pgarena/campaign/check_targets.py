@@ -17,6 +17,7 @@ from pydantic import BaseModel
 from pgarena.campaign.ports import Records
 from pgarena.model.errors import ErrorInfo, ErrorKind, PgarenaError, failure
 from pgarena.model.plan import PhaseRef, Plan, PlannedTarget, campaign_tag
+from pgarena.server.identity import IDENTIFY_SESSION
 from pgarena.server.postgres import connect
 
 # What fails the campaign before anything loads: a credential the user must fix.
@@ -52,7 +53,9 @@ def check_target(target: PlannedTarget, campaign_id: str) -> ErrorInfo | None:
     """One connection as the benchmark's role. A refused login raises, naming the target; any other
     failure is answered (its preflight finds it again and fails that target alone)."""
     try:
-        with connect(target.endpoint, application_name=f"{campaign_tag(campaign_id)}/check"):
+        # Named as preflight's identifying session: one login before this campaign's turn, counted by no
+        # other campaign's budget or background load (pgarena.server.identity)
+        with connect(target.endpoint, application_name=f"{campaign_tag(campaign_id)}/{IDENTIFY_SESSION}"):
             return None
     except PgarenaError as error:
         if error.kind in FAILS_THE_CAMPAIGN:
