@@ -21,7 +21,7 @@ from pgarena.model.server_counters import (
     TableStats,
     WalCounters,
 )
-from pgarena.server.postgres import connect
+from pgarena.server.postgres import connect, describe
 
 if TYPE_CHECKING:
     from pg8000.dbapi import Cursor
@@ -176,9 +176,7 @@ def read_counters(endpoint: Endpoint, application_name: str, own_name: str, wait
                 try:
                     values[name] = read(cursor, version_num)
                 except Exception as error:  # permission denied, a view this major lacks: listed, never fatal
-                    unreadable[name] = (
-                        str(error.args[0].get("M", error)) if error.args and isinstance(error.args[0], dict) else str(error)
-                    )
+                    unreadable[name] = describe(error)
             return CounterSnapshot(
                 taken_at=now_iso(), epoch=time.time(), server_version_num=version_num, unreadable=unreadable, **values
             )
