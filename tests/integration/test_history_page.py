@@ -2,8 +2,6 @@
 eight runs (built from a real results.json, tests/unit/history_runs.py) opens in headless Chromium at
 1,280 px without horizontal overflow, its charts drawn and its change marked."""
 
-import html
-import json
 import re
 from pathlib import Path
 
@@ -12,7 +10,7 @@ from typer.testing import CliRunner
 
 from pgarena.analysis.history import index, trends
 from pgarena.cli import app
-from tests.integration.test_report_browser import LONG, MEASURE, PNG_MAGIC, chromium
+from tests.integration.test_report_browser import LONG, PNG_MAGIC, chromium, laid_out
 from tests.unit.history_runs import Night, write_nights
 
 pytestmark = pytest.mark.integration
@@ -55,23 +53,13 @@ def trend_page(tmp_path_factory) -> Path:
 def test_trend_page_has_no_horizontal_overflow_at_1280_px(trend_page, tmp_path):
     page = trend_page.read_text()
     assert f"b{LONG}" in page and "split at run 7" in page and "since run 5" in page
-    # The page forbids scripts (its CSP): the probe, a copy that measures it, drops the policy to run one
-    csp = re.search(r'<meta http-equiv="Content-Security-Policy"[^>]*>', page)
-    assert csp and "default-src 'none'" in csp.group(0)
-    probe = trend_page.parent / "measured.html"
-    probe.write_text(page.replace(csp.group(0), "").replace("</body>", MEASURE + "</body>"))
     # When Chromium lays it out in a 1,280 px window
-    result = chromium(tmp_path, "--window-size=1280,2000", "--virtual-time-budget=5000", "--dump-dom", probe.as_uri())
-    assert result.returncode == 0, result.stderr[-2000:]
-    found = re.search(r'<pre id="measured">(.*?)</pre>', result.stdout, flags=re.S)
-    assert found, result.stdout[-2000:]
-    measured = json.loads(html.unescape(found.group(1)))
+    measured, dom = laid_out(trend_page, tmp_path)
     # Then the page is no wider than the window, and no section or chart scrolls sideways within it
     assert measured["clientWidth"] == 1280, measured
     assert measured["scrollWidth"] <= measured["clientWidth"], measured
     assert measured["wide"] == [], measured
     # and the DOM holds a chart per series, with the change and the split marked where they are
-    dom = result.stdout
     assert len(re.findall(r'<svg id="trend-\d+-', dom)) == 4
     assert len(re.findall(r'<g class="event">', dom)) == 4  # b's change (tps, p95), a's split (tps, p95)
     assert "<script" not in page

@@ -122,6 +122,24 @@ window.addEventListener('load', () => {
 </script>"""
 
 
+CSP = re.compile(r'<meta http-equiv="Content-Security-Policy"[^>]*>')
+
+
+def laid_out(page: Path, tmp_path: Path) -> tuple[dict, str]:
+    """The page as Chromium lays it out in a 1,280 px window: MEASURE's figures and the DOM. The page forbids
+    every script (its Content-Security-Policy, asserted here): the probe, a copy made to measure it, drops
+    the policy so that the measuring script runs; the layout is the page's."""
+    text = page.read_text()
+    assert len(CSP.findall(text)) == 1 and "default-src 'none'" in CSP.findall(text)[0]
+    probe = page.parent / f"measured-{page.name}"
+    probe.write_text(CSP.sub("", text).replace("</body>", MEASURE + "</body>"))
+    result = chromium(tmp_path, "--window-size=1280,2000", "--virtual-time-budget=5000", "--dump-dom", probe.as_uri())
+    assert result.returncode == 0, result.stderr[-2000:]
+    found = re.search(r'<pre id="measured">(.*?)</pre>', result.stdout, flags=re.S)
+    assert found, result.stdout[-2000:]
+    return json.loads(html.unescape(found.group(1))), result.stdout
+
+
 @pytest.fixture(scope="module")
 def long_names_report(demo_campaign, tmp_path_factory) -> Path:
     # Given the real campaign's results with every target's name 50 characters longer, rendered again
@@ -137,18 +155,8 @@ def long_names_report(demo_campaign, tmp_path_factory) -> Path:
 def test_report_has_no_horizontal_overflow_at_1280_px(long_names_report, tmp_path):
     page = long_names_report.read_text()
     assert f"durable{LONG}" in page and " on x86_64" in page  # the long strings are there to be laid out
-    # The report forbids every script (its Content-Security-Policy): the probe, a copy made to measure it, drops
-    # the policy so that the measuring script runs; the layout is the report's
-    policy = re.compile(r'<meta http-equiv="Content-Security-Policy"[^>]*>')
-    assert len(policy.findall(page)) == 1 and "default-src 'none'" in policy.findall(page)[0]
-    probe = long_names_report.parent / "measured.html"
-    probe.write_text(policy.sub("", page).replace("</body>", MEASURE + "</body>"))
     # When Chromium lays it out in a 1,280 px window
-    result = chromium(tmp_path, "--window-size=1280,2000", "--virtual-time-budget=5000", "--dump-dom", probe.as_uri())
-    assert result.returncode == 0, result.stderr[-2000:]
-    found = re.search(r'<pre id="measured">(.*?)</pre>', result.stdout, flags=re.S)
-    assert found, result.stdout[-2000:]
-    measured = json.loads(html.unescape(found.group(1)))
+    measured, _ = laid_out(long_names_report, tmp_path)
     # Then the page is no wider than the window, and no card or section scrolls sideways within it
     assert measured["clientWidth"] == 1280, measured
     assert measured["scrollWidth"] <= measured["clientWidth"], measured
