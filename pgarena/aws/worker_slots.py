@@ -218,7 +218,7 @@ def _state(data: dict[str, Any]) -> SlotState:
     assignment = Assignment.model_validate_json(data["assignment"]) if data.get("assignment") else None
     left_at = data.get("left_at")
     return SlotState(
-        state=data["state"],
+        state=data.get("state", LAUNCHING),  # an item the launch wrote (its task) before any state was set
         worker=data.get("worker", ""),
         seq=int(data.get("seq", 0)),
         assignment=assignment,
