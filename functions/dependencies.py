@@ -17,7 +17,7 @@ import boto3
 
 from pgarena.aws.deployment import STACK_NAME
 from pgarena.aws.executions import StepFunctionsExecutions
-from pgarena.aws.settings import BucketEnv, FromEnv, LauncherEnv, TableEnv
+from pgarena.aws.settings import BucketEnv, FromEnv, LauncherEnv, ResultsEnv, TableEnv
 from pgarena.aws.sites import ssm_site_reader
 from pgarena.campaign.ports import EndPorts, SlotState
 
@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from mypy_boto3_ssm import SSMClient
     from mypy_boto3_stepfunctions import SFNClient
 
+    from pgarena.aws.alerts import EventAlerts
     from pgarena.aws.campaign_state import CampaignState
     from pgarena.aws.history_index import HistoryIndex
     from pgarena.aws.launch import EcsLauncher
@@ -166,7 +167,9 @@ class Dependencies(Generic[Env]):
     def ending(self, *, leases: bool) -> EndPorts:
         """What finalize goes through: the store, the ledger, the worker slots, and the leases when the
         ending gives them back (Aggregate And Rank's targets gave theirs back at Release Connection Lease)."""
-        return EndPorts(self.store, self.ledger, self.leases if leases else None, self.worker_slots, self.history_index)
+        return EndPorts(
+            self.store, self.ledger, self.leases if leases else None, self.worker_slots, self.history_index, self.alerts
+        )
 
     @cached_property
     def history_index(self) -> HistoryIndex:
@@ -174,3 +177,14 @@ class Dependencies(Generic[Env]):
         from pgarena.aws.history_index import HistoryIndex
 
         return HistoryIndex(self.dynamodb, self.tables.results_table)
+
+    @cached_property
+    def alerts(self) -> EventAlerts:
+        """Where finalize publishes the change points a run found first: the stack's bus, and its topic if any."""
+        from pgarena.aws.alerts import EventAlerts
+
+        if not isinstance(self.env, ResultsEnv):
+            raise TypeError(f"{type(self.env).__name__} names no alert bus")
+        topic = self.env.alert_topic_arn or None
+        sns = client("sns") if topic else None
+        return EventAlerts(client("events"), self.env.alert_event_bus, self.env.results_bucket, sns, topic)

@@ -42,7 +42,7 @@ from pgarena.remote.execution import RESULTS_WAIT_S
 from pgarena.remote.follow import WORKER_STATE
 from pgarena.report import InconsistentResultsError, check_consistent, write_to_folder
 from pgarena.report.progress import CampaignProgress
-from pgarena.report.trends import render_trends_html, trends_csv
+from pgarena.report.trends import render_trends_html, save_trend_page, trends_csv
 from pgarena.report.view import repetitions_note
 from pgarena.tools.workloads import TOOL_NAMES
 
@@ -868,6 +868,7 @@ def history(
         return
     _check_history_or_exit(found, name, out, fail_on_change)
     told = history_trends.history(found, name, str(out), threshold, recent)
+    save_trend_page(out, told)  # where its runs' reports link to (pgarena.report.links.trend_link)
     if html is not None:
         html.write_text(render_trends_html(told))
         html.with_suffix(".csv").write_text(trends_csv(told))

@@ -26,6 +26,11 @@ CONTEXT_EXTERNAL_SITES = sites.EXTERNAL_SITES_CONTEXT_KEY
 # The home stack's name (default STACK_ID): the sites' stacks and every fixed resource name derive from it,
 # so that two deployments can share an account (`pgarena run --aws --stack-name` finds it).
 CONTEXT_STACK_NAME = "pgarena:stackName"
+# Change-point alerts (pgarena.aws.alerts): the EventBridge bus of the events (default: the account's default
+# bus), and an SNS topic for a message each: an existing one's ARN, or `true` for one the stack creates.
+CONTEXT_ALERT_BUS = "pgarena:alertBus"
+CONTEXT_ALERT_TOPIC_ARN = "pgarena:alertTopicArn"
+CONTEXT_ALERTS = "pgarena:alerts"
 
 # Defaults used when the context does not set a value.
 DEFAULT_WORKER_CPU_UNITS = 1024
@@ -143,6 +148,7 @@ OUTPUT_WORKER_CLUSTER_ARN = deployment.OUTPUT_WORKER_CLUSTER_ARN
 OUTPUT_WORKER_SECURITY_GROUPS = "WorkerSecurityGroupIds"
 OUTPUT_WORKER_SUBNETS = "WorkerSubnetIds"
 OUTPUT_NAT_EGRESS_IPS = "NatEgressIps"
+OUTPUT_ALERT_TOPIC_ARN = "AlertTopicArn"
 OUTPUT_WORKER_SITE_REGIONS = deployment.OUTPUT_WORKER_SITE_REGIONS
 OUTPUT_EXTERNAL_SITES = deployment.OUTPUT_EXTERNAL_SITES
 

@@ -11,13 +11,15 @@ from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as events_targets
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_sns as sns
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
-from pgarena.aws.access import PASSED_ROLES, RESULTS_TABLE_PLACEHOLDER, Component, WorkerRole
+from pgarena.aws.access import PASSED_ROLES, PUBLISHES_ALERTS, RESULTS_TABLE_PLACEHOLDER, Component, WorkerRole
 from pgarena.aws.deployment import (
     rule_pattern,
     site_cluster_name,
@@ -27,7 +29,7 @@ from pgarena.aws.deployment import (
     site_task_role_name,
 )
 from pgarena_cdk import constants
-from pgarena_cdk.bundling import dependencies_layer_code
+from pgarena_cdk.bundling import dependencies_layer_code, history_layer_code
 from pgarena_cdk.compute_construct import ComputeConstruct
 from pgarena_cdk.external_sites_construct import ExternalSitesConstruct
 from pgarena_cdk.nag import acknowledge
@@ -69,6 +71,17 @@ def dependencies_layer(scope: Construct, repo_root: Path) -> lambda_.LayerVersio
         compatible_runtimes=[RUNTIME],
         compatible_architectures=[ARCHITECTURE],
         description="pgarena's third-party dependencies (pyproject.toml), bundled at synth",
+    )
+
+
+def history_layer(scope: Construct, repo_root: Path) -> lambda_.LayerVersion:
+    return lambda_.LayerVersion(
+        scope,
+        "ChangePointLayer",
+        code=history_layer_code(repo_root, RUNTIME, ARCHITECTURE),
+        compatible_runtimes=[RUNTIME],
+        compatible_architectures=[ARCHITECTURE],
+        description="ruptures, numpy and scipy (pyproject.toml's history extra): finalize's change points",
     )
 
 
@@ -193,6 +206,9 @@ class OrchestrationConstruct(Construct):
         self._bucket = bucket
         self._code = repository_code(repo_root)
         self._layers = self._build_layers(repo_root)
+        # Only the functions that finalize a campaign look for change points: the layer is theirs alone.
+        self._history_layers: list[lambda_.ILayerVersion] = [history_layer(self, repo_root)]
+        self.alert_topic = self._alert_topic()
         results_env = {"RESULTS_BUCKET": bucket.bucket_name, "RESULTS_TABLE": table.table_name}
 
         # Preflight connects to the targets from the workers' subnets and security groups: it reaches a
@@ -345,17 +361,54 @@ class OrchestrationConstruct(Construct):
         placement: PlacementConstruct | None = None,
         wildcard_reason: str | None = None,
     ) -> lambda_.Function:
+        alerts = spec.component in PUBLISHES_ALERTS
+        layers = [*self._layers, *self._history_layers] if alerts else self._layers
+        if alerts:
+            environment = {**environment, **self._alert_environment()}
         function = build_function(
             self,
             spec,
             environment,
-            FunctionCode(self._code, self._layers, self._settings.log_retention),
+            FunctionCode(self._code, layers, self._settings.log_retention),
             placement,
             wildcard_reason,
         )
         # Table and bucket grants come from the access map, never written here.
         grant_access(_role(function), spec.component, self._table, self._bucket)
+        if alerts:
+            self._grant_alerts(function)
         return function
+
+    def _alert_topic(self) -> sns.ITopic | None:
+        """The SNS topic of the change-point alerts: the one the context names, one the stack creates
+        (`pgarena:alerts`: encrypted with SNS's AWS managed key, TLS only), or none."""
+        settings = self._settings
+        if settings.alert_topic_arn:
+            return sns.Topic.from_topic_arn(self, "AlertTopic", settings.alert_topic_arn)
+        if not settings.alerts_topic:
+            return None
+        return sns.Topic(
+            self,
+            "AlertTopic",
+            display_name="pgarena change points",
+            # SNS's AWS managed key: encrypted at rest with no key to administer; its key policy lets this
+            # account's principals that may publish use it through SNS, so a publisher needs no KMS grant.
+            master_key=kms.Alias.from_alias_name(self, "SnsManagedKey", "alias/aws/sns"),
+            enforce_ssl=True,
+        )
+
+    def _alert_environment(self) -> dict[str, str]:
+        return {
+            "ALERT_EVENT_BUS": self._settings.alert_bus,
+            "ALERT_TOPIC_ARN": self.alert_topic.topic_arn if self.alert_topic is not None else "",
+        }
+
+    def _grant_alerts(self, function: lambda_.Function) -> None:
+        """PutEvents on the alert bus, Publish on the alert topic (when there is one): pgarena.aws.access.PUBLISHES_ALERTS."""
+        bus = Stack.of(self).format_arn(service="events", resource="event-bus", resource_name=self._settings.alert_bus)
+        function.add_to_role_policy(iam.PolicyStatement(actions=["events:PutEvents"], resources=[bus]))
+        if self.alert_topic is not None:
+            function.add_to_role_policy(iam.PolicyStatement(actions=["sns:Publish"], resources=[self.alert_topic.topic_arn]))
 
     def _grant_launch_worker(self, function: lambda_.Function, compute: ComputeConstruct) -> None:
         function.add_to_role_policy(

@@ -10,7 +10,7 @@ from aws_cdk import aws_logs as logs
 from constructs import Node
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from pgarena.aws.deployment import STACK_NAME_PATTERN
+from pgarena.aws.deployment import DEFAULT_ALERT_BUS, STACK_NAME_PATTERN
 from pgarena.model.matrix import SITE_NAME_PATTERN
 from pgarena_cdk import constants
 from pgarena_cdk.schedules_construct import ScheduleSpec
@@ -96,6 +96,14 @@ class DeploySettings(BaseModel):
         default_factory=list, alias=constants.CONTEXT_EXTERNAL_SITES
     )
 
+    # Change-point alerts: the bus finalize puts its events on, and an SNS topic (an existing one, or one the
+    # stack creates) for a message each. docs/guide/05-deploy.md, Alerts.
+    alert_bus: str = Field(DEFAULT_ALERT_BUS, alias=constants.CONTEXT_ALERT_BUS, pattern=r"^[/.\-_A-Za-z0-9]{1,256}$")
+    alert_topic_arn: str | None = Field(
+        None, alias=constants.CONTEXT_ALERT_TOPIC_ARN, pattern=r"^arn:aws[a-z-]*:sns:[a-z0-9-]+:\d{12}:[A-Za-z0-9_-]{1,256}$"
+    )
+    alerts_topic: bool = Field(False, alias=constants.CONTEXT_ALERTS)
+
     @field_validator("schedules", "sites", mode="before")
     @classmethod
     def _decode_json_list(cls, value: object) -> object:
@@ -161,6 +169,14 @@ class DeploySettings(BaseModel):
             )
         if not self.vpc_id and (self.subnet_ids or self.security_group_ids):
             raise ValueError(f"subnet and security group ids are only used with {constants.CONTEXT_VPC_ID}")
+        return self
+
+    @model_validator(mode="after")
+    def _one_alert_topic(self) -> DeploySettings:
+        if self.alert_topic_arn and self.alerts_topic:
+            raise ValueError(
+                f"{constants.CONTEXT_ALERT_TOPIC_ARN} names a topic and {constants.CONTEXT_ALERTS} asks for a new one: give one"
+            )
         return self
 
     @property

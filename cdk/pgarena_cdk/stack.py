@@ -88,6 +88,13 @@ class PgarenaStack(Stack):
                 value=",".join(self._settings.site_regions),
                 description="regions with a worker site besides this stack's own",
             )
+        if (topic := self.orchestration.alert_topic) is not None:
+            CfnOutput(
+                self,
+                constants.OUTPUT_ALERT_TOPIC_ARN,
+                value=topic.topic_arn,
+                description="the SNS topic of the change-point alerts: subscribe to it",
+            )
         if ips := self.placement.nat_egress_ips:
             CfnOutput(
                 self,

@@ -8,7 +8,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel
 
 from functions.dependencies import Dependencies
-from functions.observability import logger, metrics, tracer
+from functions.observability import log_alerts, logger, metrics, tracer
 from pgarena.aws.settings import ResultsEnv
 from pgarena.campaign.finalize import aggregate_and_rank
 
@@ -39,6 +39,7 @@ def handler(event: AggregateEvent, context: LambdaContext) -> dict[str, Any]:
         )
     if len(reports) == 0:  # results.json is the contract; a report can be rebuilt from it with `pgarena report`
         metrics.add_metric(name="ReportsFailed", unit=MetricUnit.Count, value=1)
+    log_alerts(finalized.alerted, event.campaign_id)
     failed = sum(t.status == "failed" for t in results.targets)
     metrics.add_metric(name="TargetsFailed", unit=MetricUnit.Count, value=failed)
     logger.info("campaign aggregated", campaign_id=event.campaign_id, failed_targets=failed)

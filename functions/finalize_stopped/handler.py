@@ -10,7 +10,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel
 
 from functions.dependencies import Dependencies
-from functions.observability import logger, tracer
+from functions.observability import log_alerts, logger, tracer
 from pgarena.aws.settings import ResultsEnv
 from pgarena.campaign.finalize import Ending, StoppedExecution, finalize_stopped
 
@@ -39,5 +39,6 @@ def handler(event: StatusChange, context: LambdaContext) -> dict[str, Any]:
         logger.info("stopped before planning", execution=event.detail.executionArn)
         return {"finalized": False}
     results = finalized.results
+    log_alerts(finalized.alerted, results.campaign_id)
     logger.info("stopped campaign finalized", campaign_id=results.campaign_id, status=results.status)
     return {"finalized": True, "campaign_id": results.campaign_id, "status": results.status}

@@ -251,7 +251,7 @@ ACCESS: Mapping[Component, tuple[Grant, ...]] = MappingProxyType(
         # finalize: the workers' slots closed (WorkerSlots.close, read: when each worker left), the plan,
         # the cost decision and the outcomes (CampaignState), ResultStore.summaries (query), each sharded
         # step's series (read), what lost workers left (list), Ledger.settle (read, update), then
-        # results.json and the reports, then the run's index item.
+        # results.json and the reports, then the run's index item and the campaign's earlier runs (alerts).
         Component.AGGREGATE: (
             TableGrant(WORKERS, (A.GET_ITEM, A.UPDATE_ITEM)),
             TableGrant(SUMMARIES, (A.QUERY,)),
@@ -264,9 +264,11 @@ ACCESS: Mapping[Component, tuple[Grant, ...]] = MappingProxyType(
             BucketGrant(PREFLIGHT_STEPS, (A.GET_OBJECT,)),
             BucketGrant(DECISIONS, (A.GET_OBJECT,)),
             BucketGrant(CAMPAIGN_STATE, (A.LIST_BUCKET,)),
-            BucketGrant(RESULTS, (A.PUT_OBJECT,)),
+            BucketGrant(RESULTS, (A.PUT_OBJECT, A.GET_OBJECT)),
             BucketGrant(REPORTS, (A.PUT_OBJECT,)),
-            TableGrant(HISTORY, (A.PUT_ITEM,)),  # the run's index item (HistoryIndex.record)
+            # The run's index item (HistoryIndex.record), then the campaign's runs (a query) and their
+            # results.json (read), to find the change points this run found first (pgarena.campaign.alerting).
+            TableGrant(HISTORY, (A.PUT_ITEM, A.QUERY)),
         ),
         # An adaptive campaign's results so far, read as aggregate reads them (nothing written but the
         # decisions, read back to add the next): the plan, the outcomes, the summaries and series.
@@ -300,9 +302,11 @@ ACCESS: Mapping[Component, tuple[Grant, ...]] = MappingProxyType(
             BucketGrant(PREFLIGHT_STEPS, (A.GET_OBJECT,)),
             BucketGrant(DECISIONS, (A.GET_OBJECT,)),
             BucketGrant(CAMPAIGN_STATE, (A.LIST_BUCKET,)),
-            BucketGrant(RESULTS, (A.PUT_OBJECT,)),
+            BucketGrant(RESULTS, (A.PUT_OBJECT, A.GET_OBJECT)),
             BucketGrant(REPORTS, (A.PUT_OBJECT,)),
-            TableGrant(HISTORY, (A.PUT_ITEM,)),  # the run's index item (HistoryIndex.record)
+            # The run's index item (HistoryIndex.record), then the campaign's runs (a query) and their
+            # results.json (read), to find the change points this run found first (pgarena.campaign.alerting).
+            TableGrant(HISTORY, (A.PUT_ITEM, A.QUERY)),
         ),
         Component.START_CAMPAIGN: (BucketGrant(SCHEDULE_MATRICES, (A.GET_OBJECT,)),),
         # Fails the step a stopped worker task left unanswered (SendTaskFailure, granted by the stack): the one
@@ -361,3 +365,9 @@ class WorkerRole(StrEnum):
 # role the task definition and the overrides name. The stack grants exactly these, by ARN at home and by
 # name in each site's region (pgarena.aws.deployment); not table or bucket access, so not in ACCESS.
 PASSED_ROLES: Mapping[Component, frozenset[WorkerRole]] = MappingProxyType({Component.LAUNCH_WORKER: frozenset(WorkerRole)})
+
+
+# Who publishes the change points a run found first (pgarena.aws.alerts): events:PutEvents on the stack's
+# alert bus, and sns:Publish on its topic when it has one. The stack grants exactly these (not table or
+# bucket access, so not in ACCESS); the local runtime enforces them as it does the rest (pgarena.local.iam).
+PUBLISHES_ALERTS: frozenset[Component] = frozenset({Component.AGGREGATE, Component.FINALIZE_STOPPED})

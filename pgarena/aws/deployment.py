@@ -72,3 +72,8 @@ def rule_pattern(cluster_arn: str) -> dict[str, Any]:
         "detail-type": [TASK_STATE_CHANGE],
         "detail": {"clusterArn": [cluster_arn], "lastStatus": ["STOPPED"], "startedBy": [STARTED_BY]},
     }
+
+
+# The EventBridge bus finalize publishes its change-point alerts on, unless the deploy names another
+# (pgarena:alertBus): the account's default bus, which every account has.
+DEFAULT_ALERT_BUS = "default"

@@ -31,6 +31,9 @@ class TableEnv(BucketEnv):
 
 class ResultsEnv(TableEnv):
     region: str = Field("us-east-1", alias="AWS_REGION", description="the home region (where preflight ran, when here)")
+    # Where finalize tells the change points a run found first (pgarena.aws.alerts): the stack sets both.
+    alert_event_bus: str = Field("default", alias="ALERT_EVENT_BUS", description="the EventBridge bus of the alerts")
+    alert_topic_arn: str = Field("", alias="ALERT_TOPIC_ARN", description="an SNS topic for the alerts; '' for none")
 
 
 def _split(value: str) -> list[str]:

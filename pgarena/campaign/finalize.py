@@ -1,5 +1,6 @@
 """The one way a campaign ends, however it ends: aggregate what finished, settle the month's ledger,
-write results.json and the reports, index the run (`pgarena history --stack`), give the connection leases back.
+write results.json and the reports, index the run (`pgarena history --stack`) and publish the change points it
+found first (pgarena.campaign.alerting), give the connection leases back.
 
 Used by the aggregate Lambda (the state machine's last state) and by the finalize_stopped Lambda (an execution
 stopped, failed or timed out: its history is read back through the Executions port), which the local
@@ -17,6 +18,7 @@ from typing import Literal
 from pgarena.analysis.aggregate import aggregate
 from pgarena.analysis.cancel import stopped_outcomes
 from pgarena.analysis.history.index import indexed_run
+from pgarena.campaign.alerting import Alerted, alert_new_changes
 from pgarena.campaign.cost_guard import settle_campaign
 from pgarena.campaign.decide import decided
 from pgarena.campaign.leases import holder_id, lease_key
@@ -62,6 +64,7 @@ class Finalized:
     results: CampaignResults
     results_key: str  # results.json's
     reports: list[str]  # the reports written (a report that cannot be built is left out)
+    alerted: Alerted = field(default_factory=Alerted)  # the change points it found first, published
 
 
 @dataclass(frozen=True)
@@ -108,13 +111,16 @@ def finalize(end: CampaignEnd, ports: EndPorts) -> Finalized:
         spent = settle_campaign(cost, plan, ran, summaries, end.started_at, finished_at, ports.ledger, departures)
         results = results.model_copy(update={"cost": spent})
     reports = publish_results(results, store_writer(store, plan.campaign_id))
+    alerted = Alerted()
     if ports.index is not None:  # after results.json: an indexed run's results are there to read
         ports.index.record(indexed_run(results, layout.results_key(plan.campaign_id)))
+        if ports.alerts is not None:
+            alerted = alert_new_changes(results, reports, ports.index, store, ports.alerts)
     if ports.leases is not None:  # idempotent: a target whose lease was already released is a no-op
         for target in plan.targets:
             key = end.lease_keys.get(target.name) or lease_key(target.endpoint)
             ports.leases.release(key, holder_id(plan.campaign_id, target.name))
-    return Finalized(results, layout.results_key(plan.campaign_id), reports)
+    return Finalized(results, layout.results_key(plan.campaign_id), reports, alerted)
 
 
 # Fail states reached when Validate And Plan refused the execution: nothing of it was planned, and its

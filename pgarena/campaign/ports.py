@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from pgarena.analysis.history.schema import IndexedRun
+    from pgarena.analysis.history.schema import ChangeAlert, IndexedRun
     from pgarena.campaign.leases import Leases
     from pgarena.model.history import HistoryEvent
     from pgarena.model.ledger import Booking, CostDecision, LedgerEntry
@@ -225,14 +225,24 @@ class CampaignIndex(Protocol):
     def campaigns(self) -> list[str]: ...
 
 
+class Alerts(Protocol):
+    """Where the change points a campaign's run found first are told (pgarena.aws.alerts: an EventBridge
+    event each, and an SNS message when the stack has a topic)."""
+
+    def publish(self, alerts: list[ChangeAlert]) -> list[str]:
+        """Publish each alert; what could not be published, one line each (nothing: all were)."""
+        ...
+
+
 @dataclass(frozen=True)
 class EndPorts:
     """What finalize goes through: the results store, and whatever the campaign holds there (the month's
     ledger to settle, the connection leases to give back, the workers' slots to close, the index of finished
-    runs to add it to: `pgarena history --stack`). None: not held."""
+    runs to add it to: `pgarena history --stack`, where to tell a change point the run found first). None: not held."""
 
     store: Store
     ledger: Ledger | None = None
     leases: Leases | None = None
     slots: WorkerSlots | None = None
     index: CampaignIndex | None = None
+    alerts: Alerts | None = None

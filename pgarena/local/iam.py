@@ -17,9 +17,10 @@ What moto (5.2, moto/iam/access_control.py and moto/core/authorization.py) evalu
   never matches); `_authorize_dynamodb` below supplies the table's ARN, and authorizes
   TransactWriteItems / TransactGetItems per item as AWS does (PutItem, UpdateItem, ...). Secrets
   Manager (the secret's ARN) and Step Functions (the state machine's or execution's ARN; the task
-  token calls are "*" in AWS too) and SSM (the parameter's ARN: a worker site's, read by launch_worker)
-  get theirs the same way. Any other service is checked on the
-  action alone, against "*": a grant scoped to a resource ARN never matches there.
+  token calls are "*" in AWS too), SSM (the parameter's ARN: a worker site's, read by launch_worker),
+  EventBridge (PutEvents: the bus's ARN) and SNS (the topic's ARN: finalize's alerts) get theirs the
+  same way. Any other service is checked on the action alone, against "*": a grant scoped to a
+  resource ARN never matches there.
   (Lambda and ECS are the runtime's own endpoints, not moto: Invoke, RunTask and PassRole are
   not authorized locally.)
 - Conditions: NOT evaluated for identity policies. moto passes no request context to them and only
@@ -340,13 +341,29 @@ def _parameter_resource(self: Any) -> str:
     return f"arn:{PARTITION}:ssm:{self.region}:{self.current_account}:parameter/{name.lstrip('/')}"
 
 
+def _event_bus_resource(self: Any) -> str:
+    # AWS authorizes PutEvents on the bus each entry names (its name or ARN; none: the default bus).
+    entries = self._get_param("Entries") or [{}]
+    bus = str(entries[0].get("EventBusName") or "default")
+    if bus.startswith("arn:"):
+        return bus
+    return f"arn:{PARTITION}:events:{self.region}:{self.current_account}:event-bus/{bus}"
+
+
+def _topic_resource(self: Any) -> str:
+    return str(self._get_param("TopicArn") or "*")
+
+
 @contextmanager
 def enforced() -> Iterator[None]:
     """moto authorizes every request (this process: the in-process mock and any ThreadedMotoServer),
-    DynamoDB, Secrets Manager and SSM parameters against their resources' ARNs; restored on exit."""
+    DynamoDB, Secrets Manager, SSM parameters, EventBridge buses and SNS topics against their resources'
+    ARNs; restored on exit."""
     from moto.core.authorization import enable_iam_authentication
     from moto.dynamodb.responses import DynamoHandler
+    from moto.events.responses import EventsHandler
     from moto.secretsmanager.responses import SecretsManagerResponse
+    from moto.sns.responses import SNSResponse
     from moto.ssm.responses import SimpleSystemManagerResponse
     from moto.stepfunctions.responses import StepFunctionResponse
 
@@ -357,6 +374,9 @@ def enforced() -> Iterator[None]:
         (SimpleSystemManagerResponse, "_determine_resource", _parameter_resource),
         (SimpleSystemManagerResponse, "_authenticate_and_authorize_normal_action", _authorize_json),
         (StepFunctionResponse, "_determine_resource", _state_machine_resource),
+        (EventsHandler, "_determine_resource", _event_bus_resource),
+        (EventsHandler, "_authenticate_and_authorize_normal_action", _authorize_json),
+        (SNSResponse, "_determine_resource", _topic_resource),
         (StepFunctionResponse, "_authenticate_and_authorize_normal_action", _authorize_json),
     ]
     saved = [(cls, name, cls.__dict__.get(name)) for cls, name, _ in patches]

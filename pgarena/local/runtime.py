@@ -64,6 +64,7 @@ from pgarena.remote.follow import POLL_S, Event, follow, probe_counter, step_eve
 from pgarena.remote.subjects import Subjects
 from pgarena.remote.workers import stop_campaign_workers, worker_clusters
 from pgarena.report import publish_results
+from pgarena.report.trends import refresh_trend_page
 from pgarena.server.credentials import local_secret_name
 
 if TYPE_CHECKING:
@@ -629,6 +630,8 @@ class LocalRuntime:
         _download(self.s3, layout.campaign_prefix(execution.campaign_id), self.out_dir)
         results_path = execution.results_dir / layout.RESULTS_FILE
         results = CampaignResults.model_validate_json(results_path.read_text()) if results_path.exists() else None
+        if results is not None:
+            refresh_trend_page(self.out_dir, results.campaign)
         return LocalRun(
             execution.campaign_id,
             status,

@@ -41,6 +41,7 @@ from pgarena.remote.follow import Event, follow, no_subject, probe_counter, step
 from pgarena.remote.subjects import Subjects
 from pgarena.remote.workers import stop_campaign_workers, worker_clusters
 from pgarena.report import REPORT_FILES
+from pgarena.report.trends import refresh_trend_page
 
 if TYPE_CHECKING:
     from mypy_boto3_cloudformation import CloudFormationClient
@@ -306,4 +307,5 @@ class AwsCampaign:
         if wait_for_results(self.clients.s3, bucket, campaign_id, wait_s):
             download_results(self.clients.s3, bucket, campaign_id, self.out_dir)
             results = CampaignResults.model_validate_json((self.out_dir / campaign_id / layout.RESULTS_FILE).read_text())
+            refresh_trend_page(self.out_dir, results.campaign)  # where its report links to
         return AwsRun(campaign_id, arn, status, self.out_dir / campaign_id, results, time.monotonic() - t0, error)

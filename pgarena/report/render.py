@@ -15,7 +15,7 @@ from pgarena.analysis.metrics import FAR_RTT_MS, TPS_COLLAPSE_FRACTION, latest_p
 from pgarena.model.figures import Interval
 from pgarena.model.metrics import PointMetrics
 from pgarena.report.charts import Bars, Line, bar_chart, colour, line_chart
-from pgarena.report.links import local_link
+from pgarena.report.links import local_link, trend_link
 from pgarena.report.view import Key, Report, point_label
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -377,7 +377,7 @@ def _environment(autoescape: bool) -> Environment:
         lstrip_blocks=True,
         keep_trailing_newline=True,
     )
-    env.filters.update(fmt=_fmt, pct=_pct, md=_md, slug=slug, mib=_mib, ci=_ci, local_link=local_link)
+    env.filters.update(fmt=_fmt, pct=_pct, md=_md, slug=slug, mib=_mib, ci=_ci, local_link=local_link, trend_link=trend_link)
     return env
 
 

@@ -5,12 +5,18 @@ from __future__ import annotations
 
 import csv
 import io
+import logging
+from pathlib import Path
 
 from markupsafe import Markup
 
+from pgarena.analysis.history import index, trends
 from pgarena.analysis.history.schema import History, Series
 from pgarena.report.charts import Line, colour, line_chart
+from pgarena.report.links import trend_page
 from pgarena.report.render import TEMPLATES, Chart, _environment, slug
+
+log = logging.getLogger(__name__)
 
 CSV_COLUMNS = [
     "campaign", "target", "workload", "clients", "metric", "unit", "run", "campaign_id", "started_at",
@@ -90,3 +96,37 @@ def trends_csv(history: History) -> str:
                 ]
             )
     return out.getvalue()
+
+
+def write_trend_page(root: Path, campaign: str) -> Path | None:
+    """The campaign name's trend page and CSV, written (anew) where its reports link to: <root>/history/<name>.html
+    (pgarena.report.links). Every local campaign's end and `pgarena history NAME` refresh it; it reads that
+    name's runs only. None when the name makes no safe file name or no run of it is under the root."""
+    if trend_page(campaign) is None:
+        return None
+    found = index.read_runs(root, campaign)
+    if not found.runs:
+        return None
+    return save_trend_page(root, trends.history(found, campaign, str(root)))
+
+
+def save_trend_page(root: Path, told: History) -> Path | None:
+    """`told`'s trend page and CSV at <root>/history/<name>.html; None for a name that makes no safe file name."""
+    page = trend_page(told.campaign)
+    if page is None:
+        return None
+    path = root / page
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(render_trends_html(told))
+    path.with_suffix(".csv").write_text(trends_csv(told))
+    return path
+
+
+def refresh_trend_page(root: Path, campaign: str) -> Path | None:
+    """write_trend_page at a campaign's end: a page that cannot be written is said, and the campaign's own
+    results stand (its report's link then waits for `pgarena history NAME`)."""
+    try:
+        return write_trend_page(root, campaign)
+    except OSError as error:
+        log.warning("the trend page of %s was not written under %s: %s", campaign, root, error)
+        return None

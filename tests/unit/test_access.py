@@ -19,8 +19,11 @@ import boto3
 import pytest
 from moto import mock_aws
 
+from pgarena.analysis.history.index import indexed_run
+from pgarena.analysis.significance import MIN_RUNS
 from pgarena.aws import access
 from pgarena.aws.access import ACCESS, BUCKET_ACTIONS, Action, BucketGrant, Component, TableGrant, allows
+from pgarena.aws.alerts import EventAlerts
 from pgarena.aws.barrier import wait_at_barrier
 from pgarena.aws.campaign_state import CampaignState
 from pgarena.aws.history_index import HistoryIndex
@@ -39,7 +42,7 @@ from pgarena.model import layout
 from pgarena.model.errors import PgarenaError
 from pgarena.model.history import HISTORY
 from pgarena.model.plan import ShardRef, TargetRef
-from pgarena.model.results import PreflightOrigin, ProgressSample, StepSummary
+from pgarena.model.results import CampaignResults, PreflightOrigin, ProgressSample, StepSummary
 from pgarena.model.sites import SiteMap
 from pgarena.model.warm import WorkerSlot
 from pgarena.planning.campaign import parse_campaign
@@ -189,6 +192,19 @@ def _handler(name: str):
     return lambda event: module.handler(event, LambdaContext(f"pgarena-{name}"))
 
 
+def _index_earlier_runs(store: ResultStore, campaign: str, runs: int = 2 * MIN_RUNS) -> None:
+    """Earlier runs of the campaign's name, indexed with their results.json: enough for finalize to read
+    them back, looking for the change points its run finds first (pgarena.campaign.alerting)."""
+    nightly = CampaignResults.model_validate_json((FIXTURES / "results" / "nightly" / "results.json").read_text())
+    index = HistoryIndex(store.dynamodb, TABLE)
+    for day in range(1, runs + 1):
+        run = nightly.model_copy(
+            update={"campaign": campaign, "campaign_id": f"earlier-{day}", "started_at": f"2026-11-{day:02d}T02:00:00.000+00:00"}
+        )
+        store.put_json(layout.results_key(run.campaign_id), json.loads(run.model_dump_json()))
+        index.record(indexed_run(run, layout.results_key(run.campaign_id)))
+
+
 def _record(aws: Recorder, component: Component, plan) -> list[Call]:  # noqa: C901, PLR0912, PLR0915  # one branch per component's calls, listed in full
     """Run `component`'s code as it runs in AWS and return its table and bucket calls (its setup, what
     the states before it kept, is not recorded)."""
@@ -245,6 +261,8 @@ def _record(aws: Recorder, component: Component, plan) -> list[Call]:  # noqa: C
         state.put_plan(over_cap, "e2")
     if component is Component.START_CAMPAIGN:
         boto3.client("s3").put_object(Bucket=BUCKET, Key=layout.matrix_key("nightly.json"), Body=b"{}")
+    if component in {Component.AGGREGATE, Component.FINALIZE_STOPPED}:
+        _index_earlier_runs(store, plan.campaign)
     aws.take()
     aws.recording = True
     if component is Component.VALIDATE:
@@ -333,6 +351,7 @@ def _record(aws: Recorder, component: Component, plan) -> list[Call]:  # noqa: C
             leases,
             DynamoWorkerSlots(store.dynamodb, TABLE),
             HistoryIndex(store.dynamodb, TABLE),
+            EventAlerts(boto3.client("events"), "default", BUCKET),
         )
         for _ in range(2):  # EventBridge delivers at least once: the second finds the worker slots closed
             finalize_stopped(_stopped("e1", "cancelled", started_at), CampaignState(store), _History([started]), ports)

@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 from pgarena.cli import app
 from pgarena.model.results import CampaignResults
 from pgarena.report import InconsistentResultsError, build_reports
-from pgarena.report.links import local_link
+from pgarena.report.links import local_link, trend_link
 from tests.conftest import FIXTURES
 from tests.unit.test_report import parse
 
@@ -58,6 +58,8 @@ def test_crafted_raw_entries_are_shown_as_text_never_linked(results):
     # Then the HTML report links only the file inside the folder, and shows the others as text
     links = parse(html).links
     assert "raw/cloudsql/tpcb/c8-r2/pgbench.log" in links
+    # (the one link out of the folder is its name's trend page, beside the folder: test_the_trend_link_...)
+    links.remove(trend_link(results.campaign))
     assert not [link for link in links if ":" in link or link.startswith(("/", "..")) or "/.." in link or "\\" in link]
     assert "javascript:alert(document.domain)" in html  # still shown, as text
     # And the Markdown summary makes no link of them either
@@ -100,3 +102,23 @@ def test_a_comparison_naming_a_missing_target_is_refused_by_compare(results, tmp
     (tmp_path / "a" / "results.json").write_text(results.model_dump_json())
     outcome = CliRunner().invoke(app, ["compare", str(tmp_path / "a"), str(tmp_path)])
     assert outcome.exit_code == 1 and "tied_with 'ghost'" in outcome.output
+
+
+def test_the_report_links_its_campaign_names_trend_page_beside_its_folder(results):
+    # Given a campaign's report, in <root>/<campaign_id>/report.html
+    links = parse(build_reports(results)["report.html"].decode()).links
+
+    # Then it links to <root>/history/<name>.html, where the campaign's end and `pgarena history NAME` write it
+    assert f"../history/{results.campaign}.html" in links
+    assert trend_link(results.campaign) == f"../history/{results.campaign}.html"
+
+
+@pytest.mark.parametrize("name", [*HOSTILE, "a/b", "../x", "nightly run", ""])
+def test_a_crafted_campaign_name_makes_no_trend_link(results, name):
+    # Given a results.json whose campaign name was crafted to leave the root or run a script
+    crafted = results.model_copy(update={"campaign": name})
+
+    # Then no trend link is made of it, and the report links nothing out of its folder
+    assert trend_link(name) is None
+    links = parse(build_reports(crafted)["report.html"].decode()).links
+    assert not [link for link in links if ":" in link or link.startswith(("/", "..")) or "\\" in link]

@@ -45,13 +45,24 @@ def matrix_workloads(text: str) -> dict[str, str]:
         return {}
 
 
-def read_runs(root: Path) -> Found:
-    """Every `<root>/<folder>/results.json`, oldest first; a folder that is not a results folder is skipped,
-    one whose results.json does not read is listed with why (the rest still count)."""
+def _named(file: Path, campaign: str) -> bool:
+    """Whether the results.json is `campaign`'s, read without validating it (a peek); unreadable: yes (so
+    that load_results says why)."""
+    try:
+        return bool(json.loads(read_text(file, MAX_RESULTS_BYTES)).get("campaign") == campaign)
+    except (OSError, ValueError, AttributeError):
+        return True
+
+
+def read_runs(root: Path, campaign: str | None = None) -> Found:
+    """Every `<root>/<folder>/results.json` (of `campaign` only, when given), oldest first; a folder that is not
+    a results folder is skipped, one whose results.json does not read is listed with why (the rest still count)."""
     runs: list[tuple[str, CampaignResults]] = []
     unreadable: list[str] = []
     workloads: dict[str, dict[str, str]] = {}
     for file in sorted(root.glob("*/results.json")):
+        if campaign is not None and not _named(file, campaign):
+            continue
         try:
             runs.append((file.parent.name, load_results(file)))
         except (ResultsError, OSError) as error:
@@ -99,10 +110,10 @@ def indexed_run(results: CampaignResults, results_key: str) -> IndexedRun:
     )
 
 
-def runs_of(found: Found, campaign: str) -> list[tuple[RunEntry, CampaignResults]]:
-    """The campaign's runs, numbered from 1 in the order they started."""
+def runs_of(found: Found, campaign: str, first_run: int = 1) -> list[tuple[RunEntry, CampaignResults]]:
+    """The campaign's runs, numbered from `first_run` (1: the first run found) in the order they started."""
     mine = [(folder, r) for folder, r in found.runs if r.campaign == campaign]
-    return [(run_entry(i, folder, r), r) for i, (folder, r) in enumerate(mine, start=1)]
+    return [(run_entry(i, folder, r), r) for i, (folder, r) in enumerate(mine, start=first_run)]
 
 
 def campaigns(found: Found) -> list[CampaignEntry]:

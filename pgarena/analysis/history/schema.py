@@ -131,3 +131,29 @@ class Campaigns(BaseModel):
     root: str
     campaigns: list[CampaignEntry]
     unreadable: list[str] = Field(default_factory=list, description="folders whose results.json could not be read, and why")
+
+
+class ChangeAlert(BaseModel):
+    """A change point a campaign's run found first (pgarena.analysis.history.alerts): the detail of the
+    EventBridge event finalize publishes in AWS ("Change point found"), and of its SNS message."""
+
+    campaign: str
+    campaign_id: str = Field(description="the run whose finalize found it: the latest of the series")
+    run: int = Field(description="that run's number in the campaign's history (1-based, in the order runs started)")
+    target: str
+    workload: str
+    clients: int | None = Field(description="the point: the client count the matrix asked for")
+    metric: Metric
+    unit: str
+    direction: Direction = Field(description="worse: tps lower or latency higher")
+    since_run: int = Field(description="the first run at the new level")
+    since_campaign_id: str
+    since_started_at: str
+    ratio: float = Field(description="mean after / mean before (runs of the same comparable segment)")
+    ci95_low: float
+    ci95_high: float
+    p: float
+    message: str = Field(description="e.g. 'aurora tpcb 64 clients: tps 18% lower [12%, 24%] since run 14 (2026-12-03)'")
+    results_bucket: str = Field("", description="the results bucket (set by the publisher)")
+    results_key: str = Field(description="the run's results.json in the results bucket")
+    report_keys: list[str] = Field(default_factory=list, description="the run's reports in the results bucket")

@@ -217,11 +217,17 @@ def gate(series: list[Series], recent: int) -> list[str]:
     return failing
 
 
-def history(
-    found: Found, campaign: str, root: str, threshold: float = DEFAULT_THRESHOLD, recent: int = DEFAULT_RECENT_RUNS
+def history(  # noqa: PLR0913  # what is read, and how it is weighed
+    found: Found,
+    campaign: str,
+    root: str,
+    threshold: float = DEFAULT_THRESHOLD,
+    recent: int = DEFAULT_RECENT_RUNS,
+    first_run: int = 1,
 ) -> History:
-    """The campaign's runs, series and changes; without ruptures, the series without change points."""
-    runs = runs_of(found, campaign)
+    """The campaign's runs, series and changes; without ruptures, the series without change points.
+    `first_run`: the number of the first run found (runs before it were not read)."""
+    runs = runs_of(found, campaign, first_run)
     detecting = detect.available()
     series = build_series(runs, found, threshold, detecting)
     detector = (
