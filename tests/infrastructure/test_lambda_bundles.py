@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from pgarena.aws.access import PUBLISHES_ALERTS
 from pgarena.local import assets
 from pgarena.server.postgres import RDS_CA_BUNDLE
 from pgarena_cdk import bundling, constants
@@ -34,9 +35,39 @@ def synth(synthesized):
     return synthesized(**{constants.CONTEXT_SCHEDULES: SCHEDULES})
 
 
-def _layer_dir(synth) -> Path:
-    (layer,) = synth.resources_of_type("AWS::Lambda::LayerVersion").values()
+# The construct ids of the layers (pgarena_cdk.orchestration_construct): every function's, and the change-point
+# layer of the functions that finalize a campaign (pgarena.aws.access.PUBLISHES_ALERTS).
+DEPENDENCIES, CHANGE_POINTS = "DependenciesLayer", "ChangePointLayer"
+FINALIZING = {
+    spec.handler
+    for spec in vars(constants).values()
+    if isinstance(spec, constants.FunctionSpec) and spec.component in PUBLISHES_ALERTS
+}
+# Lambda's limit on a function's code and layers, unzipped.
+UNZIPPED_LIMIT_BYTES = 250 * 1024 * 1024
+
+
+def _layer_id(synth, name: str = DEPENDENCIES) -> str:
+    (layer_id,) = [i for i in synth.resources_of_type("AWS::Lambda::LayerVersion") if name in i]
+    return layer_id
+
+
+def _layer_dir(synth, name: str = DEPENDENCIES) -> Path:
+    layer = synth.resources[_layer_id(synth, name)]
     return synth.asset_dir(layer["Properties"]["Content"]["S3Key"].removesuffix(".zip"))
+
+
+def _function_layer_dirs(synth, function: dict) -> list[Path]:
+    """The function's layers, in its order, each as the directory holding python/."""
+    layers = synth.resources_of_type("AWS::Lambda::LayerVersion")
+    return [
+        synth.asset_dir(layers[ref["Ref"]]["Properties"]["Content"]["S3Key"].removesuffix(".zip"))
+        for ref in function.get("Layers", [])
+    ]
+
+
+def _size(path: Path) -> int:
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file() and not f.is_symlink())
 
 
 def _runtime_interpreter(runtime: str) -> Path:
@@ -83,9 +114,8 @@ def test_handler_imports_from_its_bundle_in_a_clean_runtime_interpreter(synth, r
     interpreter = _runtime_interpreter(function["Runtime"])
 
     # When importing the handler's module with only the bundle and boto3 on the path
-    result = _import_handler(
-        interpreter, handler, [code, _layer_dir(synth) / "python", runtime_packages], _lambda_environment(function)
-    )
+    layers = [layer / "python" for layer in _function_layer_dirs(synth, function)]
+    result = _import_handler(interpreter, handler, [code, *layers, runtime_packages], _lambda_environment(function))
 
     # Then it imports and exposes a callable `handler`
     assert result.returncode == 0, result.stderr
@@ -111,26 +141,52 @@ def test_import_check_fails_when_the_layer_lacks_a_dependency(synth, runtime_pac
     assert (result.returncode, "No module named 'hdrh'" in result.stderr) == (1, True), result.stderr
 
 
-def test_every_function_uses_the_one_dependencies_layer(synth):
+def test_every_function_uses_the_dependencies_layer_and_only_the_finalizing_ones_the_change_point_layer(synth):
     # Given the synth / When reading each function's layers
-    (layer_id,) = synth.resources_of_type("AWS::Lambda::LayerVersion")
-    functions = synth.resources_of_type("AWS::Lambda::Function").values()
+    dependencies, change_points = _layer_id(synth), _layer_id(synth, CHANGE_POINTS)
+    layers = {h: sorted(ref["Ref"] for ref in cfn.function(synth, h).get("Layers", [])) for h in HANDLERS}
 
-    # Then every function uses the one bundled layer
-    assert [body["Properties"].get("Layers") for body in functions] == [[{"Ref": layer_id}]] * len(HANDLERS)
+    # Then every function uses the one dependencies layer; aggregate and finalize_stopped the change-point one too
+    # (in either order: no file is in both)
+    assert {constants.AGGREGATE.handler, constants.FINALIZE_STOPPED.handler} == FINALIZING
+    assert layers == {h: sorted([dependencies, *([change_points] if h in FINALIZING else [])]) for h in HANDLERS}
+    assert len(synth.resources_of_type("AWS::Lambda::Function")) == len(HANDLERS)
 
 
-def test_layer_matches_the_functions_platform(synth):
-    # Given the layer and the functions
-    (layer,) = synth.resources_of_type("AWS::Lambda::LayerVersion").values()
+def test_layers_match_the_functions_platform(synth):
+    # Given the layers and the functions
     platforms = {
         (body["Properties"]["Runtime"], *body["Properties"]["Architectures"])
         for body in synth.resources_of_type("AWS::Lambda::Function").values()
     }
 
-    # When reading what the layer is declared for / Then it is the functions' one runtime and architecture
-    assert platforms == {(*layer["Properties"]["CompatibleRuntimes"], *layer["Properties"]["CompatibleArchitectures"])}
+    # When reading what each layer is declared for / Then it is the functions' one runtime and architecture
+    for layer in synth.resources_of_type("AWS::Lambda::LayerVersion").values():
+        assert platforms == {(*layer["Properties"]["CompatibleRuntimes"], *layer["Properties"]["CompatibleArchitectures"])}
     assert platforms == {("python3.12", "x86_64")}
+
+
+def test_the_finalizing_functions_find_change_points_within_lambdas_size_limit(synth):
+    # Given aggregate's code and layers as deployed (finalize_stopped has the same)
+    function = cfn.function(synth, constants.AGGREGATE.handler)
+    code = synth.asset_dir(function["Code"]["S3Key"].removesuffix(".zip"))
+    paths = [code, *(layer / "python" for layer in _function_layer_dirs(synth, function))]
+
+    # When its runtime's interpreter imports the change-point library from them alone
+    check = "import ruptures, numpy, scipy; from pgarena.analysis.history import detect; assert detect.available()"
+    command = [
+        str(_runtime_interpreter(function["Runtime"])),
+        "-I",
+        "-S",
+        "-c",
+        f"import sys; sys.path[:0] = {[str(p) for p in paths]!r}; {check}",
+    ]
+    result = subprocess.run(command, capture_output=True, text=True, check=False)
+
+    # Then it imports, and the function's code and layers stay within Lambda's 250 MB unzipped
+    assert result.returncode == 0, result.stderr
+    total = _size(code) + sum(_size(layer) for layer in _function_layer_dirs(synth, function))
+    assert total < UNZIPPED_LIMIT_BYTES, f"{total / 2**20:.0f} MiB"
 
 
 def test_layer_leaves_out_what_the_runtime_provides_and_what_only_the_cli_needs(synth):
