@@ -139,9 +139,11 @@ def test_run_aws_starts_follows_and_downloads(stand_in, server, tmp_path):
     for line in ("Validate And Plan", "Preflight Target only", "Run Worker Task", "Aggregate And Rank"):
         assert line in done.stdout, done.stdout
     assert re.search(r"succeeded target only · tpcb · 2 clients — step 2 of 2: [\d,]+\.\d tps", done.stdout), done.stdout
-    # and downloaded results.json, which parses into the results model, and the reports
-    (folder,) = (tmp_path / "results").iterdir()
+    # and downloaded results.json, which parses into the results model, and the reports, and wrote the trend
+    # page of the campaign's name its report links to (results/history/)
+    (folder,) = [p for p in (tmp_path / "results").iterdir() if p.name != "history"]
     results = CampaignResults.model_validate_json((folder / "results.json").read_text())
+    assert (tmp_path / "results" / "history" / f"{results.campaign}.html").is_file()
     assert results.campaign_id == folder.name and arn.endswith(folder.name)
     assert results.status == "completed"
     assert [t.status for t in results.targets] == ["succeeded"]
@@ -188,7 +190,7 @@ def test_run_aws_ctrl_c_stops_the_execution_and_its_workers(stand_in, server, tm
     assert not stand_in.workers.list_tasks(CLUSTER_ARN, "pgarena")["taskArns"]
     # and the CLI exits as a cancelled run does, with finalize_stopped's results.json downloaded
     assert process.returncode == 130, output
-    (folder,) = (tmp_path / "results").iterdir()
+    (folder,) = [p for p in (tmp_path / "results").iterdir() if p.name != "history"]
     results = CampaignResults.model_validate_json((folder / "results.json").read_text())
     assert results.status == "cancelled"
     (target,) = results.targets

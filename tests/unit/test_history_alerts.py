@@ -8,12 +8,16 @@ import json
 import boto3
 import pytest
 from moto import mock_aws
+from typer.testing import CliRunner
 
 from pgarena.analysis.history import alerts, detect, index
 from pgarena.analysis.history.schema import Change, ChangeAlert, IndexedRun, Series, Split, TrendPoint
 from pgarena.aws.alerts import DETAIL_TYPE, SOURCE, EventAlerts
 from pgarena.campaign.alerting import alert_new_changes
+from pgarena.cli import app
 from pgarena.model import layout
+from pgarena.report.links import trend_link
+from pgarena.report.trends import write_trend_page
 from tests.unit.history_runs import Night, write_nights
 
 SLOWER = 0.75
@@ -249,3 +253,33 @@ def test_an_alert_that_cannot_be_published_is_said_not_raised():
     missing = "arn:aws:sns:us-east-1:123456789012:not-there"
     problems = EventAlerts(events, "no-such-bus", "b", sns, missing).publish([_alert()])
     assert len(problems) == 2 and all("aurora tpcb 64 clients" in p for p in problems)
+
+
+# The trend page each report links to (../history/<name>.html from its folder).
+
+
+def test_the_trend_page_is_written_where_the_reports_link(tmp_path):
+    # Given two campaign names' runs under one root
+    write_nights(tmp_path, [Night() for _ in range(3)])
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "results.json").write_text("{not json")  # unreadable: peeked as maybe this name's, said
+
+    # When the end of a campaign refreshes its name's page
+    page = write_trend_page(tmp_path, "nightly")
+
+    # Then it is <root>/history/<name>.html, what a report in <root>/<id>/ links to, with its CSV, of that name's runs
+    assert page == tmp_path / "history" / "nightly.html"
+    folder = next(p for p in tmp_path.iterdir() if p.name.startswith("nightly-"))
+    assert (folder / trend_link("nightly")).resolve() == page.resolve()
+    assert page.with_suffix(".csv").read_text().count("\nnightly,") == 3 * 4  # 3 runs x 2 targets x 2 metrics
+    assert write_trend_page(tmp_path, "absent") is None and write_trend_page(tmp_path, "../x") is None
+
+
+def test_history_name_refreshes_the_linked_page(tmp_path):
+    write_nights(tmp_path, [Night() for _ in range(2)])
+    result = CliRunner().invoke(app, ["history", "nightly", "--out", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "history" / "nightly.html").is_file()
+    # and the listing still finds the one campaign (the page's folder holds no results.json)
+    listed = CliRunner().invoke(app, ["history", "--out", str(tmp_path), "--json"])
+    assert [c["campaign"] for c in json.loads(listed.output)["campaigns"]] == ["nightly"]
