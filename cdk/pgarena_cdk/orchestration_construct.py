@@ -63,25 +63,26 @@ def repository_code(repo_root: Path) -> lambda_.Code:
     return lambda_.Code.from_asset(str(repo_root), exclude=constants.LAMBDA_CODE_EXCLUDE)
 
 
-def dependencies_layer(scope: Construct, repo_root: Path) -> lambda_.LayerVersion:
+def _layer(scope: Construct, id_: str, code: lambda_.Code, description: str) -> lambda_.LayerVersion:
     return lambda_.LayerVersion(
         scope,
-        "DependenciesLayer",
-        code=dependencies_layer_code(repo_root, RUNTIME, ARCHITECTURE),
+        id_,
+        code=code,
         compatible_runtimes=[RUNTIME],
         compatible_architectures=[ARCHITECTURE],
-        description="pgarena's third-party dependencies (pyproject.toml), bundled at synth",
+        description=description,
     )
 
 
+def dependencies_layer(scope: Construct, repo_root: Path) -> lambda_.LayerVersion:
+    code = dependencies_layer_code(repo_root, RUNTIME, ARCHITECTURE)
+    return _layer(scope, "DependenciesLayer", code, "pgarena's third-party dependencies (pyproject.toml), bundled at synth")
+
+
 def history_layer(scope: Construct, repo_root: Path) -> lambda_.LayerVersion:
-    return lambda_.LayerVersion(
-        scope,
-        "ChangePointLayer",
-        code=history_layer_code(repo_root, RUNTIME, ARCHITECTURE),
-        compatible_runtimes=[RUNTIME],
-        compatible_architectures=[ARCHITECTURE],
-        description="ruptures, numpy and scipy (pyproject.toml's history extra): finalize's change points",
+    code = history_layer_code(repo_root, RUNTIME, ARCHITECTURE)
+    return _layer(
+        scope, "ChangePointLayer", code, "ruptures, numpy and scipy (pyproject.toml's history extra): finalize's change points"
     )
 
 
