@@ -30,7 +30,7 @@ class Alerted:
 def _read(documents: Documents, run: IndexedRun) -> CampaignResults | str:
     """The run's results, or why they cannot be read."""
     try:
-        return CampaignResults.model_validate(documents.get_json(run.results_key))
+        return alerts.series_only(CampaignResults.model_validate(documents.get_json(run.results_key)))
     # Whatever the store raises (a missing object, a denied read) or a results.json that no longer
     # validates: the run is left out, never the alerts of every later run.
     except Exception as error:

@@ -283,3 +283,15 @@ def test_history_name_refreshes_the_linked_page(tmp_path):
     # and the listing still finds the one campaign (the page's folder holds no results.json)
     listed = CliRunner().invoke(app, ["history", "--out", str(tmp_path), "--json"])
     assert [c["campaign"] for c in json.loads(listed.output)["campaigns"]] == ["nightly"]
+
+
+def test_what_finalize_keeps_of_a_run_finds_what_the_whole_run_does(nights):
+    # Given the runs as finalize holds them (metrics, facts, one run per point) and as read in full
+    slim = [(folder, alerts.series_only(r)) for folder, r in nights]
+    assert all(len(s.model_dump_json()) < len(r.model_dump_json()) for (_, s), (_, r) in zip(slim, nights))
+
+    # When walking them / Then each run finds the same changes
+    for i in range(6, len(nights) + 1):
+        full = alerts.first_found(nights[:i], nights[i - 1][1].campaign_id)
+        kept = alerts.first_found(slim[:i], slim[i - 1][1].campaign_id)
+        assert kept[0] == full[0] and [(s, c) for s, c in kept[1]] == [(s, c) for s, c in full[1]]

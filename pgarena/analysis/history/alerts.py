@@ -18,6 +18,7 @@ from __future__ import annotations
 from pgarena.analysis.history import trends
 from pgarena.analysis.history.index import Found
 from pgarena.analysis.history.schema import Change, ChangeAlert, Series
+from pgarena.analysis.metrics import stored_metrics
 from pgarena.analysis.significance import MIN_RUNS
 from pgarena.model import layout
 from pgarena.model.results import CampaignResults
@@ -31,6 +32,23 @@ SeriesKey = tuple[str, str, int | None, str]
 
 def _key(series: Series) -> SeriesKey:
     return (series.target, series.workload, series.clients, series.metric)
+
+
+def series_only(results: CampaignResults) -> CampaignResults:
+    """What history reads of a run and no more: its metrics (computed here when an older results.json stored
+    none), each target's facts, and one run of each workload point (trends.point_facts reads the first), without
+    its progress series, incidents or raw files. finalize holds up to WINDOW_RUNS runs at once."""
+    targets = []
+    for target in results.targets:
+        seen: set[tuple[str, int | None]] = set()
+        kept = []
+        for run in target.workloads:
+            point = (run.name, run.requested_clients or run.clients)
+            if point not in seen:
+                seen.add(point)
+                kept.append(run.model_copy(update={"progress": [], "incidents": [], "raw": []}))
+        targets.append(target.model_copy(update={"workloads": kept}))
+    return results.model_copy(update={"metrics": stored_metrics(results), "targets": targets})
 
 
 def new_changes(before: list[Series], now: list[Series], run: int) -> list[tuple[Series, Change]]:
