@@ -21,7 +21,8 @@ from pgarena.model.results import CampaignResults
 
 @dataclass(frozen=True)
 class Alerted:
-    """The alerts published, and what kept one from being looked for or published (one line each)."""
+    """The alerts found (each published, unless a problem says it was not), and what kept one from being looked
+    for or published (one line each)."""
 
     alerts: list[ChangeAlert] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
