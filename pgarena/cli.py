@@ -932,7 +932,8 @@ def print_history(told: History, html: Path | None) -> None:
         table.add_column(column, justify="right" if column in ("run", "cost") else "left")
     for r in told.runs:
         failed = f" ({', '.join(r.failed_targets)} failed)" if r.failed_targets else ""
-        cost = f"${r.cost_usd:,.2f}" if r.cost_usd is not None else "-"
+        # A local run charged nothing: its figure is what the same workers would have cost in AWS.
+        cost = "-" if r.cost_usd is None else f"${r.cost_usd:,.2f}" + (" if in AWS" if r.priced_as_aws else "")
         table.add_row(
             str(r.run),
             r.started_at[:19],
