@@ -32,7 +32,16 @@ from pgarena.analysis.history.schema import CampaignEntry, Campaigns, History
 from pgarena.analysis.metrics import stored_metrics
 from pgarena.analysis.ranking import unranked_reasons
 from pgarena.aws.deployment import STACK_NAME
-from pgarena.cli_output import Output, command_output, compare_document, current, print_schemas, regression_labels, run_document
+from pgarena.cli_output import (
+    JsonCommand,
+    Output,
+    command_output,
+    compare_document,
+    current,
+    print_schemas,
+    regression_labels,
+    run_document,
+)
 from pgarena.model import matrix_reference
 from pgarena.model.cli_output import CompareOutput, EstimateOutput, RunOutput, ValidateOutput
 from pgarena.model.comparison import Comparison
@@ -174,7 +183,7 @@ def _load_input_or_exit(path: Path) -> tuple[Campaign, str | None]:
         raise typer.Exit(EXIT_ERROR) from None
 
 
-@app.command()
+@app.command(cls=JsonCommand)
 def validate(
     matrix: Annotated[Path, typer.Argument(help="provider matrix JSON")],
     stack: Annotated[
@@ -286,7 +295,7 @@ def _check_sites_or_exit(matrix: Path, campaign: Campaign, stack: str, region: s
         raise typer.Exit(EXIT_ERROR)
 
 
-@app.command()
+@app.command(cls=JsonCommand)
 def estimate(
     matrix: Annotated[Path | None, typer.Argument(help="provider matrix JSON", metavar="MATRIX", show_default=False)] = None,
     matrix_option: Annotated[Path | None, typer.Option("--matrix", hidden=True, help="the old spelling of MATRIX")] = None,
@@ -465,7 +474,7 @@ def scenario_tables(results: CampaignResults) -> list[Table]:
     return tables
 
 
-@app.command()
+@app.command(cls=JsonCommand)
 def run(
     matrix: Annotated[Path | None, typer.Argument(help="provider matrix JSON", metavar="MATRIX", show_default=False)] = None,
     matrix_option: Annotated[Path | None, typer.Option("--matrix", hidden=True, help="the old spelling of MATRIX")] = None,
@@ -948,7 +957,7 @@ def settings_table(comparison: Comparison) -> Table:
     return table
 
 
-@app.command()
+@app.command(cls=JsonCommand)
 def compare(
     a: Annotated[Path, typer.Argument(help="the earlier campaign: its folder or its results.json")],
     b: Annotated[Path, typer.Argument(help="the later campaign: its folder or its results.json")],

@@ -14,9 +14,12 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import typer
 from pydantic import BaseModel
+from typer.core import TyperCommand
+from typer.exceptions import TyperException
 
 from pgarena.analysis.headline import headline, phase_cost
 from pgarena.analysis.metrics import stored_metrics
@@ -104,6 +107,21 @@ def command_output(as_json: bool, quiet: bool) -> Iterator[Output]:
         raise
     finally:
         _current.reset(token)
+
+
+class JsonCommand(TyperCommand):
+    """A command whose --json covers the option parser's refusals too (a wrong option, a missing argument): the
+    error document on stdout with the parser's exit code, its usage message on stderr as always."""
+
+    def make_context(self, info_name: str | None, args: list[str], parent: Any = None, **extra: Any) -> Any:
+        wants_json = "--json" in args  # before parsing, which consumes the list
+        try:
+            return super().make_context(info_name, args, parent, **extra)
+        except TyperException as refused:
+            if wants_json:
+                detail = ErrorDetail(message=refused.format_message())
+                print(error_document([detail], refused.exit_code).model_dump_json(indent=2))
+            raise
 
 
 def print_schemas(document: type[BaseModel]) -> None:

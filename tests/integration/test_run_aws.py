@@ -31,7 +31,7 @@ from pgarena.aws.deployment import (
 from pgarena.local.embedded import EmbeddedProcess
 from pgarena.local.endpoints import REGION
 from pgarena.local.runtime import BUCKET, CLUSTER_ARN, TABLE, LocalRuntime
-from pgarena.model.cli_output import RunOutput
+from pgarena.model.cli_output import ErrorDocument, RunOutput
 from pgarena.model.results import CampaignResults
 from pgarena.report import REPORT_FILES
 
@@ -216,9 +216,11 @@ def test_run_aws_exits_non_zero_naming_the_failure(stand_in, server, tmp_path):
     matrix = matrix_file(tmp_path, server, "aws-fail", duration_s=1)
 
     # When the user runs the campaign on it
-    args, env = cli(stand_in, matrix, tmp_path / "results", "--state-machine-arn", arn, "--results-wait-s", "0")
+    args, env = cli(stand_in, matrix, tmp_path / "results", "--state-machine-arn", arn, "--results-wait-s", "0", "--json")
     done = subprocess.run(args, env=env, capture_output=True, text=True, timeout=CLI_TIMEOUT_S)
 
-    # Then the command fails, saying how the execution ended and why
+    # Then the command fails, saying how the execution ended and why: on stderr, and as the error document on stdout
     assert done.returncode == 1, done.stdout + done.stderr
     assert "ended FAILED" in done.stderr and "MatrixInvalid: a cause to read" in done.stderr, done.stderr
+    document = ErrorDocument.model_validate_json(done.stdout)
+    assert document.exit_code == 1 and "MatrixInvalid: a cause to read" in document.error.message

@@ -217,3 +217,13 @@ def test_run_quiet_prints_no_progress(tmp_path, monkeypatch):
     assert quiet.exit_code == 0 and quiet.output == "", quiet.output
     assert "execution started" in as_json.stderr and "execution started" not in as_json.stdout
     RunOutput.model_validate_json(as_json.stdout)
+
+
+@pytest.mark.parametrize("args", [("estimate", str(MINIMAL), "--bogus"), ("compare",), ("run", "--local", "--out")])
+def test_the_option_parsers_refusals_under_json_are_error_documents(args):
+    # When the parser refuses the command line (an unknown option, a missing argument or value) under --json
+    result = invoke(*args[:1], "--json", *args[1:])
+    # Then its exit code (2) is the document's, and its message is the error
+    assert result.exit_code == EXIT_USAGE
+    document = ErrorDocument.model_validate_json(result.stdout)
+    assert document.exit_code == EXIT_USAGE and document.error.message
