@@ -13,7 +13,7 @@ from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from pydantic import BaseModel
@@ -120,7 +120,7 @@ def _fail(text: str, field: str | None = None, fix: str | None = None) -> None:
     current().record(text, field, fix)
 
 
-def _schema_option(document: type[BaseModel]) -> Callable[[bool], None]:
+def _json_schema(document: type[BaseModel]) -> Any:  # typer.Option is typed Any
     """--json-schema: printed before anything else is read (no file needed), as --version is."""
 
     def show(value: bool) -> None:
@@ -128,7 +128,7 @@ def _schema_option(document: type[BaseModel]) -> Callable[[bool], None]:
             print_schemas(document)
             raise typer.Exit()
 
-    return show
+    return typer.Option(False, "--json-schema", is_eager=True, callback=show, help="print the JSON Schema of --json's document")
 
 
 AsJson = Annotated[
@@ -192,10 +192,7 @@ def validate(
     region: Annotated[str | None, typer.Option(help="--stack: the stack's region (default: boto3's)")] = None,
     as_json: AsJson = False,
     quiet: Quiet = False,
-    json_schema_only: Annotated[
-        bool,
-        typer.Option("--json-schema", is_eager=True, callback=_schema_option(ValidateOutput), help="print --json's JSON Schema"),
-    ] = False,
+    json_schema_only: bool = _json_schema(ValidateOutput),
 ) -> None:
     """Check a provider matrix (or an execution input holding one); print every problem with its JSON path."""
     with command_output(as_json, quiet) as output:
@@ -307,10 +304,7 @@ def estimate(
     spot: Annotated[bool, typer.Option("--spot", help="price workers at the typical Fargate Spot discount")] = False,
     as_json: AsJson = False,
     quiet: Quiet = False,
-    json_schema_only: Annotated[
-        bool,
-        typer.Option("--json-schema", is_eager=True, callback=_schema_option(EstimateOutput), help="print --json's JSON Schema"),
-    ] = False,
+    json_schema_only: bool = _json_schema(EstimateOutput),
 ) -> None:
     """Print how long the campaign takes locally and in AWS, and what it would cost in AWS, line by line."""
     with command_output(as_json, quiet) as output:
@@ -534,10 +528,7 @@ def run(
     verbose: Annotated[bool, typer.Option("--verbose", help="also print each state the state machine enters")] = False,
     as_json: AsJson = False,
     quiet: Quiet = False,
-    json_schema_only: Annotated[
-        bool,
-        typer.Option("--json-schema", is_eager=True, callback=_schema_option(RunOutput), help="print --json's JSON Schema"),
-    ] = False,
+    json_schema_only: bool = _json_schema(RunOutput),
 ) -> None:
     """Run a campaign through the campaign state machine and print the ranking."""
     with command_output(as_json, quiet) as output:
@@ -969,10 +960,7 @@ def compare(
     ] = False,
     as_json: AsJson = False,
     quiet: Quiet = False,
-    json_schema_only: Annotated[
-        bool,
-        typer.Option("--json-schema", is_eager=True, callback=_schema_option(CompareOutput), help="print --json's JSON Schema"),
-    ] = False,
+    json_schema_only: bool = _json_schema(CompareOutput),
 ) -> None:
     """Show what changed from campaign A to campaign B per target, workload and client count; flag regressions."""
     with command_output(as_json, quiet) as output:
