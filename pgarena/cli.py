@@ -853,7 +853,7 @@ def resume(
             f"{campaign}: neither results.json nor matrix.json there. An AWS execution: copy its folder first "
             "(aws s3 cp --recursive s3://<bucket>/<campaign_id>/ results/<campaign_id>/) and pass --matrix"
         )
-        raise typer.Exit(2)
+        raise typer.Exit(EXIT_USAGE)
     override = _load_or_exit(matrix) if matrix else None
     from pgarena.local.leases import LeaseDirError
     from pgarena.local.resume import NothingToResume, resume_local
@@ -870,10 +870,10 @@ def resume(
         return
     except FileNotFoundError as missing:
         _fail(f"{missing}")
-        raise typer.Exit(2) from None
+        raise typer.Exit(EXIT_USAGE) from None
     except (LeaseDirError, UnsafePath, ResultsError) as error:
         _fail(str(error))
-        raise typer.Exit(1) from None
+        raise typer.Exit(EXIT_ERROR) from None
     console.print(
         _text(f"re-ran {', '.join(resumed.reruns) or 'nothing'}; kept the successes of {campaign.name}"), highlight=False
     )
@@ -1135,10 +1135,10 @@ def parse(
         text = sys.stdin.read() if str(file) == "-" else file.read_text(errors="replace")
     except FileNotFoundError:
         _fail(f"{file}: no such file")
-        raise typer.Exit(2) from None
+        raise typer.Exit(EXIT_USAGE) from None
     except OSError as error:  # a directory, no permission
         _fail(f"{file}: cannot read it: {error.strerror or error}")
-        raise typer.Exit(2) from None
+        raise typer.Exit(EXIT_USAGE) from None
     parsed = tool_for(tool).parse(text)
     print(parsed.model_dump_json(indent=2))
 
