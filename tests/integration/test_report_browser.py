@@ -271,6 +271,8 @@ def test_latency_chart_shows_p99_and_the_versions_side_by_side(rendered, demo_ca
     assert re.search(r"<title>durable p99: [\d,.]+ ms</title>", latency)
     # the client tool's version beside the server's, both full versions folded under them
     tool = json.loads((demo_campaign.results_dir / "results.json").read_text())["targets"][0]["workloads"][0]["tool"]
-    side_by_side = rf'<summary><span class="versions">{tool} \d+\.\d+ →</span> <span class="versions">PostgreSQL \d+\.\d+</span></summary>'
+    side_by_side = (
+        rf'<summary><span class="versions">{tool} \d+\.\d+ →</span> <span class="versions">PostgreSQL \d+\.\d+</span></summary>'
+    )
     assert len(re.findall(side_by_side, dom)) == 2, dom[dom.index('<section id="servers">') :][:3000]
     assert re.search(rf"client: {tool} \(PostgreSQL\) \d+\.\d+; server: PostgreSQL \d+\.\d+ on ", dom)
