@@ -18,6 +18,7 @@ HEADER_CELL = re.compile(r"<th\b([^>]*)>(.*?)</th>", re.S)
 ROW_OR_CELL = re.compile(r"<tr\b[^>]*>|<(td|th)\b([^>]*)>")
 COLSPAN = re.compile(r'\bcolspan="(\d+)"')
 TAG = re.compile(r"<[^>]+>")
+WBR = re.compile(r"<wbr\s*/?>")  # a line break opportunity inside a word (max_<wbr>connections), not a space
 
 
 def _span(attributes: str) -> int:
@@ -27,7 +28,7 @@ def _span(attributes: str) -> int:
 
 def _text(cell: str) -> str:
     """A header cell's text: its tags dropped, its entities read, its spaces collapsed."""
-    return " ".join(html.unescape(TAG.sub(" ", cell)).split())
+    return " ".join(html.unescape(TAG.sub(" ", WBR.sub("", cell))).split())
 
 
 def column_labels(thead: str) -> list[str]:

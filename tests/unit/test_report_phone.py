@@ -42,8 +42,8 @@ def test_a_row_header_takes_its_column_and_a_table_without_header_is_left_alone(
     assert label_cells(bare) == bare
 
 
-def test_a_header_spanning_columns_labels_each():
-    assert column_labels('<tr><th colspan="2">p95</th><th>p99</th></tr>') == ["p95", "p95", "p99"]
+def test_a_header_spanning_columns_labels_each_and_a_word_break_is_no_space():
+    assert column_labels('<tr><th colspan="2">p95</th><th>max_<wbr>connections</th></tr>') == ["p95", "p95", "max_connections"]
 
 
 def test_every_body_cell_of_the_report_is_labelled(page):
@@ -102,3 +102,15 @@ def test_a_target_shows_each_client_version_its_runs_reported_once():
         ],
     )
     assert tool_versions(target) == [("pgbench 18.6", "pgbench (PostgreSQL) 18.6")]
+
+
+def test_both_reports_show_the_client_beside_the_server():
+    # Given a real local campaign's results (its workers reported the tool's version, preflight the server's)
+    results = CampaignResults.model_validate_json((FIXTURES / "results" / "nightly" / "results.json").read_text())
+    files = build_reports(results)
+    html, md = files["report.html"].decode(), files["summary.md"].decode()
+    # Then each target's row says both, side by side, the full strings folded under them in the page
+    side_by_side = '<summary><span class="versions">pgbench 18.6 →</span> <span class="versions">PostgreSQL 18.6</span></summary>'
+    assert html.count(side_by_side) == 2
+    assert "client: pgbench (PostgreSQL) 18.6; server: PostgreSQL 18.6 on x86_64-pc-linux-gnu" in html
+    assert md.count("| pgbench 18.6 → PostgreSQL 18.6 on x86_64-pc-linux-gnu") == 2
