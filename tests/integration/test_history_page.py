@@ -70,8 +70,9 @@ def test_trend_page_has_no_horizontal_overflow_at_1280_px(trend_page, tmp_path):
 
 def test_trend_page_reads_on_a_phone(trend_page, tmp_path):
     # When Chromium lays the trend page out 390 px wide (a phone)
-    measured, _ = laid_out(trend_page, tmp_path, PHONE, (f"a{LONG}", f"b{LONG}"))
+    names = (f"a{LONG}", f"b{LONG}")
+    measured, _ = laid_out(trend_page, tmp_path, PHONE, names)
     # Then nothing is wider than the screen, no name is broken inside a word, no chart text is under 10 px
     assert measured["clientWidth"] == PHONE and measured["scrollWidth"] <= PHONE, measured
-    assert measured["wide"] == [] and measured["broken"] == [], measured
+    assert measured["wide"] == [] and measured["broken"] == [] and set(measured["lines"]) == set(names), measured
     assert measured["small"] == [], measured["small"][:10]
