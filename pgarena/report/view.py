@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import cached_property
 
 from pgarena.analysis.effects import effect
 from pgarena.analysis.footing import describe
@@ -109,7 +110,7 @@ class Report:
         count = len(self.noise)
         return f"Noisy at {count} point{'s' if count != 1 else ''}, where small differences cannot be told apart: {where}"
 
-    @property
+    @cached_property
     def tool_versions(self) -> dict[str, list[tuple[str, str]]]:
         return {t.name: tool_versions(t) for t in self.results.targets}
 
