@@ -158,10 +158,10 @@ window.addEventListener('load', () => {
   document.body.appendChild(pre);
 });
 </script>"""
-# Headless Chromium will not make its window narrower than 500 px (--window-size=390,... gives a 500 px
-# page, with or without --force-device-scale-factor): the phone's width is a 390 px frame instead, whose
-# page lays out, and answers media queries, at the frame's width. This page holds the frame and writes
-# down what the framed MEASURE hands it.
+# Headless Chromium will not make its window narrower than 500 px (--window-size=390,... gives a 500 px page,
+# with or without --force-device-scale-factor, --screen-info or --ozone-override-screen-size): the phone's
+# width is a 390 px frame instead, whose page lays out, and answers media queries, at the frame's width. This
+# page holds the frame and writes down what the framed MEASURE hands it.
 FRAME = """<!doctype html><html><body style="margin: 0">
 <iframe src="{src}" style="width: {width}px; height: {height}px; border: 0; display: block"></iframe>
 <script>
