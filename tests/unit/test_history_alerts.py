@@ -295,3 +295,18 @@ def test_what_finalize_keeps_of_a_run_finds_what_the_whole_run_does(nights):
         full = alerts.first_found(nights[:i], nights[i - 1][1].campaign_id)
         kept = alerts.first_found(slim[:i], slim[i - 1][1].campaign_id)
         assert kept[0] == full[0] and [(s, c) for s, c in kept[1]] == [(s, c) for s, c in full[1]]
+
+
+def test_reading_one_names_runs_skips_the_others_by_their_head(tmp_path):
+    # Given a name's runs and another name's folder whose results.json is broken past its first keys
+    write_nights(tmp_path, [Night() for _ in range(2)])
+    (tmp_path / "other-1").mkdir()
+    (tmp_path / "other-1" / "results.json").write_text(
+        '{\n  "campaign_id": "other-1",\n  "campaign": "other",\n  "targets": [oops'
+    )
+
+    # When reading the first name's runs / Then the other is skipped unread; read whole, it is said unreadable
+    one = index.read_runs(tmp_path, "nightly")
+    assert (len(one.runs), one.unreadable) == (2, [])
+    everything = index.read_runs(tmp_path)
+    assert len(everything.runs) == 2 and len(everything.unreadable) == 1

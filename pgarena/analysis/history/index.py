@@ -4,6 +4,7 @@ each subfolder holding a results.json is one run. Pure, but for `read_runs`, whi
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -45,10 +46,20 @@ def matrix_workloads(text: str) -> dict[str, str]:
         return {}
 
 
+# results.json names its campaign among its first keys (CampaignResults' order): a peek at its head is
+# enough to skip another campaign's, and a root may hold hundreds of folders of 1 MB each.
+_HEAD_BYTES = 4096
+_CAMPAIGN_KEY = re.compile(r'"campaign"\s*:\s*"([^"\\]*)"')
+
+
 def _named(file: Path, campaign: str) -> bool:
-    """Whether the results.json is `campaign`'s, read without validating it (a peek); unreadable: yes (so
-    that load_results says why)."""
+    """Whether the results.json is `campaign`'s, read without validating it (a peek at its head, else the
+    whole file); unreadable: yes (so that load_results says why)."""
     try:
+        with file.open("rb") as head:
+            found = _CAMPAIGN_KEY.search(head.read(_HEAD_BYTES).decode("utf-8", errors="replace"))
+        if found is not None:
+            return found[1] == campaign
         return bool(json.loads(read_text(file, MAX_RESULTS_BYTES)).get("campaign") == campaign)
     except (OSError, ValueError, AttributeError):
         return True
