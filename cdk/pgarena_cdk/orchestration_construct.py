@@ -17,7 +17,7 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
-from pgarena.aws.access import PASSED_ROLES, RESULTS_TABLE_PLACEHOLDER, Component, WorkerRole
+from pgarena.aws.access import PASSED_ROLES, RESULTS_TABLE_PLACEHOLDER, SERVICE_ACTIONS, Component, WorkerRole
 from pgarena.aws.deployment import (
     rule_pattern,
     site_cluster_name,
@@ -345,6 +345,10 @@ class OrchestrationConstruct(Construct):
         placement: PlacementConstruct | None = None,
         wildcard_reason: str | None = None,
     ) -> lambda_.Function:
+        services = sorted(str(action) for action in SERVICE_ACTIONS.get(spec.component, ()))
+        if services:
+            reason = f"{', '.join(services)} take no resource in IAM (no resource type in the service authorization reference)."
+            wildcard_reason = f"{wildcard_reason} {reason}" if wildcard_reason else reason
         function = build_function(
             self,
             spec,
@@ -353,8 +357,10 @@ class OrchestrationConstruct(Construct):
             placement,
             wildcard_reason,
         )
-        # Table and bucket grants come from the access map, never written here.
+        # Table and bucket grants come from the access map, never written here; so do the service actions.
         grant_access(_role(function), spec.component, self._table, self._bucket)
+        if services:
+            _role(function).add_to_principal_policy(iam.PolicyStatement(actions=services, resources=["*"]))
         return function
 
     def _grant_launch_worker(self, function: lambda_.Function, compute: ComputeConstruct) -> None:

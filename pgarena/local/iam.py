@@ -18,7 +18,8 @@ What moto (5.2, moto/iam/access_control.py and moto/core/authorization.py) evalu
   TransactWriteItems / TransactGetItems per item as AWS does (PutItem, UpdateItem, ...). Secrets
   Manager (the secret's ARN) and Step Functions (the state machine's or execution's ARN; the task
   token calls are "*" in AWS too) and SSM (the parameter's ARN: a worker site's, read by launch_worker)
-  get theirs the same way. Any other service is checked on the
+  get theirs the same way. CloudWatch's actions are checked under IAM's prefix (`cloudwatch:`, where
+  moto would take its signing name, `monitoring:`), against "*" as in AWS. Any other service is checked on the
   action alone, against "*": a grant scoped to a resource ARN never matches there.
   (Lambda and ECS are the runtime's own endpoints, not moto: Invoke, RunTask and PassRole are
   not authorized locally.)
@@ -310,6 +311,22 @@ def _authorize_dynamodb(self: Any, resource: str = "*") -> None:
             raise _as_json_error(error, table_arn) from error
 
 
+def _iam_named(prefix: str, **request: Any) -> Any:
+    """moto's IAMRequest whose action carries IAM's service prefix: moto takes the signing name (CloudWatch
+    signs as "monitoring"), where IAM names the action "cloudwatch:GetMetricData"."""
+    iam_request = _request_class()(**request)
+    iam_request._action = f"{prefix}:{iam_request._action.split(':', 1)[1]}"
+    return iam_request
+
+
+def _authorize_cloudwatch(self: Any, resource: str = "*") -> None:
+    # Replaces CloudWatchResponse's: its actions take no resource in IAM (checked against "*", as in AWS).
+    try:
+        self._authenticate_and_authorize_action(partial(_iam_named, "cloudwatch"), resource)
+    except Exception as error:
+        raise _as_json_error(error, resource) from error
+
+
 def _request_class() -> Any:
     from moto.iam.access_control import IAMRequest
 
@@ -344,6 +361,7 @@ def _parameter_resource(self: Any) -> str:
 def enforced() -> Iterator[None]:
     """moto authorizes every request (this process: the in-process mock and any ThreadedMotoServer),
     DynamoDB, Secrets Manager and SSM parameters against their resources' ARNs; restored on exit."""
+    from moto.cloudwatch.responses import CloudWatchResponse
     from moto.core.authorization import enable_iam_authentication
     from moto.dynamodb.responses import DynamoHandler
     from moto.secretsmanager.responses import SecretsManagerResponse
@@ -351,6 +369,7 @@ def enforced() -> Iterator[None]:
     from moto.stepfunctions.responses import StepFunctionResponse
 
     patches = [
+        (CloudWatchResponse, "_authenticate_and_authorize_normal_action", _authorize_cloudwatch),
         (DynamoHandler, "_authenticate_and_authorize_normal_action", _authorize_dynamodb),
         (SecretsManagerResponse, "_determine_resource", _secret_resource),
         (SecretsManagerResponse, "_authenticate_and_authorize_normal_action", _authorize_json),
