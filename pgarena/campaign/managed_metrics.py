@@ -30,12 +30,21 @@ from pgarena.model.managed_metrics import (
 from pgarena.model.plan import Plan, PlannedTarget
 from pgarena.model.results import StepSummary
 
+_SHARD = re.compile(r"^(?P<step>.+)/s\d+$")
 
-def run_window(step_id: str, summaries: Mapping[str, StepSummary]) -> tuple[datetime, datetime] | None:
-    """The measured window of a run: its summary's, or its shards' together (the earliest start past the
-    warm-up, the latest end); None when no worker of it wrote a summary."""
-    shard = re.compile(re.escape(step_id) + r"/s\d+$")
-    parts = [s for key, s in summaries.items() if key == step_id or shard.match(key)]
+
+def by_run(summaries: list[StepSummary]) -> dict[str, list[StepSummary]]:
+    """The summaries of each step: its own, or its shards' (`<step>/s<i>`)."""
+    runs: dict[str, list[StepSummary]] = {}
+    for summary in summaries:
+        shard = _SHARD.match(summary.step_id)
+        runs.setdefault(shard["step"] if shard else summary.step_id, []).append(summary)
+    return runs
+
+
+def run_window(parts: list[StepSummary]) -> tuple[datetime, datetime] | None:
+    """The measured window of a run from its summaries: its own, or its shards' together (the earliest start
+    past the warm-up, the latest end); None when no worker of it wrote a summary."""
     if not parts:
         return None
     windows = [measured_window(s.started_at, s.finished_at, s.warmup_s) for s in parts]
@@ -80,14 +89,14 @@ def _read(reads: MetricReads, store: Store, frame: ManagedMetrics, key: str) -> 
 
 
 def _target_metrics(
-    target: PlannedTarget, campaign_id: str, summaries: Mapping[str, StepSummary], reads: MetricReads, store: Store
+    target: PlannedTarget, campaign_id: str, runs: Mapping[str, list[StepSummary]], reads: MetricReads, store: Store
 ) -> dict[str, ManagedMetrics]:
     assert target.cloudwatch is not None
     instance, region = target.cloudwatch.instance, _region(target)
     found: dict[str, ManagedMetrics] = {}
     earlier: MetricsNote | None = None  # the first refusal or failure: the target's later runs are not tried
     for step in target.steps:
-        window = run_window(step.step_id, summaries) if step.kind == "run" else None
+        window = run_window(runs.get(step.step_id, [])) if step.kind == "run" else None
         if window is None:
             continue
         frame = _frame(instance, region, window)
@@ -108,9 +117,9 @@ def _target_metrics(
 
 def read_managed_metrics(plan: Plan, summaries: list[StepSummary], reads: MetricReads, store: Store) -> dict[str, ManagedMetrics]:
     """Each run's managed metrics by its step id, for the targets that name their instance (none else)."""
-    by_step = {s.step_id: s for s in summaries}
+    runs = by_run(summaries)
     found: dict[str, ManagedMetrics] = {}
     for target in plan.targets:
         if target.cloudwatch is not None:
-            found.update(_target_metrics(target, plan.campaign_id, by_step, reads, store))
+            found.update(_target_metrics(target, plan.campaign_id, runs, reads, store))
     return found

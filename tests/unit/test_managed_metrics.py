@@ -16,7 +16,7 @@ from pydantic import ValidationError
 from pgarena.aws.cloudwatch import CloudWatchMetrics
 from pgarena.aws.store import ResultStore, create_results_table
 from pgarena.campaign.finalize import CampaignEnd, finalize
-from pgarena.campaign.managed_metrics import read_managed_metrics, run_window
+from pgarena.campaign.managed_metrics import by_run, read_managed_metrics, run_window
 from pgarena.campaign.ports import EndPorts
 from pgarena.model import layout
 from pgarena.model.managed_metrics import (
@@ -261,9 +261,10 @@ def test_a_sharded_run_is_read_over_its_shards_window():
         for i in range(2)
     ]
     # From the earliest shard's start past its warm-up to the latest shard's end
-    window = run_window(run.step_id, {s.step_id: s for s in shards})
-    assert window == (T0 + timedelta(seconds=3), T0 + timedelta(seconds=70))
-    assert run_window(run.step_id, {}) is None
+    runs = by_run([*shards, *summaries_of(p)[:1]])
+    assert set(runs) == {run.step_id, p.targets[0].steps[0].step_id}
+    assert run_window(runs[run.step_id]) == (T0 + timedelta(seconds=3), T0 + timedelta(seconds=70))
+    assert run_window([]) is None
 
 
 def _end(p, store):
