@@ -26,9 +26,10 @@ def shown(value: float, unit: str) -> str:
 
 def cell(metric: MetricSummary) -> str:
     """The window's average, then its range: `42.0 % (12.5 % – 61.0 %)`."""
-    if metric.min == metric.max:
+    low, high = shown(metric.min, metric.unit), shown(metric.max, metric.unit)
+    if low == high:  # a steady metric (or one datapoint): its range says nothing more
         return shown(metric.avg, metric.unit)
-    return f"{shown(metric.avg, metric.unit)} ({shown(metric.min, metric.unit)} – {shown(metric.max, metric.unit)})"
+    return f"{shown(metric.avg, metric.unit)} ({low} – {high})"
 
 
 @dataclass

@@ -23,6 +23,7 @@ from pgarena.model.managed_metrics import (
     METRICS,
     STATS,
     CloudWatchSource,
+    MetricsNote,
     MetricsReadFailed,
     measured_window,
     metric_queries,
@@ -34,6 +35,9 @@ from pgarena.model.outcomes import TargetOutcome
 from pgarena.model.results import CampaignResults, StepSummary
 from pgarena.planning.campaign import parse_campaign
 from pgarena.planning.planner import plan_campaign
+from pgarena.report.managed import managed_tables
+from pgarena.report.render import render_html, render_markdown
+from pgarena.report.view import build_report
 from tests.conftest import FIXTURES
 
 T0 = datetime(2026, 11, 27, 12, 0, 13, tzinfo=UTC)
@@ -336,3 +340,41 @@ def test_the_adapter_names_a_refusal():
     with pytest.raises(MetricsReadFailed, match="AccessDenied: not authorized") as refused:
         CloudWatchMetrics(lambda region: _Refusing()).metric_data("eu-west-1", [], T0, T0)
     assert refused.value.denied and "eu-west-1" in str(refused.value)
+
+
+# --- the report ----------------------------------------------------------------------------------------------
+
+
+def test_the_report_shows_each_runs_metrics_and_notes_under_servers(store):
+    # Given a campaign whose first run's metrics were read and whose second run's read was refused
+    p = plan({"instance": "db-1", "region": "eu-west-1"}, clients=(1, 2))
+    reads = Reads({"CPUUtilization": [12.0, 55.5], "FreeableMemory": [2 * 2.0**30]})
+    results = finalize(_end(p, store), EndPorts(store, metrics=reads)).results
+    second = results.targets[0].workloads[1]
+    refused = second.managed_metrics.model_copy(
+        update={"metrics": [], "raw": None, "note": MetricsNote(kind="denied", message="AccessDenied: not authorized")}
+    )
+    results.targets[0].workloads[1] = second.model_copy(update={"managed_metrics": refused})
+
+    # When the report's tables are made
+    (table,) = managed_tables(results)
+
+    # Then one table for the target that named its instance: a column per metric read, a row per run
+    assert (table.target, table.instance, table.region, table.period_s) == ("a", "db-1", "eu-west-1", 60)
+    assert table.columns == ["CPUUtilization", "FreeableMemory"]
+    first, denied = table.rows
+    assert first.cells == {"CPUUtilization": "33.8 % (11.0 % – 56.5 %)", "FreeableMemory": "2.00 GiB"}
+    assert first.raw is not None and first.note is None
+    assert denied.cells == {} and denied.note == "denied: AccessDenied: not authorized"
+
+    # And the HTML and Markdown reports show them
+    html, markdown = render_html(build_report(results)), render_markdown(build_report(results))
+    assert "CloudWatch metrics of DB instance <code>db-1</code>" in html and "33.8 % (11.0 % – 56.5 %)" in html
+    assert "denied: AccessDenied: not authorized" in html
+    assert "| CPUUtilization | FreeableMemory |" in markdown and "| 33.8 % (11.0 % – 56.5 %) |" in markdown
+
+
+def test_a_report_without_managed_metrics_shows_none(store):
+    p = plan(clients=(1,))
+    results = finalize(_end(p, store), EndPorts(store)).results
+    assert managed_tables(results) == [] and "CloudWatch" not in render_html(build_report(results))
