@@ -374,6 +374,19 @@ def test_the_report_shows_each_runs_metrics_and_notes_under_servers(store):
     assert "| CPUUtilization | FreeableMemory |" in markdown and "| 33.8 % (11.0 % – 56.5 %) |" in markdown
 
 
+def test_a_target_whose_every_read_was_refused_shows_its_notes_in_a_column_of_their_own(store):
+    p = plan({"instance": "db-1"}, clients=(1, 2))
+    results = finalize(
+        _end(p, store), EndPorts(store, metrics=Reads(refuse=MetricsReadFailed("AccessDenied", denied=True)))
+    ).results
+
+    (table,) = managed_tables(results)
+    assert table.columns == [] and [r.note.split(":")[0] for r in table.rows] == ["denied", "not_read"]
+    markdown = render_markdown(build_report(results))
+    assert "| run | note |\n|---|---|\n| tpcb · r1 | denied: AccessDenied |" in markdown
+    assert "<th>run</th><th>note</th><th>answer kept</th>" in render_html(build_report(results))
+
+
 def test_a_report_without_managed_metrics_shows_none(store):
     p = plan(clients=(1,))
     results = finalize(_end(p, store), EndPorts(store)).results
