@@ -8,13 +8,15 @@ import re
 import signal
 import sys
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from pydantic import BaseModel
 from rich.console import Console
 from rich.status import Status
 from rich.table import Table
@@ -30,7 +32,18 @@ from pgarena.analysis.history.schema import CampaignEntry, Campaigns, History
 from pgarena.analysis.metrics import stored_metrics
 from pgarena.analysis.ranking import unranked_reasons
 from pgarena.aws.deployment import STACK_NAME
+from pgarena.cli_output import (
+    JsonCommand,
+    Output,
+    command_output,
+    compare_document,
+    current,
+    print_schemas,
+    regression_labels,
+    run_document,
+)
 from pgarena.model import matrix_reference
+from pgarena.model.cli_output import CompareOutput, EstimateOutput, RunOutput, ValidateOutput
 from pgarena.model.comparison import Comparison
 from pgarena.model.matrix import REGION_PATTERN, SITE_NAME_PATTERN, Campaign, json_schema
 from pgarena.model.matrix_errors import MatrixError, Problem
@@ -53,6 +66,14 @@ if TYPE_CHECKING:
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Benchmark PostgreSQL services, rank them honestly.")
 console = Console()
 errors = Console(stderr=True, soft_wrap=True)
+
+
+# Exit codes, every command's (docs/guide/10-cli.md has them in one table; tests/unit/test_exit_codes.py checks it).
+EXIT_OK = 0
+EXIT_ERROR = 1  # invalid input, a refusal, a run that could not start or finish, a --fail-on-regression gate
+EXIT_USAGE = 2  # bad usage, no such file
+EXIT_FAILED_TARGETS = 3  # a campaign ran, and some target failed or stalled
+EXIT_CANCELLED = 130  # cancelled (Ctrl-C, SIGTERM, StopExecution), as a shell reports Ctrl-C
 
 
 # Piped output (a file, `less`, CI logs) is not cut to rich's 80 columns: a table is as wide as its widest row.
@@ -92,9 +113,39 @@ def main(
             stream.width = PIPED_WIDTH
 
 
-def _fail(text: str) -> None:
-    """An error line in red, printed as given: paths and messages may hold [brackets] rich would eat."""
+def _fail(text: str, field: str | None = None, fix: str | None = None) -> None:
+    """An error line in red, printed as given: paths and messages may hold [brackets] rich would eat; recorded
+    for the error document under --json."""
     errors.print(text, style="red", markup=False, highlight=False)
+    current().record(text, field, fix)
+
+
+def _json_schema(document: type[BaseModel]) -> Any:  # typer.Option is typed Any
+    """--json-schema: printed before anything else is read (no file needed), as --version is."""
+
+    def show(value: bool) -> None:
+        if value:
+            print_schemas(document)
+            raise typer.Exit()
+
+    return typer.Option(False, "--json-schema", is_eager=True, callback=show, help="print the JSON Schema of --json's document")
+
+
+AsJson = Annotated[
+    bool, typer.Option("--json", help="print one JSON document on stdout (its schema: --json-schema); progress on stderr")
+]
+Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="print nothing but errors (and the document with --json)")]
+
+
+def _warn(text: str) -> None:
+    """A warning on stderr, unless --quiet."""
+    if current().progress:
+        errors.print(f"warning: {text}", style="yellow", markup=False, highlight=False)
+
+
+def _status(text: str) -> AbstractContextManager[Status | None]:
+    """The spinner line, for people only: under --json or --quiet stdout carries nothing else."""
+    return console.status(_text(text)) if current().human else nullcontext()
 
 
 def _text(value: object, style: str = "") -> Text:
@@ -106,12 +157,12 @@ def _matrix_file(positional: Path | None, option: Path | None) -> Path:
     """MATRIX as every command takes its file (`pgarena run FILE`), or `--matrix FILE`, the spelling of
     earlier versions, kept hidden so that scripts written for them still run."""
     if positional is not None and option is not None and positional != option:
-        errors.print(f"two matrix files given ({positional} and --matrix {option}): give one", markup=False, highlight=False)
-        raise typer.Exit(2)
+        _fail(f"two matrix files given ({positional} and --matrix {option}): give one")
+        raise typer.Exit(EXIT_USAGE)
     chosen = positional or option
     if chosen is None:
-        errors.print("give the matrix file: pgarena COMMAND FILE [options]", markup=False, highlight=False)
-        raise typer.Exit(2)
+        _fail("give the matrix file: pgarena COMMAND FILE [options]")
+        raise typer.Exit(EXIT_USAGE)
     return chosen
 
 
@@ -126,32 +177,66 @@ def _load_input_or_exit(path: Path) -> tuple[Campaign, str | None]:
         return load_execution_input(path)
     except FileNotFoundError:
         _fail(f"{path}: no such file")
-        raise typer.Exit(2) from None
+        raise typer.Exit(EXIT_USAGE) from None
     except MatrixError as error:
         _print_problems(path, error.problems)
-        raise typer.Exit(1) from None
+        raise typer.Exit(EXIT_ERROR) from None
 
 
-@app.command()
+@app.command(cls=JsonCommand)
 def validate(
     matrix: Annotated[Path, typer.Argument(help="provider matrix JSON")],
     stack: Annotated[
         str | None, typer.Option(help="also check the placements against this deployed stack's worker sites")
     ] = None,
     region: Annotated[str | None, typer.Option(help="--stack: the stack's region (default: boto3's)")] = None,
+    as_json: AsJson = False,
+    quiet: Quiet = False,
+    json_schema_only: bool = _json_schema(ValidateOutput),
 ) -> None:
     """Check a provider matrix (or an execution input holding one); print every problem with its JSON path."""
-    campaign = _load_or_exit(matrix)
-    if stack is not None:
-        _check_sites_or_exit(matrix, campaign, stack, region)
-    targets, workloads = len(campaign.targets), len(campaign.workloads)
-    console.print(_text(f"{matrix}: ok ({targets} target{'s' * (targets != 1)} x {workloads} workload{'s' * (workloads != 1)})"))
+    with command_output(as_json, quiet) as output:
+        campaign = _load_or_exit(matrix)
+        if stack is not None:
+            _check_sites_or_exit(matrix, campaign, stack, region)
+        warnings = validate_warnings(campaign)
+        if output.as_json:
+            output.emit(
+                ValidateOutput(
+                    matrix=str(matrix),
+                    campaign=campaign.campaign,
+                    targets=[t.name for t in campaign.targets],
+                    workloads=[w.name for w in campaign.workloads],
+                    stack=stack,
+                    warnings=warnings,
+                )
+            )
+        elif output.human:
+            for warning in warnings:
+                errors.print(_text(f"note: {warning}"), highlight=False)
+            targets, workloads = len(campaign.targets), len(campaign.workloads)
+            console.print(
+                _text(f"{matrix}: ok ({targets} target{'s' * (targets != 1)} x {workloads} workload{'s' * (workloads != 1)})")
+            )
 
 
-def _print_problems(source: object, problems: list[Problem]) -> None:
-    _fail(f"{source}: {len(problems)} problem(s)")
+def validate_warnings(campaign: Campaign) -> list[str]:
+    """What a valid matrix may still surprise with: embedded targets run with `run --local` only."""
+    names = [t.name for t in campaign.targets if t.embedded is not None]
+    if not names:
+        return []
+    return [
+        f"embedded target{'s' * (len(names) != 1)} {', '.join(names)}: `run --local` only (`run --aws` refuses them); "
+        "give each an 'endpoint' to run the campaign in AWS"
+    ]
+
+
+def _print_problems(source: object, problems: list[Problem], fix: str | None = None) -> None:
+    """The count, then one line per problem; each recorded with its JSON path for the error document."""
+    errors.print(f"{source}: {len(problems)} problem(s)", style="red", markup=False, highlight=False)
     for problem in problems:
         errors.print(f"  {problem.path}: {problem.message}", markup=False, highlight=False)
+        current().record(problem.message, problem.path, fix)
 
 
 def _check_local_sites_or_exit(matrix: Path, campaign: Campaign, external_sites: list[str], site_regions: list[str]) -> None:
@@ -173,19 +258,18 @@ def _check_local_sites_or_exit(matrix: Path, campaign: Campaign, external_sites:
     if bad:
         for problem in bad:
             _fail(problem)
-        raise typer.Exit(2)
+        raise typer.Exit(EXIT_USAGE)
     sites = SiteMap(home_region=LOCAL_REGION, regions=frozenset(site_regions), external=frozenset(external_sites))
     problems = site_problems(campaign, sites)
     if not problems:
         return
-    _print_problems(matrix, problems)
-    errors.print(
+    fix = (
         f"locally: pass --external-site NAME for each placement.site and --site-region REGION for each "
-        f"placement.region other than {LOCAL_REGION}, the local runtime's own",
-        markup=False,
-        highlight=False,
+        f"placement.region other than {LOCAL_REGION}, the local runtime's own"
     )
-    raise typer.Exit(1)
+    _print_problems(matrix, problems, fix)
+    errors.print(fix, markup=False, highlight=False)
+    raise typer.Exit(EXIT_ERROR)
 
 
 def _check_sites_or_exit(matrix: Path, campaign: Campaign, stack: str, region: str | None) -> None:
@@ -198,17 +282,17 @@ def _check_sites_or_exit(matrix: Path, campaign: Campaign, stack: str, region: s
         sites = stack_sites(aws_clients(region).cloudformation, stack)
     except AwsRunError as error:
         _fail(str(error))
-        raise typer.Exit(1) from None
+        raise typer.Exit(EXIT_ERROR) from None
     except (BotoCoreError, ClientError) as error:
-        _fail(f"could not read stack {stack!r}: {error} (check credentials and --region)")
-        raise typer.Exit(1) from None
+        _fail(f"could not read stack {stack!r}: {error} (check credentials and --region)", fix="check credentials and --region")
+        raise typer.Exit(EXIT_ERROR) from None
     problems = site_problems(campaign, sites)
     if problems:
         _print_problems(matrix, problems)
-        raise typer.Exit(1)
+        raise typer.Exit(EXIT_ERROR)
 
 
-@app.command()
+@app.command(cls=JsonCommand)
 def estimate(
     matrix: Annotated[Path | None, typer.Argument(help="provider matrix JSON", metavar="MATRIX", show_default=False)] = None,
     matrix_option: Annotated[Path | None, typer.Option("--matrix", hidden=True, help="the old spelling of MATRIX")] = None,
@@ -218,47 +302,58 @@ def estimate(
     worker_cpu: Annotated[int, typer.Option(help="Fargate CPU units of a worker, as pgarena:workerCpu")] = 1024,
     worker_memory_mib: Annotated[int, typer.Option(help="Fargate memory of a worker, as pgarena:workerMemoryMiB")] = 2048,
     spot: Annotated[bool, typer.Option("--spot", help="price workers at the typical Fargate Spot discount")] = False,
+    as_json: AsJson = False,
+    quiet: Quiet = False,
+    json_schema_only: bool = _json_schema(EstimateOutput),
 ) -> None:
     """Print how long the campaign takes locally and in AWS, and what it would cost in AWS, line by line."""
+    with command_output(as_json, quiet) as output:
+        campaign = _load_or_exit(_matrix_file(matrix, matrix_option))
+        _estimate(campaign, region, worker_cpu, worker_memory_mib, spot, output)
+
+
+def _estimate(  # the command's options, passed on
+    campaign: Campaign, region: str | None, worker_cpu: int, worker_memory_mib: int, spot: bool, output: Output
+) -> None:
+    from pgarena.cli_output import estimate_document
     from pgarena.planning.cost import DEFAULT_REGION, PRICES, endpoint_plan, estimate_campaign, format_lines
     from pgarena.planning.duration import local_wall_s
     from pgarena.planning.estimate_text import adaptive_note, cap_lines, duration_line, embedded_note
     from pgarena.planning.fixed_cost import fixed_monthly_cost
-
-    matrix = _matrix_file(matrix, matrix_option)
-    campaign = _load_or_exit(matrix)
-    result = estimate_campaign(campaign, worker_cpu, worker_memory_mib, region, spot)
-    embedded = [t.name for t in campaign.targets if t.embedded is not None]
-    # A region without a price table is priced as the default one: the header says which (the note, how to add it).
-    priced = result.region if result.region in PRICES else f"{DEFAULT_REGION} (no table for {result.region})"
-    print(f"{campaign.campaign}: {result.tasks} worker tasks, {priced} list prices as of {result.prices_as_of}")
-    print(duration_line(local_wall_s(endpoint_plan(campaign), len(embedded)), result.wall_s, result.tasks))
-    if (note := adaptive_note(campaign.min_repetitions, campaign.max_repetitions)) is not None:
-        print(note)
-    if (note := embedded_note(embedded)) is not None:
-        print(note)
-    for row in format_lines(result) + [f"note: {note}" for note in result.notes]:
-        print(row)
-    sites = [t.placement.region for t in campaign.targets if t.placement is not None and t.placement.region is not None]
-    print(fixed_monthly_cost(result.region, site_regions=sites).line())
-    cap = campaign.cost.cap_usd if campaign.cost else None
-    if campaign.cost and campaign.cost.monthly_cap_usd is not None:
-        print(f"monthly cap ${campaign.cost.monthly_cap_usd:.2f}: checked against the month's ledger when it starts")
-    if cap is not None:
-        lines, refused = cap_lines(result.total_usd, result.bound_usd, cap)
-        for line in lines:
-            (errors if refused else console).print(line, highlight=False, markup=False)
-        if refused:
-            raise typer.Exit(1)
-    _print_footprint(campaign)
-
-
-def _print_footprint(campaign: Campaign) -> None:
-    """What the campaign asks of AWS's limits, beside its cost (validation refused whatever passes one)."""
     from pgarena.planning.footprint import footprint, format_footprint
 
-    for row in format_footprint(footprint(campaign)):
-        print(row)
+    result = estimate_campaign(campaign, worker_cpu, worker_memory_mib, region, spot)
+    plan = endpoint_plan(campaign)
+    embedded = [t.name for t in campaign.targets if t.embedded is not None]
+    local_s = local_wall_s(plan, len(embedded))
+    notes = [n for n in (adaptive_note(campaign.min_repetitions, campaign.max_repetitions), embedded_note(embedded)) if n]
+    sites = [t.placement.region for t in campaign.targets if t.placement is not None and t.placement.region is not None]
+    fixed = fixed_monthly_cost(result.region, site_regions=sites)
+    monthly = campaign.cost.monthly_cap_usd if campaign.cost else None
+    monthly_line = (
+        [f"monthly cap ${monthly:.2f}: checked against the month's ledger when it starts"] if monthly is not None else []
+    )
+    cap = campaign.cost.cap_usd if campaign.cost else None
+    cap_text, refused = cap_lines(result.total_usd, result.bound_usd, cap) if cap is not None else ([], False)
+    # A region without a price table is priced as the default one: the header says which (the note, how to add it).
+    priced = result.region if result.region in PRICES else DEFAULT_REGION
+    if output.human:
+        no_table = "" if priced == result.region else f" (no table for {result.region})"
+        print(f"{campaign.campaign}: {result.tasks} worker tasks, {priced}{no_table} list prices as of {result.prices_as_of}")
+        print(duration_line(local_s, result.wall_s, result.tasks))
+        for row in notes + format_lines(result) + [f"note: {note}" for note in result.notes] + [fixed.line(), *monthly_line]:
+            print(row)
+    if refused:  # the cost guard would refuse it: an error, whatever else is printed
+        _fail(cap_text[0], field="$.cost.cap_usd", fix="raise cost.cap_usd, or run fewer or shorter steps")
+        raise typer.Exit(EXIT_ERROR)
+    limits = footprint(campaign)
+    if output.as_json:
+        output.emit(
+            estimate_document(campaign, plan, result, priced, local_s, fixed.total_usd, notes + monthly_line + cap_text, limits)
+        )
+    elif output.human:
+        for row in cap_text + format_footprint(limits):
+            print(row)
 
 
 @app.command()
@@ -373,7 +468,7 @@ def scenario_tables(results: CampaignResults) -> list[Table]:
     return tables
 
 
-@app.command()
+@app.command(cls=JsonCommand)
 def run(
     matrix: Annotated[Path | None, typer.Argument(help="provider matrix JSON", metavar="MATRIX", show_default=False)] = None,
     matrix_option: Annotated[Path | None, typer.Option("--matrix", hidden=True, help="the old spelling of MATRIX")] = None,
@@ -431,35 +526,55 @@ def run(
         float, typer.Option(help="--aws: after a stop or a failure, how long to wait for finalize_stopped's results.json", min=0)
     ] = RESULTS_WAIT_S,
     verbose: Annotated[bool, typer.Option("--verbose", help="also print each state the state machine enters")] = False,
+    as_json: AsJson = False,
+    quiet: Quiet = False,
+    json_schema_only: bool = _json_schema(RunOutput),
 ) -> None:
     """Run a campaign through the campaign state machine and print the ranking."""
-    matrix = _matrix_file(matrix, matrix_option)
-    if local == aws:
-        errors.print("choose where the campaign runs: --local (this machine) or --aws (the deployed stack)")
-        raise typer.Exit(2)
-    if aws and (aws_strict or container_workers or external_site or site_region):
-        # These change how the local runtime runs; in AWS, Lambda, Fargate and the stack's sites already are what they imitate.
-        errors.print(
-            "--aws-strict, --container-workers, --site-region and --external-site go with --local: remove them from a --aws run"
-        )
-        raise typer.Exit(2)
-    campaign, given_id = _load_input_or_exit(matrix)
-    if given_id:
-        errors.print(
-            f"note: {matrix} names a campaign_id; a run names its campaign itself ({campaign.campaign}-<time>-<suffix>)",
-            markup=False,
-            highlight=False,
-        )
-    if aws:
-        given = {
-            "state_machine_arn": state_machine_arn,
-            "results_bucket": results_bucket,
-            "results_table": results_table,
-            "worker_cluster_arn": worker_cluster_arn,
-        }
-        with terminate_as_interrupt():
-            _finish_aws(_run_aws(campaign, out, stack_name, given, region, endpoint_url, results_wait_s, verbose))
-        return
+    with command_output(as_json, quiet) as output:
+        matrix = _matrix_file(matrix, matrix_option)
+        if local == aws:
+            _fail("choose where the campaign runs: --local (this machine) or --aws (the deployed stack)")
+            raise typer.Exit(EXIT_USAGE)
+        if aws and (aws_strict or container_workers or external_site or site_region):
+            # These change how the local runtime runs; in AWS, Lambda, Fargate and the stack's sites already are what they imitate.
+            _fail(
+                "--aws-strict, --container-workers, --site-region and --external-site go with --local: remove them from a --aws run"
+            )
+            raise typer.Exit(EXIT_USAGE)
+        campaign, given_id = _load_input_or_exit(matrix)
+        if given_id and output.progress:
+            errors.print(
+                f"note: {matrix} names a campaign_id; a run names its campaign itself ({campaign.campaign}-<time>-<suffix>)",
+                markup=False,
+                highlight=False,
+            )
+        if aws:
+            given = {
+                "state_machine_arn": state_machine_arn,
+                "results_bucket": results_bucket,
+                "results_table": results_table,
+                "worker_cluster_arn": worker_cluster_arn,
+            }
+            with terminate_as_interrupt():
+                _finish_aws(*_run_aws(campaign, out, stack_name, given, region, endpoint_url, results_wait_s, verbose))
+            return
+        _check_local_sites_or_exit(matrix, campaign, external_site or [], site_region or [])
+        where = LocalWhere(aws_strict, container_workers or aws_strict, tuple(external_site or ()), tuple(site_region or ()))
+        _run_local(campaign, out, where, verbose)
+
+
+@dataclass(frozen=True)
+class LocalWhere:
+    """How the local runtime runs a campaign: run's --aws-strict, --container-workers, --external-site, --site-region."""
+
+    aws_strict: bool
+    container_workers: bool
+    external_sites: tuple[str, ...]
+    site_regions: tuple[str, ...]
+
+
+def _run_local(campaign: Campaign, out: Path, where: LocalWhere, verbose: bool) -> None:
     from pgarena.local.assets import AssetError
     from pgarena.local.containers import DockerError
     from pgarena.local.leases import LeaseDirError
@@ -468,46 +583,51 @@ def run(
     from pgarena.local.runtime import run_local
     from pgarena.model.errors import DiskFull
 
-    _check_local_sites_or_exit(matrix, campaign, external_site or [], site_region or [])
     # Ctrl-C stops the campaign (workers, leases) and still writes a results.json marked cancelled.
-    mode = "locally, as AWS would run it" if aws_strict else "locally"
+    mode = "locally, as AWS would run it" if where.aws_strict else "locally"
     try:
         with (
             terminate_as_interrupt(),
-            console.status(_text(f"running {campaign.campaign} {mode} (Ctrl-C cancels, keeping what finished)")) as status,
+            _status(f"running {campaign.campaign} {mode} (Ctrl-C cancels, keeping what finished)") as status,
         ):
-            printer = ProgressPrinter(campaign_progress(campaign, "local"), verbose, status)
             result = run_local(
                 campaign,
                 out,
-                on_event=printer,
-                aws_strict=aws_strict,
-                container_workers=container_workers or aws_strict,
-                external_sites=tuple(external_site or ()),
-                site_regions=tuple(site_region or ()),
+                on_event=progress_printer(campaign_progress(campaign, "local"), verbose, status),
+                aws_strict=where.aws_strict,
+                container_workers=where.container_workers,
+                external_sites=where.external_sites,
+                site_regions=where.site_regions,
             )
     except (AssetError, StrictLimitError, DockerError, LeaseDirError) as error:
         _fail(str(error))
-        raise typer.Exit(1) from None
+        raise typer.Exit(EXIT_ERROR) from None
     except Interrupted as stop:
-        errors.print(
+        _fail(
             f"interrupted: the steps that finished are kept in {stop.folder}; `pgarena resume {stop.folder}` runs the rest",
-            highlight=False,
-            markup=False,
+            fix=f"pgarena resume {stop.folder}",
         )
         raise typer.Exit(EXIT_CANCELLED) from None
     except DiskFull as full:
         _fail(f"disk_full: {full}")
-        raise typer.Exit(1) from None
+        raise typer.Exit(EXIT_ERROR) from None
     _say_stopped(result.stopped)
     if result.results is None:
         _fail(f"campaign {result.campaign_id} ended {result.status} without results: {result.error}")
-        raise typer.Exit(1)
+        raise typer.Exit(EXIT_ERROR)
     if result.status == "FAILED":  # an error no Catch handles (--aws-strict's limits): what finished is kept
         _fail(f"campaign {result.campaign_id} FAILED: {result.error}")
-        console.print(_text(f"results: {result.results_dir / 'results.json'}"))
-        raise typer.Exit(1)
+        _say_results_kept(result.results_dir)
+        raise typer.Exit(EXIT_ERROR)
     _print_outcome(result.results, result.results_dir, result.wall_s)
+
+
+def _say_results_kept(folder: Path) -> None:
+    """After a failed execution: where what finished is (on stdout for people, as it was; else on stderr)."""
+    if current().human:
+        console.print(_text(f"results: {folder / 'results.json'}"))
+    elif current().progress:
+        errors.print(_text(f"results: {folder / 'results.json'}"), highlight=False)
 
 
 def _run_aws(
@@ -519,8 +639,9 @@ def _run_aws(
     endpoint_url: str | None,
     results_wait_s: float,
     verbose: bool,
-) -> AwsRun:
-    """Start the campaign in the deployed stack and follow it; Ctrl-C stops it (execution and workers)."""
+) -> tuple[AwsRun, str]:
+    """Start the campaign in the deployed stack and follow it; Ctrl-C stops it (execution and workers). The run,
+    and the results bucket it wrote to."""
     from botocore.exceptions import BotoCoreError, ClientError
 
     from pgarena.remote.capacity import capacity_warnings
@@ -530,7 +651,7 @@ def _run_aws(
     if problems:
         for problem in problems:
             _fail(problem)
-        raise typer.Exit(1)
+        raise typer.Exit(EXIT_ERROR)
     if endpoint_url:  # as if exported: boto3 reads it for every client, a service's own variable first
         os.environ["AWS_ENDPOINT_URL"] = endpoint_url
     try:
@@ -538,14 +659,15 @@ def _run_aws(
         outputs = stack_outputs(clients.cloudformation, stack_name, given)
         if outputs.sites is not None and (site_refusals := site_problems(campaign, outputs.sites)):
             _print_problems(stack_name, site_refusals)
-            raise typer.Exit(1)
+            raise typer.Exit(EXIT_ERROR)
         for warning in capacity_warnings(
             campaign, stack_name, clients.cloudformation, clients.ecs, clients.service_quotas, clients.lambda_
         ):
-            errors.print(f"warning: {warning}", style="yellow", markup=False, highlight=False)
+            _warn(warning)
         runner = AwsCampaign(clients, outputs, out, results_wait_s)
-        with console.status(_text(f"running {campaign.campaign} in AWS (Ctrl-C stops the execution and its workers)")) as status:
-            return runner.run(campaign, on_event=ProgressPrinter(campaign_progress(campaign, "aws"), verbose, status))
+        with _status(f"running {campaign.campaign} in AWS (Ctrl-C stops the execution and its workers)") as status:
+            printer = progress_printer(campaign_progress(campaign, "aws"), verbose, status)
+            return runner.run(campaign, on_event=printer), outputs.results_bucket
     except AwsRunError as error:
         _fail(str(error))
     except ClientError as error:
@@ -555,27 +677,25 @@ def _run_aws(
     except KeyboardInterrupt:  # a second Ctrl-C, while waiting for the stopped campaign's results
         _fail("interrupted: the execution is stopped; finalize_stopped writes its results.json to the results bucket")
         raise typer.Exit(EXIT_CANCELLED) from None
-    raise typer.Exit(1)
+    raise typer.Exit(EXIT_ERROR)
 
 
-def _finish_aws(result: AwsRun) -> None:
+def _finish_aws(result: AwsRun, bucket: str) -> None:
     where = f"execution {result.execution_arn}"
     if result.results is None:
         if result.status == "ABORTED":
-            errors.print(
+            _fail(
                 f"stopped {where} and {result.stopped_tasks} worker task(s); results.json was not written in time: "
-                f"finalize_stopped writes it under {result.campaign_id}/ in the results bucket",
-                highlight=False,
-                markup=False,
+                f"finalize_stopped writes it under {result.campaign_id}/ in the results bucket"
             )
             raise typer.Exit(EXIT_CANCELLED)
         _fail(f"campaign {result.campaign_id} ended {result.status} without results ({where}): {result.error}")
-        raise typer.Exit(1)
+        raise typer.Exit(EXIT_ERROR)
     if result.status in ("FAILED", "TIMED_OUT"):  # finalize_stopped aggregated what finished
         _fail(f"campaign {result.campaign_id} {result.status} ({where}): {result.error}")
-        console.print(_text(f"results: {result.results_dir / 'results.json'}"))
-        raise typer.Exit(1)
-    _print_outcome(result.results, result.results_dir, result.wall_s)
+        _say_results_kept(result.results_dir)
+        raise typer.Exit(EXIT_ERROR)
+    _print_outcome(result.results, result.results_dir, result.wall_s, result.execution_arn, bucket)
 
 
 class ProgressPrinter:
@@ -583,38 +703,52 @@ class ProgressPrinter:
     tpcb · 4 clients · repetition 2/5 — step 7 of 22: 3,749.4 tps (~2 min left)'); the running step, and an
     SLO search's probe, on the status line. `verbose` adds every state the state machine enters."""
 
-    def __init__(self, progress: CampaignProgress | None = None, verbose: bool = True, status: Status | None = None):
+    def __init__(
+        self,
+        progress: CampaignProgress | None = None,
+        verbose: bool = True,
+        status: Status | None = None,
+        stream: Console | None = None,
+    ):
         self.progress = progress or CampaignProgress()
         self.verbose = verbose
         self.status = status
+        self.stream = stream  # None: stdout for people (the module's console when printing); stderr beside a JSON document
 
     def _running(self, text: str) -> None:
         if self.status is not None:
             self.status.update(_text(f"{text} (Ctrl-C cancels)"))
 
     def __call__(self, event: Event) -> None:
+        out = self.stream or console
         clock = (f"{event.elapsed_s:6.1f}s", "dim")
         if event.kind == "step" and event.summary is not None:
             s = event.summary
             colour = "green" if s.status == "succeeded" else "red"
             line = self.progress.finished(s, event.elapsed_s)
-            console.print(Text.assemble(clock, " ", (f"{s.status:9}", colour), " ", line), highlight=False, soft_wrap=True)
+            out.print(Text.assemble(clock, " ", (f"{s.status:9}", colour), " ", line), highlight=False, soft_wrap=True)
         elif event.kind == "probe":
             self._running(self.progress.probing(event.text, event.probes, event.elapsed_s))
             if self.verbose:
-                console.print(
-                    _text(f"{event.elapsed_s:6.1f}s SLO probe {event.probes} {event.text}", style="dim"), highlight=False
-                )
+                out.print(_text(f"{event.elapsed_s:6.1f}s SLO probe {event.probes} {event.text}", style="dim"), highlight=False)
         elif event.state:  # a state of the state machine: its name only with --verbose
             if event.state == WORKER_STATE and event.subject:
                 self._running(self.progress.started(event.subject, event.elapsed_s))
             if self.verbose:
-                console.print(_text(f"{event.elapsed_s:6.1f}s {event.text}", style="dim"), highlight=False, soft_wrap=True)
+                out.print(_text(f"{event.elapsed_s:6.1f}s {event.text}", style="dim"), highlight=False, soft_wrap=True)
         else:  # the runtime's own news: a target that could not start, an execution started or stopped
-            console.print(_text(f"{event.elapsed_s:6.1f}s {event.text}", style="dim"), highlight=False, soft_wrap=True)
+            out.print(_text(f"{event.elapsed_s:6.1f}s {event.text}", style="dim"), highlight=False, soft_wrap=True)
 
 
 show_event = ProgressPrinter()
+
+
+def progress_printer(progress: CampaignProgress, verbose: bool, status: Status | None) -> Callable[[Event], None]:
+    """The running command's progress: on stdout, on stderr under --json, nowhere under --quiet."""
+    output = current()
+    if not output.progress:
+        return lambda event: None
+    return ProgressPrinter(progress, verbose, status, console if output.human else errors)
 
 
 def campaign_progress(campaign: Campaign, where: str) -> CampaignProgress:
@@ -628,11 +762,6 @@ def campaign_progress(campaign: Campaign, where: str) -> CampaignProgress:
         return CampaignProgress(plan, local_step_s, local_wall_s(plan, embedded))
     wall_s = estimate_campaign(campaign, 1024, 2048).wall_s  # the worker's size does not change its time
     return CampaignProgress(plan, lambda step: expected_work_s(step) + TASK_OVERHEAD_S, wall_s)
-
-
-# Exit codes: 0 every target succeeded, 3 some failed or stalled, 130 cancelled (as a shell reports Ctrl-C).
-EXIT_FAILED_TARGETS = 3
-EXIT_CANCELLED = 130
 
 
 def print_verdict(results: CampaignResults) -> None:
@@ -650,12 +779,43 @@ def _say_stopped(lines: list[str]) -> None:
         errors.print(_text(line), highlight=False)
 
 
-def _print_outcome(results: CampaignResults, folder: Path, wall_s: float) -> None:
+def _print_outcome(
+    results: CampaignResults, folder: Path, wall_s: float, execution_arn: str | None = None, bucket: str | None = None
+) -> None:
+    """The ranking, verdict and where the results are (or run's JSON document); then the exit the outcome calls for."""
     try:
         check_consistent(results)  # a results.json read back from a bucket may have been edited
     except InconsistentResultsError as error:
         _fail(str(error))
-        raise typer.Exit(1) from None
+        raise typer.Exit(EXIT_ERROR) from None
+    stalls = stalled_runs(results)
+    code = outcome_exit_code(results, stalls)
+    output = current()
+    if output.as_json:
+        output.emit(run_document(results, folder, wall_s, stalls, code, execution_arn, bucket))
+    elif output.human:
+        _print_ranking(results, folder, wall_s)
+    if code == EXIT_CANCELLED:
+        errors.print(_text(f"cancelled: what finished is kept; `pgarena resume {folder}` re-runs the rest"), highlight=False)
+    elif any(t.status == "failed" for t in results.targets):
+        hint = _text(f"`pgarena resume {folder}` re-runs what failed")
+        (console if output.human else errors).print(hint, highlight=False)
+    else:
+        for stall in stalls:  # a run that measured an outage (a frozen server, a lock held) measured no capacity
+            errors.print(_text(f"stalled: {stall}"), highlight=False)
+    if code != EXIT_OK:
+        raise typer.Exit(code)
+
+
+def outcome_exit_code(results: CampaignResults, stalls: list[str]) -> int:
+    if results.status == "cancelled":
+        return EXIT_CANCELLED
+    if any(t.status == "failed" for t in results.targets) or stalls:
+        return EXIT_FAILED_TARGETS
+    return EXIT_OK
+
+
+def _print_ranking(results: CampaignResults, folder: Path, wall_s: float) -> None:
     console.print(ranking_table(results))
     print_verdict(results)
     if (note := repetitions_note(results)) is not None:
@@ -665,17 +825,6 @@ def _print_outcome(results: CampaignResults, folder: Path, wall_s: float) -> Non
     console.print(_text(f"results: {folder / 'results.json'}  ({wall_s:.1f} s)"))
     if (folder / "report.html").exists():
         console.print(_text(f"report:  {folder / 'report.html'}"))
-    if results.status == "cancelled":
-        errors.print(_text(f"cancelled: what finished is kept; `pgarena resume {folder}` re-runs the rest"), highlight=False)
-        raise typer.Exit(EXIT_CANCELLED)
-    if any(t.status == "failed" for t in results.targets):
-        console.print(_text(f"`pgarena resume {folder}` re-runs what failed"), highlight=False)
-        raise typer.Exit(EXIT_FAILED_TARGETS)
-    stalls = stalled_runs(results)
-    for stall in stalls:
-        errors.print(_text(f"stalled: {stall}"), highlight=False)
-    if stalls:  # a run that measured an outage (a frozen server, a lock held) measured no capacity
-        raise typer.Exit(EXIT_FAILED_TARGETS)
 
 
 def stalled_runs(results: CampaignResults) -> list[str]:
@@ -704,7 +853,7 @@ def resume(
             f"{campaign}: neither results.json nor matrix.json there. An AWS execution: copy its folder first "
             "(aws s3 cp --recursive s3://<bucket>/<campaign_id>/ results/<campaign_id>/) and pass --matrix"
         )
-        raise typer.Exit(2)
+        raise typer.Exit(EXIT_USAGE)
     override = _load_or_exit(matrix) if matrix else None
     from pgarena.local.leases import LeaseDirError
     from pgarena.local.resume import NothingToResume, resume_local
@@ -721,10 +870,10 @@ def resume(
         return
     except FileNotFoundError as missing:
         _fail(f"{missing}")
-        raise typer.Exit(2) from None
+        raise typer.Exit(EXIT_USAGE) from None
     except (LeaseDirError, UnsafePath, ResultsError) as error:
         _fail(str(error))
-        raise typer.Exit(1) from None
+        raise typer.Exit(EXIT_ERROR) from None
     console.print(
         _text(f"re-ran {', '.join(resumed.reruns) or 'nothing'}; kept the successes of {campaign.name}"), highlight=False
     )
@@ -736,13 +885,13 @@ def _results_or_exit(path: Path) -> CampaignResults:
         return check_consistent(load_results(path))
     except FileNotFoundError:
         _fail(f"{path}: no results.json there")
-        raise typer.Exit(2) from None
+        raise typer.Exit(EXIT_USAGE) from None
     except (ResultsError, InconsistentResultsError) as error:
         _fail(str(error))
-        raise typer.Exit(1) from None
+        raise typer.Exit(EXIT_ERROR) from None
     except OSError as error:
         _fail(f"{path}: cannot read it: {error.strerror}")
-        raise typer.Exit(2) from None
+        raise typer.Exit(EXIT_USAGE) from None
 
 
 @app.command()
@@ -799,7 +948,7 @@ def settings_table(comparison: Comparison) -> Table:
     return table
 
 
-@app.command()
+@app.command(cls=JsonCommand)
 def compare(
     a: Annotated[Path, typer.Argument(help="the earlier campaign: its folder or its results.json")],
     b: Annotated[Path, typer.Argument(help="the later campaign: its folder or its results.json")],
@@ -809,21 +958,31 @@ def compare(
     fail_on_regression: Annotated[
         bool, typer.Option("--fail-on-regression", help="exit 1 when any point regressed (a CI gate)")
     ] = False,
+    as_json: AsJson = False,
+    quiet: Quiet = False,
+    json_schema_only: bool = _json_schema(CompareOutput),
 ) -> None:
     """Show what changed from campaign A to campaign B per target, workload and client count; flag regressions."""
-    comparison = compare_campaigns(_results_or_exit(a), _results_or_exit(b), threshold)
-    console.print(comparison_table(comparison))
-    if comparison.settings:
-        console.print(settings_table(comparison))
-    else:
-        console.print("server settings: no difference between the targets' recorded non-default settings", highlight=False)
-    regressions = comparison.regressions
-    summary = f"{len(regressions)} regression(s)" + (
-        ": " + ", ".join(f"{c.target}/{c.workload}/c{c.clients}" for c in regressions) if regressions else ""
-    )
-    console.print(_text(summary), style="red" if regressions else "green", highlight=False)
-    if fail_on_regression and regressions:
-        raise typer.Exit(1)
+    with command_output(as_json, quiet) as output:
+        comparison = compare_campaigns(_results_or_exit(a), _results_or_exit(b), threshold)
+        regressions = regression_labels(comparison)
+        code = EXIT_ERROR if fail_on_regression and regressions else EXIT_OK
+        summary = f"{len(regressions)} regression(s)" + (": " + ", ".join(regressions) if regressions else "")
+        if output.as_json:
+            output.emit(compare_document(comparison, fail_on_regression, code))
+        elif output.human:
+            console.print(comparison_table(comparison))
+            if comparison.settings:
+                console.print(settings_table(comparison))
+            else:
+                console.print(
+                    "server settings: no difference between the targets' recorded non-default settings", highlight=False
+                )
+            console.print(_text(summary), style="red" if regressions else "green", highlight=False)
+        elif code != EXIT_OK:  # --quiet: the gate's failure is the one error
+            _fail(summary)
+        if code != EXIT_OK:
+            raise typer.Exit(code)
 
 
 # `pgarena history --fail-on-change`: a series changed for the worse at its latest runs.
@@ -932,7 +1091,8 @@ def print_history(told: History, html: Path | None) -> None:
         table.add_column(column, justify="right" if column in ("run", "cost") else "left")
     for r in told.runs:
         failed = f" ({', '.join(r.failed_targets)} failed)" if r.failed_targets else ""
-        cost = f"${r.cost_usd:,.2f}" if r.cost_usd is not None else "-"
+        # A local run charged nothing: its figure is what the same workers would have cost in AWS.
+        cost = "-" if r.cost_usd is None else f"${r.cost_usd:,.2f}" + (" if in AWS" if r.priced_as_aws else "")
         table.add_row(
             str(r.run),
             r.started_at[:19],
@@ -976,10 +1136,10 @@ def parse(
         text = sys.stdin.read() if str(file) == "-" else file.read_text(errors="replace")
     except FileNotFoundError:
         _fail(f"{file}: no such file")
-        raise typer.Exit(2) from None
+        raise typer.Exit(EXIT_USAGE) from None
     except OSError as error:  # a directory, no permission
         _fail(f"{file}: cannot read it: {error.strerror or error}")
-        raise typer.Exit(2) from None
+        raise typer.Exit(EXIT_USAGE) from None
     parsed = tool_for(tool).parse(text)
     print(parsed.model_dump_json(indent=2))
 

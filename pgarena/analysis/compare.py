@@ -17,7 +17,7 @@ from pydantic import ValidationError
 from pgarena.analysis.comparisons import Levels
 from pgarena.analysis.metrics import stored_metrics
 from pgarena.analysis.significance import ALPHA, MIN_RUNS, decide, log_ratio_test
-from pgarena.model.comparison import Change, Comparison, SettingChange
+from pgarena.model.comparison import Change, Comparison, FigureTest, SettingChange
 from pgarena.model.figures import Interval
 from pgarena.model.matrix_errors import problems_of
 from pgarena.model.matrix_json import MAX_RESULTS_BYTES, read_text
@@ -63,19 +63,32 @@ def _latency(a: PointMetrics, b: PointMetrics) -> tuple[str | None, float | None
     return None, None, None
 
 
-def _test(a: Interval | None, b: Interval | None, levels: Levels) -> tuple[str, str] | None:
+def _test(figure: str, relative: float, a: Interval | None, b: Interval | None, levels: Levels) -> FigureTest | None:
     """B over A on one figure, as the ranking compares two targets (Welch on the log ratio, each side's own
     between-run noise and count): its outcome and the interval that decided it; None when either is missing."""
     if a is None or b is None or not a.mean or not b.mean or a.mean <= 0 or b.mean <= 0:
         return None
     ratio = b.mean / a.mean
     if a.stddev is None or b.stddev is None or min(a.n, b.n) < MIN_RUNS:
-        return "inconclusive", f"fewer than {MIN_RUNS} runs: no interval"
+        return FigureTest(figure=figure, change=relative, outcome="inconclusive")
     test = log_ratio_test(ratio, b.stddev / b.mean, b.n, a.stddev / a.mean, a.n, levels.alpha)
     decision = decide(test, levels.alpha, levels.equivalence_alpha, levels.margin)
     if decision.low is None or decision.high is None:
-        return decision.outcome, "no interval"
-    return decision.outcome, f"[{decision.low - 1:+.1%}, {decision.high - 1:+.1%}] at {decision.confidence:.1%}"
+        return FigureTest(figure=figure, change=relative, outcome=decision.outcome, confidence=decision.confidence)
+    return FigureTest(
+        figure=figure,
+        change=relative,
+        outcome=decision.outcome,
+        ci_low=decision.low - 1,
+        ci_high=decision.high - 1,
+        confidence=decision.confidence,
+    )
+
+
+def _interval_text(test: FigureTest) -> str:
+    if test.ci_low is not None and test.ci_high is not None and test.confidence is not None:
+        return f"[{test.ci_low:+.1%}, {test.ci_high:+.1%}] at {test.confidence:.1%}"
+    return "no interval" if test.confidence is not None else f"fewer than {MIN_RUNS} runs: no interval"
 
 
 def _slo(a: PointMetrics, b: PointMetrics) -> tuple[str | None, float | None, float | None, list[str]]:
@@ -117,7 +130,12 @@ def compare_points(a: PointMetrics, b: PointMetrics, threshold: float = DEFAULT_
     if not (a.complete and b.complete):
         which = "A and B" if not (a.complete or b.complete) else ("A" if not a.complete else "B")
         return change.model_copy(update={"verdict": "not_comparable", "reasons": [f"failed or clamped in {which}"]})
-    reasons, undecided, worse, better = _decided_figures(a, b, change, field, threshold)
+    tests = _decided_figures(a, b, change, field, threshold)
+    change = change.model_copy(update={"tests": tests})
+    reasons = [f"{t.figure} {t.change:+.1%} {_interval_text(t)}" for t in tests if t.outcome == "different"]
+    undecided = [f"{t.figure} {t.change:+.1%} {_interval_text(t)}" for t in tests if t.outcome == "inconclusive"]
+    worse = any(t.outcome == "different" and (t.change > 0) == (t.figure.startswith("latency")) for t in tests)
+    better = any(t.outcome == "different" and (t.change > 0) != (t.figure.startswith("latency")) for t in tests)
     if b.stability.collapsed and not a.stability.collapsed:
         reasons.append("tps collapsed during the run in B")
         worse = True
@@ -133,34 +151,21 @@ def compare_points(a: PointMetrics, b: PointMetrics, threshold: float = DEFAULT_
     return change.model_copy(update={"reasons": slo_notes})
 
 
-def _decided_figures(
-    a: PointMetrics, b: PointMetrics, change: Change, field: str | None, threshold: float
-) -> tuple[list[str], list[str], bool, bool]:
-    """Each figure of the point decided: the decided differences, the undecided figures, whether any is worse
-    and whether any is better."""
+def _decided_figures(a: PointMetrics, b: PointMetrics, change: Change, field: str | None, threshold: float) -> list[FigureTest]:
+    """Each figure of the point that both campaigns have, decided at 5% shared over them (Bonferroni)."""
     slo = change.slo
     figures = [
-        ("tps", change.tps_change, False, a.tps_interval, b.tps_interval),
-        (f"latency {field}", change.latency_change, True, _latency_interval(a, field), _latency_interval(b, field)),
-        ("tps at SLO", change.slo_tps_change, False, a.slo_tps_interval if slo else None, b.slo_tps_interval if slo else None),
+        ("tps", change.tps_change, a.tps_interval, b.tps_interval),
+        (f"latency {field}", change.latency_change, _latency_interval(a, field), _latency_interval(b, field)),
+        ("tps at SLO", change.slo_tps_change, a.slo_tps_interval if slo else None, b.slo_tps_interval if slo else None),
     ]
-    compared = [f for f in figures if f[1] is not None and f[3] is not None and f[4] is not None]
+    compared = [f for f in figures if f[1] is not None and f[2] is not None and f[3] is not None]
     levels = Levels(ALPHA / max(1, len(compared)), 2 * ALPHA, threshold)
-    reasons, undecided = [], []
-    worse = better = False
-    for label, relative, higher_is_worse, before, after in compared:
-        found = _test(before, after, levels)
-        if found is None:
-            continue
-        outcome, interval = found
-        if outcome == "different":
-            reasons.append(f"{label} {relative:+.1%} {interval}")
-            rose = relative is not None and relative > 0  # compared figures all have a change
-            worse = worse or rose == higher_is_worse
-            better = better or rose != higher_is_worse
-        elif outcome == "inconclusive":
-            undecided.append(f"{label} {relative:+.1%} {interval}")
-    return reasons, undecided, worse, better
+    tests = []
+    for label, relative, before, after in compared:
+        if relative is not None and (test := _test(label, relative, before, after, levels)) is not None:
+            tests.append(test)
+    return tests
 
 
 def _latency_interval(p: PointMetrics, field: str | None) -> Interval | None:

@@ -6,9 +6,26 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from pgarena.model.pairwise import Outcome
+
 Verdict = Literal[
     "regression", "improvement", "unchanged", "within_noise", "failed", "recovered", "new", "gone", "not_comparable"
 ]
+
+
+class FigureTest(BaseModel):
+    """One figure of a point decided B against A, as the ranking decides two targets: the interval that decided it."""
+
+    figure: str = Field(description="tps, 'latency p95' or 'tps at SLO'")
+    change: float = Field(description="(b - a) / a of the means over the repetitions")
+    outcome: Outcome
+    ci_low: float | None = Field(
+        None, description="the change's interval, relative like `change`; None with fewer than 3 runs a side"
+    )
+    ci_high: float | None = None
+    confidence: float | None = Field(
+        None, description="the interval's confidence, e.g. 0.983 (5% shared over the point's figures)"
+    )
 
 
 class Change(BaseModel):
@@ -28,6 +45,7 @@ class Change(BaseModel):
     slo_tps_b: float | None = None
     slo_tps_change: float | None = Field(None, description="(b - a) / a of tps at SLO, when both searched the same SLO")
     reasons: list[str] = Field(default_factory=list)
+    tests: list[FigureTest] = Field(default_factory=list, description="each figure compared, with its interval")
 
     @property
     def worse(self) -> bool:

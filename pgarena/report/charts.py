@@ -10,7 +10,9 @@ from markupsafe import Markup, escape
 
 WIDTH = 760
 HEIGHT = 300
-MARGIN_LEFT, MARGIN_RIGHT, MARGIN_TOP, MARGIN_BOTTOM = 64, 16, 16, 52
+# Room for text drawn up to 22 user units high (report.css sizes chart text, larger on a narrow screen): tick
+# labels of five characters left of the y axis, the y axis's label above the plot, two lines below it.
+MARGIN_LEFT, MARGIN_RIGHT, MARGIN_TOP, MARGIN_BOTTOM = 70, 16, 30, 56
 # Okabe-Ito: tells targets apart for readers with any kind of colour vision.
 PALETTE = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000"]
 
@@ -134,18 +136,15 @@ def _open(chart_id: str, css: str, title: str, height: int) -> list[str]:
     ]
 
 
-def _y_axis(scale: YScale, label: str, height: int) -> list[str]:
-    plot_h = height - MARGIN_TOP - MARGIN_BOTTOM
+def _y_axis(scale: YScale, label: str) -> list[str]:
     out = []
     label = f"{label}, log scale" if scale.log else label
     for tick in scale.ticks:
         y = scale(tick)
         out.append(f'<line class="grid" x1="{MARGIN_LEFT}" x2="{WIDTH - MARGIN_RIGHT}" y1="{y:.1f}" y2="{y:.1f}"/>')
-        out.append(f'<text class="tick" x="{MARGIN_LEFT - 6}" y="{y + 4:.1f}" text-anchor="end">{compact(tick)}</text>')
-    mid = MARGIN_TOP + plot_h / 2
-    out.append(
-        f'<text class="axis-label" transform="translate(14 {mid:.1f}) rotate(-90)" text-anchor="middle">{escape(label)}</text>'
-    )
+        out.append(f'<text class="tick y" x="{MARGIN_LEFT - 6}" y="{y:.1f}" text-anchor="end">{compact(tick)}</text>')
+    # Above the plot, right of the axis (level: read without turning the head, and clear of the tick labels)
+    out.append(f'<text class="axis-label y" x="{MARGIN_LEFT + 6}" y="{MARGIN_TOP - 6}">{escape(label)}</text>')
     return out
 
 
@@ -192,7 +191,7 @@ def bar_chart(  # noqa: PLR0913  # a chart's labels and styling, mostly defaulte
             err = (s.errors[i] or 0.0) if s.errors else 0.0
             shown += [v, v + err, s.markers[i] if s.markers else None, s.high_markers[i] if s.high_markers else None]
     scale = y_scale(shown, HEIGHT, log)
-    out = _open(chart_id, css, title, HEIGHT) + _y_axis(scale, y_label, HEIGHT)
+    out = _open(chart_id, css, title, HEIGHT) + _y_axis(scale, y_label)
     plot_w = WIDTH - MARGIN_LEFT - MARGIN_RIGHT
     group_w = plot_w / max(len(categories), 1)
     bar_w = min(56.0, group_w * 0.8 / max(len(series), 1))
@@ -226,7 +225,7 @@ def bar_chart(  # noqa: PLR0913  # a chart's labels and styling, mostly defaulte
             out += _markers(s, c, cx, scale, unit)
         label_x = MARGIN_LEFT + (c + 0.5) * group_w
         out.append(
-            f'<text class="category" x="{label_x:.1f}" y="{HEIGHT - MARGIN_BOTTOM + 18}" text-anchor="middle">'
+            f'<text class="category" x="{label_x:.1f}" y="{HEIGHT - MARGIN_BOTTOM + 6}" text-anchor="middle">'
             f"{escape(category)}</text>"
         )
     out.append(f'<line class="axis" x1="{MARGIN_LEFT}" x2="{WIDTH - MARGIN_RIGHT}" y1="{base:.1f}" y2="{base:.1f}"/>')
@@ -255,7 +254,7 @@ def line_chart(  # noqa: PLR0913  # a chart's labels and styling, mostly default
     x_hi = x_ticks[-1] if x_ticks[-1] > x_lo else x_lo + 1
     scale = y_scale(ys, height, log)
     plot_w = WIDTH - MARGIN_LEFT - MARGIN_RIGHT
-    out = _open(chart_id, css, title, height) + _y_axis(scale, y_label, height)
+    out = _open(chart_id, css, title, height) + _y_axis(scale, y_label)
 
     def sx(x: float) -> float:
         return MARGIN_LEFT + plot_w * (x - x_lo) / (x_hi - x_lo)
@@ -263,7 +262,7 @@ def line_chart(  # noqa: PLR0913  # a chart's labels and styling, mostly default
     sy = scale
     base = sy(scale.floor)
     for tick in x_ticks:
-        out.append(f'<text class="tick" x="{sx(tick):.1f}" y="{base + 16:.1f}" text-anchor="middle">{compact(tick)}</text>')
+        out.append(f'<text class="tick x" x="{sx(tick):.1f}" y="{base + 6:.1f}" text-anchor="middle">{compact(tick)}</text>')
     out.append(
         f'<text class="axis-label" x="{MARGIN_LEFT + plot_w / 2:.1f}" y="{height - 10}" text-anchor="middle">'
         f"{escape(x_label)}</text>"
@@ -286,9 +285,12 @@ def line_chart(  # noqa: PLR0913  # a chart's labels and styling, mostly default
                     f"<title>{escape(line.name)} · {escape(label)}</title></circle>"
                 )
     for x, text in events or []:
+        # Its text on the side with more room: a mark near the right edge is labelled to its left
+        right = sx(x) > MARGIN_LEFT + plot_w / 2
+        anchor = f'x="{sx(x) - 4:.1f}" text-anchor="end"' if right else f'x="{sx(x) + 4:.1f}"'
         out.append(
             f'<g class="event"><line x1="{sx(x):.1f}" x2="{sx(x):.1f}" y1="{MARGIN_TOP}" y2="{base:.1f}"/>'
-            f'<text x="{sx(x) + 4:.1f}" y="{MARGIN_TOP + 12}">{escape(text)}</text>'
+            f'<text {anchor} y="{MARGIN_TOP + 4}">{escape(text)}</text>'
             f"<title>{escape(text)}</title></g>"
         )
     out.append("</svg>")

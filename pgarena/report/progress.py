@@ -63,6 +63,18 @@ def left_text(seconds: float | None) -> str:
     return f"~{max(5, round(seconds / 5) * 5):.0f} s left"
 
 
+def left_range_text(least_s: float | None, most_s: float | None) -> str:
+    """An adaptive campaign's time left: '~1-6 min left' when the phases still to decide may add time,
+    one figure when both ends read the same."""
+    most = left_text(most_s)
+    if least_s is None or most_s is None or left_text(least_s) == most:
+        return most
+    least, most_s = max(0.0, least_s), max(0.0, most_s)
+    if most_s >= 90:
+        return f"~{least / 60:.0f}-{most_s / 60:.0f} min left"
+    return f"~{max(5, round(least / 5) * 5):.0f}-{max(5, round(most_s / 5) * 5):.0f} s left"
+
+
 def time_left_s(
     elapsed_s: float, done_s: float, total_s: float, planned_wall_s: float | None, steps_from_s: float = 0.0
 ) -> float | None:
@@ -132,7 +144,16 @@ class CampaignProgress:
     def _left(self, elapsed_s: float) -> str:
         done_s = sum(self.planned_s.get(s, 0.0) for s in self.done)
         total_s = sum(self.planned_s.values())
-        return left_text(time_left_s(elapsed_s, done_s, total_s, self.planned_wall_s, self.first_started_s or 0.0))
+        most = time_left_s(elapsed_s, done_s, total_s, self.planned_wall_s, self.first_started_s or 0.0)
+        if not (self.plan and self.plan.adaptive) or done_s <= 0:
+            return left_text(most)
+        # An adaptive campaign's phases past the ones begun (and past min) run only while needed: the least
+        # left is the steps of those phases, the most every step to max.
+        begun = [self.steps[i].repetition for i in self.numbers if i in self.steps]
+        reached = max([self.plan.min_repetitions or 1, *begun])
+        least_total = sum(v for i, v in self.planned_s.items() if self.steps[i].repetition <= reached)
+        least = time_left_s(elapsed_s, done_s, least_total, None, self.first_started_s or 0.0)
+        return left_range_text(least, most)
 
     def _slo_probes(self, step_id: str) -> int | None:
         step = self.steps.get(step_id)

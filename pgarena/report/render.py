@@ -17,6 +17,7 @@ from pgarena.model.metrics import PointMetrics
 from pgarena.report.charts import Bars, Line, bar_chart, colour, line_chart
 from pgarena.report.links import local_link
 from pgarena.report.managed import managed_tables
+from pgarena.report.stacked import label_cells
 from pgarena.report.view import Key, Report, point_label
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -409,4 +410,5 @@ def render_html(report: Report) -> str:
         slo=slo_charts(report),
     )
     css = (TEMPLATES / "report.css").read_text()
-    return _environment(autoescape=True).get_template("report.html.j2").render(**_context(report), charts=charts, css=Markup(css))
+    page = _environment(autoescape=True).get_template("report.html.j2").render(**_context(report), charts=charts, css=Markup(css))
+    return label_cells(page)

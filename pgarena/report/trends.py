@@ -11,6 +11,7 @@ from markupsafe import Markup
 from pgarena.analysis.history.schema import History, Series
 from pgarena.report.charts import Line, colour, line_chart
 from pgarena.report.render import TEMPLATES, Chart, _environment, slug
+from pgarena.report.stacked import label_cells
 
 CSV_COLUMNS = [
     "campaign", "target", "workload", "clients", "metric", "unit", "run", "campaign_id", "started_at",
@@ -58,7 +59,7 @@ def render_trends_html(history: History) -> str:
     charts = [series_chart(i, s) for i, s in enumerate(history.series)]
     css = (TEMPLATES / "report.css").read_text()
     template = _environment(autoescape=True).get_template("trends.html.j2")
-    return template.render(h=history, charts=charts, css=Markup(css))
+    return label_cells(template.render(h=history, charts=charts, css=Markup(css)))
 
 
 def trends_csv(history: History) -> str:

@@ -3,8 +3,10 @@ reasons, the metrics per point, scaling, findings and a one-paragraph verdict. P
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import cached_property
 
 from pgarena.analysis.effects import effect
 from pgarena.analysis.footing import describe
@@ -14,7 +16,7 @@ from pgarena.analysis.metrics import nominal_clients, stored_metrics
 from pgarena.analysis.ranking import METRICS, unranked_reasons
 from pgarena.model.metrics import Finding, PointMetrics, Scaling, TargetMetrics
 from pgarena.model.pairwise import NoiseWarning
-from pgarena.model.results import CampaignResults, ConsolidationTable, ReplicationPoint
+from pgarena.model.results import CampaignResults, ConsolidationTable, ReplicationPoint, TargetResult
 from pgarena.model.slo import SloSearch
 from pgarena.report.charts import colour
 
@@ -36,6 +38,19 @@ class RankRow:
     flags: list[str] = field(default_factory=list)
     reason: str = ""
     footing: str = ""  # site, round trip and worker size (pgarena.analysis.footing.describe)
+
+    @property
+    def reason_head(self) -> str:
+        """A failure's kind ("failed: connection_refused"), its message folded under it; any other reason whole."""
+        if not self.reason.startswith("failed: "):
+            return self.reason
+        kind, sep, _ = self.reason.removeprefix("failed: ").partition(": ")
+        return f"failed: {kind}" if sep else self.reason
+
+    @property
+    def reason_detail(self) -> str:
+        """What reason_head leaves out ("" when nothing)."""
+        return self.reason.removeprefix(self.reason_head).removeprefix(": ")
 
 
 @dataclass
@@ -88,6 +103,18 @@ class Report:
         return repetitions_note(self.results)
 
     @property
+    def noise_summary(self) -> str:
+        """The noise warnings in one line; each warning's message is shown on demand."""
+        single = len({w for w, _ in self.keys}) <= 1
+        where = "; ".join(f"{w.target} at {point_label((w.workload, w.clients), single)}" for w in self.noise)
+        count = len(self.noise)
+        return f"Noisy at {count} point{'s' if count != 1 else ''}, where small differences cannot be told apart: {where}"
+
+    @cached_property
+    def tool_versions(self) -> dict[str, list[tuple[str, str]]]:
+        return {t.name: tool_versions(t) for t in self.results.targets}
+
+    @property
     def has_costs(self) -> bool:
         return any(p.tps_per_usd_hour is not None for points in self.points.values() for p in points)
 
@@ -110,6 +137,24 @@ class Report:
     @property
     def loads(self) -> list[tuple[str, str, float]]:
         return [(t.target, workload, seconds) for t in self.targets for workload, seconds in t.load_s.items()]
+
+
+def short_version(tool: str, printed: str) -> str:
+    """What `<tool> --version` printed, its parenthesised words dropped: "pgbench (PostgreSQL) 15.20 (Debian
+    15.20-0+deb12u1)" -> "pgbench 15.20"; named for its tool when it does not name it."""
+    short = " ".join(re.sub(r"\([^)]*\)", " ", printed.splitlines()[0] if printed else "").split())
+    return short if short.startswith(tool) else f"{tool} {short}".strip()
+
+
+def tool_versions(target: TargetResult) -> list[tuple[str, str]]:
+    """The client tool versions its runs' workers reported (their facts' `tools`), each as (short, as
+    printed), in the order first seen: the client, shown beside the server it measured."""
+    seen: dict[str, str] = {}
+    for w in target.workloads:
+        printed = w.worker.tools.get(w.tool) if w.worker else None
+        if printed:
+            seen.setdefault(printed, short_version(w.tool, printed))
+    return [(short, printed) for printed, short in seen.items()]
 
 
 def point_label(key: Key, single_workload: bool) -> str:

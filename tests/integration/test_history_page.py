@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from pgarena.analysis.history import index, trends
 from pgarena.cli import app
-from tests.integration.test_report_browser import LONG, PNG_MAGIC, chromium, laid_out
+from tests.integration.test_report_browser import LONG, PHONE, PNG_MAGIC, chromium, laid_out
 from tests.unit.history_runs import Night, write_nights
 
 pytestmark = pytest.mark.integration
@@ -66,3 +66,13 @@ def test_trend_page_has_no_horizontal_overflow_at_1280_px(trend_page, tmp_path):
     png = trend_page.parent / "trends-1280.png"
     shot = chromium(tmp_path, f"--screenshot={png}", "--window-size=1280,4000", trend_page.as_uri())
     assert shot.returncode == 0 and png.read_bytes().startswith(PNG_MAGIC)
+
+
+def test_trend_page_reads_on_a_phone(trend_page, tmp_path):
+    # When Chromium lays the trend page out 390 px wide (a phone)
+    names = (f"a{LONG}", f"b{LONG}")
+    measured, _ = laid_out(trend_page, tmp_path, PHONE, names)
+    # Then nothing is wider than the screen, no name is broken inside a word, no chart text is under 10 px
+    assert measured["clientWidth"] == PHONE and measured["scrollWidth"] <= PHONE, measured
+    assert measured["wide"] == [] and measured["broken"] == [] and set(measured["lines"]) == set(names), measured
+    assert measured["small"] == [], measured["small"][:10]

@@ -31,6 +31,7 @@ from pgarena.aws.deployment import (
 from pgarena.local.embedded import EmbeddedProcess
 from pgarena.local.endpoints import REGION
 from pgarena.local.runtime import BUCKET, CLUSTER_ARN, TABLE, LocalRuntime
+from pgarena.model.cli_output import ErrorDocument, RunOutput
 from pgarena.model.results import CampaignResults
 from pgarena.report import REPORT_FILES
 
@@ -126,19 +127,20 @@ def test_run_aws_starts_follows_and_downloads(stand_in, server, tmp_path):
     # Given the deployed stack (found by its name) and a matrix of one real server
     matrix = matrix_file(tmp_path, server, "aws-run", duration_s=2)
 
-    # When the user runs it in AWS
-    args, env = cli(stand_in, matrix, tmp_path / "results", "--verbose")
+    # When the user runs it in AWS, its outcome as JSON (as a CI job reads it)
+    args, env = cli(stand_in, matrix, tmp_path / "results", "--verbose", "--json")
     done = subprocess.run(args, env=env, capture_output=True, text=True, timeout=CLI_TIMEOUT_S)
 
     # Then it started an execution of the stack's state machine, which succeeded
     assert done.returncode == 0, done.stdout + done.stderr
     arn = started_arn(stand_in, "aws-run")
     assert execution_status(stand_in, arn) == "SUCCEEDED"
-    # and followed it: the states entered (--verbose) and each step's result on its own line, as they happened
-    assert f"started {arn}" in done.stdout
+    # and followed it: the states entered (--verbose) and each step's result on its own line, as they happened,
+    # on stderr beside the JSON
+    assert f"started {arn}" in done.stderr
     for line in ("Validate And Plan", "Preflight Target only", "Run Worker Task", "Aggregate And Rank"):
-        assert line in done.stdout, done.stdout
-    assert re.search(r"succeeded target only · tpcb · 2 clients — step 2 of 2: [\d,]+\.\d tps", done.stdout), done.stdout
+        assert line in done.stderr, done.stderr
+    assert re.search(r"succeeded target only · tpcb · 2 clients — step 2 of 2: [\d,]+\.\d tps", done.stderr), done.stderr
     # and downloaded results.json, which parses into the results model, and the reports
     (folder,) = (tmp_path / "results").iterdir()
     results = CampaignResults.model_validate_json((folder / "results.json").read_text())
@@ -147,6 +149,16 @@ def test_run_aws_starts_follows_and_downloads(stand_in, server, tmp_path):
     assert [t.status for t in results.targets] == ["succeeded"]
     assert {name for name in REPORT_FILES} <= {p.name for p in folder.iterdir()}
     assert "only" in (folder / "report.html").read_text()
+    # and stdout is the run's document alone, its figures results.json's, its keys those of the bucket
+    document = RunOutput.model_validate_json(done.stdout)
+    assert (document.campaign_id, document.where, document.execution_arn) == (results.campaign_id, "aws", arn)
+    assert (document.status, document.exit_code) == ("completed", 0)
+    assert document.ranking == results.ranking and document.cost == results.cost
+    ranks = {r.target: r.rank for r in results.ranking}
+    assert [(t.name, t.status, t.rank) for t in document.targets] == [("only", "succeeded", ranks.get("only"))]
+    assert document.results.results_json == str(folder / "results.json")
+    assert document.results.s3_results_json == f"s3://{BUCKET}/{results.campaign_id}/results.json"
+    assert uploaded(stand_in, f"{results.campaign_id}/results.json")
 
 
 def test_run_aws_ctrl_c_stops_the_execution_and_its_workers(stand_in, server, tmp_path):
@@ -204,9 +216,11 @@ def test_run_aws_exits_non_zero_naming_the_failure(stand_in, server, tmp_path):
     matrix = matrix_file(tmp_path, server, "aws-fail", duration_s=1)
 
     # When the user runs the campaign on it
-    args, env = cli(stand_in, matrix, tmp_path / "results", "--state-machine-arn", arn, "--results-wait-s", "0")
+    args, env = cli(stand_in, matrix, tmp_path / "results", "--state-machine-arn", arn, "--results-wait-s", "0", "--json")
     done = subprocess.run(args, env=env, capture_output=True, text=True, timeout=CLI_TIMEOUT_S)
 
-    # Then the command fails, saying how the execution ended and why
+    # Then the command fails, saying how the execution ended and why: on stderr, and as the error document on stdout
     assert done.returncode == 1, done.stdout + done.stderr
     assert "ended FAILED" in done.stderr and "MatrixInvalid: a cause to read" in done.stderr, done.stderr
+    document = ErrorDocument.model_validate_json(done.stdout)
+    assert document.exit_code == 1 and "MatrixInvalid: a cause to read" in document.error.message

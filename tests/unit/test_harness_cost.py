@@ -87,8 +87,8 @@ def test_the_report_shows_the_harness_cost_per_target_and_per_run():
     md, html = files["summary.md"].decode(), files["report.html"].decode()
     assert "| 1.25 (5.0%) | 0.50 |" in md
     assert (
-        '<td class="num">1.25 s<br><span class="hint">5.0% of the workers\' CPU</span></td>\n        <td class="num">0.50 s</td>'
-        in html
+        '<td class="num" data-label="harness CPU">1.25 s<br><span class="hint">5.0% of the workers\' CPU</span></td>\n'
+        '        <td class="num" data-label="log processing">0.50 s</td>' in html
     )
     row = next(r for r in files["workloads.csv"].decode().splitlines()[1:] if r.split(",")[1] == first.name)
     assert row.endswith(",1.25,23.75,0.5")

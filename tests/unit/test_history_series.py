@@ -40,6 +40,8 @@ def test_the_index_lists_the_campaign_and_its_runs_in_order(b_slower):
     assert [r.run for r in runs] == list(range(1, 9))
     assert [r.started_at[:10] for r in runs] == [f"2026-12-{d:02d}" for d in range(1, 9)]
     assert all(r.targets == ["a", "b"] and r.cost_usd and r.headline for r in runs)
+    # local runs (their workers on this machine): the cost is what AWS would have charged
+    assert all(r.priced_as_aws for r in runs)
 
 
 def test_b_changed_at_run_5_and_a_did_not(b_slower):
@@ -75,6 +77,8 @@ def test_the_cli_reports_the_change_and_the_gate_fails(b_slower):
     assert result.exit_code == EXIT_CHANGED, result.output
     assert "change: b tpcb 2 clients: tps" in result.output and "since run 5 (2026-12-05)" in result.output
     assert "change: a" not in result.output
+    # local runs charged nothing: their cost is labelled as what AWS would have charged
+    assert "if in AWS" in result.output
 
 
 def test_the_gate_passes_when_the_change_is_older_than_the_recent_runs(b_slower):

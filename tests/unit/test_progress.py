@@ -2,6 +2,7 @@
 campaign's steps, the time left, its result on its own line, and an SLO search's probes."""
 
 import json
+import re
 from io import StringIO
 
 from rich.console import Console
@@ -13,7 +14,7 @@ from pgarena.planning.campaign import load_campaign, parse_campaign
 from pgarena.planning.cost import endpoint_plan
 from pgarena.planning.duration import local_step_s
 from pgarena.remote.follow import WORKER_STATE, Event
-from pgarena.report.progress import CampaignProgress, left_text, step_label, time_left_s
+from pgarena.report.progress import CampaignProgress, left_range_text, left_text, step_label, time_left_s
 from tests.conftest import ROOT
 
 DEMO, SLO = ROOT / "examples" / "local-demo.json", ROOT / "examples" / "slo.json"
@@ -46,6 +47,29 @@ def test_an_adaptive_campaign_says_its_phase_of_up_to_max():
     # When its fourth repetition starts / Then the line says the phase and the steps as "of up to"
     line = progress.started("durable/tpcb/c4-r4", 10.0)
     assert line.startswith("target durable · tpcb · 4 clients · phase 4 of up to 10 — step 2 of up to 22")
+
+
+def test_an_adaptive_campaigns_time_left_runs_from_the_phases_begun_to_max():
+    # Given the demo, repetitions {min 3, max 10}, its two loads done at the pace planned
+    progress = CampaignProgress(endpoint_plan(load_campaign(DEMO)), local_step_s, 400.0)
+    loads = ("durable/tpcb/init", "tuned/tpcb/init")
+    for step in loads:
+        progress.started(step, 0.0)
+    progress.done.update(loads)
+    # When the time left is asked
+    line = progress._left(sum(progress.planned_s[s] for s in loads))
+    # Then it runs from the three phases always run to all ten
+    always = sum(v for i, v in progress.planned_s.items() if i.endswith(("-r1", "-r2", "-r3")))
+    every = sum(v for i, v in progress.planned_s.items() if i not in loads)
+    assert always < every and line == left_range_text(always, every)
+    assert re.fullmatch(r"~\d+-\d+ (s|min) left", line), line
+
+
+def test_left_range_text_says_one_figure_when_both_ends_read_the_same():
+    assert left_range_text(60.0, 400.0) == "~1-7 min left"
+    assert left_range_text(40.0, 60.0) == "~40-60 s left"
+    assert left_range_text(40.0, 41.0) == "~40 s left"
+    assert left_range_text(None, 41.0) == "~40 s left"
 
 
 def test_a_run_reads_as_target_workload_clients_and_repetition():

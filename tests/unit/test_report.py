@@ -321,3 +321,10 @@ def test_a_shared_server_is_said_so_in_the_report_and_the_summary(results):
     assert files["summary.md"].decode().count("(server shared with other campaigns)") == 1
     assert files["report.html"].decode().count("server shared with other campaigns</span>") == 1
     assert "server shared with other campaigns" not in build_reports(results)["summary.md"].decode()
+
+
+def test_the_stability_table_says_its_cv_is_the_noisiest_runs(files):
+    # The ranking's stability metric averages 1 - CV over a point's runs; the table shows the worst run:
+    # its heading says so, so the two figures are not read as one
+    html = files["report.html"].decode()
+    assert '<th class="num">CV (noisiest run)</th>' in html and "mean of 1 − CV over the point's runs" in html

@@ -207,10 +207,14 @@ def test_results_json_carries_the_comparisons_and_the_reports_show_them_as_a_mat
     assert "| sync-off | – | **2.00x the tps [1.41, 2.83]**; **p95 latency 29% lower [15%, 40%]** |" in md
     assert "| sync-on | **0.50x the tps [0.35, 0.71]**; **p95 latency 40% higher [18%, 67%]** | – |" in md
     assert "> **Noisy:** sync-off at 4 clients: tps varied 40% within a run" in md
-    assert (
-        "<strong>2.00x the tps [1.41, 2.83]</strong>" in html
-        and "Noisy: sync-on at 4 clients: tps varied 20% between its 5 runs" in html
-    )
+    assert "<strong>2.00x the tps [1.41, 2.83]</strong>" in html
+    # the page's noise warnings folded into one line, each on demand (<details>), the verdict above them
+    noise = html[html.index('<details class="noise">') : html.index("</details>", html.index('<details class="noise">'))]
+    summary = noise[noise.index("<summary>") : noise.index("</summary>")]
+    assert "Noisy at 2 points, where small differences cannot be told apart: " in summary
+    assert "sync-off at 4 clients" in summary and "sync-on at 4 clients" in summary
+    assert "<li>sync-on at 4 clients: tps varied 20% between its 5 runs" in noise
+    assert html.index('<p class="lead">') < html.index('<details class="noise">')
 
 
 def test_the_cli_prints_the_stored_verdict_and_noise():

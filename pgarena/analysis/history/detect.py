@@ -18,7 +18,10 @@ from statistics import median
 from pgarena.analysis.significance import ALPHA, MIN_RUNS, ratio_test
 
 LIBRARY = "ruptures"
-INSTALL_HINT = "change points need ruptures: pip install 'pgarena[history]'"
+INSTALL_HINT = (
+    "change points need ruptures, the history extra: in a pgarena checkout .venv/bin/pip install -e '.[history]', "
+    "else pip install 'pgarena[history]'"
+)
 # PELT's penalty per change, in units of the series' noise variance, times log(n): BIC's form, raised
 # until seeded noise without steps gave no false change (tests/unit/test_history_detect.py).
 PENALTY = 4.0

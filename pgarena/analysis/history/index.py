@@ -84,6 +84,7 @@ def run_entry(number: int, folder: str, results: CampaignResults) -> RunEntry:
         failed_targets=[t.name for t in results.targets if t.status == "failed"],
         headline=headline(results.ranking, results.comparisons, results.footing),
         cost_usd=None if cost is None else cost.actual_usd if cost.actual_usd is not None else cost.estimated_usd,
+        priced_as_aws=bool(results.targets) and all(t.site == "local" for t in results.targets),
     )
 
 

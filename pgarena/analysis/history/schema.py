@@ -23,6 +23,9 @@ class RunEntry(BaseModel):
     failed_targets: list[str] = Field(default_factory=list)
     headline: str = Field(description="the stored verdict (pgarena.analysis.headline), '' when nothing was ranked")
     cost_usd: float | None = Field(None, description="the actual cost, else the estimate; None when not recorded")
+    priced_as_aws: bool = Field(
+        False, description="a local run (every target's workers on this machine): cost_usd is what it would have cost in AWS"
+    )
 
 
 class IndexedRun(BaseModel):
