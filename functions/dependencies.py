@@ -22,6 +22,7 @@ from pgarena.aws.sites import ssm_site_reader
 from pgarena.campaign.ports import EndPorts, SlotState
 
 if TYPE_CHECKING:
+    from mypy_boto3_cloudwatch import CloudWatchClient
     from mypy_boto3_dynamodb import DynamoDBClient
     from mypy_boto3_ecs import ECSClient
     from mypy_boto3_s3 import S3Client
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
 
     from pgarena.aws.alerts import EventAlerts
     from pgarena.aws.campaign_state import CampaignState
+    from pgarena.aws.cloudwatch import CloudWatchMetrics
     from pgarena.aws.history_index import HistoryIndex
     from pgarena.aws.launch import EcsLauncher
     from pgarena.aws.ledger import Ledger
@@ -165,11 +167,26 @@ class Dependencies(Generic[Env]):
         return StepFunctionsExecutions(cast("SFNClient", client("stepfunctions", region)))
 
     def ending(self, *, leases: bool) -> EndPorts:
-        """What finalize goes through: the store, the ledger, the worker slots, and the leases when the
-        ending gives them back (Aggregate And Rank's targets gave theirs back at Release Connection Lease)."""
+        """What finalize goes through: the store, the ledger, the worker slots, the leases when the ending
+        gives them back (Aggregate And Rank's targets gave theirs back at Release Connection Lease), the
+        index of finished runs, the targets' CloudWatch metrics and where to publish the change points a run
+        found first."""
         return EndPorts(
-            self.store, self.ledger, self.leases if leases else None, self.worker_slots, self.history_index, self.alerts
+            self.store,
+            self.ledger,
+            self.leases if leases else None,
+            self.worker_slots,
+            self.history_index,
+            self.metrics,
+            self.alerts,
         )
+
+    @cached_property
+    def metrics(self) -> CloudWatchMetrics:
+        """CloudWatch's GetMetricData, in the region each target's instance is in (finalize)."""
+        from pgarena.aws.cloudwatch import CloudWatchMetrics
+
+        return CloudWatchMetrics(lambda region: cast("CloudWatchClient", client("cloudwatch", region)))
 
     @cached_property
     def history_index(self) -> HistoryIndex:

@@ -19,7 +19,7 @@ from aws_cdk import aws_sns as sns
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
-from pgarena.aws.access import PASSED_ROLES, PUBLISHES_ALERTS, RESULTS_TABLE_PLACEHOLDER, Component, WorkerRole
+from pgarena.aws.access import PASSED_ROLES, PUBLISHES_ALERTS, RESULTS_TABLE_PLACEHOLDER, SERVICE_ACTIONS, Component, WorkerRole
 from pgarena.aws.deployment import (
     rule_pattern,
     site_cluster_name,
@@ -366,6 +366,10 @@ class OrchestrationConstruct(Construct):
         layers = [*self._layers, *self._history_layers] if alerts else self._layers
         if alerts:
             environment = {**environment, **self._alert_environment()}
+        services = sorted(str(action) for action in SERVICE_ACTIONS.get(spec.component, ()))
+        if services:
+            reason = f"{', '.join(services)} take no resource in IAM (no resource type in the service authorization reference)."
+            wildcard_reason = f"{wildcard_reason} {reason}" if wildcard_reason else reason
         function = build_function(
             self,
             spec,
@@ -374,10 +378,12 @@ class OrchestrationConstruct(Construct):
             placement,
             wildcard_reason,
         )
-        # Table and bucket grants come from the access map, never written here.
+        # Table and bucket grants come from the access map, never written here; so do the service actions.
         grant_access(_role(function), spec.component, self._table, self._bucket)
         if alerts:
             self._grant_alerts(function)
+        if services:
+            _role(function).add_to_principal_policy(iam.PolicyStatement(actions=services, resources=["*"]))
         return function
 
     def _alert_topic(self) -> sns.ITopic | None:

@@ -17,6 +17,7 @@ from pgarena.analysis.rate import rate_incident, skipped_incident
 from pgarena.analysis.saturation import saturation_incident
 from pgarena.model import layout
 from pgarena.model.errors import Caught, ErrorInfo, ErrorKind, error_info
+from pgarena.model.managed_metrics import ManagedMetrics
 from pgarena.model.metrics import PointMetrics, TargetMetrics
 from pgarena.model.monitor import ConnectionReport, Incident
 from pgarena.model.outcomes import StepOutcome, TargetOutcome
@@ -82,6 +83,13 @@ def _server_counters(campaign_id: str, summary: StepSummary | None) -> ServerCou
         return None
     counters = summary.server_counters
     return counters.model_copy(update={"raw": _relative(campaign_id, [counters.raw])[0] if counters.raw else None})
+
+
+def _managed(campaign_id: str, metrics: ManagedMetrics | None) -> ManagedMetrics | None:
+    """A run's managed metrics, their kept answer's key relative to the campaign folder."""
+    if metrics is None or metrics.raw is None:
+        return metrics
+    return metrics.model_copy(update={"raw": _relative(campaign_id, [metrics.raw])[0]})
 
 
 def _replication(campaign_id: str, summary: StepSummary | None) -> ReplicationResult | None:
@@ -286,6 +294,7 @@ def _target_result(  # noqa: PLR0913  # a target's plan, outcome, summaries, ser
     campaign_id: str,
     series: Mapping[str, ShardSeries],
     raw_keys: frozenset[str] = frozenset(),
+    managed: Mapping[str, ManagedMetrics] | None = None,
 ) -> TargetResult:
     step_outcomes = {s.step_id: s for s in (outcome.steps if outcome else [])}
     loads: list[LoadResult] = []
@@ -296,6 +305,7 @@ def _target_result(  # noqa: PLR0913  # a target's plan, outcome, summaries, ser
         shard_ids = _shard_ids(step.step_id, summaries, step_outcomes)
         if shard_ids:
             result = _sharded_result(step, shard_ids, step_outcomes, summaries, campaign_id, series)
+            result = result.model_copy(update={"managed_metrics": _managed(campaign_id, (managed or {}).get(step.step_id))})
             if result.status == "failed" and result.error is not None:
                 errors.append(result.error)
             workloads.append(result)
@@ -343,6 +353,7 @@ def _target_result(  # noqa: PLR0913  # a target's plan, outcome, summaries, ser
                 tool_figures=summary.tool_figures if summary else ToolFigures(),
                 connections=_connections(campaign_id, summary),
                 server_counters=_server_counters(campaign_id, summary),
+                managed_metrics=_managed(campaign_id, (managed or {}).get(step.step_id)),
                 replication=_replication(campaign_id, summary),
                 phase=step.phase,
                 barrier=summary.barrier if summary else None,
@@ -394,15 +405,19 @@ def aggregate(  # noqa: PLR0913  # everything a campaign left behind, in separat
     refusal: ErrorInfo | None = None,
     series: Mapping[str, ShardSeries] | None = None,
     raw_keys: Iterable[str] = (),
+    managed: Mapping[str, ManagedMetrics] | None = None,
 ) -> CampaignResults:
-    """`refusal`: the campaign was refused before any target ran (the cost guard); every target fails with it."""
+    """`refusal`: the campaign was refused before any target ran (the cost guard); every target fails with it.
+    `managed`: each run's managed metrics (CloudWatch) by step id, as finalize read them."""
     if refusal is not None:
         cause = json.dumps({"errorType": refusal.kind, "errorMessage": refusal.message})
         outcomes = [TargetOutcome(name=t.name, failure={"Error": refusal.kind, "Cause": cause}) for t in plan.targets]
     by_name = merge_phases(outcomes)
     by_step = {s.step_id: s for s in summaries}
     keys = frozenset(raw_keys)
-    results = [_target_result(t, by_name.get(t.name), by_step, plan.campaign_id, series or {}, keys) for t in plan.targets]
+    results = [
+        _target_result(t, by_name.get(t.name), by_step, plan.campaign_id, series or {}, keys, managed) for t in plan.targets
+    ]
     computed = compute(results, plan.campaign_id, plan.ranking, plan.repetitions, design=plan.design)
     return computed.results(
         campaign_id=plan.campaign_id,

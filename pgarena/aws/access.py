@@ -146,6 +146,9 @@ PROGRESS = ObjectKind("progress series", (layout.progress_key("*", "*"),))
 REPORTS = ObjectKind("reports", tuple(layout.report_key("*", f"*{suffix}") for suffix in layout.REPORT_SUFFIXES))
 SCHEDULE_MATRICES = ObjectKind("schedule matrices", (layout.matrix_key("*"),))
 CA_BUNDLES = ObjectKind("CA bundles", (f"{layout.CA_BUNDLE_PREFIX}*",))
+# A run's CloudWatch answer, which finalize reads and keeps beside the step's raw output (only that file:
+# the workers' raw output stays theirs).
+MANAGED_METRICS = ObjectKind("managed metrics", (layout.managed_metrics_key("*", "*"),))
 
 
 class Action(StrEnum):
@@ -269,6 +272,7 @@ ACCESS: Mapping[Component, tuple[Grant, ...]] = MappingProxyType(
             # The run's index item (HistoryIndex.record), then the campaign's runs (a query) and their
             # results.json (read), to find the change points this run found first (pgarena.campaign.alerting).
             TableGrant(HISTORY, (A.PUT_ITEM, A.QUERY)),
+            BucketGrant(MANAGED_METRICS, (A.PUT_OBJECT,)),  # each run's CloudWatch answer (SERVICE_ACTIONS: the read)
         ),
         # An adaptive campaign's results so far, read as aggregate reads them (nothing written but the
         # decisions, read back to add the next): the plan, the outcomes, the summaries and series.
@@ -307,6 +311,7 @@ ACCESS: Mapping[Component, tuple[Grant, ...]] = MappingProxyType(
             # The run's index item (HistoryIndex.record), then the campaign's runs (a query) and their
             # results.json (read), to find the change points this run found first (pgarena.campaign.alerting).
             TableGrant(HISTORY, (A.PUT_ITEM, A.QUERY)),
+            BucketGrant(MANAGED_METRICS, (A.PUT_OBJECT,)),  # each run's CloudWatch answer (SERVICE_ACTIONS: the read)
         ),
         Component.START_CAMPAIGN: (BucketGrant(SCHEDULE_MATRICES, (A.GET_OBJECT,)),),
         # Fails the step a stopped worker task left unanswered (SendTaskFailure, granted by the stack): the one
@@ -337,6 +342,25 @@ ACCESS: Mapping[Component, tuple[Grant, ...]] = MappingProxyType(
 )
 
 
+class ServiceAction(StrEnum):
+    """Calls on other AWS services whose IAM action takes no resource: granted on "*"."""
+
+    # The service authorization reference lists no resource type for it (nor a condition key to narrow it).
+    GET_METRIC_DATA = "cloudwatch:GetMetricData"
+
+
+# Who calls which of them: finalize (Aggregate And Rank, and an execution stopped) reads the CloudWatch
+# metrics of the targets that name their DB instance (pgarena.campaign.managed_metrics), after the last run,
+# when the runs' last minutes are published. The stack grants exactly these (pgarena_cdk), and the local
+# runtime's enforced IAM takes them from its template.
+SERVICE_ACTIONS: Mapping[Component, frozenset[ServiceAction]] = MappingProxyType(
+    {
+        Component.AGGREGATE: frozenset({ServiceAction.GET_METRIC_DATA}),
+        Component.FINALIZE_STOPPED: frozenset({ServiceAction.GET_METRIC_DATA}),
+    }
+)
+
+
 def grant_covers(grant: Grant, key: str) -> bool:
     """Whether `grant` reaches `key`: an item's partition key, or an object's key (a listing's prefix).
 
@@ -348,7 +372,9 @@ def grant_covers(grant: Grant, key: str) -> bool:
 
 
 def allows(component: Component, action: str, key: str) -> bool:
-    """Whether the map lets `component` do `action` on `key` (see grant_covers)."""
+    """Whether the map lets `component` do `action` on `key` (see grant_covers; a service action on any key)."""
+    if action in SERVICE_ACTIONS.get(component, frozenset()):
+        return True
     return any(action in grant.actions and grant_covers(grant, key) for grant in ACCESS[component])
 
 

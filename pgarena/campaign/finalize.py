@@ -22,6 +22,7 @@ from pgarena.campaign.alerting import Alerted, alert_new_changes
 from pgarena.campaign.cost_guard import settle_campaign
 from pgarena.campaign.decide import decided
 from pgarena.campaign.leases import holder_id, lease_key
+from pgarena.campaign.managed_metrics import read_managed_metrics
 from pgarena.campaign.ports import EndPorts, Executions, Records, Store
 from pgarena.campaign.slots import close_slots
 from pgarena.model import layout
@@ -102,7 +103,9 @@ def finalize(end: CampaignEnd, ports: EndPorts) -> Finalized:
         outcomes, summaries = stopped_outcomes(plan, outcomes, summaries)
     cost = end.cost
     refusal = cost.refusal if cost else None
-    results = aggregate(plan, outcomes, summaries, end.started_at, finished_at, refusal, series, raw_keys)
+    # The targets' CloudWatch metrics over their runs' windows, read now that the last minutes are published.
+    managed = read_managed_metrics(plan, summaries, ports.metrics, store) if ports.metrics is not None else None
+    results = aggregate(plan, outcomes, summaries, end.started_at, finished_at, refusal, series, raw_keys, managed)
     if ending != "completed":
         results = results.model_copy(update={"status": ending})
     if end.adaptive is not None:

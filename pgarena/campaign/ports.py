@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from pgarena.analysis.history.schema import ChangeAlert, IndexedRun
     from pgarena.campaign.leases import Leases
     from pgarena.model.history import HistoryEvent
@@ -234,6 +236,15 @@ class Alerts(Protocol):
         ...
 
 
+class MetricReads(Protocol):
+    """A managed server's metrics (CloudWatch's GetMetricData: pgarena.aws.cloudwatch)."""
+
+    def metric_data(self, region: str | None, queries: list[dict[str, Any]], start: datetime, end: datetime) -> dict[str, Any]:
+        """GetMetricData's answer in `region` (None: the home region), its pages' MetricDataResults and Messages
+        joined, as JSON (timestamps ISO strings). Raises MetricsReadFailed when it is refused or fails."""
+        ...
+
+
 @dataclass(frozen=True)
 class EndPorts:
     """What finalize goes through: the results store, and whatever the campaign holds there (the month's
@@ -245,4 +256,5 @@ class EndPorts:
     leases: Leases | None = None
     slots: WorkerSlots | None = None
     index: CampaignIndex | None = None
+    metrics: MetricReads | None = None  # the targets' CloudWatch metrics, read for those that name their instance
     alerts: Alerts | None = None

@@ -19,8 +19,9 @@ What moto (5.2, moto/iam/access_control.py and moto/core/authorization.py) evalu
   Manager (the secret's ARN) and Step Functions (the state machine's or execution's ARN; the task
   token calls are "*" in AWS too), SSM (the parameter's ARN: a worker site's, read by launch_worker),
   EventBridge (PutEvents: the bus's ARN) and SNS (the topic's ARN: finalize's alerts) get theirs the
-  same way. Any other service is checked on the action alone, against "*": a grant scoped to a
-  resource ARN never matches there.
+  same way. CloudWatch's actions are checked under IAM's prefix (`cloudwatch:`, where moto would take
+  its signing name, `monitoring:`), against "*" as in AWS. Any other service is checked on the
+  action alone, against "*": a grant scoped to a resource ARN never matches there.
   (Lambda and ECS are the runtime's own endpoints, not moto: Invoke, RunTask and PassRole are
   not authorized locally.)
 - Conditions: NOT evaluated for identity policies. moto passes no request context to them and only
@@ -311,6 +312,22 @@ def _authorize_dynamodb(self: Any, resource: str = "*") -> None:
             raise _as_json_error(error, table_arn) from error
 
 
+def _iam_named(prefix: str, **request: Any) -> Any:
+    """moto's IAMRequest whose action carries IAM's service prefix: moto takes the signing name (CloudWatch
+    signs as "monitoring"), where IAM names the action "cloudwatch:GetMetricData"."""
+    iam_request = _request_class()(**request)
+    iam_request._action = f"{prefix}:{iam_request._action.split(':', 1)[1]}"
+    return iam_request
+
+
+def _authorize_cloudwatch(self: Any, resource: str = "*") -> None:
+    # Replaces CloudWatchResponse's: its actions take no resource in IAM (checked against "*", as in AWS).
+    try:
+        self._authenticate_and_authorize_action(partial(_iam_named, "cloudwatch"), resource)
+    except Exception as error:
+        raise _as_json_error(error, resource) from error
+
+
 def _request_class() -> Any:
     from moto.iam.access_control import IAMRequest
 
@@ -359,6 +376,7 @@ def enforced() -> Iterator[None]:
     """moto authorizes every request (this process: the in-process mock and any ThreadedMotoServer),
     DynamoDB, Secrets Manager, SSM parameters, EventBridge buses and SNS topics against their resources'
     ARNs; restored on exit."""
+    from moto.cloudwatch.responses import CloudWatchResponse
     from moto.core.authorization import enable_iam_authentication
     from moto.dynamodb.responses import DynamoHandler
     from moto.events.responses import EventsHandler
@@ -368,6 +386,7 @@ def enforced() -> Iterator[None]:
     from moto.stepfunctions.responses import StepFunctionResponse
 
     patches = [
+        (CloudWatchResponse, "_authenticate_and_authorize_normal_action", _authorize_cloudwatch),
         (DynamoHandler, "_authenticate_and_authorize_normal_action", _authorize_dynamodb),
         (SecretsManagerResponse, "_determine_resource", _secret_resource),
         (SecretsManagerResponse, "_authenticate_and_authorize_normal_action", _authorize_json),

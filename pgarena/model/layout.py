@@ -71,6 +71,15 @@ def raw_key(campaign_id: str, step_id: str, name: str) -> str:
     return f"{step_raw_prefix(campaign_id, step_id)}/{name}"
 
 
+MANAGED_METRICS_FILE = "cloudwatch.json"
+
+
+def managed_metrics_key(campaign_id: str, step_id: str) -> str:
+    """A run's CloudWatch answer (GetMetricData over its window), which finalize reads and keeps beside the
+    step's raw output."""
+    return raw_key(campaign_id, step_id, MANAGED_METRICS_FILE)
+
+
 def evidence_key(campaign_id: str, target: str) -> str:
     """Preflight's record of a target (the facts it read, or why it failed), beside the raw output."""
     return raw_key(campaign_id, target, PREFLIGHT_EVIDENCE_FILE)

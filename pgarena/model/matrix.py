@@ -13,6 +13,7 @@ from pydantic import Discriminator, Field, Tag, ValidationInfo, field_validator,
 # bounds fields (workers, consolidation steps); the others are in pgarena.planning.limits, which
 # measures the plan.
 from pgarena.model.known_settings import embedded_major, unknown_settings
+from pgarena.model.managed_metrics import CloudWatchSource
 from pgarena.model.tool_spec import FAN_OUT_REASON as FAN_OUT_REASON
 from pgarena.model.tool_spec import MAX_CLIENTS, Name, Strict
 from pgarena.model.tool_spec import MAX_STARTED_TOGETHER as MAX_STARTED_TOGETHER
@@ -344,6 +345,11 @@ class Target(Strict):
     connections: ConnectionPolicy | None = Field(None, description="overrides the campaign's connection policy")
     replicas: list[Replica] = Field(
         default_factory=list, description="replicas whose catch-up is timed after each run (sustainable throughput)"
+    )
+    cloudwatch: CloudWatchSource | None = Field(
+        None,
+        description="RDS and Aurora: the DB instance whose CloudWatch metrics (CPU, IOPS, disk queue, freeable memory, "
+        "replica lag) are read over each run's window; none when absent",
     )
 
     @field_validator("replicas")

@@ -9,6 +9,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from pgarena.model import layout
+from pgarena.model.managed_metrics import CloudWatchSource
 from pgarena.model.matrix import (
     ConnectionPolicy,
     CostPolicy,
@@ -140,6 +141,7 @@ class PlannedTarget(Boundary):
     placement: Placement | None = None
     hourly_cost_usd: float | None = None
     pooler: Pooler | None = None
+    cloudwatch: CloudWatchSource | None = Field(None, description="the DB instance whose CloudWatch metrics finalize reads")
     connections: ConnectionPolicy
     connections_needed: int
     steps: list[Step]

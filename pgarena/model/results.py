@@ -11,6 +11,7 @@ from pydantic import BaseModel, Field, SerializeAsAny, model_validator
 from pgarena.model.budget import Budget, ConnectionFacts
 from pgarena.model.errors import ErrorInfo
 from pgarena.model.figures import Latency, PointStats, UslFit
+from pgarena.model.managed_metrics import ManagedMetrics
 from pgarena.model.metrics import Finding, Stability, TargetMetrics
 from pgarena.model.monitor import ConnectionReport, Incident
 from pgarena.model.pairwise import FootingProblem, NoiseWarning, PairComparison
@@ -280,6 +281,11 @@ class WorkloadResult(BaseModel):
     tool_figures: ToolFiguresField = Field(default_factory=ToolFigures, description=TOOL_FIGURES)
     connections: ConnectionReport | None = None
     server_counters: ServerCounters | None = Field(None, description=SERVER_COUNTERS)
+    managed_metrics: ManagedMetrics | None = Field(
+        None,
+        description="the target's cloudwatch instance metrics over the run's window (min, avg, max per metric), the "
+        "GetMetricData answer kept in `raw`; a read refused or failed is its `note`",
+    )
     shards: list[ShardResult] = Field(default_factory=list, description="set when several workers ran the step")
     start_skew_s: float | None = Field(None, description="latest shard start minus earliest")
     window_s: float | None = Field(

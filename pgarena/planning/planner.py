@@ -289,6 +289,7 @@ def _planned(target: Target, steps: list[Step], campaign: Campaign) -> PlannedTa
         placement=target.placement,
         hourly_cost_usd=target.hourly_cost_usd,
         pooler=target.pooler,
+        cloudwatch=target.cloudwatch,
         connections=target.connections or campaign.connections,
         connections_needed=max(s.connections for s in steps),
         steps=steps,

@@ -16,6 +16,7 @@ from pgarena.model.figures import Interval
 from pgarena.model.metrics import PointMetrics
 from pgarena.report.charts import Bars, Line, bar_chart, colour, line_chart
 from pgarena.report.links import local_link, trend_link
+from pgarena.report.managed import managed_tables
 from pgarena.report.stacked import label_cells
 from pgarena.report.view import Key, Report, point_label
 
@@ -384,7 +385,12 @@ def _environment(autoescape: bool) -> Environment:
 
 def _context(report: Report) -> dict[str, object]:
     return dict(
-        r=report, results=report.results, labels=_labels(report), drop_fraction=TPS_COLLAPSE_FRACTION, far_rtt_ms=FAR_RTT_MS
+        r=report,
+        results=report.results,
+        labels=_labels(report),
+        drop_fraction=TPS_COLLAPSE_FRACTION,
+        far_rtt_ms=FAR_RTT_MS,
+        managed=managed_tables(report.results),
     )
 
 

@@ -4,9 +4,11 @@ touches them."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
-from pgarena.aws.access import ACCESS, BUCKET_ACTIONS, Component, TableGrant
+from pgarena.aws.access import ACCESS, BUCKET_ACTIONS, SERVICE_ACTIONS, Component, TableGrant
 from pgarena_cdk import constants
 from tests.infrastructure.test_schedules import SCHEDULES
 
@@ -112,6 +114,30 @@ def test_role_allows_exactly_what_the_map_lists(synth, component):
 
     # Then it is exactly the map's grants for that component
     assert allowed == _expected(component)
+
+
+def _service_actions(statements: list[dict]) -> set[tuple[str, str]]:
+    """(action, resource) of the statements' actions on other services than the table's, the bucket's and the logs'."""
+    return {
+        (action, json.dumps(resource))
+        for statement in statements
+        for action in _as_list(statement["Action"])
+        for resource in _as_list(statement["Resource"])
+        if action.split(":")[0] in SERVICE_PREFIXES
+    }
+
+
+SERVICE_PREFIXES = {str(action).split(":")[0] for actions in SERVICE_ACTIONS.values() for action in actions}
+
+
+@pytest.mark.parametrize("component", DEPLOYED)
+def test_role_calls_exactly_the_service_actions_the_map_lists_on_any_resource(synth, component):
+    # Given the component's role and its statements
+    statements = _statements_by_role(synth).get(_component_roles(synth)[component], [])
+
+    # Then its actions on those services are the map's, each on "*" (they take no resource in IAM)
+    expected = {(str(action), json.dumps("*")) for action in SERVICE_ACTIONS.get(component, ())}
+    assert _service_actions(statements) == expected
 
 
 def test_no_other_role_touches_the_table_or_the_bucket(synth):

@@ -7,12 +7,15 @@ import json
 import shutil
 import time
 from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 
+import boto3
 import pytest
 
 from pgarena.local import assets, limits
-from pgarena.local.endpoints import function_arn
+from pgarena.local.endpoints import REGION, function_arn
 from pgarena.local.runtime import Execution, LocalRuntime, new_campaign_id
+from pgarena.model.managed_metrics import summarize
 from pgarena.planning.campaign import parse_campaign
 from tests.ports import refused_port
 
@@ -93,7 +96,9 @@ def wide() -> dict:
 COST_CAPPED = {
     "campaign": "strict-capped",
     "connections": {"monitor_interval_s": 1},
-    "targets": [{"name": "pg", "hourly_cost_usd": 0.5, **EMBEDDED}],
+    # Its DB instance's CloudWatch metrics are read by Aggregate And Rank, as its own role (moto's CloudWatch
+    # stands in: test_a_cost_capped_campaign_runs_green puts them there).
+    "targets": [{"name": "pg", "hourly_cost_usd": 0.5, "cloudwatch": {"instance": "strict-pg"}, **EMBEDDED}],
     "workloads": [
         {
             "name": "sel",
@@ -160,9 +165,44 @@ def test_a_consolidation_sweep_runs_green(runtime):
     assert [(s.targets, s.complete) for s in table.steps] == [(1, True), (2, True)]
 
 
+def _instance_metrics(start: datetime, minutes: int) -> None:
+    """The DB instance's CPU (42 %) and freeable memory (1 GiB more each minute) in moto's CloudWatch, a
+    datapoint a minute from `start` (the runtime's own keys put them)."""
+    data = [
+        {
+            "MetricName": name,
+            "Dimensions": [{"Name": "DBInstanceIdentifier", "Value": "strict-pg"}],
+            "Timestamp": start + timedelta(minutes=i, seconds=30),
+            "Value": value,
+        }
+        for i in range(minutes)
+        for name, value in (("CPUUtilization", 42.0), ("FreeableMemory", float(i + 1) * 2**30))
+    ]
+    cloudwatch = boto3.client("cloudwatch", region_name=REGION)
+    for at in range(0, len(data), 20):
+        cloudwatch.put_metric_data(Namespace="AWS/RDS", MetricData=data[at : at + 20])
+
+
 def test_a_cost_capped_campaign_runs_green(runtime):
+    # Given its target's DB instance's metrics in CloudWatch, every minute from before it starts to well after
+    _instance_metrics(datetime.now(UTC).replace(second=0, microsecond=0) - timedelta(minutes=2), 30)
+
     run = run_green(runtime, COST_CAPPED)
     assert run.results.cost.refused is None and 0 < run.results.cost.estimated_usd <= 5.0
+
+    # Then Aggregate And Rank, from its asset and as its role, read them over the run's window into results.json
+    (workload,) = run.results.targets[0].workloads
+    managed = workload.managed_metrics
+    assert managed is not None and managed.note is None, managed
+    by_name = {m.name: m for m in managed.metrics}
+    assert set(by_name) == {"CPUUtilization", "FreeableMemory"}
+    assert (by_name["CPUUtilization"].min, by_name["CPUUtilization"].max) == (42.0, 42.0)
+    # each figure recomputed from the answer kept beside the run's raw output
+    kept = json.loads((run.results_dir / managed.raw).read_text())
+    assert kept["request"]["MetricDataQueries"][0]["MetricStat"]["Metric"]["Dimensions"] == [
+        {"Name": "DBInstanceIdentifier", "Value": "strict-pg"}
+    ]
+    assert summarize(kept["answer"]) == managed.metrics
 
 
 def test_a_campaign_whose_plan_is_past_256_kib_runs_to_its_results(runtime):

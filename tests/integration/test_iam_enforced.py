@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import json
+from datetime import UTC, datetime, timedelta
 
 import boto3
 import pytest
@@ -15,14 +16,21 @@ from botocore.exceptions import ClientError
 
 from pgarena.aws.access import Component
 from pgarena.aws.barrier import wait_at_barrier
+from pgarena.aws.cloudwatch import CloudWatchMetrics
 from pgarena.aws.ledger import Ledger
 from pgarena.aws.store import ResultStore, create_results_table
+from pgarena.campaign.finalize import CampaignEnd, finalize
+from pgarena.campaign.ports import EndPorts
 from pgarena.local import iam
 from pgarena.local.endpoints import ACCOUNT, REGION
 from pgarena.local.runtime import BUCKET, STATE_MACHINE, TABLE, run_local
 from pgarena.model import layout
-from pgarena.model.results import StepSummary
+from pgarena.model.managed_metrics import MetricsReadFailed, metric_queries, summarize
+from pgarena.model.outcomes import TargetOutcome
+from pgarena.model.results import CampaignResults, StepSummary
 from pgarena.planning.campaign import parse_campaign
+from pgarena.planning.planner import plan_campaign
+from tests.conftest import FIXTURES
 from tests.infrastructure.conftest import synthesize  # before pgarena_cdk: it puts the CDK app (cdk/) on sys.path
 from tests.infrastructure.test_schedules import SCHEDULES
 from tests.integration.test_sharded_run import MATRIX as SHARDED
@@ -248,3 +256,82 @@ def test_sharded_campaign_with_the_old_worker_grant_ends_worker_crashed(template
     assert workload.status == "failed"
     assert workload.error.kind == "worker_crashed"
     assert "AccessDeniedException" in workload.error.message and "dynamodb:UpdateItem" in workload.error.message
+
+
+def _measured_campaign(store: ResultStore, start: datetime) -> CampaignEnd:
+    """A campaign whose target names its DB instance (db-1), its runs' summaries kept as the workers keep them."""
+    matrix = json.loads((FIXTURES / "matrices" / "minimal.json").read_text())
+    matrix["targets"] = [{**matrix["targets"][0], "cloudwatch": {"instance": "db-1"}}]
+    plan = plan_campaign(parse_campaign(matrix), "c1")
+    for step in plan.targets[0].steps:
+        summary = _summary("c1").model_copy(
+            update={
+                "step_id": step.step_id,
+                "target": step.target,
+                "kind": step.kind,
+                "started_at": start.isoformat(),
+                "finished_at": (start + timedelta(seconds=100)).isoformat(),
+            }
+        )
+        store.put_summary(summary)
+    return CampaignEnd(plan, [TargetOutcome(name="a")], start.isoformat())
+
+
+def _instance_cpu(url: str, start: datetime, values: list[float]) -> None:
+    """The instance's CPUUtilization in moto's CloudWatch (namespace AWS/RDS), one datapoint a minute from `start`."""
+    data = [
+        {
+            "MetricName": "CPUUtilization",
+            "Dimensions": [{"Name": "DBInstanceIdentifier", "Value": "db-1"}],
+            "Timestamp": start + timedelta(minutes=i, seconds=1),
+            "Value": value,
+            "Unit": "Percent",
+        }
+        for i, value in enumerate(values)
+    ]
+    _client(url, "cloudwatch").put_metric_data(Namespace="AWS/RDS", MetricData=data)
+
+
+def test_finalize_reads_the_instances_cloudwatch_metrics_into_results_json_as_aggregate(moto_url, template):
+    # Given aggregate's keys, a campaign whose target names its DB instance, and the instance's CPU in CloudWatch
+    # over its run's window (two minutes from `start`)
+    aggregate = _provision(moto_url, template).components[Component.AGGREGATE]
+    start = datetime.now(UTC).replace(second=0, microsecond=0) - timedelta(minutes=5)
+    end = _measured_campaign(
+        ResultStore(BUCKET, TABLE, s3=_client(moto_url, "s3"), dynamodb=_client(moto_url, "dynamodb")), start
+    )
+    _instance_cpu(moto_url, start, [20.0, 60.0])
+
+    # When finalize runs as Aggregate And Rank does, signing as its role
+    store = ResultStore(BUCKET, TABLE, s3=_client(moto_url, "s3", aggregate), dynamodb=_client(moto_url, "dynamodb", aggregate))
+    metrics = CloudWatchMetrics(lambda region: _client(moto_url, "cloudwatch", aggregate))
+    with iam.enforced():
+        finalized = finalize(end, EndPorts(store, metrics=metrics))
+
+    # Then results.json holds the run's CPU over its window, recomputed from the answer kept beside its raw output
+    kept = CampaignResults.model_validate(_get_json(moto_url, finalized.results_key))
+    (run,) = kept.targets[0].workloads
+    assert run.managed_metrics.note is None, run.managed_metrics.note
+    (cpu,) = run.managed_metrics.metrics
+    assert (cpu.name, cpu.min, cpu.avg, cpu.max, cpu.datapoints) == ("CPUUtilization", 20.0, 40.0, 60.0, 2)
+    answer = _get_json(moto_url, f"c1/{run.managed_metrics.raw}")["answer"]
+    assert summarize(answer) == run.managed_metrics.metrics
+
+
+def test_a_role_without_the_grant_is_refused_cloudwatch_and_named(moto_url, template):
+    # Given the worker's keys (its role holds no cloudwatch:GetMetricData)
+    worker = _provision(moto_url, template).components[Component.WORKER]
+    start = datetime.now(UTC).replace(second=0, microsecond=0) - timedelta(minutes=5)
+    _instance_cpu(moto_url, start, [20.0])
+
+    # When it reads the instance's metrics
+    metrics = CloudWatchMetrics(lambda region: _client(moto_url, "cloudwatch", worker))
+    with iam.enforced(), pytest.raises(MetricsReadFailed) as refused:
+        metrics.metric_data(None, metric_queries("db-1"), start, start + timedelta(minutes=1))
+
+    # Then it is refused, and the refusal named as such (the run's note would be `denied`)
+    assert refused.value.denied and "AccessDenied" in str(refused.value), str(refused.value)
+
+
+def _get_json(url: str, key: str) -> dict:
+    return json.loads(_client(url, "s3").get_object(Bucket=BUCKET, Key=key)["Body"].read())

@@ -26,6 +26,7 @@ from pgarena.aws.access import ACCESS, BUCKET_ACTIONS, Action, BucketGrant, Comp
 from pgarena.aws.alerts import EventAlerts
 from pgarena.aws.barrier import wait_at_barrier
 from pgarena.aws.campaign_state import CampaignState
+from pgarena.aws.cloudwatch import CloudWatchMetrics
 from pgarena.aws.history_index import HistoryIndex
 from pgarena.aws.items import marshal
 from pgarena.aws.leases import LeaseStore
@@ -96,7 +97,9 @@ class Recorder:
         session.events.register("provide-client-params.*.*", self._record)
 
     def _record(self, params: dict, model, **_) -> None:
-        if self.recording and params.get("TableName", TABLE) == TABLE and params.get("Bucket", BUCKET) == BUCKET:
+        if self.recording and model.service_model.service_name == "cloudwatch":  # a service action: on "*"
+            self.calls.append((f"cloudwatch:{model.name}", "*"))
+        elif self.recording and params.get("TableName", TABLE) == TABLE and params.get("Bucket", BUCKET) == BUCKET:
             self.calls.extend((str(action), key) for action, key in _calls_of(model.name, params))
 
     def take(self) -> list[Call]:
@@ -133,6 +136,7 @@ def _plan(campaign_id: str = "c1", placement: dict | None = None):
     if placement:
         data["targets"][0]["placement"] = placement
     data["targets"][0]["hourly_cost_usd"] = 1.0
+    data["targets"][0]["cloudwatch"] = {"instance": "db-1"}  # finalize reads its runs' CloudWatch metrics
     data["targets"][0]["endpoint"]["port"] = 1  # nothing listens: preflight fails at once
     data["cost"] = {"monthly_cap_usd": 100.0}
     return plan_campaign(parse_campaign(data), campaign_id)
@@ -351,6 +355,7 @@ def _record(aws: Recorder, component: Component, plan) -> list[Call]:  # noqa: C
             leases,
             DynamoWorkerSlots(store.dynamodb, TABLE),
             HistoryIndex(store.dynamodb, TABLE),
+            CloudWatchMetrics(lambda region: boto3.client("cloudwatch", region_name=region)),  # as the handler's
             EventAlerts(boto3.client("events"), "default", BUCKET),
         )
         for _ in range(2):  # EventBridge delivers at least once: the second finds the worker slots closed
@@ -402,6 +407,16 @@ def test_every_grant_in_the_map_is_used(aws, component):
 
     # Then none is unused: the map grants what the code does, no more
     assert unused == []
+
+
+@pytest.mark.parametrize("component", RECORDED)
+def test_a_component_calls_exactly_the_service_actions_the_map_grants_it(aws, component):
+    # Given the component's recorded calls, a target that names its DB instance among them
+    calls = _record(aws, component, _plan())
+
+    # Then the services' actions (granted on "*") it made are the map's, no fewer and no more
+    made = {action for action, _ in calls if not action.startswith(("dynamodb:", "s3:"))}
+    assert made == {str(action) for action in access.SERVICE_ACTIONS.get(component, ())}
 
 
 def test_the_scheduler_touches_no_results():
