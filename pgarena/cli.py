@@ -989,11 +989,12 @@ def compare(
 EXIT_CHANGED = 4
 
 
-@app.command()
+@app.command(cls=JsonCommand)
 def history(
     name: Annotated[str | None, typer.Argument(help="a campaign's name; none: list the campaigns")] = None,
     out: Annotated[Path, typer.Option(help="the results folder the campaigns were written to (run's --out)")] = Path("results"),
-    as_json: Annotated[bool, typer.Option("--json", help="print it as JSON (its schema: --json-schema)")] = False,
+    as_json: AsJson = False,
+    quiet: Quiet = False,
     html: Annotated[Path | None, typer.Option(help="write the trend page here, and its CSV beside it (.csv)")] = None,
     fail_on_change: Annotated[
         bool, typer.Option("--fail-on-change", help=f"exit {EXIT_CHANGED} when a series changed for the worse at its latest runs")
@@ -1014,38 +1015,48 @@ def history(
     if json_schema_only:
         print(json.dumps({"history": History.model_json_schema(), "campaigns": Campaigns.model_json_schema()}, indent=2))
         return
-    if stack is not None:
-        _copy_stack_runs(stack, region, name, out)
+    with command_output(as_json, quiet) as output:
+        if stack is not None:
+            _copy_stack_runs(stack, region, name, out)
+        found = _history_root(out, output)
+        if name is None:
+            _list_campaigns(found, out, output)
+            return
+        _check_history_or_exit(found, name, out, fail_on_change)
+        told = history_trends.history(found, name, str(out), threshold, recent)
+        save_trend_page(out, told)  # where its runs' reports link to (pgarena.report.links.trend_link)
+        if html is not None:
+            html.write_text(render_trends_html(told))
+            html.with_suffix(".csv").write_text(trends_csv(told))
+        if output.as_json:
+            output.emit(told)
+        elif output.human:
+            print_history(told, html)
+        if fail_on_change and told.gate:
+            if not output.as_json and not output.human:  # --quiet: the gate's failure is the one error
+                _fail(f"{len(told.gate)} series changed for the worse at their latest runs")
+            raise typer.Exit(EXIT_CHANGED)
+
+
+def _history_root(out: Path, output: Output) -> history_index.Found:
+    """The runs under --out; the folders skipped said on stderr."""
     if not out.is_dir():
         _fail(f"{out}: no such folder (give the --out campaigns were written to)")
-        raise typer.Exit(2)
+        raise typer.Exit(EXIT_USAGE)
     found = history_index.read_runs(out)
     for problem in found.unreadable:
-        errors.print(_text(f"skipped: {problem}"), highlight=False)
-    if name is None:
-        _list_campaigns(found, out, as_json)
-        return
-    _check_history_or_exit(found, name, out, fail_on_change)
-    told = history_trends.history(found, name, str(out), threshold, recent)
-    save_trend_page(out, told)  # where its runs' reports link to (pgarena.report.links.trend_link)
-    if html is not None:
-        html.write_text(render_trends_html(told))
-        html.with_suffix(".csv").write_text(trends_csv(told))
-    if as_json:
-        print(told.model_dump_json(indent=2))
-    else:
-        print_history(told, html)
-    if fail_on_change and told.gate:
-        raise typer.Exit(EXIT_CHANGED)
+        if output.progress:  # stderr: beside a JSON document too
+            errors.print(_text(f"skipped: {problem}"), highlight=False)
+    return found
 
 
 def _check_history_or_exit(found: history_index.Found, name: str, out: Path, fail_on_change: bool) -> None:
     if not any(r.campaign == name for _, r in found.runs):
         _fail(f"{name}: no run of this campaign under {out} (`pgarena history --out {out}` lists them)")
-        raise typer.Exit(2)
+        raise typer.Exit(EXIT_USAGE)
     if fail_on_change and not history_detect.available():
         _fail(history_detect.INSTALL_HINT)
-        raise typer.Exit(2)
+        raise typer.Exit(EXIT_USAGE)
 
 
 def _copy_stack_runs(stack: str, region: str | None, name: str | None, out: Path) -> None:
@@ -1062,15 +1073,16 @@ def _copy_stack_runs(stack: str, region: str | None, name: str | None, out: Path
         copied = copy_runs(clients, bucket, runs, out)
     except (AwsRunError, BotoCoreError, ClientError) as error:
         _fail(f"could not read stack {stack!r}'s history: {error} (check credentials and --region)")
-        raise typer.Exit(1) from None
-    errors.print(_text(f"{len(runs)} run(s) indexed in {stack}; copied {len(copied)} into {out}"), highlight=False)
+        raise typer.Exit(EXIT_ERROR) from None
+    if current().progress:
+        errors.print(_text(f"{len(runs)} run(s) indexed in {stack}; copied {len(copied)} into {out}"), highlight=False)
 
 
-def _list_campaigns(found: history_index.Found, out: Path, as_json: bool) -> None:
+def _list_campaigns(found: history_index.Found, out: Path, output: Output) -> None:
     listing = history_index.campaigns(found)
-    if as_json:
-        print(Campaigns(root=str(out), campaigns=listing, unreadable=found.unreadable).model_dump_json(indent=2))
-    else:
+    if output.as_json:
+        output.emit(Campaigns(root=str(out), campaigns=listing, unreadable=found.unreadable))
+    elif output.human:
         console.print(history_campaigns_table(listing))
 
 

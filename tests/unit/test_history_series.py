@@ -150,3 +150,27 @@ def test_a_run_without_its_matrix_is_compared_on_what_results_json_records(tmp_p
     told = trends.history(index.read_runs(tmp_path), "nightly", str(tmp_path))
     # Then no series splits: what is unknown did not change
     assert told.series and not any(s.splits for s in told.series)
+
+
+def test_the_gate_under_json_prints_its_document_and_exits_4_and_quiet_says_only_the_failure(b_slower):
+    # --json: the document (its gate listing b's changes) on stdout, and the gate's exit code
+    gated = runner.invoke(app, ["history", "nightly", "--out", str(b_slower), "--fail-on-change", "--json"])
+    assert gated.exit_code == EXIT_CHANGED
+    gate = json.loads(gated.stdout)["gate"]
+    assert len(gate) == 2 and all(message.startswith("b tpcb 2 clients:") for message in gate)
+    # --quiet: no table, only the failure on stderr
+    quiet = runner.invoke(app, ["history", "nightly", "--out", str(b_slower), "--fail-on-change", "-q"])
+    assert quiet.exit_code == EXIT_CHANGED and quiet.stdout == ""
+    assert "2 series changed for the worse" in quiet.stderr
+    # and a quiet run without the gate prints nothing at all
+    silent = runner.invoke(app, ["history", "nightly", "--out", str(b_slower), "-q"])
+    assert silent.exit_code == 0 and silent.stdout == "" and silent.stderr == ""
+
+
+def test_history_errors_under_json_are_error_documents(b_slower):
+    unknown = runner.invoke(app, ["history", "weekly", "--out", str(b_slower), "--json"])
+    assert unknown.exit_code == 2
+    document = json.loads(unknown.stdout)
+    assert document["exit_code"] == 2 and "no run of this campaign" in document["error"]["message"]
+    refused = runner.invoke(app, ["history", "--recent", "0", "--json"])
+    assert refused.exit_code == 2 and json.loads(refused.stdout)["exit_code"] == 2
