@@ -281,9 +281,11 @@ class EmbeddedProcess:
             self.process.wait(timeout=START_TIMEOUT_S)  # pg_ctl stop -w returned: it is exiting or gone
 
     def stop(self) -> None:
+        """Stop the server and remove its folder (and its user). Immediate, as a crash: the folder goes right
+        after, and a fast shutdown's checkpoint would write every dirty buffer (and sync it, fsync on) for nothing."""
         if (self.pgdata / "postmaster.pid").exists():
             try:
-                self._run("pg_ctl", "-D", str(self.pgdata), "-m", "fast", "-w", "stop")
+                self._run("pg_ctl", "-D", str(self.pgdata), "-m", "immediate", "-w", "stop")
             except subprocess.CalledProcessError:
                 pass  # already down: nothing to stop
         if self.process is not None and self.process.poll() is None:

@@ -7,6 +7,7 @@ import pytest
 
 from pgarena.local.runtime import run_local
 from pgarena.planning.campaign import parse_campaign
+from pgarena.planning.history import count_history
 
 pytestmark = pytest.mark.integration
 
@@ -110,3 +111,18 @@ def test_each_repetition_loads_the_data_set_again(identical):
     for target in identical.results.targets:
         assert len([load for load in target.loads if load.kind == "init"]) == len(target.workloads)
         assert all(load.status == "succeeded" for load in target.loads)
+
+
+def _counted_as_run(matrix: dict, run) -> int:
+    """The history events validation counts for the repetitions the campaign ran: its phases, each batch's Run
+    Phases In Order and Decision Due?, each decision's Decide More Phases and Another Phase?"""
+    ran = run.results.adaptive.repetitions_run("tpcb")
+    return count_history(parse_campaign({**matrix, "repetitions": {**matrix["repetitions"], "max": ran}})).events
+
+
+def test_the_decisions_loop_writes_the_history_events_counted_for_the_phases_it_ran(different, identical):
+    # Given the two campaigns' executions (moto's GetExecutionHistory), each ended by a decision
+    # Then each history holds what validation counts for the phases it ran, a data set loaded before each
+    # repetition (init.each_repetition) in the twins' (issue 26.1)
+    assert different.history_events == _counted_as_run(DIFFERENT, different)
+    assert identical.history_events == _counted_as_run(IDENTICAL, identical)
