@@ -33,11 +33,14 @@ DIFFERENT = {
     ],
     "workloads": [{"name": "tpcb", "tool": "pgbench", "init": {"scale": 1}, "run": RUN}],
 }
-# Two targets of the same settings, their data set loaded again before each repetition.
+# Two targets of the same settings, their data set loaded again before each repetition. Margin 0: no interval
+# can show them equivalent, so a look decides them only by calling them different, which identical targets
+# are with the design's small chance (5% over all its looks, far less at the first: O'Brien-Fleming).
 IDENTICAL = {
     **copy.deepcopy(DIFFERENT),
     "campaign": "twins",
     "repetitions": {"min": 3, "max": 5},
+    "ranking": {"equivalence_margin_pct": 0},
     "targets": [
         {"name": twin, "provider": "embedded", "embedded": {"settings": {"synchronous_commit": "on"}}}
         for twin in ("twin-a", "twin-b")
@@ -93,17 +96,25 @@ def test_the_decided_campaign_ranks_the_faster_target_first(different):
     assert point.n == different.results.adaptive.repetitions_run("tpcb")
 
 
-def test_identical_targets_run_past_min_and_are_never_ranked_apart(identical):
+def test_identical_targets_run_past_min_and_the_headline_follows_the_last_look(identical):
     adaptive = identical.results.adaptive
     ran = adaptive.repetitions_run("tpcb")
-    # Then the first decision, after the 3 phases of min, found a pair undecided, and more phases ran
+    # Then the first decision, after the 3 phases of min, found the pair undecided, and more phases ran
     assert adaptive.looks[0].repetitions == 3 and adaptive.looks[0].more is True
     assert 3 < ran <= 5
     assert ran + len(adaptive.not_needed) == 5
     assert _repetitions(identical) == {"twin-a": list(range(1, ran + 1)), "twin-b": list(range(1, ran + 1))}
-    # and no headline names one of them first
+    # and the loop stopped at the maximum, or where the pair was decided (different: the only decision a
+    # margin of 0 allows, made for identical targets with the design's error rate, docs/ranking.md)
+    (pair,) = identical.results.comparisons
+    last = adaptive.looks[-1]
+    if ran < 5:
+        assert last.reason == "decided" and last.more is False and pair.outcome == "different"
+    else:
+        assert pair.outcome in ("different", "inconclusive")
+    # and the headline names one of them first exactly when the pair was found different
     report = (identical.results_dir / "summary.md").read_text()
-    assert "ranks first" not in report
+    assert ("ranks first" in report) == (pair.outcome == "different")
 
 
 def test_each_repetition_loads_the_data_set_again(identical):
