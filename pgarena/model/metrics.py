@@ -26,6 +26,16 @@ class Stability(BaseModel):
         return any(i.kind == "tps_collapse" for i in self.incidents)
 
 
+class TypeLatency(BaseModel):
+    """One transaction type at a point: its transactions over the runs, and its percentiles' means over them."""
+
+    name: str
+    done: int
+    failed: int = 0
+    rolled_back: bool = False
+    latency_ms: Latency = Latency()
+
+
 class PointMetrics(BaseModel):
     """One target x workload x client count, over its repetitions."""
 
@@ -64,6 +74,14 @@ class PointMetrics(BaseModel):
         None, description="tps at the SLO (pgarena.analysis.slo), mean over runs; None unless every run's search finished"
     )
     slo_tps_interval: Interval | None = Field(None, description="mean, stddev, n, 95% t-interval of tps at SLO")
+    nopm: float | None = Field(None, description="new orders per minute (TPROC-C), mean over runs; None unless every run has it")
+    nopm_interval: Interval | None = Field(None, description="mean, stddev, n, 95% t-interval of NOPM over repetitions")
+    tpm: float | None = Field(None, description="transactions per minute (TPROC-C), mean over runs")
+    rollbacks: int | None = Field(None, description="transactions rolled back by design (TPROC-C's New-Orders), over all runs")
+    transaction_types: list[TypeLatency] = Field(
+        default_factory=list, description="per transaction type of a mix: its count and latency percentiles, over the runs"
+    )
+    consistency_failed: bool = Field(False, description="a run's data checks failed (consistency_failed)")
 
     @property
     def key(self) -> tuple[str, int | None]:
