@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import sys
 from pathlib import Path
 
 from pgarena.model.matrix import Endpoint
@@ -12,9 +11,10 @@ from pgarena.system.binaries import embedded_bin_dir
 from pgarena.tools.pgbench.spec import TPROCC, PgbenchInit, PgbenchRun
 from pgarena.tools.pgbench.tpcc.kit import TRANSACTIONS
 from pgarena.tools.pgbench.tpcc.load import TASK
+from pgarena.tools.runner import python_module_command
 
 # The worker's process for a tool's own SQL (it opens connections as every server read does), run as
-# `python -m` by the worker's own interpreter: the TPROC-C load runs in it.
+# `python -m` by the worker's own interpreter (pgarena.tools.runner): the TPROC-C load runs in it.
 SQL_TASK = "pgarena.worker.sql_task"
 # pgbench --log writes <prefix>.<pid> and <prefix>.<pid>.<thread>: one line per transaction.
 TRANSACTION_LOG_PREFIX = "transactions"
@@ -76,7 +76,7 @@ def init_args(init: PgbenchInit) -> list[str]:
 def tpcc_load_args(init: PgbenchInit) -> list[str]:
     """The TPROC-C loader's command line (run.builtin tprocc): the kit's schema, data and functions."""
     assert init.warehouses is not None  # the caller's condition
-    return [sys.executable, "-m", SQL_TASK, TASK, f"--warehouses={init.warehouses}", f"--parallel={init.parallel}"]
+    return python_module_command(SQL_TASK, TASK, f"--warehouses={init.warehouses}", f"--parallel={init.parallel}")
 
 
 def tpcc_script_args(workdir: Path, warehouses: int) -> list[str]:

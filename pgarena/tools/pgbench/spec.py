@@ -35,7 +35,8 @@ LIMIT_REASONS = {
 # The order-entry mix (TPROC-C, pgarena's kit: pgarena.tools.pgbench.tpcc) in place of pgbench's scripts.
 TPROCC = "tprocc"
 Builtin = Literal["tpcb-like", "simple-update", "select-only", "tprocc"]
-# The init fields that shape pgbench -i's tables: the TPROC-C loader has its own schema.
+# The init fields that shape pgbench -i's tables: the TPROC-C loader has its own schema (a field at its default
+# is not one asked for).
 PGBENCH_INIT_ONLY = (
     "scale",
     "fillfactor",
@@ -252,14 +253,18 @@ class PgbenchWorkload(Strict):
         """The order-entry mix needs its warehouses and its own loader; pgbench -i's options do not apply."""
         warehouses = self.init.warehouses
         if self.run.builtin != TPROCC:
-            if warehouses is not None or "parallel" in self.init.model_fields_set:
+            if warehouses is not None or self.init.parallel != 1:
                 raise ValueError('init.warehouses and init.parallel load TPROC-C: set run.builtin to "tprocc" or remove them')
             return self
         if warehouses is None:
             raise ValueError('run.builtin tprocc needs init.warehouses (TPROC-C\'s scale): add e.g. "init": {"warehouses": 4}')
         if self.run.scripts:
             raise ValueError("run.builtin tprocc runs its own six scripts: remove run.scripts (or use builtin tpcb-like)")
-        given = [f"init.{name}" for name in PGBENCH_INIT_ONLY if name in self.init.model_fields_set]
+        # Set to anything but its default: a matrix read back from its JSON (every field written) is refused
+        # only for what was asked.
+        given = [
+            f"init.{name}" for name in PGBENCH_INIT_ONLY if getattr(self.init, name) != PgbenchInit.model_fields[name].default
+        ]
         if given:
             raise ValueError(
                 f"{', '.join(given)}: pgbench -i's options; run.builtin tprocc loads its own schema: remove them "
