@@ -55,7 +55,6 @@ begin
         into dist_info;
         insert into order_line (
             ol_o_id, ol_d_id, ol_w_id, ol_number, ol_i_id, ol_supply_w_id, ol_delivery_d, ol_quantity, ol_amount, ol_dist_info
-        
         ) values (v_o_id, p_d_id, p_w_id, line.n, line.item, line.supply, null, line.quantity, line.quantity * price, dist_info);
         total := total + line.quantity * price;
     end loop;
