@@ -5,7 +5,8 @@ The function, in a tool's package, is called as `function(connect, args) -> exit
 connection to the step's target as every server read opens one (pgarena.server.postgres: TLS as sslmode
 asks, failures classified), from libpq's environment that the tool's command sets (PGHOST, PGPORT, PGUSER,
 PGDATABASE, PGSSLMODE, PGSSLROOTCERT, PGPASSWORD, PGAPPNAME), so the password never reaches the command
-line. Its output is the step's raw output; connections it leaves open are closed when it returns. It is
+line. Each connection is in DB-API's default mode, autocommit off: the task commits. Its output is the step's
+raw output; connections it leaves open are closed when it returns. It is
 named by the tool's command and imported by name, so that the worker names no tool."""
 
 from __future__ import annotations
@@ -53,6 +54,7 @@ class Connections:
 
     def open(self) -> pg8000.dbapi.Connection:
         conn = open_connection(self.endpoint, self.application_name)
+        conn.autocommit = False  # DB-API's default: the task commits what belongs together (a warehouse's rows)
         with self.lock:
             self.opened.append(conn)
         return conn
