@@ -8,7 +8,9 @@ import pytest
 
 from pgarena.analysis.latency import decode, encode, new_histogram
 from pgarena.analysis.mix import CONSISTENCY_FAILED, consistency_incident, merged_mix
+from pgarena.analysis.ranking import metric_scores
 from pgarena.model.matrix_errors import MatrixError
+from pgarena.model.metrics import PointMetrics
 from pgarena.model.tool_figures import ConsistencyCheck, ToolFigures
 from pgarena.planning.campaign import parse_campaign
 from pgarena.planning.planner import plan_campaign
@@ -178,3 +180,15 @@ def test_a_failed_condition_is_a_named_incident():
     assert "condition 3: district 1.4" in incident.message and "1 of 2" in incident.message
     assert consistency_incident(checks[:1], 12.0) is None
     assert consistency_incident(None, 12.0) is None
+
+
+def test_nopm_is_a_ranking_metric_relative_to_the_best_target():
+    # Given two targets at one point, one with twice the other's NOPM (and the same tps)
+    def point(target, nopm):
+        return PointMetrics(target=target, workload="tprocc", clients=4, runs=3, tps=100.0, nopm=nopm)
+
+    key = ("tprocc", 4)
+    scores = metric_scores({"a": {key: point("a", 1200.0)}, "b": {key: point("b", 600.0)}}, [key])
+    # Then NOPM scores each relative to the best; a point without NOPM gives the metric up
+    assert scores["nopm"] == {"a": 1.0, "b": 0.5}
+    assert "nopm" not in metric_scores({"a": {key: point("a", None)}, "b": {key: point("b", 600.0)}}, [key])
