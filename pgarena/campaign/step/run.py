@@ -78,7 +78,8 @@ class _StepRun:
         # The baseline for telling a restart: the server as this step found it (preflight's, if it is down).
         # Read before the shards' barrier, so that it delays no shard's start.
         postmaster_before = self.worker.server.postmaster_start(step.endpoint) or step.postmaster_started_at
-        version = self.worker.processes.version(run.argv[0])
+        # The tool's own version, also where its command is the worker's interpreter (a SQL task: the TPROC-C load).
+        version = self.worker.processes.version(self.tool.binary())
         facts = self._facts(version, step_of_worker)  # before the barrier too: 20 round trips
         # The window's opening edge, outside it: before the barrier, so that no shard starts later for it.
         before = _counters(step, self.worker.server)
