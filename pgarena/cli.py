@@ -287,18 +287,30 @@ def best_by_workload(target: TargetMetrics) -> tuple[dict[str, float], dict[str,
     return tps, at_slo
 
 
+def best_nopm(target: TargetMetrics) -> dict[str, float]:
+    """Per TPROC-C workload, the target's best point's NOPM (a mean over its repetitions)."""
+    nopm: dict[str, float] = {}
+    for point in target.points:
+        if point.nopm is not None:
+            nopm[point.workload] = max(nopm.get(point.workload, point.nopm), point.nopm)
+    return nopm
+
+
 def ranking_table(results: CampaignResults) -> Table:
     table = Table(title=_text(f"pgarena ranking: {results.campaign_id}"))
     workloads = list(dict.fromkeys(w.name for t in results.targets for w in t.workloads))
     searched = list(dict.fromkeys(w.name for t in results.targets for w in t.workloads if w.slo is not None))
-    figures = [f"{name} tps" for name in workloads] + [f"{name} tps at SLO" for name in searched]
+    metrics = {m.target: m for m in stored_metrics(results)}  # as aggregation computed them: never recomputed here
+    mixes = list(dict.fromkeys(p.workload for m in metrics.values() for p in m.points if p.nopm is not None))
+    figures = [f"{name} tps" for name in workloads] + [f"{name} NOPM" for name in mixes]
+    figures += [f"{name} tps at SLO" for name in searched]
     for column in ("rank", "target", "provider", "site · RTT · workers", "status", "score", *figures, "error"):
         table.add_column(_text(column))  # a results.json read back may name anything
     providers = {t.name: t for t in results.targets}
-    metrics = {m.target: m for m in stored_metrics(results)}  # as aggregation computed them: never recomputed here
     for entry in results.ranking:
         target = providers[entry.target]
         tps, at_slo = best_by_workload(metrics[entry.target])
+        nopm = best_nopm(metrics[entry.target])
         table.add_row(
             rank_label(entry),
             _text(entry.target),
@@ -307,6 +319,7 @@ def ranking_table(results: CampaignResults) -> Table:
             target.status,
             _text(score_label(entry)),
             *(f"{tps[name]:,.1f}" if name in tps else "-" for name in workloads),
+            *(f"{nopm[name]:,.1f}" if name in nopm else "-" for name in mixes),
             *(f"{at_slo[name]:,.1f}" if name in at_slo else "-" for name in searched),
             "",
         )
