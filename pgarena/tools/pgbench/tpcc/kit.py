@@ -11,7 +11,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-import pg8000.dbapi
+from pg8000.dbapi import Connection, Cursor
 
 from pgarena.tools.pgbench.tpcc.sql.checks import (
     NEW_ORDERS_CONTIGUOUS_SQL,
@@ -45,10 +45,10 @@ from pgarena.tools.pgbench.tpcc.sql.schema import (
     VACUUM_SQL,
 )
 
-Connection = pg8000.dbapi.Connection
-
 # TPC-C 2.1.6: NURand(A, x, y) = (((random(0, A) | random(x, y)) + C) % (y - x + 1)) + x. The run's C for
-# last names differs from the loader's (157, sql/load.py) by 66: within 65..119 and not 96 or 112 (2.1.6.1).
+# last names differs from the loader's (in sql/load.py's CUSTOMERS_SQL) by 66: within 65..119 and not 96
+# or 112 (2.1.6.1).
+C_LAST_LOAD = 157
 C_LAST_RUN = 223
 C_CUSTOMER_ID = 259
 C_ITEM_ID = 7911
@@ -276,7 +276,7 @@ def check_consistency(conn: Connection) -> list[Consistency]:
     return checks
 
 
-def _check(cursor: pg8000.dbapi.Cursor, name: str, unit: str, query_sql: str = WAREHOUSE_YTD_SQL) -> Consistency:
+def _check(cursor: Cursor, name: str, unit: str, query_sql: str = WAREHOUSE_YTD_SQL) -> Consistency:
     """One condition: its query counts the failing warehouses or districts, all of them, and names the first."""
     cursor.execute(query_sql)
     failing, checked, offenders = cursor.fetchone()
