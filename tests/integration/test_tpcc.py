@@ -31,7 +31,7 @@ MATRIX = {
                 "clients": [2, 4],
                 "max_clients_per_worker": 2,
                 "jobs": 1,
-                "duration_s": 4,
+                "duration_s": 3,
                 "progress_s": 1,
             },
         }
