@@ -6,6 +6,7 @@ Scale is the warehouse count: the scripts read it from pgbench's `:scale` (`--sc
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -175,7 +176,7 @@ def create_schema(conn: Connection, warehouses: int) -> None:
     cursor.execute(DROP_TABLES_SQL)
     cursor.execute(CREATE_TABLES_SQL)
     cursor.execute(CREATE_HELPERS_SQL)
-    conn.commit()
+    _commit(conn)
 
 
 def create_functions(conn: Connection) -> None:
@@ -185,11 +186,12 @@ def create_functions(conn: Connection) -> None:
     cursor.execute(ORDER_STATUS_SQL)
     cursor.execute(DELIVERY_SQL)
     cursor.execute(STOCK_LEVEL_SQL)
-    conn.commit()
+    _commit(conn)
 
 
 def _load_warehouse(connect: Callable[[], Connection], w_id: int) -> None:
-    """One warehouse's rows, committed together: a failed load leaves no half warehouse behind it."""
+    """One warehouse's rows, committed together (the connection not in autocommit): a failed load leaves
+    no half warehouse behind it."""
     conn = connect()
     try:
         cursor = conn.cursor()
@@ -200,7 +202,7 @@ def _load_warehouse(connect: Callable[[], Connection], w_id: int) -> None:
         cursor.execute(ORDERS_SQL, (w_id,))
         cursor.execute(NEW_ORDERS_SQL, (w_id,))
         cursor.execute(STOCK_SQL, (w_id,))
-        conn.commit()
+        _commit(conn)
     finally:
         conn.close()
 
@@ -217,18 +219,16 @@ def load(connect: Callable[[], Connection], warehouses: int, parallel: int) -> d
 
         started = time.monotonic()
         conn.cursor().execute(ITEMS_SQL)
-        conn.commit()
+        _commit(conn)
         phases["items"] = _lap(started)
 
         started = time.monotonic()
-        with ThreadPoolExecutor(max_workers=max(1, min(parallel, warehouses))) as pool:
-            for done in [pool.submit(_load_warehouse, connect, w_id) for w_id in range(1, warehouses + 1)]:
-                done.result()
+        _load_warehouses(connect, warehouses, parallel)
         phases["warehouses"] = _lap(started)
 
         started = time.monotonic()
         conn.cursor().execute(CREATE_INDEXES_SQL)
-        conn.commit()
+        _commit(conn)
         phases["indexes"] = _lap(started)
 
         started = time.monotonic()
@@ -244,6 +244,25 @@ def load(connect: Callable[[], Connection], warehouses: int, parallel: int) -> d
     return phases
 
 
+def _load_warehouses(connect: Callable[[], Connection], warehouses: int, parallel: int) -> None:
+    """Warehouses 1..`warehouses`, `parallel` at a time. The first failure stops the load: a warehouse not
+    begun by then is skipped (the ones under way finish or fail on their own), and the error is raised."""
+    failed = threading.Event()
+
+    def task(w_id: int) -> None:
+        if failed.is_set():
+            return
+        try:
+            _load_warehouse(connect, w_id)
+        except BaseException:
+            failed.set()  # before this task ends: the worker's next task sees it
+            raise
+
+    with ThreadPoolExecutor(max_workers=max(1, min(parallel, warehouses))) as pool:
+        for done in [pool.submit(task, w_id) for w_id in range(1, warehouses + 1)]:
+            done.result()
+
+
 def _lap(started: float) -> float:
     return round(time.monotonic() - started, 3)
 
@@ -256,11 +275,16 @@ def new_orders(conn: Connection) -> int:
     return count
 
 
-def _end_read(conn: Connection) -> None:
-    """Close a read's transaction when the caller's connection is not in autocommit (a later read would
-    otherwise see this one's snapshot)."""
+def _commit(conn: Connection) -> None:
+    """Commit, unless the caller's connection is in autocommit (each statement committed already)."""
     if not conn.autocommit:
         conn.commit()
+
+
+def _end_read(conn: Connection) -> None:
+    """A read leaves no transaction open on the caller's connection (idle in transaction, it would hold
+    back vacuum for the rest of the run)."""
+    _commit(conn)
 
 
 def check_consistency(conn: Connection) -> list[Consistency]:
