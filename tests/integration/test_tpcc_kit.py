@@ -151,3 +151,30 @@ def test_the_logged_new_orders_are_the_orders_the_database_gained(ran):
     assert committed > 0
     assert committed == ran["growth"]
     assert {fields[3] for fields in ran["lines"]} <= {str(n) for n in range(len(kit.TRANSACTIONS))}
+
+
+ALONE_TRANSACTIONS = 10
+
+
+@pytest.mark.parametrize("transaction", kit.TRANSACTIONS, ids=lambda t: t.name)
+def test_each_script_runs_alone_and_only_new_order_adds_orders(server, ran, transaction, tmp_path):
+    # Given the loaded database (after the mixed run), and one script on its own
+    script = tmp_path / "script.sql"
+    script.write_text(transaction.script)
+    args = [pgbench_binary(), "--no-vacuum", "--client=1", f"--transactions={ALONE_TRANSACTIONS}", f"--scale={WAREHOUSES}"]
+    conn = connect_to(server)()
+    conn.autocommit = True
+    try:
+        before = kit.new_orders(conn)
+        # When pgbench runs it ALONE_TRANSACTIONS times
+        env = {**os.environ, **libpq_env(server, os.environ[server.password_env])}
+        result = subprocess.run(
+            [*args, f"--file={script}"], env=env, capture_output=True, text=True, timeout=PGBENCH_TIMEOUT_S, check=False
+        )
+        growth = kit.new_orders(conn) - before
+    finally:
+        conn.close()
+    # Then every transaction succeeds, and only committed New-Orders add orders (the rolled-back ones none)
+    assert result.returncode == 0, result.stderr
+    assert f"number of transactions actually processed: {ALONE_TRANSACTIONS}/{ALONE_TRANSACTIONS}" in result.stdout
+    assert growth == (ALONE_TRANSACTIONS if transaction.name == "new_order" else 0)
