@@ -11,7 +11,7 @@ SCRIPTS = {t.name: t.script for t in kit.TRANSACTIONS}
 
 
 def test_the_six_weights_are_tpcc_mix_and_sum_to_10000():
-    # TPC-C's minimum mix as HammerDB runs it, New-Order's 1% rollbacks a script of their own
+    # TPC-C's minimum mix, New-Order's 1% rollbacks a script of their own
     weights = {t.name: t.weight for t in kit.TRANSACTIONS}
     assert sum(weights.values()) == 10_000
     assert weights == {

@@ -148,15 +148,15 @@ ORDER_STATUS_SCRIPT = (
 
 DELIVERY_SCRIPT = "\\set w_id random(1, :scale)\n\\set carrier random(1, 10)\nselect tpcc_delivery(:w_id, :carrier);\n"
 
-# TPC-C 2.8.1: the threshold is 10..20. (TPC-C fixes a terminal's warehouse and district; pgbench's
-# clients are not terminals, so both are drawn, as HammerDB's virtual users draw them.)
+# TPC-C 2.8.1: the threshold is 10..20. (TPC-C fixes a terminal's warehouse and district; pgbench's clients
+# are not terminals, so both are drawn per transaction: docs/guide/10-tproc-c.md.)
 STOCK_LEVEL_SCRIPT = (
     "\\set w_id random(1, :scale)\n\\set d_id random(1, 10)\n\\set threshold random(10, 20)\n"
     "select tpcc_stock_level(:w_id, :d_id, :threshold);\n"
 )
 
-# TPC-C 5.2.3's minimum mix, as HammerDB runs it: New-Order 45% (1% of them rolled back), Payment 43%,
-# Order-Status, Delivery and Stock-Level 4% each. The per-transaction log's script number is the index.
+# TPC-C 5.2.3's minimum mix: New-Order 45% (1% of them rolled back), Payment 43%, Order-Status, Delivery
+# and Stock-Level 4% each. The per-transaction log's script number is the index.
 TRANSACTIONS: tuple[Transaction, ...] = (
     Transaction("new_order", 4455, _new_order_script(rollback=False)),
     Transaction("new_order_rollback", 45, _new_order_script(rollback=True)),
