@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from pg8000.dbapi import Connection, Cursor
@@ -22,6 +23,7 @@ from pgarena.tools.pgbench.tpcc.sql.checks import (
     WAREHOUSE_YTD_SQL,
 )
 from pgarena.tools.pgbench.tpcc.sql.functions import (
+    CUSTOMER_BY_NAME_SQL,
     DELIVERY_SQL,
     NEW_ORDER_SQL,
     ORDER_STATUS_SQL,
@@ -181,6 +183,7 @@ def create_schema(conn: Connection, warehouses: int) -> None:
 
 def create_functions(conn: Connection) -> None:
     cursor = conn.cursor()
+    cursor.execute(CUSTOMER_BY_NAME_SQL)
     cursor.execute(NEW_ORDER_SQL)
     cursor.execute(PAYMENT_SQL)
     cursor.execute(ORDER_STATUS_SQL)
@@ -213,35 +216,31 @@ def load(connect: Callable[[], Connection], warehouses: int, parallel: int) -> d
     phases: dict[str, float] = {}
     conn = connect()
     try:
-        started = time.monotonic()
-        create_schema(conn, warehouses)
-        phases["schema"] = _lap(started)
-
-        started = time.monotonic()
-        conn.cursor().execute(ITEMS_SQL)
-        _commit(conn)
-        phases["items"] = _lap(started)
-
-        started = time.monotonic()
-        _load_warehouses(connect, warehouses, parallel)
-        phases["warehouses"] = _lap(started)
-
-        started = time.monotonic()
-        conn.cursor().execute(CREATE_INDEXES_SQL)
-        _commit(conn)
-        phases["indexes"] = _lap(started)
-
-        started = time.monotonic()
-        create_functions(conn)
-        phases["functions"] = _lap(started)
-
-        started = time.monotonic()
-        conn.autocommit = True  # VACUUM runs outside a transaction
-        conn.cursor().execute(VACUUM_SQL)
-        phases["analyze"] = _lap(started)
+        with _timed(phases, "schema"):
+            create_schema(conn, warehouses)
+        with _timed(phases, "items"):
+            conn.cursor().execute(ITEMS_SQL)
+            _commit(conn)
+        with _timed(phases, "warehouses"):
+            _load_warehouses(connect, warehouses, parallel)
+        with _timed(phases, "indexes"):
+            conn.cursor().execute(CREATE_INDEXES_SQL)
+            _commit(conn)
+        with _timed(phases, "functions"):
+            create_functions(conn)
+        with _timed(phases, "analyze"):
+            conn.autocommit = True  # VACUUM runs outside a transaction
+            conn.cursor().execute(VACUUM_SQL)
     finally:
         conn.close()
     return phases
+
+
+@contextmanager
+def _timed(phases: dict[str, float], phase: str) -> Iterator[None]:
+    started = time.monotonic()
+    yield
+    phases[phase] = round(time.monotonic() - started, 3)
 
 
 def _load_warehouses(connect: Callable[[], Connection], warehouses: int, parallel: int) -> None:
@@ -261,10 +260,6 @@ def _load_warehouses(connect: Callable[[], Connection], warehouses: int, paralle
     with ThreadPoolExecutor(max_workers=max(1, min(parallel, warehouses))) as pool:
         for done in [pool.submit(task, w_id) for w_id in range(1, warehouses + 1)]:
             done.result()
-
-
-def _lap(started: float) -> float:
-    return round(time.monotonic() - started, 3)
 
 
 def new_orders(conn: Connection) -> int:
