@@ -26,6 +26,10 @@ COUNT_SQL = (
     " (select count(*) from order_line), (select count(*) from item), (select count(*) from stock)"
 )
 SUPERUSER_SQL = "select rolsuper from pg_roles where rolname = current_user"
+# Last names of district 1/1: customers 1-1000 have one each, 1001-3000 draw theirs by NURand.
+NAMESAKES_SQL = "select c_id from customer where c_w_id = 1 and c_d_id = 1 and c_last = tpcc_last_name(%s) order by c_first"
+BY_NAME_SQL = "select tpcc_customer_by_name(1, 1, %s)"
+LAST_NAME_NUMBERS = (0, 371, 999)
 
 
 @pytest.fixture(scope="module")
@@ -67,11 +71,17 @@ def loaded(server):
                 cursor.fetchone(),
             )
         )
+        by_name = {}
+        for number in LAST_NAME_NUMBERS:
+            cursor.execute(NAMESAKES_SQL, (number,))
+            namesakes = [row[0] for row in cursor.fetchall()]
+            cursor.execute(BY_NAME_SQL, (number,))
+            by_name[number] = (namesakes, cursor.fetchone()[0])
         conn.commit()
         consistency = kit.check_consistency(conn)
     finally:
         conn.close()
-    return {"phases": phases, "superuser": superuser, "counts": counts, "consistency": consistency}
+    return {"phases": phases, "superuser": superuser, "counts": counts, "consistency": consistency, "by_name": by_name}
 
 
 @pytest.fixture(scope="module")
@@ -132,6 +142,14 @@ def test_the_load_is_consistent(loaded):
     assert all(c.passed for c in loaded["consistency"]), loaded["consistency"]
 
 
+def test_a_customer_by_last_name_is_the_middle_one_by_first_name(loaded):
+    # TPC-C 2.5.2.2: of the n customers with the name, sorted by first name, the one at position ceil(n / 2)
+    for number, (namesakes, chosen) in loaded["by_name"].items():
+        assert namesakes, f"no customer is named by {number}"
+        assert chosen == namesakes[(len(namesakes) + 1) // 2 - 1]
+    assert max(len(namesakes) for namesakes, _ in loaded["by_name"].values()) > 1  # a choice was made
+
+
 def test_the_run_has_no_errors(ran):
     result = ran["result"]
     assert result.returncode == 0, result.stderr
@@ -151,3 +169,30 @@ def test_the_logged_new_orders_are_the_orders_the_database_gained(ran):
     assert committed > 0
     assert committed == ran["growth"]
     assert {fields[3] for fields in ran["lines"]} <= {str(n) for n in range(len(kit.TRANSACTIONS))}
+
+
+ALONE_TRANSACTIONS = 10
+
+
+@pytest.mark.parametrize("transaction", kit.TRANSACTIONS, ids=lambda t: t.name)
+def test_each_script_runs_alone_and_only_new_order_adds_orders(server, ran, transaction, tmp_path):
+    # Given the loaded database (after the mixed run), and one script on its own
+    script = tmp_path / "script.sql"
+    script.write_text(transaction.script)
+    args = [pgbench_binary(), "--no-vacuum", "--client=1", f"--transactions={ALONE_TRANSACTIONS}", f"--scale={WAREHOUSES}"]
+    conn = connect_to(server)()
+    conn.autocommit = True
+    try:
+        before = kit.new_orders(conn)
+        # When pgbench runs it ALONE_TRANSACTIONS times
+        env = {**os.environ, **libpq_env(server, os.environ[server.password_env])}
+        result = subprocess.run(
+            [*args, f"--file={script}"], env=env, capture_output=True, text=True, timeout=PGBENCH_TIMEOUT_S, check=False
+        )
+        growth = kit.new_orders(conn) - before
+    finally:
+        conn.close()
+    # Then every transaction succeeds, and only committed New-Orders add orders (the rolled-back ones none)
+    assert result.returncode == 0, result.stderr
+    assert f"number of transactions actually processed: {ALONE_TRANSACTIONS}/{ALONE_TRANSACTIONS}" in result.stdout
+    assert growth == (ALONE_TRANSACTIONS if transaction.name == "new_order" else 0)

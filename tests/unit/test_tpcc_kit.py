@@ -11,7 +11,7 @@ SCRIPTS = {t.name: t.script for t in kit.TRANSACTIONS}
 
 
 def test_the_six_weights_are_tpcc_mix_and_sum_to_10000():
-    # TPC-C's minimum mix as HammerDB runs it, New-Order's 1% rollbacks a script of their own
+    # TPC-C's minimum mix, New-Order's 1% rollbacks a script of their own
     weights = {t.name: t.weight for t in kit.TRANSACTIONS}
     assert sum(weights.values()) == 10_000
     assert weights == {
@@ -81,3 +81,32 @@ def test_the_run_last_name_constant_differs_from_the_load_one_as_tpcc_requires()
     assert f"+ {kit.C_LAST_LOAD}, 1000)" in CUSTOMERS_SQL
     delta = abs(kit.C_LAST_RUN - kit.C_LAST_LOAD)
     assert 65 <= delta <= 119 and delta not in (96, 112)
+
+
+class FailingWarehouse:
+    """A connection whose first statement fails (a server out of disk): records which warehouses began."""
+
+    autocommit = False
+
+    def __init__(self, begun):
+        self.begun = begun
+
+    def cursor(self):
+        return self
+
+    def execute(self, statement, args=()):
+        self.begun.append(args[0])
+        raise RuntimeError("could not extend file: No space left on device")
+
+    def close(self):
+        pass
+
+
+def test_a_failed_warehouse_stops_the_load_before_the_next_ones():
+    # Given 6 warehouses loaded one at a time, where every warehouse's load fails
+    begun = []
+    # When the first one fails
+    with pytest.raises(RuntimeError, match="No space left"):
+        kit._load_warehouses(lambda: FailingWarehouse(begun), warehouses=6, parallel=1)
+    # Then the error is the load's, and the warehouses not started yet never start
+    assert begun == [1]

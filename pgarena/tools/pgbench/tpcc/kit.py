@@ -6,9 +6,11 @@ Scale is the warehouse count: the scripts read it from pgbench's `:scale` (`--sc
 
 from __future__ import annotations
 
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from pg8000.dbapi import Connection, Cursor
@@ -21,6 +23,7 @@ from pgarena.tools.pgbench.tpcc.sql.checks import (
     WAREHOUSE_YTD_SQL,
 )
 from pgarena.tools.pgbench.tpcc.sql.functions import (
+    CUSTOMER_BY_NAME_SQL,
     DELIVERY_SQL,
     NEW_ORDER_SQL,
     ORDER_STATUS_SQL,
@@ -147,15 +150,15 @@ ORDER_STATUS_SCRIPT = (
 
 DELIVERY_SCRIPT = "\\set w_id random(1, :scale)\n\\set carrier random(1, 10)\nselect tpcc_delivery(:w_id, :carrier);\n"
 
-# TPC-C 2.8.1: the threshold is 10..20. (TPC-C fixes a terminal's warehouse and district; pgbench's
-# clients are not terminals, so both are drawn, as HammerDB's virtual users draw them.)
+# TPC-C 2.8.1: the threshold is 10..20. (TPC-C fixes a terminal's warehouse and district; pgbench's clients
+# are not terminals, so both are drawn per transaction: docs/guide/10-tproc-c.md.)
 STOCK_LEVEL_SCRIPT = (
     "\\set w_id random(1, :scale)\n\\set d_id random(1, 10)\n\\set threshold random(10, 20)\n"
     "select tpcc_stock_level(:w_id, :d_id, :threshold);\n"
 )
 
-# TPC-C 5.2.3's minimum mix, as HammerDB runs it: New-Order 45% (1% of them rolled back), Payment 43%,
-# Order-Status, Delivery and Stock-Level 4% each. The per-transaction log's script number is the index.
+# TPC-C 5.2.3's minimum mix: New-Order 45% (1% of them rolled back), Payment 43%, Order-Status, Delivery
+# and Stock-Level 4% each. The per-transaction log's script number is the index.
 TRANSACTIONS: tuple[Transaction, ...] = (
     Transaction("new_order", 4455, _new_order_script(rollback=False)),
     Transaction("new_order_rollback", 45, _new_order_script(rollback=True)),
@@ -175,21 +178,23 @@ def create_schema(conn: Connection, warehouses: int) -> None:
     cursor.execute(DROP_TABLES_SQL)
     cursor.execute(CREATE_TABLES_SQL)
     cursor.execute(CREATE_HELPERS_SQL)
-    conn.commit()
+    _commit(conn)
 
 
 def create_functions(conn: Connection) -> None:
     cursor = conn.cursor()
+    cursor.execute(CUSTOMER_BY_NAME_SQL)
     cursor.execute(NEW_ORDER_SQL)
     cursor.execute(PAYMENT_SQL)
     cursor.execute(ORDER_STATUS_SQL)
     cursor.execute(DELIVERY_SQL)
     cursor.execute(STOCK_LEVEL_SQL)
-    conn.commit()
+    _commit(conn)
 
 
 def _load_warehouse(connect: Callable[[], Connection], w_id: int) -> None:
-    """One warehouse's rows, committed together: a failed load leaves no half warehouse behind it."""
+    """One warehouse's rows, committed together (the connection not in autocommit): a failed load leaves
+    no half warehouse behind it."""
     conn = connect()
     try:
         cursor = conn.cursor()
@@ -200,7 +205,7 @@ def _load_warehouse(connect: Callable[[], Connection], w_id: int) -> None:
         cursor.execute(ORDERS_SQL, (w_id,))
         cursor.execute(NEW_ORDERS_SQL, (w_id,))
         cursor.execute(STOCK_SQL, (w_id,))
-        conn.commit()
+        _commit(conn)
     finally:
         conn.close()
 
@@ -211,41 +216,50 @@ def load(connect: Callable[[], Connection], warehouses: int, parallel: int) -> d
     phases: dict[str, float] = {}
     conn = connect()
     try:
-        started = time.monotonic()
-        create_schema(conn, warehouses)
-        phases["schema"] = _lap(started)
-
-        started = time.monotonic()
-        conn.cursor().execute(ITEMS_SQL)
-        conn.commit()
-        phases["items"] = _lap(started)
-
-        started = time.monotonic()
-        with ThreadPoolExecutor(max_workers=max(1, min(parallel, warehouses))) as pool:
-            for done in [pool.submit(_load_warehouse, connect, w_id) for w_id in range(1, warehouses + 1)]:
-                done.result()
-        phases["warehouses"] = _lap(started)
-
-        started = time.monotonic()
-        conn.cursor().execute(CREATE_INDEXES_SQL)
-        conn.commit()
-        phases["indexes"] = _lap(started)
-
-        started = time.monotonic()
-        create_functions(conn)
-        phases["functions"] = _lap(started)
-
-        started = time.monotonic()
-        conn.autocommit = True  # VACUUM runs outside a transaction
-        conn.cursor().execute(VACUUM_SQL)
-        phases["analyze"] = _lap(started)
+        with _timed(phases, "schema"):
+            create_schema(conn, warehouses)
+        with _timed(phases, "items"):
+            conn.cursor().execute(ITEMS_SQL)
+            _commit(conn)
+        with _timed(phases, "warehouses"):
+            _load_warehouses(connect, warehouses, parallel)
+        with _timed(phases, "indexes"):
+            conn.cursor().execute(CREATE_INDEXES_SQL)
+            _commit(conn)
+        with _timed(phases, "functions"):
+            create_functions(conn)
+        with _timed(phases, "analyze"):
+            conn.autocommit = True  # VACUUM runs outside a transaction
+            conn.cursor().execute(VACUUM_SQL)
     finally:
         conn.close()
     return phases
 
 
-def _lap(started: float) -> float:
-    return round(time.monotonic() - started, 3)
+@contextmanager
+def _timed(phases: dict[str, float], phase: str) -> Iterator[None]:
+    started = time.monotonic()
+    yield
+    phases[phase] = round(time.monotonic() - started, 3)
+
+
+def _load_warehouses(connect: Callable[[], Connection], warehouses: int, parallel: int) -> None:
+    """Warehouses 1..`warehouses`, `parallel` at a time. The first failure stops the load: a warehouse not
+    begun by then is skipped (the ones under way finish or fail on their own), and the error is raised."""
+    failed = threading.Event()
+
+    def task(w_id: int) -> None:
+        if failed.is_set():
+            return
+        try:
+            _load_warehouse(connect, w_id)
+        except BaseException:
+            failed.set()  # before this task ends: the worker's next task sees it
+            raise
+
+    with ThreadPoolExecutor(max_workers=max(1, min(parallel, warehouses))) as pool:
+        for done in [pool.submit(task, w_id) for w_id in range(1, warehouses + 1)]:
+            done.result()
 
 
 def new_orders(conn: Connection) -> int:
@@ -256,11 +270,16 @@ def new_orders(conn: Connection) -> int:
     return count
 
 
-def _end_read(conn: Connection) -> None:
-    """Close a read's transaction when the caller's connection is not in autocommit (a later read would
-    otherwise see this one's snapshot)."""
+def _commit(conn: Connection) -> None:
+    """Commit, unless the caller's connection is in autocommit (each statement committed already)."""
     if not conn.autocommit:
         conn.commit()
+
+
+def _end_read(conn: Connection) -> None:
+    """A read leaves no transaction open on the caller's connection (idle in transaction, it would hold
+    back vacuum for the rest of the run)."""
+    _commit(conn)
 
 
 def check_consistency(conn: Connection) -> list[Consistency]:

@@ -8,6 +8,20 @@ New-Order updates its district, then its stock rows in (warehouse, item) order; 
 warehouse's districts in order 1..10. A Delivery that loses the oldest new order of a district to another
 one takes the next oldest (a later statement sees the other's commit), as TPC-C 2.7.4.2 expects."""
 
+# TPC-C 2.5.2.2 and 2.6.2.2: of the district's customers with the last name (number `p_last`), sorted by first
+# name, the one at position ceil(n / 2). Payment and Order-Status find a customer by name with it.
+CUSTOMER_BY_NAME_SQL = """
+create or replace function tpcc_customer_by_name(p_w_id int, p_d_id int, p_last int) returns int
+language sql stable as $$
+    select named.c_id from (
+        select c.c_id, row_number() over (order by c.c_first) as position, count(*) over () as named
+        from customer c
+        where c.c_w_id = p_w_id and c.c_d_id = p_d_id and c.c_last = tpcc_last_name(p_last)
+    ) named
+    where named.position = (named.named + 1) / 2
+$$
+"""
+
 # TPC-C 2.4.2: the order's lines in the order of their stock rows (the lock order); an unused item id
 # (the rollback script's last line) ends the function at once and the script rolls the work back.
 NEW_ORDER_SQL = """
@@ -65,8 +79,8 @@ end
 $$
 """
 
-# TPC-C 2.5.2: the customer by id, or (p_by_name = 1) the middle one of those with the last name, by first
-# name. h_data is the warehouse's and the district's names, four spaces apart.
+# TPC-C 2.5.2: the customer by id, or (p_by_name = 1) by last name. h_data is the warehouse's and the
+# district's names, four spaces apart.
 PAYMENT_SQL = """
 create or replace function tpcc_payment(
     p_w_id int, p_d_id int, p_c_w_id int, p_c_d_id int, p_c_id int, p_by_name int, p_c_last int, p_cents int
@@ -80,12 +94,7 @@ begin
     update warehouse set w_ytd = w_ytd + amount where w_id = p_w_id returning warehouse.w_name into w_name;
     update district set d_ytd = d_ytd + amount where d_w_id = p_w_id and d_id = p_d_id returning district.d_name into d_name;
     if p_by_name = 1 then
-        select named.c_id into v_c_id from (
-            select c.c_id, row_number() over (order by c.c_first) as position, count(*) over () as named
-            from customer c
-            where c.c_w_id = p_c_w_id and c.c_d_id = p_c_d_id and c.c_last = tpcc_last_name(p_c_last)
-        ) named
-        where named.position = (named.named + 1) / 2;
+        v_c_id := tpcc_customer_by_name(p_c_w_id, p_c_d_id, p_c_last);
     end if;
     update customer set
         c_balance = c_balance - amount,
@@ -113,12 +122,7 @@ declare
     lines int;
 begin
     if p_by_name = 1 then
-        select named.c_id into v_c_id from (
-            select c.c_id, row_number() over (order by c.c_first) as position, count(*) over () as named
-            from customer c
-            where c.c_w_id = p_w_id and c.c_d_id = p_d_id and c.c_last = tpcc_last_name(p_c_last)
-        ) named
-        where named.position = (named.named + 1) / 2;
+        v_c_id := tpcc_customer_by_name(p_w_id, p_d_id, p_c_last);
     end if;
     select c.c_balance into balance from customer c
         where c.c_w_id = p_w_id and c.c_d_id = p_d_id and c.c_id = v_c_id;
