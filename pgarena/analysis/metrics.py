@@ -12,10 +12,9 @@ import math
 from collections import defaultdict
 from collections.abc import Sequence
 from statistics import fmean, median, pstdev, stdev
-from typing import TypedDict, TypeVar
+from typing import Literal, TypedDict, TypeVar
 
 from pgarena.analysis.intervals import METHOD, SINGLE_RUN_NOTE, interval
-from pgarena.analysis.mix import CONSISTENCY_FAILED
 from pgarena.analysis.rate import RATE_NOT_SUSTAINED
 from pgarena.analysis.saturation import CLIENT_SATURATED
 from pgarena.model import layout
@@ -291,17 +290,27 @@ class _MixFields(TypedDict, total=False):
     tpm: float | None
     rollbacks: int | None
     transaction_types: list[TypeLatency]
-    consistency_failed: bool
+    consistency: Literal["passed", "failed", "not checked"] | None
+
+
+def _consistency(figures: list[ToolFigures]) -> Literal["passed", "failed", "not checked"] | None:
+    """The runs' data checks as one: failed in any run, passed in every run, else not checked in some."""
+    checks = [f.consistency for f in figures]
+    if all(c is None for c in checks):
+        return None
+    if any(c and not all(check.passed for check in c) for c in checks):
+        return "failed"
+    return "passed" if all(checks) else "not checked"
 
 
 def _mix_fields(ok: list[WorkloadResult]) -> _MixFields:
     """A transaction mix's figures over a point's runs (TPROC-C): NOPM and TPM when every run has them, and
     each type's percentiles averaged over the runs that have it, as latency_ms's are."""
     figures = [w.tool_figures for w in ok]
-    failed = any(i.kind == CONSISTENCY_FAILED for w in ok for i in w.incidents)
+    consistency = _consistency(figures)
     nopm = [n for f in figures if (n := f.new_orders_per_minute) is not None]
     if not nopm or len(nopm) != len(ok):
-        return _MixFields(consistency_failed=True) if failed else _MixFields()
+        return _MixFields(consistency=consistency) if consistency is not None else _MixFields()
     types: dict[str, list[TransactionType]] = defaultdict(list)
     for f in figures:
         for t in f.transaction_types or []:
@@ -323,7 +332,7 @@ def _mix_fields(ok: list[WorkloadResult]) -> _MixFields:
             )
             for name, runs in types.items()
         ],
-        consistency_failed=failed,
+        consistency=consistency or "not checked",
     )
 
 

@@ -81,7 +81,11 @@ class PointMetrics(BaseModel):
     transaction_types: list[TypeLatency] = Field(
         default_factory=list, description="per transaction type of a mix: its count and latency percentiles, over the runs"
     )
-    consistency_failed: bool = Field(False, description="a run's data checks failed (consistency_failed)")
+    consistency: Literal["passed", "failed", "not checked"] | None = Field(
+        None,
+        description="the runs' data checks (TPROC-C's consistency conditions): passed in every run, failed in one "
+        "(its incident consistency_failed), or not checked in one; None for a workload without checks",
+    )
 
     @property
     def key(self) -> tuple[str, int | None]:

@@ -102,7 +102,7 @@ class Report:
     @property
     def has_mix(self) -> bool:
         """A transaction mix's figures (TPROC-C's NOPM and per-type latency) at some point."""
-        return any(p.nopm is not None or p.consistency_failed for points in self.points.values() for p in points)
+        return any(p.nopm is not None or p.consistency is not None for points in self.points.values() for p in points)
 
     @property
     def has_qps(self) -> bool:

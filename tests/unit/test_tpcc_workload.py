@@ -7,10 +7,12 @@ import re
 import pytest
 
 from pgarena.analysis.latency import decode, encode, new_histogram
+from pgarena.analysis.metrics import point_metrics
 from pgarena.analysis.mix import CONSISTENCY_FAILED, consistency_incident, merged_mix
 from pgarena.analysis.ranking import metric_scores
 from pgarena.model.matrix_errors import MatrixError
 from pgarena.model.metrics import PointMetrics
+from pgarena.model.results import WorkloadResult
 from pgarena.model.tool_figures import ConsistencyCheck, ToolFigures
 from pgarena.planning.campaign import parse_campaign
 from pgarena.planning.planner import plan_campaign
@@ -192,3 +194,34 @@ def test_nopm_is_a_ranking_metric_relative_to_the_best_target():
     # Then NOPM scores each relative to the best; a point without NOPM gives the metric up
     assert scores["nopm"] == {"a": 1.0, "b": 0.5}
     assert "nopm" not in metric_scores({"a": {key: point("a", None)}, "b": {key: point("b", 600.0)}}, [key])
+
+
+@pytest.mark.parametrize(
+    ("checks", "says"),
+    [
+        ([[True], [True]], "passed"),
+        ([[True], [True, False]], "failed"),
+        ([[True], None], "not checked"),
+    ],
+    ids=["every-run-passed", "one-failed", "one-unchecked"],
+)
+def test_a_points_consistency_is_every_runs(checks, says):
+    runs = [
+        WorkloadResult(
+            name="tprocc",
+            tool="pgbench",
+            clients=4,
+            repetition=r,
+            status="succeeded",
+            tps=100.0,
+            tool_figures=ToolFigures(
+                new_orders_per_minute=2000.0,
+                transactions_per_minute=4500.0,
+                consistency=None if c is None else [ConsistencyCheck(name=f"{i}", passed=p) for i, p in enumerate(c)],
+            ),
+        )
+        for r, c in enumerate(checks, 1)
+    ]
+    point = point_metrics("a", "tprocc", 4, runs)
+    assert point.consistency == says
+    assert point.nopm == 2000.0 and point.tpm == 4500.0
