@@ -107,6 +107,7 @@ class PointMetrics(BaseModel):
             tps=self.tps_interval,
             p95_ms=self.p95_interval,
             p99_ms=self.p99_interval,
+            nopm=self.nopm_interval,
         )
 
     @property
