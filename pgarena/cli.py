@@ -773,6 +773,8 @@ def comparison_table(comparison: Comparison) -> Table:
     slo = any(c.slo_tps_a is not None or c.slo_tps_b is not None for c in comparison.changes)
     columns = ["target", "workload", "clients", "tps A", "tps B", "Δ tps", "Δ latency"]
     columns += ["tps at SLO A", "tps at SLO B", "Δ tps at SLO"] if slo else []
+    nopm = any(c.nopm_a is not None or c.nopm_b is not None for c in comparison.changes)  # a TPROC-C workload's
+    columns += ["NOPM A", "NOPM B", "Δ NOPM"] if nopm else []
     for column in [*columns, "verdict"]:
         table.add_column(column, justify="left" if column in ("target", "workload", "verdict") else "right")
     colours = {"regression": "red", "failed": "red", "improvement": "green", "recovered": "green"}
@@ -794,6 +796,8 @@ def comparison_table(comparison: Comparison) -> Table:
                 _figure(c.slo_tps_b),
                 f"{c.slo_tps_change:+.1%}" if c.slo_tps_change is not None else "-",
             ]
+        if nopm:
+            cells += [_figure(c.nopm_a), _figure(c.nopm_b), f"{c.nopm_change:+.1%}" if c.nopm_change is not None else "-"]
         table.add_row(*cells, Text.assemble((c.verdict, colour), f" ({why})" if why else ""))
     return table
 
