@@ -382,18 +382,30 @@ def best_by_workload(target: TargetMetrics) -> tuple[dict[str, float], dict[str,
     return tps, at_slo
 
 
+def best_nopm(target: TargetMetrics) -> dict[str, float]:
+    """Per TPROC-C workload, the target's best point's NOPM (a mean over its repetitions)."""
+    nopm: dict[str, float] = {}
+    for point in target.points:
+        if point.nopm is not None:
+            nopm[point.workload] = max(nopm.get(point.workload, point.nopm), point.nopm)
+    return nopm
+
+
 def ranking_table(results: CampaignResults) -> Table:
     table = Table(title=_text(f"pgarena ranking: {results.campaign_id}"))
     workloads = list(dict.fromkeys(w.name for t in results.targets for w in t.workloads))
     searched = list(dict.fromkeys(w.name for t in results.targets for w in t.workloads if w.slo is not None))
-    figures = [f"{name} tps" for name in workloads] + [f"{name} tps at SLO" for name in searched]
+    metrics = {m.target: m for m in stored_metrics(results)}  # as aggregation computed them: never recomputed here
+    mixes = list(dict.fromkeys(p.workload for m in metrics.values() for p in m.points if p.nopm is not None))
+    figures = [f"{name} tps" for name in workloads] + [f"{name} NOPM" for name in mixes]
+    figures += [f"{name} tps at SLO" for name in searched]
     for column in ("rank", "target", "provider", "site · RTT · workers", "status", "score", *figures, "error"):
         table.add_column(_text(column))  # a results.json read back may name anything
     providers = {t.name: t for t in results.targets}
-    metrics = {m.target: m for m in stored_metrics(results)}  # as aggregation computed them: never recomputed here
     for entry in results.ranking:
         target = providers[entry.target]
         tps, at_slo = best_by_workload(metrics[entry.target])
+        nopm = best_nopm(metrics[entry.target])
         table.add_row(
             rank_label(entry),
             _text(entry.target),
@@ -402,6 +414,7 @@ def ranking_table(results: CampaignResults) -> Table:
             target.status,
             _text(score_label(entry)),
             *(f"{tps[name]:,.1f}" if name in tps else "-" for name in workloads),
+            *(f"{nopm[name]:,.1f}" if name in nopm else "-" for name in mixes),
             *(f"{at_slo[name]:,.1f}" if name in at_slo else "-" for name in searched),
             "",
         )
@@ -909,6 +922,8 @@ def comparison_table(comparison: Comparison) -> Table:
     slo = any(c.slo_tps_a is not None or c.slo_tps_b is not None for c in comparison.changes)
     columns = ["target", "workload", "clients", "tps A", "tps B", "Δ tps", "Δ latency"]
     columns += ["tps at SLO A", "tps at SLO B", "Δ tps at SLO"] if slo else []
+    nopm = any(c.nopm_a is not None or c.nopm_b is not None for c in comparison.changes)  # a TPROC-C workload's
+    columns += ["NOPM A", "NOPM B", "Δ NOPM"] if nopm else []
     for column in [*columns, "verdict"]:
         table.add_column(column, justify="left" if column in ("target", "workload", "verdict") else "right")
     colours = {"regression": "red", "failed": "red", "improvement": "green", "recovered": "green"}
@@ -930,6 +945,8 @@ def comparison_table(comparison: Comparison) -> Table:
                 _figure(c.slo_tps_b),
                 f"{c.slo_tps_change:+.1%}" if c.slo_tps_change is not None else "-",
             ]
+        if nopm:
+            cells += [_figure(c.nopm_a), _figure(c.nopm_b), f"{c.nopm_change:+.1%}" if c.nopm_change is not None else "-"]
         table.add_row(*cells, Text.assemble((c.verdict, colour), f" ({why})" if why else ""))
     return table
 

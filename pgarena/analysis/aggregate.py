@@ -13,6 +13,7 @@ from pgarena.analysis.computed import compute
 from pgarena.analysis.consolidation import consolidation_tables
 from pgarena.analysis.footing import site, worker_size
 from pgarena.analysis.merge import NoCommonWindow, merge
+from pgarena.analysis.mix import consistency_incident, merged_mix
 from pgarena.analysis.rate import rate_incident, skipped_incident
 from pgarena.analysis.saturation import saturation_incident
 from pgarena.model import layout
@@ -196,6 +197,8 @@ def _sharded_result(  # noqa: PLR0913  # a step's planned shards, their outcomes
     replication = _replication(campaign_id, summaries.get(shard_ids[0]))
     if replication is not None:
         replication = replication_result(replication.replicas, merged.transactions, merged.window_s, replication.raw)
+    mix = merged_mix([s.tool_figures for s, _ in ran])
+    checked = consistency_incident(mix.consistency, merged.progress[-1].elapsed_s if merged.progress else 0.0)
     return WorkloadResult(
         clients=covered,
         worker=next((s.worker for s, _ in ran if s.worker), None),
@@ -211,7 +214,11 @@ def _sharded_result(  # noqa: PLR0913  # a step's planned shards, their outcomes
         window_s=merged.window_s,
         degraded=bool(failed),
         # A shard whose load generator ran out of CPU held the merged figure down with it.
-        incidents=[i for shard, _ in ran if (i := saturation_incident(shard.worker, shard.harness)) is not None],
+        incidents=[
+            *(i for shard, _ in ran if (i := saturation_incident(shard.worker, shard.harness)) is not None),
+            *([checked] if checked is not None else []),
+        ],
+        tool_figures=mix,
         replication=replication,
         server_counters=_server_counters(campaign_id, summaries.get(shard_ids[0])),  # the first shard reads them
         error=degraded,
@@ -283,6 +290,7 @@ def _run_incidents(step: Step, summary: StepSummary | None) -> list[Incident]:
         rate_incident(step.spec.rate_tps, summary.tps, summary.progress, summary.transactions, skipped),
         skipped_incident(summary.transactions, skipped, at_s),
         saturation_incident(summary.worker, summary.harness),
+        consistency_incident(summary.tool_figures.consistency, at_s),
     ]
     return [i for i in incidents if i is not None]
 

@@ -122,6 +122,9 @@ def compare_points(a: PointMetrics, b: PointMetrics, threshold: float = DEFAULT_
         slo_tps_a=slo_a,
         slo_tps_b=slo_b,
         slo_tps_change=_relative(slo_a, slo_b),
+        nopm_a=a.nopm,
+        nopm_b=b.nopm,
+        nopm_change=_relative(a.nopm, b.nopm),
     )
     if a.complete and b.tps is None:
         return change.model_copy(update={"verdict": "failed", "reasons": ["no result in B"]})
@@ -158,6 +161,7 @@ def _decided_figures(a: PointMetrics, b: PointMetrics, change: Change, field: st
         ("tps", change.tps_change, a.tps_interval, b.tps_interval),
         (f"latency {field}", change.latency_change, _latency_interval(a, field), _latency_interval(b, field)),
         ("tps at SLO", change.slo_tps_change, a.slo_tps_interval if slo else None, b.slo_tps_interval if slo else None),
+        ("NOPM", change.nopm_change, a.nopm_interval, b.nopm_interval),
     ]
     compared = [f for f in figures if f[1] is not None and f[2] is not None and f[3] is not None]
     levels = Levels(ALPHA / max(1, len(compared)), 2 * ALPHA, threshold)

@@ -51,6 +51,7 @@ _FIGURES: dict[RankingMetric, str] = {
     "cost": "tps per $/h",
     "sustainable": "sustainable tps",
     "slo_tps": "tps at SLO",
+    "nopm": "NOPM",
 }
 
 
@@ -96,6 +97,8 @@ def _per_run(metric: RankingMetric, run: WorkloadResult, latency: str | None, ho
             return run.replication.sustainable_tps if run.replication else None
         case "slo_tps":
             return run.slo.slo_tps if run.slo else None
+        case "nopm":
+            return run.tool_figures.new_orders_per_minute
 
 
 def samples(

@@ -12,17 +12,17 @@ import math
 from collections import defaultdict
 from collections.abc import Sequence
 from statistics import fmean, median, pstdev, stdev
-from typing import TypedDict, TypeVar
+from typing import Literal, TypedDict, TypeVar
 
 from pgarena.analysis.intervals import METHOD, SINGLE_RUN_NOTE, interval
 from pgarena.analysis.rate import RATE_NOT_SUSTAINED
 from pgarena.analysis.saturation import CLIENT_SATURATED
 from pgarena.model import layout
 from pgarena.model.figures import Interval, Latency, UslFit, usl
-from pgarena.model.metrics import Finding, PointMetrics, Scaling, ScalingPoint, Stability, TargetMetrics
+from pgarena.model.metrics import Finding, PointMetrics, Scaling, ScalingPoint, Stability, TargetMetrics, TypeLatency
 from pgarena.model.monitor import Incident
 from pgarena.model.results import CampaignResults, LoadResult, ProgressSample, Statistics, TargetResult, WorkloadResult
-from pgarena.model.tool_figures import ToolFigures
+from pgarena.model.tool_figures import ToolFigures, TransactionType
 
 N = TypeVar("N", int, float)
 
@@ -280,6 +280,59 @@ def point_metrics(
         client_saturated=any(i.kind == CLIENT_SATURATED for w in ok for i in w.incidents),
         warmup_s=max((w.warmup_s for w in runs if w.warmup_s), default=None),
         **_slo_fields(ok),
+        **_mix_fields(ok),
+    )
+
+
+class _MixFields(TypedDict, total=False):
+    nopm: float | None
+    nopm_interval: Interval | None
+    tpm: float | None
+    rollbacks: int | None
+    transaction_types: list[TypeLatency]
+    consistency: Literal["passed", "failed", "not checked"] | None
+
+
+def _consistency(figures: list[ToolFigures]) -> Literal["passed", "failed", "not checked"] | None:
+    """The runs' data checks as one: failed in any run, passed in every run, else not checked in some."""
+    checks = [f.consistency for f in figures]
+    if all(c is None for c in checks):
+        return None
+    if any(c and not all(check.passed for check in c) for c in checks):
+        return "failed"
+    return "passed" if all(checks) else "not checked"
+
+
+def _mix_fields(ok: list[WorkloadResult]) -> _MixFields:
+    """A transaction mix's figures over a point's runs (TPROC-C): NOPM and TPM when every run has them, and
+    each type's percentiles averaged over the runs that have it, as latency_ms's are."""
+    figures = [w.tool_figures for w in ok]
+    consistency = _consistency(figures)
+    nopm = [n for f in figures if (n := f.new_orders_per_minute) is not None]
+    if not nopm or len(nopm) != len(ok):
+        return _MixFields(consistency=consistency) if consistency is not None else _MixFields()
+    types: dict[str, list[TransactionType]] = defaultdict(list)
+    for f in figures:
+        for t in f.transaction_types or []:
+            types[t.name].append(t)
+    return _MixFields(
+        nopm=fmean(nopm),
+        nopm_interval=interval(nopm),
+        tpm=_mean_of_all([f.transactions_per_minute for f in figures]),
+        rollbacks=_sum([f.rollbacks for f in figures]),
+        transaction_types=[
+            TypeLatency(
+                name=name,
+                done=sum(t.done for t in runs),
+                failed=sum(t.failed for t in runs),
+                rolled_back=runs[0].rolled_back,
+                latency_ms=Latency(
+                    **{p: _mean_of_all([getattr(t.latency_ms, p) for t in runs]) for p in ("p50", "p95", "p99", "max")}
+                ),
+            )
+            for name, runs in types.items()
+        ],
+        consistency=consistency or "not checked",
     )
 
 

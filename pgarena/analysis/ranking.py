@@ -16,7 +16,9 @@ Per metric, each target gets a score relative to the best ranked target (1.0 = b
 - sustainable: mean of sustainable tps (transactions / (run + replicas' catch-up)) / best, only when
   every target has replicas that caught up; weighted only when the matrix asks (weight 0 by default);
 - slo_tps: mean of tps at the workload's latency SLO (pgarena.analysis.slo) / best, only when every
-  target's search finished at that point (0 for a target at which the SLO held at no probed rate).
+  target's search finished at that point (0 for a target at which the SLO held at no probed rate);
+- nopm: mean of new orders per minute (a TPROC-C workload's) / best, at the points where every target
+  has it; weighted only when the matrix asks (weight 0 by default).
 
 The composite score is the weighted mean of the metric scores, over the metrics every target has
 (a metric nobody can be scored on gives its weight up). Targets are ordered by it; each pair is
@@ -51,7 +53,7 @@ from pgarena.model.metrics import PointMetrics, TargetMetrics
 from pgarena.model.pairwise import FootingProblem, NoiseWarning, PairComparison
 from pgarena.model.results import RankEntry, TargetResult
 
-METRICS: tuple[RankingMetric, ...] = ("throughput", "latency", "stability", "cost", "sustainable", "slo_tps")
+METRICS: tuple[RankingMetric, ...] = ("throughput", "latency", "stability", "cost", "sustainable", "slo_tps", "nopm")
 
 Key = tuple[str, int | None]
 
@@ -140,6 +142,10 @@ def _slo_tps(points: list[PointMetrics]) -> list[float] | None:
     return values if values and max(values) > 0 else None  # held by no target at this point: it tells them nowhere apart
 
 
+def _nopm(points: list[PointMetrics]) -> list[float] | None:
+    return _all_known([p.nopm for p in points])
+
+
 def metric_scores(candidates: dict[str, dict[Key, PointMetrics]], keys: list[Key]) -> dict[str, dict[str, float]]:
     """metric -> target -> score (1.0 = best), for the metrics every target can be scored on."""
     scores = {
@@ -148,6 +154,7 @@ def metric_scores(candidates: dict[str, dict[Key, PointMetrics]], keys: list[Key
         "cost": _mean_relative(candidates, keys, _cost, higher_is_better=True),
         "sustainable": _mean_relative(candidates, keys, _sustainable, higher_is_better=True),
         "slo_tps": _mean_relative(candidates, keys, _slo_tps, higher_is_better=True),
+        "nopm": _mean_relative(candidates, keys, _nopm, higher_is_better=True),
     }
     # Steadiness (1 - cv) is absolute: averaged first, then relative to the steadiest target.
     steadiness = _figures(candidates, keys, _steadiness, relative=False)

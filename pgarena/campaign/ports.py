@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from pgarena.model.replication import ReplicaCatchUp
     from pgarena.model.results import StepSummary
     from pgarena.model.server_counters import CounterSnapshot
+    from pgarena.model.tool_figures import ConsistencyCheck, DataChecks
     from pgarena.model.warm import Assignment, WorkerSlot
 
 
@@ -193,6 +194,11 @@ class ServerReads(Protocol):
 
     def monitor(self, step: Step, series_path: Path) -> AbstractContextManager[ActivityMonitor]: ...
     def replication(self, step: Step, series_path: Path) -> AbstractContextManager[LagMonitor]: ...
+
+    def check(self, step: Step, checks: DataChecks) -> list[ConsistencyCheck]:
+        """`checks` run over one snapshot of the step's target after its run; a check that could not run is
+        one that failed, saying why."""
+        ...
 
 
 class Documents(Protocol):

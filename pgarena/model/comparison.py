@@ -44,6 +44,9 @@ class Change(BaseModel):
     slo_tps_a: float | None = None
     slo_tps_b: float | None = None
     slo_tps_change: float | None = Field(None, description="(b - a) / a of tps at SLO, when both searched the same SLO")
+    nopm_a: float | None = None
+    nopm_b: float | None = None
+    nopm_change: float | None = Field(None, description="(b - a) / a of NOPM (a TPROC-C workload's new orders per minute)")
     reasons: list[str] = Field(default_factory=list)
     tests: list[FigureTest] = Field(default_factory=list, description="each figure compared, with its interval")
 

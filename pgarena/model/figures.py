@@ -41,6 +41,7 @@ class PointStats(BaseModel):
     tps: Interval | None = None
     p95_ms: Interval | None = None
     p99_ms: Interval | None = None
+    nopm: Interval | None = Field(None, description="new orders per minute (TPROC-C), where the workload has them")
 
 
 # A fit whose worst point is off by more than this describes the data poorly (e.g. a collapse).

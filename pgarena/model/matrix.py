@@ -367,9 +367,10 @@ class Target(Strict):
         return self
 
 
-RankingMetric = Literal["throughput", "latency", "stability", "cost", "sustainable", "slo_tps"]
+RankingMetric = Literal["throughput", "latency", "stability", "cost", "sustainable", "slo_tps", "nopm"]
 # The composite score's default weights (docs/ranking.md). slo_tps counts only in
-# campaigns whose workloads declare an slo: a metric no target has gives its weight up.
+# campaigns whose workloads declare an slo: a metric no target has gives its weight up. nopm (TPROC-C's
+# new orders per minute) weighs only where the matrix gives it a weight.
 DEFAULT_RANKING_WEIGHTS: dict[RankingMetric, float] = {
     "throughput": 0.5,
     "latency": 0.3,

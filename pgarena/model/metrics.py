@@ -26,6 +26,16 @@ class Stability(BaseModel):
         return any(i.kind == "tps_collapse" for i in self.incidents)
 
 
+class TypeLatency(BaseModel):
+    """One transaction type at a point: its transactions over the runs, and its percentiles' means over them."""
+
+    name: str
+    done: int
+    failed: int = 0
+    rolled_back: bool = False
+    latency_ms: Latency = Latency()
+
+
 class PointMetrics(BaseModel):
     """One target x workload x client count, over its repetitions."""
 
@@ -64,6 +74,18 @@ class PointMetrics(BaseModel):
         None, description="tps at the SLO (pgarena.analysis.slo), mean over runs; None unless every run's search finished"
     )
     slo_tps_interval: Interval | None = Field(None, description="mean, stddev, n, 95% t-interval of tps at SLO")
+    nopm: float | None = Field(None, description="new orders per minute (TPROC-C), mean over runs; None unless every run has it")
+    nopm_interval: Interval | None = Field(None, description="mean, stddev, n, 95% t-interval of NOPM over repetitions")
+    tpm: float | None = Field(None, description="transactions per minute (TPROC-C), mean over runs")
+    rollbacks: int | None = Field(None, description="transactions rolled back by design (TPROC-C's New-Orders), over all runs")
+    transaction_types: list[TypeLatency] = Field(
+        default_factory=list, description="per transaction type of a mix: its count and latency percentiles, over the runs"
+    )
+    consistency: Literal["passed", "failed", "not checked"] | None = Field(
+        None,
+        description="the runs' data checks (TPROC-C's consistency conditions): passed in every run, failed in one "
+        "(its incident consistency_failed), or not checked in one; None for a workload without checks",
+    )
 
     @property
     def key(self) -> tuple[str, int | None]:
@@ -85,6 +107,7 @@ class PointMetrics(BaseModel):
             tps=self.tps_interval,
             p95_ms=self.p95_interval,
             p99_ms=self.p99_interval,
+            nopm=self.nopm_interval,
         )
 
     @property

@@ -262,6 +262,10 @@ def metrics_table(report: Report) -> Table:
         "p99_ci95_high",
         "slo",
         "slo_tps",
+        "nopm_mean",
+        "nopm_ci95_low",
+        "nopm_ci95_high",
+        "tpm_mean",
     ]
     curves: dict[tuple[str, str, int | None], ScalingPoint] = {
         (s.target, s.workload, p.clients): p for s in report.scaling for p in s.points
@@ -301,6 +305,10 @@ def metrics_table(report: Report) -> Table:
                     ),
                     p.slo,
                     p.slo_tps,
+                    p.nopm,
+                    p.nopm_interval.ci95_low if p.nopm_interval else None,
+                    p.nopm_interval.ci95_high if p.nopm_interval else None,
+                    p.tpm,
                 ]
             )
     return header, rows

@@ -127,6 +127,11 @@ class Report:
         return bool(self.slo_runs)
 
     @property
+    def has_mix(self) -> bool:
+        """A transaction mix's figures (TPROC-C's NOPM and per-type latency) at some point."""
+        return any(p.nopm is not None or p.consistency is not None for points in self.points.values() for p in points)
+
+    @property
     def has_qps(self) -> bool:
         return any(p.qps is not None for points in self.points.values() for p in points)
 
@@ -289,7 +294,7 @@ def build_report(results: CampaignResults) -> Report:
         intervals=results.statistics.method if results.statistics else METHOD,
         intervals_note=SINGLE_RUN_NOTE if single_run(targets) else (results.statistics.note if results.statistics else None),
         # Sustainable throughput and tps at SLO have a column only where some target was scored on them.
-        metrics=tuple(m for m in METRICS if m not in ("sustainable", "slo_tps") or any(m in r.metrics for r in rows)),
+        metrics=tuple(m for m in METRICS if m not in ("sustainable", "slo_tps", "nopm") or any(m in r.metrics for r in rows)),
         consolidation=results.scenarios.consolidation if results.scenarios else [],
         replication=results.scenarios.replication if results.scenarios else [],
         slo_runs=[

@@ -89,6 +89,16 @@ def credential_of(endpoint: Endpoint) -> str:
 
 @contextmanager
 def connect(endpoint: Endpoint, application_name: str = "pgarena") -> Iterator[pg8000.dbapi.Connection]:
+    conn = open_connection(endpoint, application_name)
+    try:
+        yield conn
+    finally:
+        conn.close()
+
+
+def open_connection(endpoint: Endpoint, application_name: str = "pgarena") -> pg8000.dbapi.Connection:
+    """A connection in autocommit, its failure classified (connect's, for a caller that closes it itself:
+    a loader handing connections to its tasks)."""
     password = resolve_password(endpoint)
     try:
         conn = _open(endpoint, password, application_name)
@@ -109,10 +119,7 @@ def connect(endpoint: Endpoint, application_name: str = "pgarena") -> Iterator[p
         raise failure(info.kind, info.message) from None
     # Autocommit: inside one transaction pg_stat_activity would keep returning its first snapshot.
     conn.autocommit = True
-    try:
-        yield conn
-    finally:
-        conn.close()
+    return conn
 
 
 def _open(endpoint: Endpoint, password: str | None, application_name: str) -> pg8000.dbapi.Connection:

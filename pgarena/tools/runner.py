@@ -7,6 +7,7 @@ from an HdrHistogram of the per-transaction log the tool wrote; both are uploade
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -19,6 +20,21 @@ from pgarena.model.tool_figures import ToolFigures
 # What a tool inherits from the worker's environment: where programs and messages are, and the operator's
 # TLS trust store. Nothing else: the worker's own environment holds the task token and AWS credentials.
 INHERITED_ENV = ("PATH", "LANG", "LC_ALL", "PGSSLROOTCERT")
+
+
+# A module run by this interpreter, isolated (-I -S: no PYTHON* variable, no folder of the caller's), with this
+# process's import path given by hand: a local worker is a system interpreter given pgarena's packages at
+# start (pgarena.local.task_env), which a plain `python -m` would not find. Each folder's .pth files are read
+# (site.addsitedir), as an editable install's are at start.
+_RUN_MODULE = (
+    "import os, runpy, site, sys; [site.addsitedir(p) for p in sys.argv.pop(1).split(os.pathsep) if p]; "
+    "runpy.run_module(sys.argv.pop(1), run_name='__main__', alter_sys=True)"
+)
+
+
+def python_module_command(module: str, *args: str) -> list[str]:
+    """The command that runs `module` as `python -m` would, in this interpreter with this process's import path."""
+    return [sys.executable, "-I", "-S", "-c", _RUN_MODULE, os.pathsep.join(sys.path), module, *args]
 
 
 def tool_environment(tool_env: Mapping[str, str], worker_env: Mapping[str, str] = os.environ) -> dict[str, str]:

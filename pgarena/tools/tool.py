@@ -14,6 +14,7 @@ from typing import Protocol
 from pydantic import BaseModel
 
 from pgarena.model.plan import Step
+from pgarena.model.tool_figures import DataChecks
 from pgarena.tools.runner import Measured
 
 
@@ -36,6 +37,11 @@ class Tool(Protocol):
 
     def artifacts(self, workdir: Path) -> list[Path]:
         """Files the tool wrote besides its output (per-transaction logs), uploaded as raw output."""
+        ...
+
+    def checks(self, step: Step) -> DataChecks | None:
+        """What the step's data set must meet after its run, checked by the first worker over one snapshot
+        (TPROC-C's consistency conditions); None when the workload has none."""
         ...
 
     def parse(self, text: str) -> BaseModel:

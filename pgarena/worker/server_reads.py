@@ -8,6 +8,8 @@ from pathlib import Path
 from pgarena.model.matrix import Endpoint
 from pgarena.model.plan import Step
 from pgarena.model.server_counters import CounterSnapshot
+from pgarena.model.tool_figures import ConsistencyCheck, DataChecks
+from pgarena.server.checks import run_checks
 from pgarena.server.counters import SESSIONS_GONE_WAIT_S, read_counters
 from pgarena.server.monitor import Monitor
 from pgarena.server.replication import ReplicationMonitor
@@ -28,3 +30,6 @@ class PostgresReads:
 
     def replication(self, step: Step, series_path: Path) -> ReplicationMonitor:
         return ReplicationMonitor(step.endpoint, step.replicas, step.monitor_interval_s, series_path)
+
+    def check(self, step: Step, checks: DataChecks) -> list[ConsistencyCheck]:
+        return run_checks(step.endpoint, step.application_name.rsplit("/", 1)[0] + "/checks", checks)

@@ -32,7 +32,13 @@ SHARDED = {
             "tool": "pgbench",
             "init": {"scale": 1},
             "run": {"clients": 8, "jobs": 1, "duration_s": 3, "progress_s": 1, "workers": 4, "percentiles": True},
-        }
+        },
+        {  # TPROC-C: the kit's load in a container worker's SQL task, its run split across two workers
+            "name": "tprocc",
+            "tool": "pgbench",
+            "init": {"warehouses": 1},
+            "run": {"builtin": "tprocc", "clients": 2, "jobs": 1, "duration_s": 3, "progress_s": 1, "workers": 2},
+        },
     ],
 }
 # examples/consolidation.json's shape (a consolidation sweep, policy fail), shrunk to two embedded targets.
@@ -155,8 +161,15 @@ def test_a_sharded_campaign_runs_green(runtime):
     run = run_green(runtime, SHARDED)
 
     # Then the four shards met at the barrier and were merged
-    (workload,) = run.results.targets[0].workloads
-    assert len(workload.shards) == 4 and all(s.barrier.all_arrived for s in workload.shards)
+    (target,) = run.results.targets
+    tpcb, tprocc = target.workloads
+    assert len(tpcb.shards) == 4 and all(s.barrier.all_arrived for s in tpcb.shards)
+    # And TPROC-C's two shards too: NOPM and each type's latency merged, its consistency checked and held
+    assert len(tprocc.shards) == 2 and all(s.barrier.all_arrived for s in tprocc.shards)
+    figures = tprocc.tool_figures
+    assert figures.new_orders_per_minute > 0 and figures.transaction_types[0].latency_ms.p95 is not None
+    assert figures.consistency and all(c.passed for c in figures.consistency), figures.consistency
+    assert [(load.workload, load.status) for load in target.loads] == [("tpcb", "succeeded"), ("tprocc", "succeeded")]
 
 
 def test_a_consolidation_sweep_runs_green(runtime):

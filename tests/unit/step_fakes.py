@@ -157,6 +157,9 @@ class FakeServer:
     def replication(self, step: Step, series_path: Path) -> Any:
         raise AssertionError("no replicas in these steps")
 
+    def check(self, step: Step, checks: Any) -> list[Any]:
+        raise AssertionError("no data checks in these steps")
+
 
 class FakeToken:
     def __init__(self, gone: bool = False):

@@ -1,8 +1,10 @@
 import json
 
 from pgarena.analysis.aggregate import aggregate
+from pgarena.analysis.metrics import findings
 from pgarena.model.outcomes import TargetOutcome
 from pgarena.model.results import ProgressSample, StepSummary
+from pgarena.model.tool_figures import ConsistencyCheck, ToolFigures
 from pgarena.planning.campaign import parse_campaign
 from pgarena.planning.planner import plan_campaign
 from pgarena.tools.pgbench.figures import PgbenchFigures
@@ -160,3 +162,39 @@ def test_a_rate_run_that_skipped_to_keep_its_schedule_is_sustained_with_its_skip
     (w,) = results.targets[0].workloads
     assert [i.kind for i in w.incidents] == ["transactions_skipped"]
     assert w.incidents[0].message.startswith("400 transactions skipped (4.0% of the 10,000 scheduled)")
+
+
+def test_a_failed_consistency_condition_is_the_runs_named_incident_and_its_findings():
+    # Given a run whose data checks found condition 2 broken after it
+    plan = plan_two_targets()
+    outcomes = [
+        TargetOutcome(
+            name=name,
+            steps=[
+                {"step_id": f"{name}/tpcb/init", "status": "succeeded"},
+                {"step_id": f"{name}/tpcb/c4-r1", "status": "succeeded"},
+            ],
+        )
+        for name in ("a", "b")
+    ]
+    broken = summary("a/tpcb/c4-r1", "a", tps=123.4).model_copy(
+        update={
+            "tool_figures": ToolFigures(
+                consistency=[
+                    ConsistencyCheck(name="1: w_ytd = sum(d_ytd)", passed=True),
+                    ConsistencyCheck(name="2: d_next_o_id - 1 = max(o_id)", passed=False, detail="1 of 20 districts fail: 1.3"),
+                ]
+            )
+        }
+    )
+    summaries = [summary("a/tpcb/init", "a", kind="init"), broken, summary("b/tpcb/init", "b", kind="init")]
+    summaries.append(summary("b/tpcb/c4-r1", "b", tps=120.0))
+    # When aggregated
+    results = aggregate(plan, outcomes, summaries, "s", "f")
+    # Then the run keeps its figures and names the failure as an incident, listed with the findings
+    (run,) = results.targets[0].workloads
+    assert run.status == "succeeded" and run.tps == 123.4
+    (incident,) = [i for i in run.incidents if i.kind == "consistency_failed"]
+    assert "2: d_next_o_id - 1 = max(o_id): 1 of 20 districts fail: 1.3" in incident.message
+    assert any(f.kind == "consistency_failed" for f in findings(results.targets[0]))
+    assert not results.targets[1].workloads[0].incidents

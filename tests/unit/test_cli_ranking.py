@@ -66,3 +66,17 @@ def test_a_stalled_run_makes_the_campaign_exit_3_naming_the_stall(tmp_path):
         _print_outcome(done, tmp_path, 1.0)
     assert ended.value.exit_code == EXIT_FAILED_TARGETS == 3
     assert stalled_runs(results(healthy)) == []
+
+
+def test_a_tprocc_workload_has_its_nopm_column_beside_its_tps():
+    # Given a TPROC-C workload's two repetitions at 1,200 and 1,400 NOPM, and a pgbench workload without NOPM
+    def tprocc(nopm: float, repetition: int) -> WorkloadResult:
+        return run("tprocc", "pgbench", 50.0, repetition=repetition, tool_figures={"new_orders_per_minute": nopm})
+
+    a = TargetResult(
+        name="a", provider="p", status="succeeded", workloads=[tprocc(1200.0, 1), tprocc(1400.0, 2), run("tpcb", "pgbench", 9.0)]
+    )
+    cells = {str(c.header): list(c.cells) for c in ranking_table(results(a)).columns}
+    # Then the TPROC-C workload has a NOPM column (its point's mean), the other none
+    assert cells["tprocc NOPM"] == ["1,300.0"]
+    assert "tpcb NOPM" not in cells

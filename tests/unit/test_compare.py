@@ -3,10 +3,12 @@ from typer.testing import CliRunner
 
 from pgarena.analysis.compare import compare_campaigns, compare_points, load_results
 from pgarena.analysis.metrics import point_metrics
-from pgarena.cli import app
+from pgarena.cli import app, comparison_table
+from pgarena.model.comparison import Comparison
 from pgarena.model.figures import Latency
 from pgarena.model.results import CampaignResults, ProgressSample, TargetResult, WorkloadResult
 from pgarena.model.slo import SloSearch
+from pgarena.model.tool_figures import ToolFigures
 from tests.conftest import FIXTURES
 
 WEEK1, WEEK2 = FIXTURES / "results" / "week1", FIXTURES / "results" / "week2"
@@ -205,3 +207,30 @@ def test_cli_compare_shows_tps_at_slo_and_flags_its_drop(tmp_path):
 def test_cli_compare_has_no_slo_columns_without_a_search():
     result = CliRunner().invoke(app, ["compare", str(WEEK1), str(WEEK2)], env={"COLUMNS": "140"})
     assert result.exit_code == 0 and "tps at SLO" not in result.output
+
+
+def test_a_tprocc_points_nopm_drop_is_a_regression_at_the_same_tps():
+    # Given a TPROC-C point whose tps held but whose New-Orders per minute fell 20% (three runs each)
+    def tprocc(nopm):
+        runs = [
+            WorkloadResult(
+                name="tprocc",
+                tool="pgbench",
+                clients=4,
+                repetition=i + 1,
+                status="succeeded",
+                tps=tps,
+                tool_figures=ToolFigures(new_orders_per_minute=n, transactions_per_minute=tps * 60),
+            )
+            for i, (tps, n) in enumerate(zip(three(100.0), three(nopm), strict=True))
+        ]
+        return point_metrics("a", "tprocc", 4, runs)
+
+    change = compare_points(tprocc(2500.0), tprocc(2000.0))
+    # Then NOPM's change is decided as tps's is, and is the regression
+    assert change.nopm_change == pytest.approx(-0.2)
+    assert change.verdict == "regression" and any(r.startswith("NOPM -20.0%") for r in change.reasons)
+    # And the CLI's comparison table shows NOPM's columns
+    table = comparison_table(Comparison(a="A", b="B", threshold=0.05, changes=[change]))
+    cells = {str(c.header): list(c.cells) for c in table.columns}
+    assert (cells["NOPM A"], cells["NOPM B"], cells["Δ NOPM"]) == (["2,500.0"], ["2,000.0"], ["-20.0%"])

@@ -288,3 +288,50 @@ def test_arguments_that_would_reach_past_a_buffer_are_refused(call):
     # Then the scanner refuses them before touching a count
     with pytest.raises(ValueError):
         call()
+
+
+def _with_scripts(rng, lines, scripts):
+    """The lines with a script number drawn for each (a weighted mix's fourth field), and one past the mix."""
+    out = []
+    for line in lines:
+        fields = line.split(" ")
+        fields[3] = str(rng.randrange(scripts + 1) if rng.random() < 0.01 else rng.randrange(scripts))
+        out.append(" ".join(fields))
+    return out
+
+
+def _script_reference(lines, scripts, since_us):
+    histograms, not_done = [new_histogram() for _ in range(scripts)], [0] * scripts
+    for line in lines:
+        fields = line.rstrip("\n").split(" ")
+        script, ended = int(fields[3]), int(fields[4]) * 1_000_000 + int(fields[5])
+        if script >= scripts or ended < since_us:
+            continue
+        if fields[2].isdigit():
+            histograms[script].record_value(min(max(int(fields[2]), LOWEST_US), HIGHEST_US))
+        else:
+            not_done[script] += 1
+    return [encode(h) for h in histograms], not_done
+
+
+@pytest.mark.parametrize("per_second", [True, False])
+@pytest.mark.parametrize("warmup_s", [0, 4])
+def test_each_scripts_transactions_are_counted_apart_in_the_window(tmp_path, monkeypatch, per_second, warmup_s):
+    # Given two thread files of a six-script mix (and a few lines of a script past it), a line out of time
+    # order, read in blocks small enough that lines are handed back and merged late
+    monkeypatch.setattr(txlog, "BLOCK_BYTES", 2048)
+    rng = random.Random(8)
+    files = [_with_scripts(rng, log_lines(rng, seconds=10, per_second=n), scripts=6) for n in (60, 25)]
+    files[0].append(f"0 999 4321 2 {START + 1} 700\n")
+    paths = [write(tmp_path / f"pgbench_log.1.{i}", lines) for i, lines in enumerate(files)]
+    since = START + warmup_s if warmup_s else None
+    # When the log is read with its six scripts counted apart
+    log = read_txlog(paths, per_second=per_second, since_epoch=since, scripts=6)
+    # Then each script's histogram and not-done lines are its own lines' in the window, and the run's are unchanged
+    histograms, not_done = _script_reference([line for lines in files for line in lines], 6, (since or 0) * 1_000_000)
+    assert log.scripts is not None
+    assert [encode(s.histogram) for s in log.scripts] == histograms
+    assert [s.not_done for s in log.scripts] == not_done
+    whole = read_txlog(paths, per_second=per_second, since_epoch=since)
+    assert encode(log.histogram) == encode(whole.histogram)
+    assert whole.scripts is None

@@ -78,7 +78,8 @@ class _StepRun:
         # The baseline for telling a restart: the server as this step found it (preflight's, if it is down).
         # Read before the shards' barrier, so that it delays no shard's start.
         postmaster_before = self.worker.server.postmaster_start(step.endpoint) or step.postmaster_started_at
-        version = self.worker.processes.version(run.argv[0])
+        # The tool's own version, also where its command is the worker's interpreter (a SQL task: the TPROC-C load).
+        version = self.worker.processes.version(self.tool.binary())
         facts = self._facts(version, step_of_worker)  # before the barrier too: 20 round trips
         # The window's opening edge, outside it: before the barrier, so that no shard starts later for it.
         before = _counters(step, self.worker.server)
@@ -91,6 +92,7 @@ class _StepRun:
         with self.meter.log_processing():
             measured = self.tool.measure(step, run.raw_path.read_text(errors="replace"), ran.code, self.workdir)
         measured.error = self._restarted(with_lock_waits(measured.error, connections), postmaster_before)
+        self._checked(measured)
         self._series(measured, raw)
         measured.barrier = barrier
         summary = summarize(step, measured, ran.exit, raw, connections).model_copy(
@@ -142,6 +144,15 @@ class _StepRun:
         after = _counters(step, server, closing=True) if before is not None else None
         counters = CounterSnapshots(before=before, after=after) if before is not None and after is not None else None
         return _Ran(code, ToolExit(code, started_at, finished_at, wall_s, version), monitor, lag, catch_ups, counters)
+
+    def _checked(self, measured: Measured) -> None:
+        """The data set's conditions after a run that succeeded (the first shard's, for all: one snapshot
+        holds whatever the others still finish), in the run's figures."""
+        step = self.step
+        checks = self.tool.checks(step) if step.kind == "run" and step.shard == 0 and measured.error is None else None
+        if checks is not None:
+            measured.tool_figures.consistency = self.worker.server.check(step, checks)
+            logger.info("data checked", step_id=step.step_id, passed=all(c.passed for c in measured.tool_figures.consistency))
 
     def _connections(self, monitor: ActivityMonitor | None, raw: list[str]) -> ConnectionReport | None:
         """The monitor's report, its series uploaded (and appended to raw)."""

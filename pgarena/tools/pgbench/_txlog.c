@@ -42,14 +42,20 @@ enum { FAILED_LINE = -1, SKIPPED_LINE = -2 };
 typedef struct {
     int64_t latency;  /* FAILED_LINE or SKIPPED_LINE when not done */
     int64_t second, micro;
+    int64_t script;  /* the script's number in a weighted mix (-f file@weight), -1 when it is not a number */
 } Line;
 
-/* Where a line's numbers go: the run's counts, the per-second ring (when window is set), stats. */
+/* Where a line's numbers go: the run's counts, the per-second ring (when window is set), stats; and, when
+   scripts is set, each script's own counts (n_scripts rows of counts_len) and its done and not-done lines
+   (script_stats: SCRIPT_DONE, SCRIPT_NOT_DONE per script), in the measured window. */
 typedef struct {
     Layout h;
     int64_t since_us, base, window_s;
     int64_t *total, *window, *meta, *stats;  /* meta: per ring row, N_META each */
+    int64_t *scripts, *script_stats, n_scripts;
 } Sink;
+
+enum { SCRIPT_DONE, SCRIPT_NOT_DONE, N_SCRIPT_STATS };
 
 /* Per ring row: lines, lines not done, and the lowest and highest counts index recorded (when any is). */
 enum { LINES, FAILED, LOW, HIGH, N_META };
@@ -116,6 +122,15 @@ static inline int add_line(const Sink *k, Tally *t, const Line *line) {
     if (ended_us < k->since_us) {  /* warm-up: counted, not measured */
         st[WARMUP]++;
         return 1;
+    }
+    if (k->scripts && line->script >= 0 && line->script < k->n_scripts) {  /* a mix's script, counted apart too */
+        int64_t *counted = k->script_stats + N_SCRIPT_STATS * line->script;
+        if (line->latency < 0) {
+            counted[SCRIPT_NOT_DONE]++;
+        } else {
+            counted[SCRIPT_DONE]++;
+            k->scripts[line->script * k->h.counts_len + counts_index(&k->h, line->latency)]++;
+        }
     }
     if (k->window && line->second != t->second) {  /* another second: its row (a division per second) */
         tally_settle(k, t);
@@ -194,6 +209,7 @@ static inline int parse_line(const char *start, const char *const *sep, int nsep
         line->latency = *latency == 's' ? SKIPPED_LINE : FAILED_LINE;
     }
     if (sep[0] == start || sep[1] == sep[0] + 1 || sep[3] == sep[2] + 1) return 0;  /* empty fields */
+    line->script = number(sep[2] + 1, sep[3] - sep[2] - 1, end);
     if (cache->text && sep[4] - epoch == 10 && memcmp(epoch, cache->text, 10) == 0) {
         line->second = cache->second;
     } else {
@@ -374,6 +390,8 @@ static int two_cores(void) {
 /* scan_lines over [start, end), in two threads where that pays; the same result either way. */
 static const char *scan_block(const char *start, const char *end, Sink *sink) {
     const char *middle = NULL;
+    /* per-script counts are written in place, not through a sink of the half's own: one pass */
+    if (sink->scripts) return scan_lines(start, end, sink);
     if (end - start >= TWO_HALVES_FROM && two_cores()) middle = memchr(start + (end - start) / 2, '\n', (size_t)(end - start) / 2);
     if (!middle || pthread_mutex_trylock(&scratch.lock) != 0) return scan_lines(start, end, sink);
     middle++;
@@ -404,7 +422,7 @@ static const char *scan_block(const char *start, const char *end, Sink *sink) {
    a small share of a block, too small to split in two. Returns where a stopped; *b_stopped where b did. */
 static const char *scan_two(const char *a, const char *a_end, Sink *sink, const char *b, const char *b_end, Sink *other,
                             const char **b_stopped) {
-    if (a_end - a < TWO_FILES_FROM || b_end - b < TWO_FILES_FROM || !two_cores() ||
+    if (a_end - a < TWO_FILES_FROM || b_end - b < TWO_FILES_FROM || !two_cores() || sink->scripts ||
         pthread_mutex_trylock(&scratch.lock) != 0) {  /* one after the other (a block of 2 MiB in two halves) */
         *b_stopped = scan_block(b, b_end, other);
         return scan_block(a, a_end, sink);
@@ -448,7 +466,8 @@ static int layout_ok(const Layout *h) {
 }
 
 PyDoc_STRVAR(scan_doc,
-"scan(data, layout, since_us, base, window_s, window, meta, total, stats, other=None, other_stats=None)\n"
+"scan(data, layout, since_us, base, window_s, window, meta, total, stats, other=None, other_stats=None,\n"
+"     scripts=None, script_stats=None)\n"
 "-> (consumed, stop_second)\n\n"
 "Adds the whole lines of data (up to its last newline; the rest is left) to total (counts of every done\n"
 "transaction ending at or after since_us) and, when window is not None, to the per-second ring: second t\n"
@@ -460,7 +479,10 @@ PyDoc_STRVAR(scan_doc,
 "lines (a line cut short by a killed pgbench), skipped.\n"
 "With other and other_stats (another file's block and stats), both blocks are scanned, at once on two\n"
 "cores where the machine has them and both hold 512 KiB or more, into the same counts, and the result\n"
-"is ((consumed, stop_second), (other's consumed, other's stop_second)).");
+"is ((consumed, stop_second), (other's consumed, other's stop_second)).\n"
+"With scripts and script_stats (int64: n rows of counts, 2 per script: done, not done; n from script_stats),\n"
+"each measured line of script number s < n is also counted in row s: a weighted mix's per-script figures\n"
+"(scanned in one pass then, on one core).");
 
 static int overlaps(const Py_buffer *a, const Py_buffer *b) {
     const char *x = a->buf, *y = b->buf;
@@ -482,18 +504,20 @@ static void whole_lines(const Py_buffer *data, const char **start, const char **
 }
 
 static PyObject *scan(PyObject *self, PyObject *args) {
-    Py_buffer data, window = {0}, meta = {0}, total, stats, other = {0}, other_stats = {0};
-    PyObject *window_obj, *meta_obj, *other_obj = Py_None, *other_stats_obj = Py_None;
+    Py_buffer data, window = {0}, meta = {0}, total, stats, other = {0}, other_stats = {0}, scripts = {0}, script_stats = {0};
+    PyObject *window_obj, *meta_obj, *other_obj = Py_None, *other_stats_obj = Py_None, *scripts_obj = Py_None,
+             *script_stats_obj = Py_None;
     Sink k;
     long long since_us, base, window_s;
-    if (!PyArg_ParseTuple(args, "y*(LLLLLLL)LLLOOw*w*|OO", &data, &k.h.unit_magnitude, &k.h.sub_bucket_half_count_magnitude,
+    if (!PyArg_ParseTuple(args, "y*(LLLLLLL)LLLOOw*w*|OOOO", &data, &k.h.unit_magnitude, &k.h.sub_bucket_half_count_magnitude,
                           &k.h.sub_bucket_half_count, &k.h.sub_bucket_mask, &k.h.lowest, &k.h.highest, &k.h.counts_len,
                           &since_us, &base, &window_s, &window_obj, &meta_obj, &total, &stats, &other_obj,
-                          &other_stats_obj))
+                          &other_stats_obj, &scripts_obj, &script_stats_obj))
         return NULL;
     PyObject *result = NULL;
     k.since_us = since_us, k.base = base, k.window_s = window_s;
     k.window = k.meta = NULL;
+    k.scripts = k.script_stats = NULL, k.n_scripts = 0;
     if (!layout_ok(&k.h)) {
         PyErr_SetString(PyExc_ValueError, "layout: not an HdrHistogram's (its highest value's index must be under counts_len)");
         goto done;
@@ -511,6 +535,26 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     }
     if (!writable_int64(&total, 1, k.h.counts_len, "total") || !writable_int64(&stats, 1, N_STATS, "stats")) goto done;
     k.total = total.buf, k.stats = stats.buf;
+    if ((scripts_obj == Py_None) != (script_stats_obj == Py_None)) {
+        PyErr_SetString(PyExc_TypeError, "scripts and script_stats: both or neither");
+        goto done;
+    }
+    if (scripts_obj != Py_None) {
+        if (PyObject_GetBuffer(scripts_obj, &scripts, PyBUF_WRITABLE) < 0) goto done;
+        if (PyObject_GetBuffer(script_stats_obj, &script_stats, PyBUF_WRITABLE) < 0) goto done;
+        int64_t n = script_stats.len / (Py_ssize_t)(N_SCRIPT_STATS * sizeof(int64_t));
+        if (n < 1) {
+            PyErr_SetString(PyExc_ValueError, "script_stats: room for no script");
+            goto done;
+        }
+        if (!writable_int64(&scripts, n, k.h.counts_len, "scripts") || !writable_int64(&script_stats, n, N_SCRIPT_STATS, "script_stats"))
+            goto done;
+        if (overlaps(&scripts, &script_stats) || overlaps(&scripts, &total) || overlaps(&scripts, &stats)) {
+            PyErr_SetString(PyExc_ValueError, "scripts: memory that script_stats, total or stats use too");
+            goto done;
+        }
+        k.scripts = scripts.buf, k.script_stats = script_stats.buf, k.n_scripts = n;
+    }
     Sink ko = k;  /* the other file's: the same counts, its own stats */
     if ((other_obj == Py_None) != (other_stats_obj == Py_None)) {
         PyErr_SetString(PyExc_TypeError, "other and other_stats: both or neither");
@@ -552,6 +596,8 @@ done:
     if (meta.obj) PyBuffer_Release(&meta);
     if (other.obj) PyBuffer_Release(&other);
     if (other_stats.obj) PyBuffer_Release(&other_stats);
+    if (scripts.obj) PyBuffer_Release(&scripts);
+    if (script_stats.obj) PyBuffer_Release(&script_stats);
     return result;
 }
 

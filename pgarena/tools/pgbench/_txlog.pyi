@@ -14,6 +14,10 @@ def scan(
     meta: Buffer | None,
     total: Buffer,
     stats: Buffer,
+    other: None = None,
+    other_stats: None = None,
+    scripts: Buffer | None = None,
+    script_stats: Buffer | None = None,
 ) -> tuple[int, int]: ...
 @overload
 def scan(
@@ -28,6 +32,8 @@ def scan(
     stats: Buffer,
     other: Buffer,
     other_stats: Buffer,
+    scripts: Buffer | None = None,
+    script_stats: Buffer | None = None,
 ) -> tuple[tuple[int, int], tuple[int, int]]: ...
 def encode(
     counts: Buffer,

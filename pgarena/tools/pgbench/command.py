@@ -8,8 +8,14 @@ from pathlib import Path
 
 from pgarena.model.matrix import Endpoint
 from pgarena.system.binaries import embedded_bin_dir
-from pgarena.tools.pgbench.spec import PgbenchInit, PgbenchRun
+from pgarena.tools.pgbench.spec import TPROCC, PgbenchInit, PgbenchRun
+from pgarena.tools.pgbench.tpcc.kit import TRANSACTIONS
+from pgarena.tools.pgbench.tpcc.load import TASK
+from pgarena.tools.runner import python_module_command
 
+# The worker's process for a tool's own SQL (it opens connections as every server read does), run as
+# `python -m` by the worker's own interpreter (pgarena.tools.runner): the TPROC-C load runs in it.
+SQL_TASK = "pgarena.worker.sql_task"
 # pgbench --log writes <prefix>.<pid> and <prefix>.<pid>.<thread>: one line per transaction.
 TRANSACTION_LOG_PREFIX = "transactions"
 BINARY_ENV = "PGARENA_PGBENCH"
@@ -67,8 +73,28 @@ def init_args(init: PgbenchInit) -> list[str]:
     ]
 
 
-def script_args(run: PgbenchRun, workdir: Path) -> list[str]:
+def tpcc_load_args(init: PgbenchInit) -> list[str]:
+    """The TPROC-C loader's command line (run.builtin tprocc): the kit's schema, data and functions."""
+    assert init.warehouses is not None  # the caller's condition
+    return python_module_command(SQL_TASK, TASK, f"--warehouses={init.warehouses}", f"--parallel={init.parallel}")
+
+
+def tpcc_script_args(workdir: Path, warehouses: int) -> list[str]:
+    """The kit's six scripts as files, in the kit's order (the per-transaction log's script number is the
+    index), with their weights; --scale gives the scripts' :scale, the warehouses."""
+    args = []
+    for index, transaction in enumerate(TRANSACTIONS):
+        path = workdir / f"tprocc-{index}-{transaction.name}.sql"
+        path.write_text(transaction.script)
+        args.append(f"--file={path}@{transaction.weight}")
+    return [*args, f"--scale={warehouses}"]
+
+
+def script_args(run: PgbenchRun, workdir: Path, warehouses: int | None = None) -> list[str]:
     """Builtin or custom scripts with weights; custom SQL is written to files in workdir."""
+    if run.builtin == TPROCC:
+        assert warehouses is not None  # the workload's validation: tprocc has init.warehouses
+        return tpcc_script_args(workdir, warehouses)
     if not run.scripts:
         return [f"--builtin={run.builtin}"]
     args = []
@@ -83,11 +109,11 @@ def script_args(run: PgbenchRun, workdir: Path) -> list[str]:
     return args
 
 
-def run_args(run: PgbenchRun, clients: int, workdir: Path, rate_tps: float | None) -> list[str]:
+def run_args(run: PgbenchRun, clients: int, workdir: Path, rate_tps: float | None, warehouses: int | None = None) -> list[str]:
     """`rate_tps`: the step's resolved rate (an SLO probe's own), never the run section's."""
     jobs = min(run.jobs, clients)  # pgbench refuses more threads than clients
     return [
-        *script_args(run, workdir),
+        *script_args(run, workdir, warehouses),
         f"--client={clients}",
         f"--jobs={jobs}",
         *([f"--time={run.duration_s}"] if run.duration_s else [f"--transactions={run.transactions}"]),

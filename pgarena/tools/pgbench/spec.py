@@ -22,8 +22,31 @@ from pgarena.model.tool_spec import (
 )
 
 MAX_SCALE = 100_000  # pgbench scale 100,000 is ~1.5 TB; its load timeout is already 35 days
+# TPROC-C's warehouses: one is ~100 MB loaded, so 10,000 is ~1 TB (HammerDB's own tests stop there too).
+MAX_WAREHOUSES = 10_000
+MAX_LOAD_CONNECTIONS = 64
+# A warehouse's rows in units of pgbench's scale (100,000 rows, ~15 MB): ~500,000 rows, ~100 MB.
+WAREHOUSE_LOAD_SIZE = 7
 # Why an upper bound is there, for the matrix's refusal (pgarena.model.matrix).
-LIMIT_REASONS = {"scale": "pgbench scale 100,000 is about 1.5 TB; its load would outlast every timeout"}
+LIMIT_REASONS = {
+    "scale": "pgbench scale 100,000 is about 1.5 TB; its load would outlast every timeout",
+    "warehouses": "10,000 TPROC-C warehouses are about 1 TB; its load would outlast every timeout",
+}
+# The order-entry mix (TPROC-C, pgarena's kit: pgarena.tools.pgbench.tpcc) in place of pgbench's scripts.
+TPROCC = "tprocc"
+Builtin = Literal["tpcb-like", "simple-update", "select-only", "tprocc"]
+# The init fields that shape pgbench -i's tables: the TPROC-C loader has its own schema (a field at its default
+# is not one asked for).
+PGBENCH_INIT_ONLY = (
+    "scale",
+    "fillfactor",
+    "partitions",
+    "partition_method",
+    "foreign_keys",
+    "unlogged_tables",
+    "data_generation",
+    "init_steps",
+)
 
 
 class PgbenchInit(Strict):
@@ -42,6 +65,19 @@ class PgbenchInit(Strict):
     each_repetition: bool = Field(
         False,
         description="load the data set again before each repetition: the interval then covers data-layout variance too",
+    )
+    warehouses: int | None = Field(
+        None,
+        ge=1,
+        le=MAX_WAREHOUSES,
+        description=f"with run.builtin tprocc: TPROC-C's warehouses (its scale), at most {MAX_WAREHOUSES:,}; "
+        "loaded by pgarena's kit, not pgbench -i",
+    )
+    parallel: int = Field(
+        1,
+        ge=1,
+        le=MAX_LOAD_CONNECTIONS,
+        description="with warehouses: connections loading warehouses at once (one warehouse per task)",
     )
 
     @model_validator(mode="after")
@@ -94,8 +130,10 @@ class PgbenchRun(Strict):
     transactions: int | None = Field(None, ge=1, le=1_000_000_000, description="or run this many transactions per client (-t)")
     protocol: Literal["simple", "extended", "prepared"] = Field("simple", description="query protocol (-M)")
     progress_s: int = Field(5, ge=1, le=3600, description="seconds between progress lines (-P): the stability figures")
-    builtin: Literal["tpcb-like", "simple-update", "select-only"] = Field(
-        "tpcb-like", description="the builtin script run when no scripts are given"
+    builtin: Builtin = Field(
+        "tpcb-like",
+        description="the builtin script run when no scripts are given; tprocc: the TPROC-C order-entry mix "
+        "(init.warehouses; docs/guide/03-measurements.md)",
     )
     scripts: list[PgbenchScript] | None = Field(None, min_length=1, description="a weighted mix; replaces builtin")
     rate_tps: float | None = Field(None, gt=0, le=1e9, description="throttle to this rate (--rate); schedule lag is reported")
@@ -210,6 +248,35 @@ class PgbenchWorkload(Strict):
     init: PgbenchInit = Field(default_factory=PgbenchInit, description="the data set load (pgbench -i)")
     run: PgbenchRun = Field(description="the measured run")
 
+    @model_validator(mode="after")
+    def _tprocc(self) -> PgbenchWorkload:
+        """The order-entry mix needs its warehouses and its own loader; pgbench -i's options do not apply."""
+        warehouses = self.init.warehouses
+        if self.run.builtin != TPROCC:
+            if warehouses is not None or self.init.parallel != 1:
+                raise ValueError('init.warehouses and init.parallel load TPROC-C: set run.builtin to "tprocc" or remove them')
+            return self
+        if warehouses is None:
+            raise ValueError('run.builtin tprocc needs init.warehouses (TPROC-C\'s scale): add e.g. "init": {"warehouses": 4}')
+        if self.run.scripts:
+            raise ValueError("run.builtin tprocc runs its own six scripts: remove run.scripts (or use builtin tpcb-like)")
+        # Set to anything but its default: a matrix read back from its JSON (every field written) is refused
+        # only for what was asked.
+        given = [
+            f"init.{name}" for name in PGBENCH_INIT_ONLY if getattr(self.init, name) != PgbenchInit.model_fields[name].default
+        ]
+        if given:
+            raise ValueError(
+                f"{', '.join(given)}: pgbench -i's options; run.builtin tprocc loads its own schema: remove them "
+                "(its size is init.warehouses)"
+            )
+        if self.init.parallel > warehouses:
+            raise ValueError(
+                f"init.parallel ({self.init.parallel}) is more than init.warehouses ({warehouses}): the loader runs one "
+                f"warehouse per connection; lower init.parallel to {warehouses} or fewer"
+            )
+        return self
+
     @property
     def client_counts(self) -> list[int]:
         return self.run.client_counts
@@ -220,6 +287,8 @@ class PgbenchWorkload(Strict):
 
     @property
     def load_size(self) -> int:
+        if self.init.warehouses is not None:
+            return self.init.warehouses * WAREHOUSE_LOAD_SIZE
         return self.init.scale
 
     @property
@@ -249,6 +318,7 @@ class PgbenchWorkload(Strict):
         # keeps the command's other parameters.
         return PgbenchStep(
             run=run.model_copy(update={"warmup_s": 0, "rate_tps": None, "slo": None}),
+            warehouses=self.init.warehouses,
             warmup_s=run.warmup_s or None,
             rate_tps=run.rate_tps,
             slo=run.slo,
@@ -263,6 +333,13 @@ class PgbenchStep(StepSpec):
     tool: Literal["pgbench"] = "pgbench"
     init: PgbenchInit | None = None
     run: PgbenchRun | None = None
+    warehouses: int | None = Field(None, description="a TPROC-C run's warehouses (pgbench --scale: its scripts' :scale)")
 
     def workers(self, clients: int) -> int:
         return self.run.workers_for(clients) if self.run is not None else 1
+
+    def connections(self, kind: StepKind, clients: int | None) -> int:
+        """The TPROC-C loader opens init.parallel connections at once; the rest as every step."""
+        if kind == "init" and self.init is not None and self.init.warehouses is not None:
+            return self.init.parallel
+        return super().connections(kind, clients)

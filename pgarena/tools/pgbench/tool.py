@@ -10,10 +10,20 @@ from pgarena.model.errors import ErrorInfo, ErrorKind, ToolExit, error_info
 from pgarena.model.figures import Latency
 from pgarena.model.plan import Step
 from pgarena.model.results import ProgressSample
-from pgarena.tools.pgbench.command import BINARY_ENV, TRANSACTION_LOG_PREFIX, init_args, libpq_env, pgbench_binary, run_args
+from pgarena.model.tool_figures import DataChecks
+from pgarena.tools.pgbench.command import (
+    BINARY_ENV,
+    TRANSACTION_LOG_PREFIX,
+    init_args,
+    libpq_env,
+    pgbench_binary,
+    run_args,
+    tpcc_load_args,
+)
 from pgarena.tools.pgbench.figures import PgbenchFigures
 from pgarena.tools.pgbench.parser import PgbenchReport, PgbenchSummary, parse_pgbench
-from pgarena.tools.pgbench.spec import PgbenchStep
+from pgarena.tools.pgbench.spec import TPROCC, PgbenchStep
+from pgarena.tools.pgbench.tpcc.figures import SCRIPTS, consistency, order_entry
 from pgarena.tools.pgbench.txlog import TransactionLog, first_start_epoch, read_txlog
 from pgarena.tools.runner import Measured
 
@@ -28,12 +38,15 @@ class Pgbench:
     def command(self, step: Step, password: str | None, workdir: Path) -> tuple[list[str], dict[str, str]]:
         spec = step.spec
         assert isinstance(spec, PgbenchStep)
+        env = libpq_env(step.endpoint, password, step.application_name, step.hostaddr)
+        if spec.init is not None and spec.init.warehouses is not None:
+            return tpcc_load_args(spec.init), env
         if spec.init is not None:
             args = init_args(spec.init)
         else:
             assert spec.run is not None and step.clients is not None  # the plan gives every run its clients
-            args = run_args(spec.run, step.clients, workdir, spec.rate_tps)
-        return [self.binary(), *args], libpq_env(step.endpoint, password, step.application_name, step.hostaddr)
+            args = run_args(spec.run, step.clients, workdir, spec.rate_tps, spec.warehouses)
+        return [self.binary(), *args], env
 
     def artifacts(self, workdir: Path) -> list[Path]:
         return sorted(workdir.glob(f"{TRANSACTION_LOG_PREFIX}.*"))
@@ -63,7 +76,8 @@ class Pgbench:
             start = first_start_epoch(logs) if warmup_s else None
             since = start + warmup_s if start is not None and warmup_s else None
             # One pass over the log gives the run's histogram and, for a shard, its per-second series.
-            txlog = read_txlog(logs, per_second=step.shards > 1, since_epoch=since)
+            mix = spec.run is not None and spec.run.builtin == TPROCC
+            txlog = read_txlog(logs, per_second=step.shards > 1, since_epoch=since, scripts=SCRIPTS if mix else 0)
             histogram, failed, measured.per_second = txlog.histogram, txlog.not_done - txlog.skipped, txlog.series
             percentiles = percentiles_of(histogram)
             measured.latency = measured.latency.model_copy(
@@ -75,6 +89,8 @@ class Pgbench:
             figures.logged_skipped = txlog.skipped
             if since is not None and txlog.end_epoch is not None:
                 self._window(measured, figures, spec, since, txlog)
+            if txlog.scripts is not None:
+                _order_entry(figures, txlog, since)
         if exit_code != 0 or report.aborted:
             measured.error = error_info(ToolExit(self.name, exit_code, text, report.errors, step.timeout_s))
         elif step.kind == "run" and measured.tps is None and measured.error is None:
@@ -114,8 +130,29 @@ class Pgbench:
                 kind=ErrorKind.TOOL_FAILED, message=f"no transaction completed after the {warmup_s} s warm-up (warmup_s)"
             )
 
+    def checks(self, step: Step) -> DataChecks | None:
+        """TPROC-C's consistency conditions 1-4 after a tprocc run (the kit's check)."""
+        spec = step.spec
+        assert isinstance(spec, PgbenchStep)
+        if step.kind != "run" or spec.run is None or spec.run.builtin != TPROCC:
+            return None
+        return consistency
+
     def parse(self, text: str) -> PgbenchReport:
         return parse_pgbench(text)
+
+
+def _order_entry(figures: PgbenchFigures, txlog: TransactionLog, since: float | None) -> None:
+    """TPROC-C's NOPM, TPM and per-type figures, over the log's measured window."""
+    assert txlog.scripts is not None  # the caller's condition
+    start = since if since is not None else txlog.start_epoch
+    if start is None or txlog.end_epoch is None:
+        return
+    found = order_entry(txlog.scripts, txlog.end_epoch - start)
+    if found is not None:
+        figures.new_orders_per_minute, figures.transactions_per_minute = found.nopm, found.tpm
+        figures.rollbacks, figures.mix_window_s = found.rollbacks, found.window_s
+        figures.transaction_types = found.transaction_types
 
 
 def summary_figures(summary: PgbenchSummary | None) -> PgbenchFigures:

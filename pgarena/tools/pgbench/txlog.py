@@ -73,6 +73,30 @@ def _counts() -> memoryview:
 
 
 @dataclass
+class ScriptLog:
+    """One script of a weighted mix (-f file@weight) in the measured window: its latencies and lines not done."""
+
+    histogram: HdrHistogram
+    not_done: int
+
+
+class _PerScript:
+    """The scanner's per-script counts (a row of buckets per script) and its done / not-done lines."""
+
+    def __init__(self, scripts: int) -> None:
+        self.counts = memoryview(bytearray(_COUNTS_BYTES * scripts)).cast("q")
+        self.stats = array("q", [0] * (2 * scripts))
+        self.scripts = scripts
+
+    def logs(self) -> list[ScriptLog]:
+        n = _TEMPLATE.counts_len
+        return [
+            ScriptLog(histogram=histogram_of_counts(self.counts[s * n : (s + 1) * n]), not_done=self.stats[2 * s + 1])
+            for s in range(self.scripts)
+        ]
+
+
+@dataclass
 class TransactionLog:
     histogram: HdrHistogram  # every completed transaction's latency (us), in the measured window
     not_done: int  # failed or skipped transactions, in the measured window
@@ -80,6 +104,8 @@ class TransactionLog:
     skipped: int = 0  # of not_done, skipped (--rate with --latency-limit: late before they started)
     warmup_transactions: int = 0  # lines (done or not) that ended before the measured window
     end_epoch: float | None = None  # when the last logged transaction ended
+    start_epoch: float | None = None  # when the first logged transaction began
+    scripts: list[ScriptLog] | None = None  # per script number, when asked for (a weighted mix)
 
 
 def histogram_of_counts(counts: memoryview) -> HdrHistogram:
@@ -210,6 +236,7 @@ class _Ring:
 
     base: int
     total: memoryview
+    per_script: _PerScript | None = None
     # Anonymous memory: zero pages until written, so only the buckets recorded ever become resident.
     window: memoryview = field(default_factory=lambda: memoryview(mmap.mmap(-1, _COUNTS_BYTES * WINDOW_S)).cast("q"))
     meta: memoryview = field(default_factory=lambda: memoryview(bytearray(8 * 4 * WINDOW_S)).cast("q"))
@@ -232,7 +259,7 @@ class _Ring:
     def merge_late(self, line: memoryview, since_us: int, stats: array[int], second: int) -> None:
         """A line of a second encoded already (out of time order): scanned alone, added to that second."""
         late = _Ring(base=second, total=self.total)
-        _scan([(line, stats)], since_us, late, late.total)
+        _scan([(line, stats)], since_us, late, late.total, self.per_script)
         late.close_before(second + 1)
         added, before = late.closed[second], self.closed.get(second)
         if before is not None:
@@ -266,24 +293,29 @@ def first_start_epoch(paths: list[Path]) -> float | None:
     return min(starts) / 1_000_000 if starts else None
 
 
-def read_txlog(paths: list[Path], per_second: bool, since_epoch: float | None = None) -> TransactionLog:
+def read_txlog(paths: list[Path], per_second: bool, since_epoch: float | None = None, scripts: int = 0) -> TransactionLog:
     """The run's latency histogram, the failed/skipped count and (per_second) the per-second series.
 
     `since_epoch` starts the measured window (a warm-up left out): transactions that ended before it are
-    only counted (warmup_transactions), and the series starts there."""
+    only counted (warmup_transactions), and the series starts there. `scripts`: a weighted mix's script
+    count; each script's own histogram and not-done lines are counted too (TransactionLog.scripts)."""
     files: list[_File] = []
     try:
         for path in paths:
             if path.stat().st_size > 0:
                 files.append(_File(path))
-        return _read(files, per_second, since_epoch)
+        return _read(files, per_second, since_epoch, _PerScript(scripts) if scripts else None)
     finally:
         for log in files:
             log.close()
 
 
 def _scan(
-    blocks: list[tuple[memoryview, array[int]]], since_us: int, ring: _Ring | None, total: memoryview
+    blocks: list[tuple[memoryview, array[int]]],
+    since_us: int,
+    ring: _Ring | None,
+    total: memoryview,
+    per_script: _PerScript | None = None,
 ) -> list[tuple[int, int]]:
     """Each (block, its file's stats)'s (consumed, stop second), into the ring (or only total): one file's
     block (its two halves on two cores), or two files' at once, one per core where both are large enough
@@ -291,14 +323,17 @@ def _scan(
     window, meta, base, window_s = (ring.window, ring.meta, ring.base, WINDOW_S) if ring else (None, None, 0, 1)
     if not blocks:
         return []
+    scripts = (per_script.counts, per_script.stats) if per_script is not None else (None, None)
     if len(blocks) == 1:
         ((block, stats),) = blocks
-        return [_txlog.scan(block, _LAYOUT, since_us, base, window_s, window, meta, total, stats)]
+        return [_txlog.scan(block, _LAYOUT, since_us, base, window_s, window, meta, total, stats, None, None, *scripts)]
     (block, stats), (other, other_stats) = blocks
-    return list(_txlog.scan(block, _LAYOUT, since_us, base, window_s, window, meta, total, stats, other, other_stats))
+    return list(_txlog.scan(block, _LAYOUT, since_us, base, window_s, window, meta, total, stats, other, other_stats, *scripts))
 
 
-def _read(files: list[_File], per_second: bool, since_epoch: float | None) -> TransactionLog:  # noqa: C901  # the reader's modes (per second or not, since a time) in one pass
+def _read(  # noqa: C901  # the reader's modes (per second or not, since a time) in one pass
+    files: list[_File], per_second: bool, since_epoch: float | None, per_script: _PerScript | None = None
+) -> TransactionLog:
     all_files, files = files, list(files)
     for log in files:  # only the ring bounds a block's time span
         log.block = max(BLOCK_BYTES // len(files), min(BLOCK_BYTES, MIN_BLOCK_BYTES)) if per_second else BLOCK_BYTES
@@ -306,7 +341,7 @@ def _read(files: list[_File], per_second: bool, since_epoch: float | None) -> Tr
     total = _counts()
     ring = None
     if per_second and files:
-        ring = _Ring(base=max(min(f.first_second for f in files), since_us // 1_000_000), total=total)
+        ring = _Ring(base=max(min(f.first_second for f in files), since_us // 1_000_000), total=total, per_script=per_script)
     while files:
         # Read from the two files furthest behind (one per core), so all files move through time together.
         blocks = []
@@ -316,7 +351,7 @@ def _read(files: list[_File], per_second: bool, since_epoch: float | None) -> Tr
                 files.remove(log)
             else:
                 blocks.append((log, block))
-        scanned = _scan([(block, log.stats) for log, block in blocks], since_us, ring, total)
+        scanned = _scan([(block, log.stats) for log, block in blocks], since_us, ring, total, per_script)
         for (log, block), (consumed, stop) in zip(blocks, scanned, strict=True):
             if consumed == 0 and stop < 0:
                 raise ValueError(f"{log.path}: a line longer than {log.block:,} bytes: not a pgbench --log file")
@@ -349,4 +384,6 @@ def _read(files: list[_File], per_second: bool, since_epoch: float | None) -> Tr
         series=series,
         warmup_transactions=sum(s[WARMUP] for s in stats),
         end_epoch=end_us / 1_000_000 if end_us >= 0 else None,
+        start_epoch=start_us / 1_000_000 if start_us < 2**62 else None,
+        scripts=per_script.logs() if per_script is not None else None,
     )

@@ -8,6 +8,7 @@ from pgarena.model.errors import ErrorInfo, ErrorKind, ToolExit, error_info
 from pgarena.model.figures import Latency
 from pgarena.model.plan import Step
 from pgarena.model.results import ProgressSample
+from pgarena.model.tool_figures import DataChecks
 from pgarena.tools.runner import Measured
 from pgarena.tools.sysbench import command as sysbench
 from pgarena.tools.sysbench.figures import SysbenchFigures
@@ -76,6 +77,9 @@ class Sysbench:
         elif step.kind == "run" and measured.tps is None:
             measured.error = ErrorInfo(kind=ErrorKind.TOOL_FAILED, message="sysbench exited 0 but printed no tps")
         return measured
+
+    def checks(self, step: Step) -> DataChecks | None:
+        return None
 
     def parse(self, text: str) -> SysbenchReport:
         return parse_sysbench(text)

@@ -32,6 +32,9 @@ class Toy:
             "TOY_PASSWORD": password or ""
         }
 
+    def checks(self, step: Step) -> None:
+        return None
+
     def parse(self, text: str) -> ToyReport:
         operations = re.search(r"^operations: (\d+)$", text, re.MULTILINE)
         rate = re.search(r"^ops/s: ([0-9.]+)$", text, re.MULTILINE)
