@@ -55,24 +55,27 @@ def step_label(step: StepLike, repetitions: int, phase: int | None = None, adapt
 
 def left_text(seconds: float | None) -> str:
     """'~3 min left', '~40 s left'; '' while there is nothing to go on."""
-    if seconds is None:
-        return ""
+    return "" if seconds is None else f"~{_amount(seconds)} left"
+
+
+def _amount(seconds: float) -> str:
+    """'3 min', '40 s': left_text's figure."""
     seconds = max(0.0, seconds)
-    if seconds >= 90:
-        return f"~{seconds / 60:.0f} min left"
-    return f"~{max(5, round(seconds / 5) * 5):.0f} s left"
+    return f"{seconds / 60:.0f} min" if seconds >= 90 else f"{max(5, round(seconds / 5) * 5):.0f} s"
 
 
 def left_range_text(least_s: float | None, most_s: float | None) -> str:
-    """An adaptive campaign's time left: '~1-6 min left' when the phases still to decide may add time,
-    one figure when both ends read the same."""
+    """An adaptive campaign's time left: '~40 s-6 min left' when the phases still to decide may add time,
+    one figure when both ends read the same; each end in its own unit."""
     most = left_text(most_s)
     if least_s is None or most_s is None or left_text(least_s) == most:
         return most
-    least, most_s = max(0.0, least_s), max(0.0, most_s)
-    if most_s >= 90:
-        return f"~{least / 60:.0f}-{most_s / 60:.0f} min left"
-    return f"~{max(5, round(least / 5) * 5):.0f}-{max(5, round(most_s / 5) * 5):.0f} s left"
+    least, upper = _amount(least_s), _amount(most_s)
+    if least.endswith(" min") and upper.endswith(" min"):
+        return f"~{least.removesuffix(' min')}-{upper} left"
+    if least.endswith(" s") and upper.endswith(" s"):
+        return f"~{least.removesuffix(' s')}-{upper} left"
+    return f"~{least}-{upper} left"
 
 
 def time_left_s(

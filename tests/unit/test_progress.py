@@ -62,11 +62,13 @@ def test_an_adaptive_campaigns_time_left_runs_from_the_phases_begun_to_max():
     always = sum(v for i, v in progress.planned_s.items() if i.endswith(("-r1", "-r2", "-r3")))
     every = sum(v for i, v in progress.planned_s.items() if i not in loads)
     assert always < every and line == left_range_text(always, every)
-    assert re.fullmatch(r"~\d+-\d+ (s|min) left", line), line
+    assert re.fullmatch(r"~\d+( s| min)?-\d+ (s|min) left", line), line
 
 
 def test_left_range_text_says_one_figure_when_both_ends_read_the_same():
-    assert left_range_text(60.0, 400.0) == "~1-7 min left"
+    assert left_range_text(60.0, 400.0) == "~60 s-7 min left"
+    assert left_range_text(100.0, 400.0) == "~2-7 min left"
+    assert left_range_text(3.0, 100.0) == "~5 s-2 min left"
     assert left_range_text(40.0, 60.0) == "~40-60 s left"
     assert left_range_text(40.0, 41.0) == "~40 s left"
     assert left_range_text(None, 41.0) == "~40 s left"
