@@ -439,7 +439,7 @@ def ranking_table(results: CampaignResults) -> Table:
         table.caption = _text(
             f"{per_workload}; {stats.note}; '=' marks a tie (equivalent), '?' a rank shared undecided or provisional (the verdict below says why)"
         )
-    elif stats is not None:
+    elif stats is not None and any(t.points for t in results.targets):
         table.caption = f"{per_workload}; {stats.repetitions} runs per point; '=' marks a tie (equivalent), '?' a rank shared undecided or provisional (the verdict below says why)"
     else:
         table.caption = per_workload

@@ -5,7 +5,7 @@ import typer
 
 from pgarena.analysis.ranking import rank_targets
 from pgarena.cli import EXIT_FAILED_TARGETS, _print_outcome, ranking_table, stalled_runs
-from pgarena.model.results import CampaignResults, ProgressSample, TargetResult, WorkloadResult
+from pgarena.model.results import CampaignResults, ProgressSample, Statistics, TargetResult, WorkloadResult
 
 
 def run(name: str, tool: str, tps: float, **fields) -> WorkloadResult:
@@ -50,6 +50,14 @@ def test_an_unranked_target_has_a_dash_in_every_workload_column():
     )
     cells = {str(c.header): list(c.cells) for c in ranking_table(results(ok, failed)).columns}
     assert cells["tpcb tps"] == ["500.0", "-"]
+
+
+def test_a_campaign_that_measured_no_point_claims_no_runs_per_point():
+    # Given every target failed before measuring (e.g. a setting the server refused), 10 repetitions planned
+    failed = TargetResult(name="b", provider="p", status="failed", workloads=[])
+    table = ranking_table(results(failed).model_copy(update={"statistics": Statistics(method="t", repetitions=10)}))
+    # Then the caption does not say how many runs each point had
+    assert "runs per point" not in str(table.caption) and "each workload's best point" in str(table.caption)
 
 
 def test_a_stalled_run_makes_the_campaign_exit_3_naming_the_stall(tmp_path):
