@@ -12,12 +12,13 @@ from pgarena.analysis.catch_up import replication_result
 from pgarena.analysis.computed import compute
 from pgarena.analysis.consolidation import consolidation_tables
 from pgarena.analysis.footing import site, worker_size
+from pgarena.analysis.latency_intervals import interval_length, run_intervals
 from pgarena.analysis.merge import NoCommonWindow, merge
 from pgarena.analysis.rate import rate_incident, skipped_incident
 from pgarena.analysis.saturation import saturation_incident
 from pgarena.model import layout
 from pgarena.model.errors import Caught, ErrorInfo, ErrorKind, error_info
-from pgarena.model.metrics import PointMetrics, TargetMetrics
+from pgarena.model.metrics import PointMetrics, RunHistograms, TargetMetrics
 from pgarena.model.monitor import ConnectionReport, Incident
 from pgarena.model.outcomes import StepOutcome, TargetOutcome
 from pgarena.model.plan import Plan, PlannedTarget, Step
@@ -97,6 +98,23 @@ def _slo(campaign_id: str, summary: StepSummary | None) -> SloSearch | None:
         return None
     curve = [p.model_copy(update={"raw": _relative(campaign_id, p.raw)}) for p in summary.slo.curve]
     return summary.slo.model_copy(update={"curve": curve})
+
+
+def run_histograms(step: Step, histogram: str | None, series: list[ShardSeries]) -> RunHistograms | None:
+    """A run's whole histogram and per-interval ones (from its shards' per-second series), for its point's merged
+    latency; None when the run kept no histogram or no series (sysbench, a log not read)."""
+    if histogram is None or not series:
+        return None
+    interval_s = interval_length(step.spec.progress_interval_s, step.spec.duration_s)
+    return RunHistograms(histogram=histogram, interval_s=interval_s, intervals=run_intervals(series, interval_s))
+
+
+def _run_series(series: Mapping[str, ShardSeries], step_id: str) -> list[ShardSeries]:
+    """A one-worker run's series (every pgbench run keeps one), read once; none when it has none."""
+    try:
+        return [series[step_id]]
+    except KeyError:
+        return []
 
 
 def _step_error(step: Step, outcome: StepOutcome | None, summary: StepSummary | None) -> ErrorInfo | None:
@@ -208,7 +226,7 @@ def _sharded_result(  # noqa: PLR0913  # a step's planned shards, their outcomes
         server_counters=_server_counters(campaign_id, summaries.get(shard_ids[0])),  # the first shard reads them
         error=degraded,
         **common,
-    )
+    ).with_histograms(run_histograms(step, merged.histogram, [s for _, s in ran]))
 
 
 def total_cost(costs: list[HarnessCost | None]) -> HarnessCost | None:
@@ -353,6 +371,10 @@ def _target_result(  # noqa: PLR0913  # a target's plan, outcome, summaries, ser
                 slo=_slo(campaign_id, summary),
                 raw=raw,
                 error=error if status == "failed" else None,
+            ).with_histograms(
+                run_histograms(step, summary.latency_histogram, _run_series(series, step.step_id))
+                if summary is not None and status == "succeeded"
+                else None
             )
         )
     target_error = (

@@ -13,7 +13,7 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 
-from pgarena.analysis.latency import HIGHEST_US, LOWEST_US, decode, new_histogram, percentiles_of
+from pgarena.analysis.latency import HIGHEST_US, LOWEST_US, decode, encode, new_histogram, percentiles_of
 from pgarena.model.results import ProgressSample
 from pgarena.model.series import EdgeSecond, MergedRun, ShardSeries
 
@@ -110,6 +110,7 @@ def merge(series: list[ShardSeries]) -> MergedRun:
         transactions=sum(shard_counts),
         failed_transactions=failed,
         latency=latency,
+        histogram=encode(histogram),
         # Whole seconds only: a part-second's count is no interval's tps.
         progress=[ProgressSample(elapsed_s=round(t + 1 - start_epoch, 6), tps=float(per_second[t])) for t in sorted(per_second)],
         shard_tps=[c / window_s for c in shard_counts],

@@ -6,12 +6,12 @@ import re
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, SerializeAsAny, model_validator
+from pydantic import BaseModel, Field, PrivateAttr, SerializeAsAny, model_validator
 
 from pgarena.model.budget import Budget, ConnectionFacts
 from pgarena.model.errors import ErrorInfo
 from pgarena.model.figures import Latency, PointStats, UslFit
-from pgarena.model.metrics import Finding, Stability, TargetMetrics
+from pgarena.model.metrics import Finding, RunHistograms, Stability, TargetMetrics
 from pgarena.model.monitor import ConnectionReport, Incident
 from pgarena.model.pairwise import FootingProblem, NoiseWarning, PairComparison
 from pgarena.model.replication import ReplicationResult
@@ -33,6 +33,8 @@ class ProgressSample(BaseModel):
     tps: float
     latency_avg_ms: float | None = None
     lag_ms: float | None = Field(None, description="schedule lag of the interval (a run under --rate)")
+    percentile: float | None = Field(None, description="the percentile latency_pct_ms is, as the tool printed it per interval")
+    latency_pct_ms: float | None = Field(None, description="the interval's latency at `percentile`, as the tool printed it")
 
 
 class Barrier(BaseModel):
@@ -306,6 +308,17 @@ class WorkloadResult(BaseModel):
     )
     raw: list[str] = Field(default_factory=list, description="paths relative to the campaign folder")
     error: ErrorInfo | None = None
+    # The run's histograms as aggregation read them (its series.json and summary), for its point's merged latency
+    # (analysis.latency_intervals): never written to results.json, which keeps only what the point's merge gives.
+    _histograms: RunHistograms | None = PrivateAttr(None)
+
+    def with_histograms(self, histograms: RunHistograms | None) -> WorkloadResult:
+        self._histograms = histograms
+        return self
+
+    @property
+    def histograms(self) -> RunHistograms | None:
+        return self._histograms
 
 
 class LoadResult(BaseModel):

@@ -86,6 +86,7 @@ class MergedRun(BaseModel):
     transactions: int
     failed_transactions: int
     latency: Latency
+    histogram: str = Field(description="every counted transaction's latency (us): what `latency` was read from, encoded")
     progress: list[ProgressSample]
     shard_tps: list[float]
 

@@ -266,3 +266,7 @@ class PgbenchStep(StepSpec):
 
     def workers(self, clients: int) -> int:
         return self.run.workers_for(clients) if self.run is not None else 1
+
+    @property
+    def progress_interval_s(self) -> int | None:
+        return self.run.progress_s if self.run is not None else None

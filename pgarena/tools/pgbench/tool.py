@@ -62,8 +62,9 @@ class Pgbench:
         if logs:
             start = first_start_epoch(logs) if warmup_s else None
             since = start + warmup_s if start is not None and warmup_s else None
-            # One pass over the log gives the run's histogram and, for a shard, its per-second series.
-            txlog = read_txlog(logs, per_second=step.shards > 1, since_epoch=since)
+            # One pass over the log gives the run's histogram and its per-second series: a shard's merge, and
+            # every run's latency per interval (analysis.latency_intervals), read from it.
+            txlog = read_txlog(logs, per_second=step.kind == "run", since_epoch=since)
             histogram, failed, measured.per_second = txlog.histogram, txlog.not_done - txlog.skipped, txlog.series
             percentiles = percentiles_of(histogram)
             measured.latency = measured.latency.model_copy(
