@@ -12,8 +12,8 @@ from pgarena.analysis.catch_up import replication_result
 from pgarena.analysis.computed import compute
 from pgarena.analysis.consolidation import consolidation_tables
 from pgarena.analysis.footing import site, worker_size
-from pgarena.analysis.latency_intervals import interval_length, run_intervals
-from pgarena.analysis.merge import NoCommonWindow, merge
+from pgarena.analysis.latency_intervals import interval_length
+from pgarena.analysis.merge import NoCommonWindow, merge, run_intervals
 from pgarena.analysis.rate import rate_incident, skipped_incident
 from pgarena.analysis.saturation import saturation_incident
 from pgarena.model import layout
@@ -100,21 +100,26 @@ def _slo(campaign_id: str, summary: StepSummary | None) -> SloSearch | None:
     return summary.slo.model_copy(update={"curve": curve})
 
 
-def run_histograms(step: Step, histogram: str | None, series: list[ShardSeries]) -> RunHistograms | None:
-    """A run's whole histogram and per-interval ones (from its shards' per-second series), for its point's merged
-    latency; None when the run kept no histogram or no series (sysbench, a log not read)."""
-    if histogram is None or not series:
+def interval_s_of(step: Step) -> int:
+    """A run's latency intervals' length: its tool's progress interval, widened for a long run."""
+    return interval_length(step.spec.progress_interval_s, step.spec.duration_s)
+
+
+def run_histograms(step: Step, histogram: str | None, series: ShardSeries | None) -> RunHistograms | None:
+    """A one-worker run's whole histogram and per-interval ones (from its per-second series), for its point's
+    merged latency; None when the run kept no histogram or no series (sysbench, a log not read)."""
+    if histogram is None or series is None:
         return None
-    interval_s = interval_length(step.spec.progress_interval_s, step.spec.duration_s)
-    return RunHistograms(histogram=histogram, interval_s=interval_s, intervals=run_intervals(series, interval_s))
+    interval_s = interval_s_of(step)
+    return RunHistograms(histogram=histogram, interval_s=interval_s, intervals=run_intervals([series], interval_s))
 
 
-def _run_series(series: Mapping[str, ShardSeries], step_id: str) -> list[ShardSeries]:
-    """A one-worker run's series (every pgbench run keeps one), read once; none when it has none."""
+def _run_series(series: Mapping[str, ShardSeries], step_id: str) -> ShardSeries | None:
+    """A one-worker run's series (every run of a tool with a transaction log keeps one), read once; None when it has none."""
     try:
-        return [series[step_id]]
+        return series[step_id]
     except KeyError:
-        return []
+        return None
 
 
 def _step_error(step: Step, outcome: StepOutcome | None, summary: StepSummary | None) -> ErrorInfo | None:
@@ -189,7 +194,7 @@ def _sharded_result(  # noqa: PLR0913  # a step's planned shards, their outcomes
     if not ran:
         return WorkloadResult(clients=step.clients, status="failed", error=failed[0].error, **common)
     try:
-        merged = merge([s for _, s in ran])
+        merged = merge([s for _, s in ran], interval_s_of(step))
     except NoCommonWindow as why:
         return WorkloadResult(
             clients=step.clients, status="failed", error=ErrorInfo(kind=ErrorKind.NO_COMMON_WINDOW, message=str(why)), **common
@@ -226,7 +231,7 @@ def _sharded_result(  # noqa: PLR0913  # a step's planned shards, their outcomes
         server_counters=_server_counters(campaign_id, summaries.get(shard_ids[0])),  # the first shard reads them
         error=degraded,
         **common,
-    ).with_histograms(run_histograms(step, merged.histogram, [s for _, s in ran]))
+    ).with_histograms(RunHistograms(histogram=merged.histogram, interval_s=interval_s_of(step), intervals=merged.intervals))
 
 
 def total_cost(costs: list[HarnessCost | None]) -> HarnessCost | None:

@@ -18,7 +18,6 @@ from hdrh.histogram import HdrHistogram
 
 from pgarena.analysis.latency import decode, encode, new_histogram, percentiles_of, values_at_percentiles
 from pgarena.model.metrics import IntervalHistogram, LatencyInterval, PercentileLatency, PointLatency, RunHistograms
-from pgarena.model.series import ShardSeries
 
 # results.json keeps a few numbers per interval: a long run's intervals are widened (whole multiples of the
 # tool's) so that a point has at most this many.
@@ -42,28 +41,34 @@ def interval_length(interval_s: int | None, duration_s: int | None) -> int:
     return base * max(1, math.ceil((duration_s or 0) / base / MAX_INTERVALS))
 
 
-def run_intervals(series: Sequence[ShardSeries], interval_s: int) -> tuple[IntervalHistogram, ...]:
-    """The run's intervals: its shards' per-second histograms over the whole seconds all of them ran, summed
-    per interval of interval_s seconds. The last interval may be shorter (its elapsed_s says where it ends)."""
-    if not series:
-        return ()
-    first = math.ceil(max(s.start_epoch for s in series))
-    last = math.floor(min(s.end_epoch for s in series)) - 1  # the last second wholly inside every shard's window
-    if last < first:
-        return ()
-    by_second = [{b.t: b for b in s.seconds if b.count} for s in series]
-    out = []
-    for start in range(first, last + 1, interval_s):
-        stop = min(start + interval_s, last + 1)
-        histogram, count = new_histogram(), 0
-        for seconds in by_second:
-            for t in range(start, stop):
-                bucket = seconds.get(t)
-                if bucket is not None:
-                    histogram.add(decode(bucket.hist))
-                    count += bucket.count
-        out.append(IntervalHistogram(elapsed_s=float(stop - first), transactions=count, histogram=encode(histogram)))
-    return tuple(out)
+class IntervalAccumulator:
+    """A run's intervals built as its whole seconds come, in time order (each second's histogram decoded once,
+    for the run's merge and its interval alike): one interval's histogram held at a time. Whole seconds first ..
+    last are the window's; interval k ends at first + (k + 1) x interval_s, or at last + 1 for the last one."""
+
+    def __init__(self, first: int, last: int, interval_s: int) -> None:
+        self.first, self.last, self.interval_s = first, last, interval_s
+        self.done: list[IntervalHistogram] = []
+        self.histogram, self.count = new_histogram(), 0
+
+    def add(self, t: int, histogram: HdrHistogram, count: int) -> None:
+        """Second t's transactions (t from first to last, in order; a shard's seconds of one t one after another)."""
+        self._close_before((t - self.first) // self.interval_s)
+        self.histogram.add(histogram)
+        self.count += count
+
+    def _close_before(self, k: int) -> None:
+        while len(self.done) < k:
+            stop = min(self.first + (len(self.done) + 1) * self.interval_s, self.last + 1)
+            # An interval without a transaction keeps its place (point_latency merges interval k with interval k).
+            encoded = encode(self.histogram) if self.count else ""
+            self.done.append(IntervalHistogram(elapsed_s=float(stop - self.first), transactions=self.count, histogram=encoded))
+            self.histogram, self.count = new_histogram(), 0
+
+    def intervals(self) -> tuple[IntervalHistogram, ...]:
+        if self.last >= self.first:
+            self._close_before(-(-(self.last + 1 - self.first) // self.interval_s))
+        return tuple(self.done)
 
 
 def distribution(histogram: HdrHistogram) -> list[PercentileLatency]:
@@ -71,13 +76,14 @@ def distribution(histogram: HdrHistogram) -> list[PercentileLatency]:
     total = histogram.get_total_count()
     if total == 0:
         return []
+    # Up to the first percentile of rank n (the slowest transaction): beyond it the histogram tells nothing more.
+    last = next((p for p in PERCENTILES[1:] if math.ceil(Fraction(str(p)) * total / 100) >= total), PERCENTILES[-1])
+    shown = [p for p in PERCENTILES[1:] if p <= last]
     # 0%: the fastest transaction, read as every other percentile is (its bucket's highest equivalent value)
     out = [PercentileLatency(percentile=0.0, ms=_ms(histogram.get_highest_equivalent_value(histogram.get_min_value())))]
-    for p in PERCENTILES[1:]:
-        (value,) = values_at_percentiles(histogram, [p])
-        out.append(PercentileLatency(percentile=p, ms=_ms(value)))
-        if math.ceil(Fraction(str(p)) * total / 100) >= total:
-            break
+    out += [
+        PercentileLatency(percentile=p, ms=_ms(v)) for p, v in zip(shown, values_at_percentiles(histogram, shown), strict=True)
+    ]
     return out
 
 

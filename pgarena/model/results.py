@@ -191,7 +191,9 @@ class StepSummary(BaseModel):
     load_s: float | None = None
     load_phases_s: dict[str, float] = Field(default_factory=dict)
     latency_histogram: str | None = Field(None, description="HdrHistogram of every transaction's latency (us), encoded")
-    series: str | None = Field(None, description="S3 key of the shard's per-second histograms (sharded runs)")
+    series: str | None = Field(
+        None, description="S3 key of the run's (or shard's) per-second histograms (every run whose tool keeps a transaction log)"
+    )
     barrier: Barrier | None = None
     tool_figures: ToolFiguresField = Field(default_factory=ToolFigures, description=TOOL_FIGURES)
     connections: ConnectionReport | None = None

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from pgarena.analysis.latency_intervals import point_latency, run_intervals
+from pgarena.analysis.latency_intervals import point_latency
+from pgarena.analysis.merge import run_intervals
 from pgarena.model.metrics import RunHistograms
 from pgarena.model.results import CampaignResults, StepSummary
 from pgarena.model.series import ShardSeries

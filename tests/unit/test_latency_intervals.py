@@ -13,8 +13,8 @@ from pgarena.analysis.latency_intervals import (
     distribution,
     interval_length,
     point_latency,
-    run_intervals,
 )
+from pgarena.analysis.merge import run_intervals
 from pgarena.model.metrics import RunHistograms
 from pgarena.model.series import SecondBucket, ShardSeries
 
