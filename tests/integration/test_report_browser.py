@@ -198,8 +198,8 @@ def test_latency_per_interval_and_by_percentile_is_recomputed_from_the_runs_raw_
             kept = []
             for run in runs:
                 (series,) = [p for p in run.raw if p.endswith("/series.json")]
-                (summary,) = [p for p in run.raw if p.endswith("/summary.json")]
-                histogram = StepSummary.model_validate_json((folder / summary).read_text()).latency_histogram
+                summary = (folder / series).parent / "summary.json"  # the step's summary, beside its raw output
+                histogram = StepSummary.model_validate_json(summary.read_text()).latency_histogram
                 intervals = run_intervals([ShardSeries.model_validate_json((folder / series).read_text())], merged.interval_s)
                 kept.append(RunHistograms(histogram=histogram, interval_s=merged.interval_s, intervals=intervals))
             # When the point's latency is computed again from them, Then it is what results.json holds
