@@ -348,5 +348,6 @@ def percentile_chart(  # noqa: PLR0913  # a chart's labels and styling, mostly d
         css=css,
         height=height,
         log=None,
-        x_ticks=[(nines(t), percentile_label(t)) for t in shown],
+        # A quarter of a nine past the last tick, unlabelled: its label is not cut by the chart's right edge.
+        x_ticks=[*((nines(t), percentile_label(t)) for t in shown), (nines(shown[-1]) + 0.25, "")],
     )
