@@ -431,6 +431,8 @@ def aggregate(  # noqa: PLR0913  # everything a campaign left behind, in separat
     keys = frozenset(raw_keys)
     results = [_target_result(t, by_name.get(t.name), by_step, plan.campaign_id, series or {}, keys) for t in plan.targets]
     computed = compute(results, plan.campaign_id, plan.ranking, plan.repetitions, design=plan.design)
+    for run in (w for t in [*results, *computed.targets] for w in t.workloads):
+        run.with_histograms(None)  # merged into their points: not held while the results are written
     return computed.results(
         campaign_id=plan.campaign_id,
         campaign=plan.campaign,

@@ -16,7 +16,7 @@ from fractions import Fraction
 
 from hdrh.histogram import HdrHistogram
 
-from pgarena.analysis.latency import decode, encode, new_histogram, percentiles_of, values_at_percentiles
+from pgarena.analysis.latency import decode, discard, encode, new_histogram, percentiles_of, values_at_percentiles
 from pgarena.model.metrics import IntervalHistogram, LatencyInterval, PercentileLatency, PointLatency, RunHistograms
 
 # results.json keeps a few numbers per interval: a long run's intervals are widened (whole multiples of the
@@ -68,8 +68,10 @@ class IntervalAccumulator:
             self.count = 0
 
     def intervals(self) -> tuple[IntervalHistogram, ...]:
+        """The run's intervals; the accumulator is done with."""
         if self.last >= self.first:
             self._close_before(-(-(self.last + 1 - self.first) // self.interval_s))
+        discard(self.histogram)
         return tuple(self.done)
 
 
@@ -96,7 +98,7 @@ def point_latency(runs: Sequence[RunHistograms]) -> PointLatency | None:
         return None
     whole = new_histogram()
     for run in runs:
-        whole.add(decode(run.histogram))
+        _add(whole, run.histogram)
     if whole.get_total_count() == 0:
         return None
     intervals = []
@@ -107,7 +109,7 @@ def point_latency(runs: Sequence[RunHistograms]) -> PointLatency | None:
             continue
         merged.reset()
         for part in parts:
-            merged.add(decode(part.histogram))
+            _add(merged, part.histogram)
         p50, p95, p99 = values_at_percentiles(merged, [50, 95, 99])
         intervals.append(
             LatencyInterval(
@@ -119,10 +121,19 @@ def point_latency(runs: Sequence[RunHistograms]) -> PointLatency | None:
                 p99=_ms(p99),
             )
         )
-    return PointLatency(
+    point = PointLatency(
         interval_s=runs[0].interval_s,
         transactions=whole.get_total_count(),
         latency_ms=percentiles_of(whole),
         intervals=intervals,
         distribution=distribution(whole),
     )
+    discard(whole)
+    discard(merged)
+    return point
+
+
+def _add(histogram: HdrHistogram, encoded: str) -> None:
+    decoded = decode(encoded)
+    histogram.add(decoded)
+    discard(decoded)

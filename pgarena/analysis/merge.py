@@ -13,7 +13,7 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 
-from pgarena.analysis.latency import HIGHEST_US, LOWEST_US, decode, encode, new_histogram, percentiles_of
+from pgarena.analysis.latency import HIGHEST_US, LOWEST_US, decode, discard, encode, new_histogram, percentiles_of
 from pgarena.analysis.latency_intervals import IntervalAccumulator
 from pgarena.model.metrics import IntervalHistogram
 from pgarena.model.results import ProgressSample
@@ -94,6 +94,7 @@ def merge(series: list[ShardSeries], interval_s: int | None = None) -> MergedRun
                 histogram.add(decoded)
                 if interval_s:
                     intervals.add(t, decoded, bucket.count)
+                discard(decoded)
                 per_second[t] += bucket.count
                 shard_counts[i], failed = shard_counts[i] + bucket.count, failed + bucket.failed
                 continue
@@ -104,11 +105,13 @@ def merge(series: list[ShardSeries], interval_s: int | None = None) -> MergedRun
                 histogram.record_value(min(max(value, LOWEST_US), HIGHEST_US))
             shard_counts[i], failed = shard_counts[i] + len(latencies), failed + not_done
     window_s = span.seconds
+    encoded = encode(histogram)
     latency = percentiles_of(histogram).model_copy(
         update={"avg": round(histogram.get_mean_value() / 1000, 3), "stddev": round(histogram.get_stddev() / 1000, 3)}
     )
     starts = [s.start_epoch for s in series]
     start_epoch = span.start_us / US
+    discard(histogram)
     return MergedRun(
         start_skew_s=round(max(starts) - min(starts), 6),
         window_start_epoch=start_epoch,
@@ -118,7 +121,7 @@ def merge(series: list[ShardSeries], interval_s: int | None = None) -> MergedRun
         transactions=sum(shard_counts),
         failed_transactions=failed,
         latency=latency,
-        histogram=encode(histogram),
+        histogram=encoded,
         intervals=intervals.intervals() if interval_s else (),
         # Whole seconds only: a part-second's count is no interval's tps.
         progress=[ProgressSample(elapsed_s=round(t + 1 - start_epoch, 6), tps=float(per_second[t])) for t in sorted(per_second)],
