@@ -12,14 +12,15 @@ from pgarena.analysis.catch_up import replication_result
 from pgarena.analysis.computed import compute
 from pgarena.analysis.consolidation import consolidation_tables
 from pgarena.analysis.footing import site, worker_size
-from pgarena.analysis.merge import NoCommonWindow, merge
+from pgarena.analysis.latency_intervals import interval_length
+from pgarena.analysis.merge import NoCommonWindow, merge, run_intervals
 from pgarena.analysis.mix import consistency_incident, merged_mix
 from pgarena.analysis.rate import rate_incident, skipped_incident
 from pgarena.analysis.saturation import saturation_incident
 from pgarena.model import layout
 from pgarena.model.errors import Caught, ErrorInfo, ErrorKind, error_info
 from pgarena.model.managed_metrics import ManagedMetrics
-from pgarena.model.metrics import PointMetrics, TargetMetrics
+from pgarena.model.metrics import PointMetrics, RunHistograms, TargetMetrics
 from pgarena.model.monitor import ConnectionReport, Incident
 from pgarena.model.outcomes import StepOutcome, TargetOutcome
 from pgarena.model.plan import Plan, PlannedTarget, Step
@@ -108,6 +109,28 @@ def _slo(campaign_id: str, summary: StepSummary | None) -> SloSearch | None:
     return summary.slo.model_copy(update={"curve": curve})
 
 
+def interval_s_of(step: Step) -> int:
+    """A run's latency intervals' length: its tool's progress interval, widened for a long run."""
+    return interval_length(step.spec.progress_interval_s, step.spec.duration_s)
+
+
+def run_histograms(step: Step, histogram: str | None, series: ShardSeries | None) -> RunHistograms | None:
+    """A one-worker run's whole histogram and per-interval ones (from its per-second series), for its point's
+    merged latency; None when the run kept no histogram or no series (sysbench, a log not read)."""
+    if histogram is None or series is None:
+        return None
+    interval_s = interval_s_of(step)
+    return RunHistograms(histogram=histogram, interval_s=interval_s, intervals=run_intervals([series], interval_s))
+
+
+def _run_series(series: Mapping[str, ShardSeries], step_id: str) -> ShardSeries | None:
+    """A one-worker run's series (every run of a tool with a transaction log keeps one), read once; None when it has none."""
+    try:
+        return series[step_id]
+    except KeyError:
+        return None
+
+
 def _step_error(step: Step, outcome: StepOutcome | None, summary: StepSummary | None) -> ErrorInfo | None:
     if summary is not None:
         return summary.error
@@ -180,7 +203,7 @@ def _sharded_result(  # noqa: PLR0913  # a step's planned shards, their outcomes
     if not ran:
         return WorkloadResult(clients=step.clients, status="failed", error=failed[0].error, **common)
     try:
-        merged = merge([s for _, s in ran])
+        merged = merge([s for _, s in ran], interval_s_of(step))
     except NoCommonWindow as why:
         return WorkloadResult(
             clients=step.clients, status="failed", error=ErrorInfo(kind=ErrorKind.NO_COMMON_WINDOW, message=str(why)), **common
@@ -223,7 +246,7 @@ def _sharded_result(  # noqa: PLR0913  # a step's planned shards, their outcomes
         server_counters=_server_counters(campaign_id, summaries.get(shard_ids[0])),  # the first shard reads them
         error=degraded,
         **common,
-    )
+    ).with_histograms(RunHistograms(histogram=merged.histogram, interval_s=interval_s_of(step), intervals=merged.intervals))
 
 
 def total_cost(costs: list[HarnessCost | None]) -> HarnessCost | None:
@@ -372,6 +395,10 @@ def _target_result(  # noqa: PLR0913  # a target's plan, outcome, summaries, ser
                 slo=_slo(campaign_id, summary),
                 raw=raw,
                 error=error if status == "failed" else None,
+            ).with_histograms(
+                run_histograms(step, summary.latency_histogram, _run_series(series, step.step_id))
+                if summary is not None and status == "succeeded"
+                else None
             )
         )
     target_error = (
@@ -427,6 +454,8 @@ def aggregate(  # noqa: PLR0913  # everything a campaign left behind, in separat
         _target_result(t, by_name.get(t.name), by_step, plan.campaign_id, series or {}, keys, managed) for t in plan.targets
     ]
     computed = compute(results, plan.campaign_id, plan.ranking, plan.repetitions, design=plan.design)
+    for run in (w for t in [*results, *computed.targets] for w in t.workloads):
+        run.with_histograms(None)  # merged into their points: not held while the results are written
     return computed.results(
         campaign_id=plan.campaign_id,
         campaign=plan.campaign,

@@ -58,6 +58,13 @@ def percentiles_of(histogram: HdrHistogram) -> Latency:
     return Latency(p50=_ms(p50), p95=_ms(p95), p99=_ms(p99), max=_ms(histogram.get_max_value()))
 
 
+def discard(histogram: HdrHistogram) -> None:
+    """Lets a histogram no longer used go as soon as nothing refers to it. hdrh's histogram and its encoder refer
+    to each other, so without this only the cycle collector frees it, late: aggregation decodes one a second of
+    every run, 184 KiB of counts each, and held them by the dozen (11 MiB of peak memory on 2,000 shards)."""
+    histogram.encoder.histogram = None
+
+
 def encode(histogram: HdrHistogram) -> str:
     data = histogram.encode()
     return data.decode() if isinstance(data, bytes) else data

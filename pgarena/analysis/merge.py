@@ -13,7 +13,9 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 
-from pgarena.analysis.latency import HIGHEST_US, LOWEST_US, decode, new_histogram, percentiles_of
+from pgarena.analysis.latency import HIGHEST_US, LOWEST_US, decode, discard, encode, new_histogram, percentiles_of
+from pgarena.analysis.latency_intervals import IntervalAccumulator
+from pgarena.model.metrics import IntervalHistogram
 from pgarena.model.results import ProgressSample
 from pgarena.model.series import EdgeSecond, MergedRun, ShardSeries
 
@@ -67,7 +69,8 @@ def _partial(edge: EdgeSecond, span: Span) -> tuple[list[int], int]:
     return edge.latencies_us()[done], bisect_right(failed, high) - bisect_left(failed, low)
 
 
-def merge(series: list[ShardSeries]) -> MergedRun:
+def merge(series: list[ShardSeries], interval_s: int | None = None) -> MergedRun:
+    """`interval_s`: also the run's latency intervals of that length (MergedRun.intervals), from the same pass."""
     if not series:
         raise NoCommonWindow("no shard logged a transaction")
     span = _cut_where_edges_are_missing(common_span(series), series)
@@ -76,31 +79,39 @@ def merge(series: list[ShardSeries]) -> MergedRun:
     first, last = span.start_us // US, span.end_us // US
     histogram = new_histogram()
     per_second: dict[int, int] = {t: 0 for t in range(first, last + 1) if span.whole(t)}
-    shard_counts, failed = [], 0
-    for shard in series:
-        edges = {e.t: e for e in shard.edges}
-        count = 0
-        for bucket in shard.seconds:
-            if not first <= bucket.t <= last:
+    intervals = IntervalAccumulator(min(per_second, default=0), max(per_second, default=-1), interval_s or 1)
+    seconds = [{b.t: b for b in shard.seconds if first <= b.t <= last} for shard in series]
+    edges = [{e.t: e for e in shard.edges} for shard in series]
+    shard_counts, failed = [0] * len(series), 0
+    # Second by second, each shard's in turn: a second's histogram is decoded once, for the whole and its interval.
+    for t in range(first, last + 1):
+        for i, shard_seconds in enumerate(seconds):
+            bucket = shard_seconds.get(t)
+            if bucket is None:
                 continue
-            if span.whole(bucket.t):
-                histogram.add(decode(bucket.hist))
-                per_second[bucket.t] += bucket.count
-                count, failed = count + bucket.count, failed + bucket.failed
+            if span.whole(t):
+                decoded = decode(bucket.hist)
+                histogram.add(decoded)
+                if interval_s:
+                    intervals.add(t, decoded, bucket.count)
+                discard(decoded)
+                per_second[t] += bucket.count
+                shard_counts[i], failed = shard_counts[i] + bucket.count, failed + bucket.failed
                 continue
             # A second without its transactions kept has none (_cut_where_edges_are_missing moved the span past others).
-            edge = edges.get(bucket.t) or EdgeSecond.of(bucket.t, [], [])
+            edge = edges[i].get(t) or EdgeSecond.of(t, [], [])
             latencies, not_done = _partial(edge, span)
             for value in latencies:  # clamped into range as the worker's scanner records them
                 histogram.record_value(min(max(value, LOWEST_US), HIGHEST_US))
-            count, failed = count + len(latencies), failed + not_done
-        shard_counts.append(count)
+            shard_counts[i], failed = shard_counts[i] + len(latencies), failed + not_done
     window_s = span.seconds
+    encoded = encode(histogram)
     latency = percentiles_of(histogram).model_copy(
         update={"avg": round(histogram.get_mean_value() / 1000, 3), "stddev": round(histogram.get_stddev() / 1000, 3)}
     )
     starts = [s.start_epoch for s in series]
     start_epoch = span.start_us / US
+    discard(histogram)
     return MergedRun(
         start_skew_s=round(max(starts) - min(starts), 6),
         window_start_epoch=start_epoch,
@@ -110,7 +121,17 @@ def merge(series: list[ShardSeries]) -> MergedRun:
         transactions=sum(shard_counts),
         failed_transactions=failed,
         latency=latency,
+        histogram=encoded,
+        intervals=intervals.intervals() if interval_s else (),
         # Whole seconds only: a part-second's count is no interval's tps.
         progress=[ProgressSample(elapsed_s=round(t + 1 - start_epoch, 6), tps=float(per_second[t])) for t in sorted(per_second)],
         shard_tps=[c / window_s for c in shard_counts],
     )
+
+
+def run_intervals(series: list[ShardSeries], interval_s: int) -> tuple[IntervalHistogram, ...]:
+    """A run's latency intervals over the whole seconds its shards all ran; none when they never ran together."""
+    try:
+        return merge(series, interval_s).intervals
+    except NoCommonWindow:
+        return ()

@@ -15,11 +15,21 @@ from statistics import fmean, median, pstdev, stdev
 from typing import Literal, TypedDict, TypeVar
 
 from pgarena.analysis.intervals import METHOD, SINGLE_RUN_NOTE, interval
+from pgarena.analysis.latency_intervals import point_latency
 from pgarena.analysis.rate import RATE_NOT_SUSTAINED
 from pgarena.analysis.saturation import CLIENT_SATURATED
 from pgarena.model import layout
 from pgarena.model.figures import Interval, Latency, UslFit, usl
-from pgarena.model.metrics import Finding, PointMetrics, Scaling, ScalingPoint, Stability, TargetMetrics, TypeLatency
+from pgarena.model.metrics import (
+    Finding,
+    PointLatency,
+    PointMetrics,
+    Scaling,
+    ScalingPoint,
+    Stability,
+    TargetMetrics,
+    TypeLatency,
+)
 from pgarena.model.monitor import Incident
 from pgarena.model.results import CampaignResults, LoadResult, ProgressSample, Statistics, TargetResult, WorkloadResult
 from pgarena.model.tool_figures import ToolFigures, TransactionType
@@ -279,6 +289,7 @@ def point_metrics(
         stalled=any(s.stalled for s in stabilities),
         client_saturated=any(i.kind == CLIENT_SATURATED for w in ok for i in w.incidents),
         warmup_s=max((w.warmup_s for w in runs if w.warmup_s), default=None),
+        merged_latency=_merged_latency(ok),
         **_slo_fields(ok),
         **_mix_fields(ok),
     )
@@ -334,6 +345,12 @@ def _mix_fields(ok: list[WorkloadResult]) -> _MixFields:
         ],
         consistency=consistency or "not checked",
     )
+
+
+def _merged_latency(ok: list[WorkloadResult]) -> PointLatency | None:
+    """Every run's histograms merged, when every run kept them (a run read back from results.json has none)."""
+    kept = [h for w in ok if (h := w.histograms) is not None]
+    return point_latency(kept) if kept and len(kept) == len(ok) else None
 
 
 class _SloFields(TypedDict, total=False):

@@ -15,15 +15,17 @@ from __future__ import annotations
 import json
 import shutil
 from collections.abc import Collection
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from pgarena.analysis.compare import load_results
 from pgarena.analysis.computed import compute
+from pgarena.analysis.metrics import nominal_clients
 from pgarena.model.errors import ErrorInfo
 from pgarena.model.layout import RAW_DIR, RESULTS_FILE, inside
 from pgarena.model.matrix import Campaign
+from pgarena.model.metrics import PointLatency, TargetMetrics
 from pgarena.model.plan import Plan, Step
 from pgarena.model.results import CampaignResults, LoadResult, TargetResult, WorkloadResult
 
@@ -247,6 +249,7 @@ def combine(
     computed = compute(
         [t.model_copy(update={"points": []}) for t in targets], campaign_id, matrix.ranking, matrix.max_repetitions
     )
+    computed = replace(computed, metrics=_with_merged_latency(computed.metrics, original, reruns))
     return computed.results(
         campaign_id=campaign_id,
         campaign=original.campaign,
@@ -255,6 +258,39 @@ def combine(
         resumed_from=[*original.resumed_from, original.campaign_id, *(r.campaign_id for _, r in reruns)],
         run_order=original.run_order,  # the re-runs' own orders are in their results.json
     )
+
+
+def _with_merged_latency(
+    metrics: list[TargetMetrics], original: CampaignResults, reruns: list[tuple[Rerun, CampaignResults]]
+) -> list[TargetMetrics]:
+    """Each point's merged latency from the campaign its runs all come from (results.json keeps no histograms to
+    merge again): the original's, or a re-run's for the pairs it ran whole; a point re-run step by step mixes
+    runs of two campaigns and has none."""
+    kept: dict[tuple[str, str, int | None], PointLatency] = {
+        (m.target, p.workload, p.clients): p.merged_latency for m in original.metrics for p in m.points if p.merged_latency
+    }
+    for rerun, results in reruns:
+        for name, workloads in rerun.pairs.items():
+            if rerun.steps is not None:  # the points it ran a step of: the runs it did not are the original's
+                ran = {(w.name, nominal_clients(w)) for t in results.targets if t.name == name for w in t.workloads}
+                kept = {k: v for k, v in kept.items() if not (k[0] == name and (k[1], k[2]) in ran)}
+                continue
+            kept = {k: v for k, v in kept.items() if not (k[0] == name and k[1] in workloads)}
+            kept |= {
+                (m.target, p.workload, p.clients): p.merged_latency
+                for m in results.metrics
+                if m.target == name
+                for p in m.points
+                if p.workload in workloads and p.merged_latency
+            }
+    return [
+        m.model_copy(
+            update={
+                "points": [p.model_copy(update={"merged_latency": kept.get((m.target, p.workload, p.clients))}) for p in m.points]
+            }
+        )
+        for m in metrics
+    ]
 
 
 def _copy_tree(source: Path, target: Path) -> None:

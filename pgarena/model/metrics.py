@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Literal
 
 from pydantic import BaseModel, Field
@@ -34,6 +35,55 @@ class TypeLatency(BaseModel):
     failed: int = 0
     rolled_back: bool = False
     latency_ms: Latency = Latency()
+
+
+@dataclass(frozen=True)
+class IntervalHistogram:
+    """One run's interval: when it ends (seconds since the run's first whole second), its histogram (encoded)."""
+
+    elapsed_s: float
+    transactions: int
+    histogram: str
+
+
+@dataclass(frozen=True)
+class RunHistograms:
+    """What a run keeps for its point's merge: its whole window's histogram and its intervals' (encoded), so a
+    point holds a few strings per run, never a histogram's counts per second."""
+
+    histogram: str
+    interval_s: int
+    intervals: tuple[IntervalHistogram, ...]
+
+
+class LatencyInterval(BaseModel):
+    """One progress interval of a point: the transactions of all its runs that ended in it, their
+    histograms merged (never percentiles averaged), milliseconds."""
+
+    elapsed_s: float = Field(description="the interval's end, seconds since the first whole second of the runs' windows")
+    transactions: int
+    runs: int = Field(description="runs with transactions in the interval")
+    p50: float
+    p95: float
+    p99: float
+
+
+class PercentileLatency(BaseModel):
+    """A point on the percentile distribution: the latency (ms) that `percentile` % of transactions stayed at or under."""
+
+    percentile: float
+    ms: float
+
+
+class PointLatency(BaseModel):
+    """A point's latency from its runs' histograms merged (the runs' series.json and transaction logs are its raw):
+    over time, per progress interval, and as a percentile distribution."""
+
+    interval_s: int = Field(description="the intervals' length: the tool's progress interval, widened for long runs")
+    transactions: int = Field(description="transactions in the merged histogram: every run's window")
+    latency_ms: Latency = Field(description="p50/p95/p99/max of the merged histogram")
+    intervals: list[LatencyInterval] = Field(default_factory=list)
+    distribution: list[PercentileLatency] = Field(default_factory=list, description="from 0% (the fastest) up")
 
 
 class PointMetrics(BaseModel):
@@ -85,6 +135,11 @@ class PointMetrics(BaseModel):
         None,
         description="the runs' data checks (TPROC-C's consistency conditions): passed in every run, failed in one "
         "(its incident consistency_failed), or not checked in one; None for a workload without checks",
+    )
+    merged_latency: PointLatency | None = Field(
+        None,
+        description="latency over time and its distribution from every run's histograms merged; None unless every "
+        "run kept them (the transaction log's tools)",
     )
 
     @property

@@ -6,13 +6,13 @@ import re
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, SerializeAsAny, model_validator
+from pydantic import BaseModel, Field, PrivateAttr, SerializeAsAny, model_validator
 
 from pgarena.model.budget import Budget, ConnectionFacts
 from pgarena.model.errors import ErrorInfo
 from pgarena.model.figures import Latency, PointStats, UslFit
 from pgarena.model.managed_metrics import ManagedMetrics
-from pgarena.model.metrics import Finding, Stability, TargetMetrics
+from pgarena.model.metrics import Finding, RunHistograms, Stability, TargetMetrics
 from pgarena.model.monitor import ConnectionReport, Incident
 from pgarena.model.pairwise import FootingProblem, NoiseWarning, PairComparison
 from pgarena.model.replication import ReplicationResult
@@ -34,6 +34,8 @@ class ProgressSample(BaseModel):
     tps: float
     latency_avg_ms: float | None = None
     lag_ms: float | None = Field(None, description="schedule lag of the interval (a run under --rate)")
+    percentile: float | None = Field(None, description="the percentile latency_pct_ms is, as the tool printed it per interval")
+    latency_pct_ms: float | None = Field(None, description="the interval's latency at `percentile`, as the tool printed it")
 
 
 class Barrier(BaseModel):
@@ -190,7 +192,9 @@ class StepSummary(BaseModel):
     load_s: float | None = None
     load_phases_s: dict[str, float] = Field(default_factory=dict)
     latency_histogram: str | None = Field(None, description="HdrHistogram of every transaction's latency (us), encoded")
-    series: str | None = Field(None, description="S3 key of the shard's per-second histograms (sharded runs)")
+    series: str | None = Field(
+        None, description="S3 key of the run's (or shard's) per-second histograms (every run whose tool keeps a transaction log)"
+    )
     barrier: Barrier | None = None
     tool_figures: ToolFiguresField = Field(default_factory=ToolFigures, description=TOOL_FIGURES)
     connections: ConnectionReport | None = None
@@ -312,6 +316,17 @@ class WorkloadResult(BaseModel):
     )
     raw: list[str] = Field(default_factory=list, description="paths relative to the campaign folder")
     error: ErrorInfo | None = None
+    # The run's histograms as aggregation read them (its series.json and summary), for its point's merged latency
+    # (analysis.latency_intervals): never written to results.json, which keeps only what the point's merge gives.
+    _histograms: RunHistograms | None = PrivateAttr(None)
+
+    def with_histograms(self, histograms: RunHistograms | None) -> WorkloadResult:
+        self._histograms = histograms
+        return self
+
+    @property
+    def histograms(self) -> RunHistograms | None:
+        return self._histograms
 
 
 class LoadResult(BaseModel):

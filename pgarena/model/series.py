@@ -12,6 +12,7 @@ from typing import Generic, TypeVar
 from pydantic import BaseModel, Field
 
 from pgarena.model.figures import Latency
+from pgarena.model.metrics import IntervalHistogram
 from pgarena.model.results import ProgressSample
 
 
@@ -86,6 +87,8 @@ class MergedRun(BaseModel):
     transactions: int
     failed_transactions: int
     latency: Latency
+    histogram: str = Field(description="every counted transaction's latency (us): what `latency` was read from, encoded")
+    intervals: tuple[IntervalHistogram, ...] = Field((), description="the latency intervals merge was asked for")
     progress: list[ProgressSample]
     shard_tps: list[float]
 

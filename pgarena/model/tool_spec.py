@@ -80,6 +80,11 @@ class StepSpec(Strict):
     duration_s: int | None = Field(None, description="a run's length; None for a run of a transaction count or a load")
 
     @property
+    def progress_interval_s(self) -> int | None:
+        """Seconds between a run's progress lines, where the tool prints them: its latency intervals' length."""
+        return None
+
+    @property
     def tool_runs(self) -> int:
         """Tool runs the step makes in sequence: an SLO search's ceiling run and probes, else one."""
         return 1 + self.slo.probes if self.slo is not None else 1

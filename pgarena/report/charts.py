@@ -243,15 +243,19 @@ def line_chart(  # noqa: PLR0913  # a chart's labels and styling, mostly default
     height: int = HEIGHT,
     events: Sequence[tuple[float, str]] | None = None,
     log: bool | None = False,
+    x_ticks: Sequence[tuple[float, str]] | None = None,
 ) -> Markup:
     """Lines over a shared x axis from its smallest x (or 0) to its largest; y from 0, or on a log axis
     (`log`; None: when the values span more than LOG_SPAN). `events` are (x, text) pairs drawn as
-    vertical marks, e.g. where tps collapsed."""
+    vertical marks, e.g. where tps collapsed. `x_ticks`: (x, label) pairs that span the x axis, for an
+    axis the caller transformed (percentile_chart's)."""
     xs = [x for line in lines for x, _ in line.points]
     ys = [y for line in lines for _, y in line.points]
     x_lo = min(0.0, min(xs, default=0.0))
-    x_ticks = nice_ticks(max(xs, default=1.0))
-    x_hi = x_ticks[-1] if x_ticks[-1] > x_lo else x_lo + 1
+    ticks = list(x_ticks) if x_ticks else [(t, compact(t)) for t in nice_ticks(max(xs, default=1.0))]
+    if x_ticks:
+        x_lo = ticks[0][0]
+    x_hi = ticks[-1][0] if ticks[-1][0] > x_lo else x_lo + 1
     scale = y_scale(ys, height, log)
     plot_w = WIDTH - MARGIN_LEFT - MARGIN_RIGHT
     out = _open(chart_id, css, title, height) + _y_axis(scale, y_label)
@@ -261,8 +265,8 @@ def line_chart(  # noqa: PLR0913  # a chart's labels and styling, mostly default
 
     sy = scale
     base = sy(scale.floor)
-    for tick in x_ticks:
-        out.append(f'<text class="tick x" x="{sx(tick):.1f}" y="{base + 6:.1f}" text-anchor="middle">{compact(tick)}</text>')
+    for tick, text in ticks:
+        out.append(f'<text class="tick x" x="{sx(tick):.1f}" y="{base + 6:.1f}" text-anchor="middle">{escape(text)}</text>')
     out.append(
         f'<text class="axis-label" x="{MARGIN_LEFT + plot_w / 2:.1f}" y="{height - 10}" text-anchor="middle">'
         f"{escape(x_label)}</text>"
@@ -295,3 +299,57 @@ def line_chart(  # noqa: PLR0913  # a chart's labels and styling, mostly default
         )
     out.append("</svg>")
     return Markup("\n".join(out))
+
+
+# The percentile distribution's x axis (the HdrHistogram plot's): 1 / (1 - p) on a log scale, so each "nine"
+# (90%, 99%, 99.9%...) takes the same width and the tail, where targets differ, is not squeezed into the edge.
+PERCENTILE_TICKS = (0.0, 50.0, 90.0, 99.0, 99.9, 99.99, 99.999, 99.9999)
+
+
+def nines(percentile: float) -> float:
+    """log10(1 / (1 - p)): 0 at 0%, 1 at 90%, 2 at 99%, 3 at 99.9%."""
+    return -math.log10(1 - percentile / 100)
+
+
+def percentile_label(percentile: float) -> str:
+    return f"{percentile:g}%"
+
+
+def percentile_chart(  # noqa: PLR0913  # a chart's labels and styling, mostly defaulted
+    chart_id: str,
+    title: str,
+    lines: list[Line],
+    y_label: str,
+    css: str = "lines distribution",
+    height: int = HEIGHT,
+) -> Markup:
+    """Latency against percentile, a line per series: `lines`' points are (percentile in [0, 100), ms). The x
+    axis is log-scaled in 1 / (1 - p), ticked at PERCENTILE_TICKS up to the first one past every point; y from
+    0, or on a log axis when the values span more than LOG_SPAN."""
+    top = max((p for line in lines for p, _ in line.points), default=99.0)
+    shown = [t for t in PERCENTILE_TICKS if t <= top]
+    shown += [t for t in PERCENTILE_TICKS if t > top][:1]
+    placed = [
+        Line(
+            line.name,
+            line.colour,
+            [(nines(p), v) for p, v in line.points],
+            dash=line.dash,
+            dots=line.dots,
+            css=line.css,
+            labels=line.labels or [f"{percentile_label(p)}: {v:,.2f}" for p, v in line.points],
+        )
+        for line in lines
+    ]
+    return line_chart(
+        chart_id,
+        title,
+        placed,
+        "percentile (log scale of 1 / (1 - p))",
+        y_label,
+        css=css,
+        height=height,
+        log=None,
+        # A quarter of a nine past the last tick, unlabelled: its label is not cut by the chart's right edge.
+        x_ticks=[*((nines(t), percentile_label(t)) for t in shown), (nines(shown[-1]) + 0.25, "")],
+    )

@@ -14,7 +14,7 @@ from markupsafe import Markup
 from pgarena.analysis.metrics import FAR_RTT_MS, TPS_COLLAPSE_FRACTION, latest_phase, nominal_clients
 from pgarena.model.figures import Interval
 from pgarena.model.metrics import PointMetrics
-from pgarena.report.charts import Bars, Line, bar_chart, colour, line_chart
+from pgarena.report.charts import Bars, Line, bar_chart, colour, line_chart, percentile_chart
 from pgarena.report.links import local_link, trend_link
 from pgarena.report.managed import managed_tables
 from pgarena.report.stacked import label_cells
@@ -22,6 +22,7 @@ from pgarena.report.view import Key, Report, point_label
 
 TEMPLATES = Path(__file__).parent / "templates"
 PROGRESS_HEIGHT = 220  # time series are many and read as shapes: shorter than the other charts
+SWEEP_MIN_POINTS = 2  # a line against clients needs two client counts
 
 
 @dataclass
@@ -127,7 +128,7 @@ def progress_charts(report: Report) -> list[Chart]:
                     Line(
                         name,
                         report.colours[t.name],
-                        [(s.elapsed_s, s.tps) for s in w.progress],
+                        _held([(s.elapsed_s, s.tps) for s in w.progress]),
                         dash=dash,
                         labels=[f"{s.elapsed_s:g} s: {s.tps:,.1f} tps" for s in w.progress],
                     )
@@ -148,6 +149,146 @@ def progress_charts(report: Report) -> list[Chart]:
         )
         note = "; ".join(dict.fromkeys(f"{f.target}: {f.message}" for f in incidents))
         charts.append(Chart(chart_id, title, svg, legend, note))
+    return charts
+
+
+# How a latency line is drawn per percentile: one colour per target, the percentile by its dash.
+PERCENTILE_DASHES: dict[str, tuple[str | None, str]] = {
+    "p50": (None, "solid"),
+    "p95": ("6 4", "dashed"),
+    "p99": ("2 3", "dotted"),
+}
+
+
+def latency_point_charts(report: Report) -> list[Chart]:
+    """Per point, its latency per interval over the run, then its percentile distribution."""
+    labels = _labels(report)
+    charts = []
+    for key in report.keys:
+        charts += [c for c in (latency_time_chart(report, key, labels[key]), distribution_chart(report, key, labels[key])) if c]
+    return charts
+
+
+def latency_time_chart(report: Report, key: Key, label: str) -> Chart | None:
+    """p50/p95/p99 per progress interval, a line per target and percentile: from every run's histograms merged
+    per interval, or, for a tool without them, its own per-interval percentile, a line per run."""
+    lines, legend, sizes = [], [], set()
+    for p in report.points[key]:
+        c, merged = report.colours[p.target], p.merged_latency
+        if merged is not None and merged.intervals:
+            sizes.add(merged.interval_s)
+            for name, (dash, style) in PERCENTILE_DASHES.items():
+                lines.append(
+                    Line(
+                        f"{p.target} {name}",
+                        c,
+                        _held([(i.elapsed_s, getattr(i, name)) for i in merged.intervals]),
+                        dash=dash,
+                        labels=[
+                            f"{i.elapsed_s:g} s: {name} {getattr(i, name):,.2f} ms ({i.transactions:,} transactions, "
+                            f"{i.runs} run(s))"
+                            for i in merged.intervals
+                        ],
+                    )
+                )
+                legend.append((f"{p.target} {name}", c, style))
+            continue
+        lines_of, legend_of = _tool_percentile_lines(report, p.target, key)
+        lines, legend = lines + lines_of, legend + legend_of
+    if not lines:
+        return None
+    chart_id = f"chart-latency-time-{slug(key[0])}-c{key[1]}"
+    title = f"Latency per interval over the run: {label}"
+    svg = line_chart(
+        chart_id, title, lines, "seconds since start", "latency (ms)", css="lines latency-time", height=PROGRESS_HEIGHT, log=None
+    )
+    every = ", ".join(f"{s} s" for s in sorted(sizes))
+    note = f"each {every} interval: every run's transactions that ended in it, their histograms merged" if sizes else ""
+    return Chart(chart_id, title, svg, legend, note)
+
+
+def distribution_chart(report: Report, key: Key, label: str) -> Chart | None:
+    """The percentile distribution of a point (the HdrHistogram plot), a line per target, from its merged histogram."""
+    lines, legend = [], []
+    for p in report.points[key]:
+        merged = p.merged_latency
+        if merged is None or not merged.distribution:
+            continue
+        c = report.colours[p.target]
+        lines.append(
+            Line(
+                p.target,
+                c,
+                [(d.percentile, d.ms) for d in merged.distribution],
+                dots=False,  # a curve of 25 points a target: its values are in results.json, the page stays light
+            )
+        )
+        legend.append((f"{p.target} ({merged.transactions:,} transactions)", c, "solid"))
+    if not lines:
+        return None
+    chart_id = f"chart-distribution-{slug(key[0])}-c{key[1]}"
+    title = f"Latency by percentile: {label}"
+    svg = percentile_chart(chart_id, title, lines, "latency (ms)", height=PROGRESS_HEIGHT)
+    return Chart(chart_id, title, svg, legend, "every run's transactions in one histogram per target")
+
+
+def _tool_percentile_lines(report: Report, target: str, key: Key) -> tuple[list[Line], list[tuple[str, str, str]]]:
+    """The tool's own per-interval percentile, a line per run (a tool's percentiles of different runs cannot be merged)."""
+    found = next(t for t in report.results.targets if t.name == target)
+    runs = [
+        w
+        for w in latest_phase(found.workloads)
+        if w.name == key[0] and nominal_clients(w) == key[1] and any(s.latency_pct_ms is not None for s in w.progress)
+    ]
+    lines, legend = [], []
+    for w in runs:
+        samples = [s for s in w.progress if s.latency_pct_ms is not None]
+        name = f"{target} p{samples[0].percentile:g}" + (f" r{w.repetition}" if len(runs) > 1 else "")
+        dash = None if w.repetition == 1 else "6 4"
+        lines.append(
+            Line(
+                name,
+                report.colours[target],
+                _held([(s.elapsed_s, s.latency_pct_ms) for s in samples if s.latency_pct_ms is not None]),
+                dash=dash,
+                labels=[f"{s.elapsed_s:g} s: {s.latency_pct_ms:,.2f} ms" for s in samples],
+            )
+        )
+        legend.append((name, report.colours[target], "dashed" if dash else "solid"))
+    return lines, legend
+
+
+def _held(points: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    """A series of one interval drawn as its value held from 0 over the interval: a lone point draws no line."""
+    return [(0.0, points[0][1]), *points] if len(points) == 1 else points
+
+
+def latency_clients_charts(report: Report) -> list[Chart]:
+    """p50/p95/p99 against clients, a chart per workload with a sweep, from each point's merged histogram."""
+    charts = []
+    for workload in dict.fromkeys(w for w, _ in report.keys):
+        lines, legend = [], []
+        for target in _target_names(report):
+            points = sorted(
+                (p for k in report.keys if k[0] == workload for p in report.points[k]
+                 if p.target == target and p.clients is not None and p.merged_latency is not None),
+                key=lambda p: p.clients or 0,
+            )  # fmt: skip
+            if len(points) < SWEEP_MIN_POINTS:
+                continue
+            c = report.colours[target]
+            for name, (dash, style) in PERCENTILE_DASHES.items():
+                xy = [(float(p.clients or 0), getattr(p.merged_latency.latency_ms, name)) for p in points if p.merged_latency]
+                lines.append(
+                    Line(f"{target} {name}", c, xy, dash=dash, labels=[f"{x:g} clients: {name} {y:,.2f} ms" for x, y in xy])
+                )
+                legend.append((f"{target} {name}", c, style))
+        if not lines:
+            continue
+        chart_id = f"chart-latency-clients-{slug(workload)}"
+        title = f"Latency against clients: {workload}"
+        svg = line_chart(chart_id, title, lines, "clients", "latency (ms)", css="lines latency-clients", log=None)
+        charts.append(Chart(chart_id, title, svg, legend, "p50/p95/p99 of each point's runs, their histograms merged"))
     return charts
 
 
@@ -403,6 +544,8 @@ def render_html(report: Report) -> str:
         throughput=throughput_chart(report),
         latency=latency_chart(report),
         progress=progress_charts(report),
+        latency_points=latency_point_charts(report),
+        latency_clients=latency_clients_charts(report),
         scaling=scaling_charts(report),
         cost=cost_chart(report),
         consolidation=consolidation_charts(report),

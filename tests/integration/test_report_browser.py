@@ -9,7 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from pgarena.model.results import CampaignResults
+from pgarena.analysis.latency_intervals import point_latency
+from pgarena.analysis.merge import run_intervals
+from pgarena.model.metrics import RunHistograms
+from pgarena.model.results import CampaignResults, StepSummary
+from pgarena.model.series import ShardSeries
 from pgarena.report import REPORT_FILES, write_to_folder
 
 pytestmark = pytest.mark.integration
@@ -75,6 +79,9 @@ def test_report_renders_its_charts_in_chromium(rendered):
         "chart-progress-tpcb-c4",
         "chart-scaling-tpcb",
         "chart-cost",
+        "chart-latency-time-tpcb-c4",
+        "chart-distribution-tpcb-c4",
+        "chart-latency-clients-tpcb",
     ):
         assert re.search(rf'<svg id="{chart}" class="chart', dom), chart
     assert len(re.findall(r'<rect class="bar', dom)) >= 12  # 2 targets x 3 client counts, tps and cost
@@ -276,3 +283,37 @@ def test_latency_chart_shows_p99_and_the_versions_side_by_side(rendered, demo_ca
     )
     assert len(re.findall(side_by_side, dom)) == 2, dom[dom.index('<section id="servers">') :][:3000]
     assert re.search(rf"client: {tool} \(PostgreSQL\) \d+\.\d+; server: PostgreSQL \d+\.\d+ on ", dom)
+
+
+def test_latency_per_interval_and_by_percentile_is_recomputed_from_the_runs_raw_files(demo_campaign, rendered):
+    # Given the campaign's results.json, and each run's raw series.json (per-second histograms) and summary.json
+    folder = demo_campaign.results_dir
+    results = CampaignResults.model_validate_json((folder / "results.json").read_text())
+    checked = 0
+    for target, metrics in zip(results.targets, results.metrics, strict=True):
+        for point in metrics.points:
+            if point.runs == 0:
+                continue
+            merged = point.merged_latency
+            assert merged is not None and merged.intervals and merged.distribution, (target.name, point.clients)
+            runs = [w for w in target.workloads if w.clients == point.clients and w.status == "succeeded"]
+            kept = []
+            for run in runs:
+                (series,) = [p for p in run.raw if p.endswith("/series.json")]
+                summary = (folder / series).parent / "summary.json"  # the step's summary, beside its raw output
+                histogram = StepSummary.model_validate_json(summary.read_text()).latency_histogram
+                intervals = run_intervals([ShardSeries.model_validate_json((folder / series).read_text())], merged.interval_s)
+                kept.append(RunHistograms(histogram=histogram, interval_s=merged.interval_s, intervals=intervals))
+            # When the point's latency is computed again from them, Then it is what results.json holds
+            assert point_latency(kept) == merged
+            # and the run's own p99 is the merged one's (one run per point here)
+            assert merged.latency_ms.p99 == runs[0].latency_ms.p99
+            checked += 1
+    assert checked == 6  # 2 targets x 3 client counts
+    # And the report draws the distribution ticked up the nines, the latency per interval with each percentile
+    dom = rendered.stdout
+    distribution = dom[dom.index('<svg id="chart-distribution-tpcb-c4"') :]
+    distribution = distribution[: distribution.index("</svg>")]
+    assert ">50%</text>" in distribution and ">99%</text>" in distribution
+    over_time = dom[dom.index('<svg id="chart-latency-time-tpcb-c4"') :]
+    assert re.search(r'data-series="durable p99"', over_time[: over_time.index("</svg>")])

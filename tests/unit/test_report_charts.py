@@ -1,6 +1,9 @@
+import math
 import re
 
-from pgarena.report.charts import Bars, Line, bar_chart, compact, line_chart, log_ticks, nice_ticks
+import pytest
+
+from pgarena.report.charts import Bars, Line, bar_chart, compact, line_chart, log_ticks, nice_ticks, nines, percentile_chart
 
 
 def test_ticks_are_round_steps_that_cover_the_top():
@@ -98,3 +101,37 @@ def test_latency_bars_carry_p99_above_p95():
     p99_y = float(re.search(r'class="marker high" d="M[\d.]+ ([\d.]+)', svg).group(1))
     p95_y = float(re.search(r'class="marker" d="M[\d.]+ ([\d.]+)', svg).group(1)) + 5  # the diamond's centre
     assert p99_y < p95_y  # higher on the chart
+
+
+def _x_of_tick(svg: str, label: str) -> float:
+    return float(re.search(rf'<text class="tick x" x="([\d.]+)"[^>]*>{re.escape(label)}</text>', svg).group(1))
+
+
+def test_percentile_chart_spaces_each_nine_alike_and_ticks_up_to_the_tail():
+    # Given two targets' distributions to 99.9% (1 in 1,000)
+    fast = Line("a", "#000", [(0.0, 1.0), (50.0, 2.0), (90.0, 3.0), (99.0, 5.0), (99.9, 9.0)])
+    slow = Line("b", "#111", [(0.0, 1.5), (50.0, 2.5), (90.0, 6.0), (99.0, 40.0), (99.9, 120.0)])
+    svg = percentile_chart("d", "t", [fast, slow], "latency (ms)")
+    # Then a line per target, a dot per percentile with its exact figure on hover
+    assert svg.count('<path class="series"') == 2 and svg.count('<circle class="dot"') == 10
+    assert "<title>b · 99.9%: 120.00</title>" in svg
+    # And the x axis is ticked at 0%, 50%, 90%, 99%, 99.9% and the next nine, each nine the same width
+    ticks = {label: _x_of_tick(svg, label) for label in ("0%", "50%", "90%", "99%", "99.9%", "99.99%")}
+    assert "99.999%" not in svg
+    nine = ticks["99%"] - ticks["90%"]
+    assert nine > 0 and ticks["90%"] - ticks["0%"] == pytest.approx(nine, abs=0.2)
+    assert ticks["99.9%"] - ticks["99%"] == pytest.approx(nine, abs=0.2)
+    # 50% sits at log10(2) of a nine from 0%
+    assert ticks["50%"] - ticks["0%"] == pytest.approx(nine * math.log10(2), abs=0.2)
+    # And a tail spanning 1 to 120 ms gets a log latency axis, said in its label
+    assert "latency (ms), log scale" in svg and "percentile (log scale of 1 / (1 - p))" in svg
+
+
+def test_percentile_axis_is_log_of_one_over_one_minus_p():
+    assert [round(nines(p), 6) for p in (0.0, 90.0, 99.0, 99.9)] == [0, 1, 2, 3]
+
+
+def test_line_chart_takes_the_callers_x_ticks():
+    svg = line_chart("c", "t", [Line("a", "#000", [(0.7, 10.0), (2.0, 20.0)])], "x", "y", x_ticks=[(0.0, "zero"), (3.0, "three")])
+    assert _x_of_tick(svg, "zero") < _x_of_tick(svg, "three")
+    assert ">0.7<" not in svg and ">2.5<" not in svg  # no tick of its own

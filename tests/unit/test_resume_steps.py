@@ -6,6 +6,8 @@ import json
 from pgarena.analysis.aggregate import aggregate
 from pgarena.analysis.rerun import combine, plan_step_reruns, steps_to_rerun, with_failed_steps
 from pgarena.model.errors import ErrorInfo
+from pgarena.model.figures import Latency
+from pgarena.model.metrics import PointLatency
 from pgarena.model.outcomes import TargetOutcome
 from pgarena.model.results import StepSummary
 from pgarena.planning.campaign import parse_campaign
@@ -123,3 +125,24 @@ def test_a_sharded_step_is_kept_when_every_shard_kept_is(tmp_path, monkeypatch):
     lost[1] = lost[1].model_copy(update={"status": "failed"})
     monkeypatch.setattr(resume, "verified_steps", lambda folder: [*ok, *shards, *lost])
     assert resume.kept_step_ids(tmp_path) == {"a/w1/c4-r1", "a/w1/init", "a/w1/c2-r1"}
+
+
+def test_a_point_keeps_its_merged_latency_unless_a_step_of_it_was_re_run():
+    # Given a campaign whose points carry their merged latency, and whose a/w1/c4-r1 was lost and re-run
+    matrix = matrix_of("a", workloads=("w1",), repetitions=1)
+    plan = plan_campaign(matrix, "cid")
+    kept = [summary(i, tps=111.0) for i in every_step(plan) if i != "a/w1/c4-r1"]
+    original = aggregate(plan, [TargetOutcome(name="a")], kept, "s", "f")
+    latency = PointLatency(interval_s=5, transactions=10, latency_ms=Latency(p50=1.0, p95=2.0, p99=3.0, max=4.0))
+    metrics = [
+        m.model_copy(update={"points": [p.model_copy(update={"merged_latency": latency}) for p in m.points]})
+        for m in original.metrics
+    ]
+    original = original.model_copy(update={"metrics": metrics})
+    (rerun,) = plan_step_reruns(steps_to_rerun(plan, {s.step_id for s in kept}), plan, matrix)
+    retried = aggregate(plan_campaign(rerun.campaign, "cid2"), [TargetOutcome(name="a")], [], "s", "f")
+    # When they are combined (results.json keeps no histograms to merge the two campaigns' runs again)
+    combined = combine(original, [(rerun, retried)], "cid3", matrix)
+    # Then the untouched point keeps the original's, and the point re-run step by step has none
+    (a,) = combined.metrics
+    assert {p.clients: p.merged_latency for p in a.points} == {2: latency, 4: None}

@@ -75,6 +75,13 @@ def test_sysbench_fills_its_figures_from_its_output(tmp_path):
     assert (figures.latency_min_ms, figures.percentile, figures.latency_pct_ms) == (1.14, 99.0, 1013.60)
 
 
+def test_sysbench_keeps_its_per_interval_percentile_in_the_progress(tmp_path):
+    # Given the same output, whose interval lines print "lat (ms,99%)"
+    progress = measured_sysbench(tmp_path).progress
+    # Then each interval keeps the percentile as sysbench printed it: the report draws it over time
+    assert [(s.elapsed_s, s.percentile, s.latency_pct_ms) for s in progress[:2]] == [(1.0, 99.0, 18.61), (2.0, 99.0, 995.51)]
+
+
 @pytest.mark.parametrize(
     ("name", "skipped", "above", "retried"),
     [

@@ -343,3 +343,7 @@ class PgbenchStep(StepSpec):
         if kind == "init" and self.init is not None and self.init.warehouses is not None:
             return self.init.parallel
         return super().connections(kind, clients)
+
+    @property
+    def progress_interval_s(self) -> int | None:
+        return self.run.progress_s if self.run is not None else None

@@ -75,9 +75,10 @@ class Pgbench:
         if logs:
             start = first_start_epoch(logs) if warmup_s else None
             since = start + warmup_s if start is not None and warmup_s else None
-            # One pass over the log gives the run's histogram and, for a shard, its per-second series.
+            # One pass over the log gives the run's histogram and its per-second series (a shard's merge, and
+            # every run's latency per interval: analysis.latency_intervals), and a mix's counts per script.
             mix = spec.run is not None and spec.run.builtin == TPROCC
-            txlog = read_txlog(logs, per_second=step.shards > 1, since_epoch=since, scripts=SCRIPTS if mix else 0)
+            txlog = read_txlog(logs, per_second=step.kind == "run", since_epoch=since, scripts=SCRIPTS if mix else 0)
             histogram, failed, measured.per_second = txlog.histogram, txlog.not_done - txlog.skipped, txlog.series
             percentiles = percentiles_of(histogram)
             measured.latency = measured.latency.model_copy(

@@ -256,6 +256,10 @@ class SysbenchStep(StepSpec):
     prepare: SysbenchPrepare
     run: SysbenchRun | None = None
 
+    @property
+    def progress_interval_s(self) -> int | None:
+        return self.run.report_interval_s if self.run is not None else None
+
     def connections(self, kind: StepKind, clients: int | None) -> int:
         """sysbench: a run one per thread; prepare one per thread plus one per table being loaded;
         cleanup one (connections_used)."""

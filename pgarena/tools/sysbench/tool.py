@@ -57,7 +57,10 @@ class Sysbench:
             latency=latency,
             transactions=s.transactions if s else None,
             failed_transactions=None,  # sysbench counts ignored errors, not failed transactions
-            progress=[ProgressSample(elapsed_s=i.elapsed_s, tps=i.tps) for i in report.intervals],
+            progress=[
+                ProgressSample(elapsed_s=i.elapsed_s, tps=i.tps, percentile=i.percentile, latency_pct_ms=i.latency_pct_ms)
+                for i in report.intervals
+            ],
             tool_figures=SysbenchFigures(
                 qps=s.qps,
                 queries_read=s.queries_read,
