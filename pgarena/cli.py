@@ -961,7 +961,12 @@ def comparison_table(comparison: Comparison) -> Table:
 
 def _why(change: Change) -> str:
     """Each figure's interval (the changes are in their columns), then the reasons no figure gives."""
-    figures = [f"{t.figure} {interval_text(t)}" for t in change.tests]
+    figures = [f"{t.figure} {interval_text(t)}" for t in change.tests if t.ci_low is not None]
+    missing: dict[str, list[str]] = {}  # why there is no interval -> the figures it holds for, said once
+    for t in change.tests:
+        if t.ci_low is None:
+            missing.setdefault(interval_text(t).removesuffix("no interval").strip(": "), []).append(t.figure)
+    figures += [f"no interval for {', '.join(names)}" + (f" ({why})" if why else "") for why, names in missing.items()]
     said = {INCONCLUSIVE, *(figure_reason(t) for t in change.tests)}
     others = [r for r in change.reasons if r not in said]
     return "; ".join([*figures, *others])

@@ -259,4 +259,10 @@ def test_the_table_says_each_verdict_in_words_with_each_figures_interval():
 def test_the_table_keeps_the_reasons_no_figure_gives():
     change = compare_points(point(100.0, progress=(100, 101, 99, 100)), point(100.0, progress=(300, 30, 40, 30)))
     _, verdicts = _rows(Comparison(a="A", b="B", threshold=0.05, changes=[change]))
-    assert verdicts == ["regression (tps fewer than 3 runs: no interval; tps collapsed during the run in B)"]
+    assert verdicts == ["regression (no interval for tps (fewer than 3 runs); tps collapsed during the run in B)"]
+
+
+def test_the_table_says_once_why_figures_have_no_interval():
+    change = compare_points(point(1000.0, latency=4.0), point(700.0, latency=5.0))
+    _, verdicts = _rows(Comparison(a="A", b="B", threshold=0.05, changes=[change]))
+    assert verdicts == ["inconclusive (no interval for tps, latency p95 (fewer than 3 runs))"]
