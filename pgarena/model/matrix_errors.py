@@ -106,6 +106,8 @@ def _tag_message(err: ErrorDetails) -> str:
     """A tagged union's tag (a workload's tool) missing or naming no member; reported at the tag's field."""
     key = err["ctx"]["discriminator"].strip("'")
     tags = tags_at(err["loc"])
+    if not tags:  # not the matrix's union (a results.json's): pydantic's own words
+        return err["msg"]
     if err["type"] == "union_tag_not_found":
         return f"missing: give one of {', '.join(tags)}"
     tag = str(err["ctx"]["tag"])

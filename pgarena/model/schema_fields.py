@@ -65,12 +65,10 @@ def _step(place: Place, part: str | int) -> list[Place]:
     mapping = node.get("discriminator", {}).get("mapping", {})
     if isinstance(part, str) and part in mapping:
         return [Place({"$ref": mapping[part]}, part, tuple(sorted(mapping.items())))]
-    children = [
-        Place(child, place.tag, place.members, (*place.inside, part) if place.tag else ()) for child in _children(node, part)
-    ]
-    if not children and isinstance(part, str) and ("[" in part or UNION_TAG.match(part)):
-        return [place]  # a union member's name: the data has no key for it
-    return children
+    member = isinstance(part, str) and ("[" in part or UNION_TAG.match(part) is not None)
+    if member and not any(part in alternative.get("properties", {}) for alternative in _alternatives(node)):
+        return [place]  # a union member's name (`int`, `function-after[...]`): the data has no key for it
+    return [Place(child, place.tag, place.members, (*place.inside, part) if place.tag else ()) for child in _children(node, part)]
 
 
 def places(loc: tuple[str | int, ...]) -> list[Place]:

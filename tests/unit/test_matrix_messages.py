@@ -92,3 +92,14 @@ def test_a_misspelt_field_keeps_the_checks_it_does_not_cause():
 def test_a_bad_item_in_a_sweep_is_one_problem():
     found = problems(lambda w: w["run"].update(clients=[4, "8"]))
     assert found == {"$.workloads[0].run.clients[1]": "Input should be a valid integer"}
+
+
+def test_a_misspelt_field_outside_the_workloads_is_matched_where_it_is():
+    data = copy.deepcopy(DEMO)
+    data["targets"][0]["embedded"]["setting"] = data["targets"][0]["embedded"].pop("settings")
+    with pytest.raises(MatrixError) as caught:
+        parse_campaign(data)
+    assert [str(p) for p in caught.value.problems] == [
+        "$.targets[0].embedded.setting: unknown field (did you mean settings?): remove it or check its spelling "
+        "(see `pgarena schema`)"
+    ]
