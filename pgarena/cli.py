@@ -22,7 +22,15 @@ from rich.status import Status
 from rich.table import Table
 from rich.text import Text
 
-from pgarena.analysis.compare import DEFAULT_THRESHOLD, ResultsError, compare_campaigns, load_results
+from pgarena.analysis.compare import (
+    DEFAULT_THRESHOLD,
+    INCONCLUSIVE,
+    ResultsError,
+    compare_campaigns,
+    figure_reason,
+    interval_text,
+    load_results,
+)
 from pgarena.analysis.footing import describe
 from pgarena.analysis.headline import headline, phase_cost, rank_label, score_label
 from pgarena.analysis.history import detect as history_detect
@@ -44,7 +52,7 @@ from pgarena.cli_output import (
 )
 from pgarena.model import matrix_reference
 from pgarena.model.cli_output import CompareOutput, EstimateOutput, RunOutput, ValidateOutput
-from pgarena.model.comparison import Comparison
+from pgarena.model.comparison import Change, Comparison, verdict_words
 from pgarena.model.matrix import REGION_PATTERN, SITE_NAME_PATTERN, Campaign, json_schema
 from pgarena.model.matrix_errors import MatrixError, Problem
 from pgarena.model.metrics import TargetMetrics
@@ -917,7 +925,7 @@ def report(folder: Annotated[Path, typer.Argument(help="campaign folder holding 
 
 
 def comparison_table(comparison: Comparison) -> Table:
-    table = Table(title=_text(f"{comparison.a} -> {comparison.b} (changes beyond {comparison.threshold:.0%})"))
+    table = Table(title=_text(f"{comparison.a} -> {comparison.b}: every point (unchanged: within {comparison.threshold:.0%})"))
     # tps at SLO only where a campaign searched one: other comparisons keep their width
     slo = any(c.slo_tps_a is not None or c.slo_tps_b is not None for c in comparison.changes)
     columns = ["target", "workload", "clients", "tps A", "tps B", "Δ tps", "Δ latency"]
@@ -929,7 +937,7 @@ def comparison_table(comparison: Comparison) -> Table:
     colours = {"regression": "red", "failed": "red", "improvement": "green", "recovered": "green"}
     for c in comparison.changes:
         colour = colours.get(c.verdict, "default")
-        why = "; ".join(r for r in c.reasons if not r.startswith(("tps ", "latency ")))
+        why = _why(c)
         cells: list[str | Text] = [
             _text(c.target),
             _text(c.workload),
@@ -947,8 +955,21 @@ def comparison_table(comparison: Comparison) -> Table:
             ]
         if nopm:
             cells += [_figure(c.nopm_a), _figure(c.nopm_b), f"{c.nopm_change:+.1%}" if c.nopm_change is not None else "-"]
-        table.add_row(*cells, Text.assemble((c.verdict, colour), f" ({why})" if why else ""))
+        table.add_row(*cells, Text.assemble((verdict_words(c.verdict, comparison.threshold), colour), f" ({why})" if why else ""))
     return table
+
+
+def _why(change: Change) -> str:
+    """Each figure's interval (the changes are in their columns), then the reasons no figure gives."""
+    figures = [f"{t.figure} {interval_text(t)}" for t in change.tests if t.ci_low is not None]
+    missing: dict[str, list[str]] = {}  # why there is no interval -> the figures it holds for, said once
+    for t in change.tests:
+        if t.ci_low is None:
+            missing.setdefault(interval_text(t).removesuffix("no interval").strip(": "), []).append(t.figure)
+    figures += [f"no interval for {', '.join(names)}" + (f" ({why})" if why else "") for why, names in missing.items()]
+    said = {INCONCLUSIVE, *(figure_reason(t) for t in change.tests)}
+    others = [r for r in change.reasons if r not in said]
+    return "; ".join([*figures, *others])
 
 
 def _figure(value: float | None) -> str:

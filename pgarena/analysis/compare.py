@@ -26,6 +26,8 @@ from pgarena.model.results import CampaignResults, TargetResult
 
 # A change shown smaller than this (relative) is no change: the equivalence margin.
 DEFAULT_THRESHOLD = 0.05
+# The reason an inconclusive point ends with (its verdict, said again for --json's readers).
+INCONCLUSIVE = "inconclusive: not separated, nor within the threshold"
 
 
 class ResultsError(ValueError):
@@ -85,10 +87,16 @@ def _test(figure: str, relative: float, a: Interval | None, b: Interval | None, 
     )
 
 
-def _interval_text(test: FigureTest) -> str:
+def interval_text(test: FigureTest) -> str:
+    """'[-14.3%, -9.7%] at 98.3%': the interval that decided a figure, or why there is none."""
     if test.ci_low is not None and test.ci_high is not None and test.confidence is not None:
         return f"[{test.ci_low:+.1%}, {test.ci_high:+.1%}] at {test.confidence:.1%}"
     return "no interval" if test.confidence is not None else f"fewer than {MIN_RUNS} runs: no interval"
+
+
+def figure_reason(test: FigureTest) -> str:
+    """'tps -12.0% [-14.3%, -9.7%] at 98.3%': a decided or undecided figure as the point's reasons give it."""
+    return f"{test.figure} {test.change:+.1%} {interval_text(test)}"
 
 
 def _slo(a: PointMetrics, b: PointMetrics) -> tuple[str | None, float | None, float | None, list[str]]:
@@ -135,8 +143,8 @@ def compare_points(a: PointMetrics, b: PointMetrics, threshold: float = DEFAULT_
         return change.model_copy(update={"verdict": "not_comparable", "reasons": [f"failed or clamped in {which}"]})
     tests = _decided_figures(a, b, change, field, threshold)
     change = change.model_copy(update={"tests": tests})
-    reasons = [f"{t.figure} {t.change:+.1%} {_interval_text(t)}" for t in tests if t.outcome == "different"]
-    undecided = [f"{t.figure} {t.change:+.1%} {_interval_text(t)}" for t in tests if t.outcome == "inconclusive"]
+    reasons = [figure_reason(t) for t in tests if t.outcome == "different"]
+    undecided = [figure_reason(t) for t in tests if t.outcome == "inconclusive"]
     worse = any(t.outcome == "different" and (t.change > 0) == (t.figure.startswith("latency")) for t in tests)
     better = any(t.outcome == "different" and (t.change > 0) != (t.figure.startswith("latency")) for t in tests)
     if b.stability.collapsed and not a.stability.collapsed:
@@ -148,7 +156,7 @@ def compare_points(a: PointMetrics, b: PointMetrics, threshold: float = DEFAULT_
         return change.model_copy(
             update={
                 "verdict": "within_noise",
-                "reasons": [*undecided, "inconclusive: not separated, nor within the threshold", *slo_notes],
+                "reasons": [*undecided, INCONCLUSIVE, *slo_notes],
             }
         )
     return change.model_copy(update={"reasons": slo_notes})

@@ -12,6 +12,16 @@ Verdict = Literal[
     "regression", "improvement", "unchanged", "within_noise", "failed", "recovered", "new", "gone", "not_comparable"
 ]
 
+# How the terminal's table says a verdict (--json keeps the identifiers): words a DBA reads right.
+_VERDICT_WORDS = {"within_noise": "inconclusive", "not_comparable": "not comparable", "failed": "failed in B"}
+
+
+def verdict_words(verdict: Verdict, threshold: float) -> str:
+    """'inconclusive', 'unchanged (within 5%)', 'regression', ...: a verdict as the table prints it."""
+    if verdict == "unchanged":
+        return f"unchanged (within {threshold:.0%})"
+    return _VERDICT_WORDS.get(verdict, verdict)
+
 
 class FigureTest(BaseModel):
     """One figure of a point decided B against A, as the ranking decides two targets: the interval that decided it."""

@@ -35,6 +35,8 @@ def _step_record(value: object) -> object:
 ToolStep = Annotated[StepSpec, BeforeValidator(_step_record), SerializeAsAny()]
 # Why a tool's upper bounds are there, for the matrix's refusals.
 LIMIT_REASONS = {**pgbench.LIMIT_REASONS, **sysbench.LIMIT_REASONS}
+# Per tool, what it calls another tool's field ("run.clients" -> "threads"), for a misplaced field's message.
+COUNTERPARTS = {"pgbench": pgbench.COUNTERPARTS, "sysbench": sysbench.COUNTERPARTS}
 
 # The schemas keep their contracts (checked by mypy).
 _WORKLOADS: tuple[type[ToolWorkload], ...] = (pgbench.PgbenchWorkload, sysbench.SysbenchWorkload)

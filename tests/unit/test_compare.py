@@ -234,3 +234,35 @@ def test_a_tprocc_points_nopm_drop_is_a_regression_at_the_same_tps():
     table = comparison_table(Comparison(a="A", b="B", threshold=0.05, changes=[change]))
     cells = {str(c.header): list(c.cells) for c in table.columns}
     assert (cells["NOPM A"], cells["NOPM B"], cells["Δ NOPM"]) == (["2,500.0"], ["2,000.0"], ["-20.0%"])
+
+
+def _rows(comparison: Comparison) -> tuple[str, list[str]]:
+    table = comparison_table(comparison)
+    verdicts = [str(cell) for cell in next(c for c in table.columns if str(c.header) == "verdict").cells]
+    return str(table.title), verdicts
+
+
+def test_the_table_says_each_verdict_in_words_with_each_figures_interval():
+    # Given an inconclusive point (B's mean 20% lower, 20% between-run noise), an unchanged one and a regression
+    noisy = compare_points(point(800.0, 1000.0, 1200.0), point(600.0, 800.0, 1000.0))
+    same = compare_points(point(*three(1000.0)), point(*three(990.0)))
+    worse = compare_points(point(*three(1000.0)), point(*three(880.0)))
+    title, verdicts = _rows(Comparison(a="A", b="B", threshold=0.05, changes=[noisy, same, worse]))
+    # Then the title claims nothing the rows contradict, and each verdict reads as what it means
+    assert title == "A -> B: every point (unchanged: within 5%)"
+    assert noisy.verdict == "within_noise" and verdicts[0].startswith("inconclusive (tps [")
+    assert "within_noise" not in verdicts[0] and verdicts[0].endswith("at 95.0%)")
+    assert verdicts[1] == "unchanged (within 5%) (tps [-2.7%, +0.7%] at 90.0%)"
+    assert verdicts[2] == "regression (tps [-14.3%, -9.7%] at 95.0%)"
+
+
+def test_the_table_keeps_the_reasons_no_figure_gives():
+    change = compare_points(point(100.0, progress=(100, 101, 99, 100)), point(100.0, progress=(300, 30, 40, 30)))
+    _, verdicts = _rows(Comparison(a="A", b="B", threshold=0.05, changes=[change]))
+    assert verdicts == ["regression (no interval for tps (fewer than 3 runs); tps collapsed during the run in B)"]
+
+
+def test_the_table_says_once_why_figures_have_no_interval():
+    change = compare_points(point(1000.0, latency=4.0), point(700.0, latency=5.0))
+    _, verdicts = _rows(Comparison(a="A", b="B", threshold=0.05, changes=[change]))
+    assert verdicts == ["inconclusive (no interval for tps, latency p95 (fewer than 3 runs))"]

@@ -32,6 +32,8 @@ LIMIT_REASONS = {
     "scale": "pgbench scale 100,000 is about 1.5 TB; its load would outlast every timeout",
     "warehouses": "10,000 TPROC-C warehouses are about 1 TB; its load would outlast every timeout",
 }
+# What pgbench calls another tool's field, by that field's path in a workload: the fix a misplaced one is given.
+COUNTERPARTS = {"run.threads": "clients", "run.report_interval_s": "progress_s", "prepare": "init"}
 # The order-entry mix (TPROC-C, pgarena's kit: pgarena.tools.pgbench.tpcc) in place of pgbench's scripts.
 TPROCC = "tprocc"
 Builtin = Literal["tpcb-like", "simple-update", "select-only", "tprocc"]

@@ -65,6 +65,8 @@ _OWNED_PREFIXES = ("--pgsql-", "--mysql-")
 MAX_ROWS = 10_000_000_000  # pgbench scale 100,000
 # Why an upper bound is there, for the matrix's refusal (pgarena.model.matrix).
 LIMIT_REASONS = {"table_size": "tables x table_size is bounded like pgbench's scale"}
+# What sysbench calls another tool's field, by that field's path in a workload: the fix a misplaced one is given.
+COUNTERPARTS = {"run.clients": "threads", "run.progress_s": "report_interval_s", "init": "prepare"}
 
 # What extra_args may add: sysbench 1.0.20's general options and its OLTP scripts' options that no field
 # owns (`sysbench --help`, `sysbench oltp_read_write help`). A list of what is allowed, not of what is
