@@ -243,15 +243,19 @@ def line_chart(  # noqa: PLR0913  # a chart's labels and styling, mostly default
     height: int = HEIGHT,
     events: Sequence[tuple[float, str]] | None = None,
     log: bool | None = False,
+    x_ticks: Sequence[tuple[float, str]] | None = None,
 ) -> Markup:
     """Lines over a shared x axis from its smallest x (or 0) to its largest; y from 0, or on a log axis
     (`log`; None: when the values span more than LOG_SPAN). `events` are (x, text) pairs drawn as
-    vertical marks, e.g. where tps collapsed."""
+    vertical marks, e.g. where tps collapsed. `x_ticks`: (x, label) pairs whose first and last are the x
+    axis's ends (a label may be empty), for an axis that is not continuous from 0 (run numbers)."""
     xs = [x for line in lines for x, _ in line.points]
     ys = [y for line in lines for _, y in line.points]
     x_lo = min(0.0, min(xs, default=0.0))
-    x_ticks = nice_ticks(max(xs, default=1.0))
-    x_hi = x_ticks[-1] if x_ticks[-1] > x_lo else x_lo + 1
+    ticks = list(x_ticks) if x_ticks else [(t, compact(t)) for t in nice_ticks(max(xs, default=1.0))]
+    if x_ticks:
+        x_lo = ticks[0][0]
+    x_hi = ticks[-1][0] if ticks[-1][0] > x_lo else x_lo + 1
     scale = y_scale(ys, height, log)
     plot_w = WIDTH - MARGIN_LEFT - MARGIN_RIGHT
     out = _open(chart_id, css, title, height) + _y_axis(scale, y_label)
@@ -261,8 +265,8 @@ def line_chart(  # noqa: PLR0913  # a chart's labels and styling, mostly default
 
     sy = scale
     base = sy(scale.floor)
-    for tick in x_ticks:
-        out.append(f'<text class="tick x" x="{sx(tick):.1f}" y="{base + 6:.1f}" text-anchor="middle">{compact(tick)}</text>')
+    for tick, text in ticks:
+        out.append(f'<text class="tick x" x="{sx(tick):.1f}" y="{base + 6:.1f}" text-anchor="middle">{escape(text)}</text>')
     out.append(
         f'<text class="axis-label" x="{MARGIN_LEFT + plot_w / 2:.1f}" y="{height - 10}" text-anchor="middle">'
         f"{escape(x_label)}</text>"
