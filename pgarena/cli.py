@@ -1110,7 +1110,12 @@ def history_campaigns_table(listing: list[CampaignEntry]) -> Table:
         table.add_column(column)
     for c in listing:
         table.add_row(
-            _text(c.campaign), str(c.runs), c.first_started_at, c.last_started_at, c.last_status, _text(c.last_campaign_id)
+            _text(c.campaign),
+            str(c.runs),
+            utc_second(c.first_started_at),
+            utc_second(c.last_started_at),
+            c.last_status,
+            _text(c.last_campaign_id),
         )
     return table
 

@@ -124,6 +124,10 @@ def test_the_cli_says_how_many_runs_a_change_needs_not_no_change(tmp_path):
     said = " ".join(result.output.split())  # rich wraps long lines
     assert "2 runs: a change can be found from 6 runs on (3 at each level), after 4 more" in said
     assert "no change in" not in said
+    # and its runs, and the listing of campaigns, show when they started to the second in UTC
+    assert "2026-12-02 02:00:00 UTC" in said and ".000+00:00" not in said
+    listed = runner.invoke(app, ["history", "--out", str(tmp_path)])
+    assert "2026-12-01 02:00:00 UTC" in " ".join(listed.output.split()) and ".000+00:00" not in listed.output
 
 
 def test_a_split_that_leaves_too_few_comparable_runs_is_said_so(tmp_path):
