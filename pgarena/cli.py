@@ -63,6 +63,7 @@ from pgarena.remote.execution import RESULTS_WAIT_S
 from pgarena.remote.follow import WORKER_STATE
 from pgarena.report import InconsistentResultsError, check_consistent, write_to_folder
 from pgarena.report.progress import CampaignProgress
+from pgarena.report.timestamps import utc_second
 from pgarena.report.trends import render_trends_html, save_trend_page, trends_csv
 from pgarena.report.view import repetitions_note
 from pgarena.tools.workloads import TOOL_NAMES
@@ -1130,7 +1131,12 @@ def history_campaigns_table(listing: list[CampaignEntry]) -> Table:
         table.add_column(column)
     for c in listing:
         table.add_row(
-            _text(c.campaign), str(c.runs), c.first_started_at, c.last_started_at, c.last_status, _text(c.last_campaign_id)
+            _text(c.campaign),
+            str(c.runs),
+            utc_second(c.first_started_at),
+            utc_second(c.last_started_at),
+            c.last_status,
+            _text(c.last_campaign_id),
         )
     return table
 
@@ -1142,16 +1148,14 @@ def print_history(told: History, html: Path | None) -> None:
         table.add_column(column, justify="right" if column in ("run", "cost") else "left")
     for r in told.runs:
         failed = f" ({', '.join(r.failed_targets)} failed)" if r.failed_targets else ""
-        # A local run charged nothing: its figure is what the same workers would have cost in AWS.
-        cost = "-" if r.cost_usd is None else f"${r.cost_usd:,.2f}" + (" if in AWS" if r.priced_as_aws else "")
         table.add_row(
             str(r.run),
-            r.started_at[:19],
+            utc_second(r.started_at),
             _text(r.campaign_id),
             r.status + failed,
             _text(", ".join(r.targets)),
             _text(history_index.short_headline(r)),
-            cost,
+            history_index.cost_text(r),
         )
     console.print(table)
     for s in told.series:
@@ -1161,8 +1165,11 @@ def print_history(told: History, html: Path | None) -> None:
             )
         for change in s.changes:
             console.print(_text(f"change: {change.message}", "red" if change.direction == "worse" else "green"), highlight=False)
+    wanting = history_trends.too_few_runs(told)
     if told.detector is None:
         console.print(_text(f"no change points: {history_detect.INSTALL_HINT}", "yellow"), highlight=False)
+    elif wanting is not None:
+        console.print(_text(wanting, "yellow"), highlight=False)
     elif not any(s.changes for s in told.series):
         console.print(_text(f"no change in {len(told.series)} series", "green"), highlight=False)
     if html is not None:

@@ -247,8 +247,8 @@ def line_chart(  # noqa: PLR0913  # a chart's labels and styling, mostly default
 ) -> Markup:
     """Lines over a shared x axis from its smallest x (or 0) to its largest; y from 0, or on a log axis
     (`log`; None: when the values span more than LOG_SPAN). `events` are (x, text) pairs drawn as
-    vertical marks, e.g. where tps collapsed. `x_ticks`: (x, label) pairs that span the x axis, for an
-    axis the caller transformed (percentile_chart's)."""
+    vertical marks, e.g. where tps collapsed. `x_ticks`: (x, label) pairs whose first and last are the x
+    axis's ends (a label may be empty), for an axis that is not continuous from 0 (run numbers, percentile_chart's nines)."""
     xs = [x for line in lines for x, _ in line.points]
     ys = [y for line in lines for _, y in line.points]
     x_lo = min(0.0, min(xs, default=0.0))

@@ -18,6 +18,7 @@ from pgarena.report.charts import Bars, Line, bar_chart, colour, line_chart, per
 from pgarena.report.links import local_link, trend_link
 from pgarena.report.managed import managed_tables
 from pgarena.report.stacked import label_cells
+from pgarena.report.timestamps import utc_second
 from pgarena.report.view import Key, Report, point_label
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -521,6 +522,7 @@ def _environment(autoescape: bool) -> Environment:
         keep_trailing_newline=True,
     )
     env.filters.update(fmt=_fmt, pct=_pct, md=_md, slug=slug, mib=_mib, ci=_ci, local_link=local_link, trend_link=trend_link)
+    env.filters["utc"] = utc_second
     return env
 
 

@@ -12,6 +12,7 @@ from markupsafe import Markup
 
 from pgarena.analysis.history import index, trends
 from pgarena.analysis.history.schema import History, Series
+from pgarena.analysis.history.trends import metric_name
 from pgarena.report.charts import Line, colour, line_chart
 from pgarena.report.links import trend_page
 from pgarena.report.render import TEMPLATES, Chart, _environment, slug
@@ -32,12 +33,29 @@ def _events(series: Series) -> list[tuple[float, str]]:
     return marks
 
 
-def series_chart(index: int, series: Series) -> Chart:
-    """The series over run numbers, its 95% interval as dashed lines, splits and change points as marks."""
+def run_ticks(first: int, last: int, most: int = 10) -> list[tuple[float, str]]:
+    """The x axis of a campaign's runs: half a run of room each side (unlabelled ends, so a single run is a
+    point in the middle), a label at whole run numbers only, every 1, 2, 5, 10, 20... runs so at most `most`
+    are labelled."""
+    step = next(m * 10**e for e in range(12) for m in (1, 2, 5) if (last - first) // (m * 10**e) + 1 <= most)
+    labelled = [(float(r), str(r)) for r in range(first, last + 1) if r % step == 0]
+    return [(first - 0.5, ""), *labelled, (last + 0.5, "")]
+
+
+def axis_label(series: Series) -> str:
+    """The metric's readable name and its unit once: 'p95 latency (ms)', 'tps'."""
+    name = metric_name(series.metric)
+    return name if series.unit == name else f"{name} ({series.unit})"
+
+
+def series_chart(index: int, series: Series, runs: tuple[int, int]) -> Chart:
+    """The series over the campaign's runs (`runs`: its first and last run number), its 95% interval as dashed
+    lines, splits and change points as marks."""
+    name = metric_name(series.metric)
     points = [(float(p.run), p.value) for p in series.points]
     lines = [
         Line(
-            series.metric,
+            name,
             colour(0),
             points,
             labels=[f"run {p.run} ({p.started_at[:10]}): {p.value:,.1f} {series.unit}" for p in series.points],
@@ -51,21 +69,37 @@ def series_chart(index: int, series: Series) -> Chart:
             Line("95% low", colour(0), low, dash="4 3", dots=False),
             Line("95% high", colour(0), high, dash="4 3", dots=False),
         ]
-    title = f"{series.label}: {series.metric}"
+    title = f"{series.label}: {name}"
     svg = line_chart(
-        f"trend-{index}-{slug(title)}", title, lines, "run", f"{series.metric} ({series.unit})", events=_events(series)
+        f"trend-{index}-{slug(title)}",
+        title,
+        lines,
+        "run",
+        axis_label(series),
+        events=_events(series),
+        x_ticks=run_ticks(*runs),
     )
     notes = [f"Split at run {s.run} (not compared across): {'; '.join(s.changed)}." for s in series.splits]
     notes += [f"{c.message} ({c.direction}, p = {c.p:.3g})." for c in series.changes]
-    legend = [(series.metric, colour(0), "solid")] + ([("95% interval", colour(0), "dashed")] if low else [])
+    legend = [(name, colour(0), "solid")] + ([("95% interval", colour(0), "dashed")] if low else [])
     return Chart(f"trend-{index}", title, svg, legend, " ".join(notes))
 
 
 def render_trends_html(history: History) -> str:
-    charts = [series_chart(i, s) for i, s in enumerate(history.series)]
+    numbers = [r.run for r in history.runs] + [p.run for s in history.series for p in s.points]
+    runs = (min(numbers, default=1), max(numbers, default=1))
+    charts = [series_chart(i, s, runs) for i, s in enumerate(history.series)]
     css = (TEMPLATES / "report.css").read_text()
     template = _environment(autoescape=True).get_template("trends.html.j2")
-    return label_cells(template.render(h=history, charts=charts, css=Markup(css)))
+    page = template.render(
+        h=history,
+        charts=charts,
+        css=Markup(css),
+        wanting=trends.too_few_runs(history),
+        names={s.metric: metric_name(s.metric) for s in history.series},
+        costs=[index.cost_text(r) for r in history.runs],
+    )
+    return label_cells(page)
 
 
 def trends_csv(history: History) -> str:

@@ -62,6 +62,10 @@ def test_trend_page_has_no_horizontal_overflow_at_1280_px(trend_page, tmp_path):
     # and the DOM holds a chart per series, with the change and the split marked where they are
     assert len(re.findall(r'<svg id="trend-\d+-', dom)) == 4
     assert len(re.findall(r'<g class="event">', dom)) == 4  # b's change (tps, p95), a's split (tps, p95)
+    # and every chart's x axis is labelled at whole run numbers over the eight runs, in the metric's words
+    x_labels = [t for t in re.findall(r'<text class="tick x"[^>]*>([^<]*)</text>', dom) if t]
+    assert x_labels == [str(run) for run in range(1, 9)] * 4
+    assert "p95 latency (ms)" in dom and "p95_ms" not in dom
     assert "<script" not in page
     png = trend_page.parent / "trends-1280.png"
     shot = chromium(tmp_path, f"--screenshot={png}", "--window-size=1280,4000", trend_page.as_uri())

@@ -149,3 +149,11 @@ def campaigns(found: Found) -> list[CampaignEntry]:
 def short_headline(entry: RunEntry) -> str:
     """The verdict's first sentence, for a table."""
     return _first_sentence(entry.headline)
+
+
+def cost_text(entry: RunEntry) -> str:
+    """'$0.01', or '$0.01 if in AWS' for a local run (it charged nothing: the figure is what the same workers
+    would have cost in AWS), '-' when not recorded: the CLI's runs table and the trend page's alike."""
+    if entry.cost_usd is None:
+        return "-"
+    return f"${entry.cost_usd:,.2f}" + (" if in AWS" if entry.priced_as_aws else "")

@@ -45,6 +45,11 @@ METRICS: dict[Metric, tuple[str, Callable[[PointMetrics], Interval | None], bool
 _NAMES: dict[Metric, str] = {"tps": "tps", "p95_ms": "p95 latency"}
 
 
+def metric_name(metric: Metric) -> str:
+    """The metric as a reader says it: 'p95 latency' for p95_ms."""
+    return _NAMES[metric]
+
+
 def _target_facts(target: TargetResult) -> dict[str, str]:
     facts: dict[str, str] = {}
     if target.server is not None:
@@ -238,3 +243,31 @@ def history(  # noqa: PLR0913  # what is read, and how it is weighed
     return History(
         campaign=campaign, root=root, runs=[e for e, _ in runs], series=series, detector=detector, gate=gate(series, recent)
     )
+
+
+def _longest_stretch(series: Series) -> int:
+    """The most runs of the series with no split between them: what change points are searched in."""
+    starts = {x.run for x in series.splits}
+    longest = current = 0
+    for p in series.points:
+        current = 1 if p.run in starts else current + 1
+        longest = max(longest, current)
+    return longest
+
+
+def too_few_runs(told: History) -> str | None:
+    """With the detector, when no series has the runs a change needs (min_runs at each level), how many there
+    are and how many a change needs, e.g. '2 runs: a change can be found from 6 runs on (3 at each level), after
+    4 more': said instead of 'no change', which would claim what could not be looked for. None otherwise."""
+    if told.detector is None:
+        return None
+    needed = 2 * told.detector.min_runs
+    longest = max((_longest_stretch(s) for s in told.series), default=len(told.runs))
+    if longest >= needed:
+        return None
+    more = needed - longest
+    if longest == len(told.runs):
+        have = f"{longest} run{'s' if longest != 1 else ''}"
+    else:  # splits cut every series shorter than the campaign's runs
+        have = f"{len(told.runs)} runs, at most {longest} comparable (a split starts a series anew)"
+    return f"{have}: a change can be found from {needed} runs on ({told.detector.min_runs} at each level), after {more} more"
