@@ -14,6 +14,7 @@ from pgarena.analysis.consolidation import consolidation_tables
 from pgarena.analysis.footing import site, worker_size
 from pgarena.analysis.latency_intervals import interval_length
 from pgarena.analysis.merge import NoCommonWindow, merge, run_intervals
+from pgarena.analysis.metrics import merge_point_latencies
 from pgarena.analysis.mix import consistency_incident, merged_mix
 from pgarena.analysis.rate import rate_incident, skipped_incident
 from pgarena.analysis.saturation import saturation_incident
@@ -451,11 +452,10 @@ def aggregate(  # noqa: PLR0913  # everything a campaign left behind, in separat
     by_step = {s.step_id: s for s in summaries}
     keys = frozenset(raw_keys)
     results = [
-        _target_result(t, by_name.get(t.name), by_step, plan.campaign_id, series or {}, keys, managed) for t in plan.targets
+        merge_point_latencies(_target_result(t, by_name.get(t.name), by_step, plan.campaign_id, series or {}, keys, managed))
+        for t in plan.targets
     ]
     computed = compute(results, plan.campaign_id, plan.ranking, plan.repetitions, design=plan.design)
-    for run in (w for t in [*results, *computed.targets] for w in t.workloads):
-        run.with_histograms(None)  # merged into their points: not held while the results are written
     return computed.results(
         campaign_id=plan.campaign_id,
         campaign=plan.campaign,

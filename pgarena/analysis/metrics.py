@@ -348,9 +348,23 @@ def _mix_fields(ok: list[WorkloadResult]) -> _MixFields:
 
 
 def _merged_latency(ok: list[WorkloadResult]) -> PointLatency | None:
-    """Every run's histograms merged, when every run kept them (a run read back from results.json has none)."""
+    """Every run's histograms merged, when every run kept them (a run read back from results.json has none), or
+    the merge merge_point_latencies made of them already."""
+    if ok and all(w.point_merged for w in ok):
+        return ok[0].point_latency
     kept = [h for w in ok if (h := w.histograms) is not None]
     return point_latency(kept) if kept and len(kept) == len(ok) else None
+
+
+def merge_point_latencies(target: TargetResult) -> TargetResult:
+    """Each point's latency merged now from its runs' histograms, which are then let go: aggregation holds one
+    target's histograms at a time, not the campaign's (tests/integration/test_aggregation_memory.py)."""
+    for runs in point_runs(target).values():
+        ok = [w for w in runs if w.status == "succeeded" and w.tps is not None]
+        merged = _merged_latency(ok)
+        for w in ok:
+            w.with_point_latency(merged)
+    return target
 
 
 class _SloFields(TypedDict, total=False):

@@ -12,7 +12,7 @@ from pgarena.model.budget import Budget, ConnectionFacts
 from pgarena.model.errors import ErrorInfo
 from pgarena.model.figures import Latency, PointStats, UslFit
 from pgarena.model.managed_metrics import ManagedMetrics
-from pgarena.model.metrics import Finding, RunHistograms, Stability, TargetMetrics
+from pgarena.model.metrics import Finding, PointLatency, RunHistograms, Stability, TargetMetrics
 from pgarena.model.monitor import ConnectionReport, Incident
 from pgarena.model.pairwise import FootingProblem, NoiseWarning, PairComparison
 from pgarena.model.replication import ReplicationResult
@@ -327,6 +327,23 @@ class WorkloadResult(BaseModel):
     @property
     def histograms(self) -> RunHistograms | None:
         return self._histograms
+
+    # Its point's merged latency, once merged from the point's runs' histograms (which are then let go):
+    # aggregation holds one target's histograms at a time (analysis.metrics.merge_point_latencies).
+    _point_latency: PointLatency | None = PrivateAttr(None)
+    _point_merged: bool = PrivateAttr(False)
+
+    def with_point_latency(self, latency: PointLatency | None) -> WorkloadResult:
+        self._point_latency, self._point_merged, self._histograms = latency, True, None
+        return self
+
+    @property
+    def point_merged(self) -> bool:
+        return self._point_merged
+
+    @property
+    def point_latency(self) -> PointLatency | None:
+        return self._point_latency
 
 
 class LoadResult(BaseModel):

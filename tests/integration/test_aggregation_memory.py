@@ -31,7 +31,9 @@ def test_2000_shards_aggregate_under_the_function_s_memory_and_grow_it_by_less_t
     assert (small["shards"], large["shards"]) == (200, 2_000)
     # Then the 2,000 are aggregated within the Aggregate function's memory
     assert large["peak_rss_mib"] < AGGREGATE_MEMORY_MIB, large
-    # And the 1,800 more shards add less than half of what holding their series at once would (bench/limits.py
-    # --eager measured 86 MiB for these 2,000 against 101 MiB streamed: 187 MiB in all)
+    # And the 1,800 more shards add well under what holding their series at once would (bench/limits.py
+    # --eager measured 86 MiB more for these 2,000 than streamed). The growth streamed is mostly the results
+    # themselves: 26 MiB when results.json was 1.8 MiB, 31-33 MiB since each point carries its merged latency
+    # (over time and by percentile: 2.2 MiB), against 65 MiB of series held and about 117 MiB eager.
     held_mib = 1_800 * SECONDS * SERIES_PARSED_BYTES_PER_S / 2**20
-    assert large["peak_rss_mib"] - small["peak_rss_mib"] < held_mib / 2, (small, large, held_mib)
+    assert large["peak_rss_mib"] - small["peak_rss_mib"] < 0.6 * held_mib, (small, large, held_mib)
