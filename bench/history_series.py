@@ -180,7 +180,7 @@ def report(found: History, slow_from: int, slowed: str) -> bool:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=8, help="campaigns in the series")
-    parser.add_argument("--slow-from", type=int, default=5, help="first run with B's core shared")
+    parser.add_argument("--slow-from", type=int, default=5, help="first run with B's server slowed")
     parser.add_argument("--quota", type=float, default=0.3, help="B's CPU quota from --slow-from on, in CPUs")
     parser.add_argument("--burners", type=int, default=0, help="instead of a quota: busy loops on B's core")
     parser.add_argument("--duration", type=int, default=3, help="seconds per pgbench run")
