@@ -120,10 +120,13 @@ def error_messages(value: Any) -> set[str]:
     return set()
 
 
+SAMPLED_LISTS = frozenset({"progress", "intervals", "distribution"})
+
+
 def shape(value: Any, campaign_id: str, key: str = "", errors: frozenset[str] | None = None) -> Any:
     """results.json with what differs between any two runs left out: ids (and the target order shuffled
     from the id), times, measured figures, ports, process ids, servers' system identifiers, how many
-    progress samples a run of seconds happened to print, what the monitor's samples caught (SAMPLED), verdicts
+    progress samples, whole latency intervals and percentile steps a run of seconds happened to give, what the monitor's samples caught (SAMPLED), verdicts
     on measured figures (JUDGED) and the findings concluded from them: every finding but one that restates an
     error (a far load generator is a median round trip past 2 ms, which a loaded machine reaches on loopback)."""
     if errors is None:
@@ -143,7 +146,9 @@ def shape(value: Any, campaign_id: str, key: str = "", errors: frozenset[str] | 
     if isinstance(value, list):
         if key == "findings":
             value = [f for f in value if isinstance(f, dict) and f.get("message") in errors]
-        return "<samples>" if key == "progress" else [shape(v, campaign_id, key, errors) for v in value]
+        # How many progress lines, whole latency intervals and percentile steps (up to the slowest transaction)
+        # a run of seconds gives varies between two runs: the lists are measured, not compared.
+        return "<samples>" if key in SAMPLED_LISTS else [shape(v, campaign_id, key, errors) for v in value]
     return scalar(value, campaign_id, key)
 
 
